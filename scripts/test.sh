@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Installs, builds and runs every test: C++ unit tests (CTest/GoogleTest) and
+# black-box tests (pytest) that start the built binary.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+scripts/install.sh
+scripts/build.sh
+ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 600
+.venv/bin/python -m pytest -q tests "$@"

@@ -1,0 +1,431 @@
+#include "base/config.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <variant>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+extern char** environ;
+
+namespace sediment {
+namespace {
+
+
+// One setting: its dotted key, a typed pointer into Config, and a check.
+struct Option {
+  std::string key;
+  std::function<void*(Config&)> field;
+  enum class Type { kBool, kInt, kDouble, kString } type;
+  // Returns an empty string if the value is fine, else what is wrong.
+  std::function<std::string(const void*)> check;
+  std::vector<std::string> env_aliases = {};
+  bool secret = false;
+};
+
+template <typename T>
+std::function<std::string(const void*)> Check(std::function<std::string(const T&)> f) {
+  return [f](const void* v) { return f(*static_cast<const T*>(v)); };
+}
+
+std::function<std::string(const void*)> IntAtLeast(int64_t min) {
+  return Check<int64_t>([min](const int64_t& v) {
+    return v >= min ? std::string() : fmt::format("must be at least {}, got {}", min, v);
+  });
+}
+
+std::function<std::string(const void*)> DoubleAtLeast(double min, bool exclusive = false) {
+  return Check<double>([min, exclusive](const double& v) {
+    if (!std::isfinite(v)) return std::string("must be a finite number");
+    if (exclusive ? v > min : v >= min) return std::string();
+    return fmt::format("must be {} {}, got {}", exclusive ? "greater than" : "at least", min, v);
+  });
+}
+
+std::function<std::string(const void*)> OneOf(std::vector<std::string> allowed) {
+  return Check<std::string>([allowed](const std::string& v) {
+    for (const auto& a : allowed) {
+      if (v == a) return std::string();
+    }
+    std::string list;
+    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+    return fmt::format("must be one of {}, got \"{}\"", list, v);
+  });
+}
+
+std::function<std::string(const void*)> Any() {
+  return [](const void*) { return std::string(); };
+}
+
+#define FIELD(path) [](Config& c) -> void* { return &c.path; }
+
+const std::vector<Option>& Options() {
+  using T = Option::Type;
+  static const std::vector<Option> options = {
+      {"server.listen", FIELD(server.listen), T::kString, Check<std::string>([](const std::string& v) {
+         std::string host;
+         int port;
+         Status st = ParseHostPort(v, &host, &port);
+         return st.ok() ? std::string() : st.message();
+       })},
+      {"storage.data_dir", FIELD(storage.data_dir), T::kString, Check<std::string>([](const std::string& v) {
+         return v.empty() ? std::string("must not be empty") : std::string();
+       })},
+      {"storage.objects", FIELD(storage.objects), T::kString, Check<std::string>([](const std::string& v) {
+         auto pos = v.find("://");
+         if (pos == std::string::npos) return std::string();
+         std::string scheme = v.substr(0, pos);
+         if (scheme == "file" || scheme == "local" || scheme == "s3") return std::string();
+         return fmt::format("unsupported scheme \"{}://\" (use a path, file://, local:// or s3://)", scheme);
+       })},
+      {"storage.s3.endpoint", FIELD(storage.s3.endpoint), T::kString, Any()},
+      {"storage.s3.region", FIELD(storage.s3.region), T::kString, Any()},
+      {"storage.s3.access_key_id", FIELD(storage.s3.access_key_id), T::kString, Any()},
+      {"storage.s3.secret_access_key", FIELD(storage.s3.secret_access_key), T::kString, Any(), {}, true},
+      {"storage.s3.scheme", FIELD(storage.s3.scheme), T::kString, OneOf({"http", "https"})},
+      {"storage.s3.path_style", FIELD(storage.s3.path_style), T::kBool, Any()},
+      {"database.type", FIELD(database.type), T::kString, OneOf({"rocksdb", "postgres", "mem"})},
+      {"database.rocksdb_path", FIELD(database.rocksdb_path), T::kString, Any()},
+      {"database.rocksdb_sync", FIELD(database.rocksdb_sync), T::kBool, Any()},
+      {"database.postgres_dsn", FIELD(database.postgres_dsn), T::kString, Any(), {}, true},
+      {"log.level", FIELD(log.level), T::kString,
+       OneOf({"trace", "debug", "info", "warn", "error", "off"})},
+      {"log.format", FIELD(log.format), T::kString, OneOf({"text", "json"})},
+      {"writer.bytes", FIELD(writer.bytes), T::kInt, IntAtLeast(1)},
+      {"writer.rows", FIELD(writer.rows), T::kInt, IntAtLeast(0)},
+      {"writer.overflow", FIELD(writer.overflow), T::kDouble, DoubleAtLeast(1.0)},
+      {"writer.compression", FIELD(writer.compression), T::kString, Check<std::string>([](const std::string& v) {
+         auto r = ParseCompression(v);
+         return r.ok() ? std::string() : r.status().message();
+       })},
+      {"writer.max_row_group_mb", FIELD(writer.max_row_group_mb), T::kInt, IntAtLeast(1)},
+      {"writer.compactor.active", FIELD(writer.compactor.active), T::kBool, Any()},
+      {"writer.compactor.min_interval", FIELD(writer.compactor.min_interval), T::kDouble, DoubleAtLeast(0)},
+      {"writer.compactor.skip_latest_segments", FIELD(writer.compactor.skip_latest_segments), T::kInt,
+       IntAtLeast(0)},
+      {"writer.compactor.cooldown_duration", FIELD(writer.compactor.cooldown_duration), T::kDouble,
+       DoubleAtLeast(0)},
+      {"writer.compactor.max_eager_bytes", FIELD(writer.compactor.max_eager_bytes), T::kInt, IntAtLeast(0)},
+      {"writer.compactor.metadata_concurrency", FIELD(writer.compactor.metadata_concurrency), T::kInt,
+       IntAtLeast(1)},
+      {"writer.compactor.write_concurrency", FIELD(writer.compactor.write_concurrency), T::kInt,
+       IntAtLeast(1)},
+      {"writer.compactor.gc_manifest_grace_period", FIELD(writer.compactor.gc_manifest_grace_period),
+       T::kDouble, DoubleAtLeast(0)},
+      {"graveler.compaction.auto_trigger", FIELD(graveler.compaction.auto_trigger), T::kBool, Any(),
+       {"LAKEFS_GRAVELER_COMPACTION_AUTO_TRIGGER"}},
+      {"graveler.compaction.threshold", FIELD(graveler.compaction.threshold), T::kInt, IntAtLeast(1),
+       {"LAKEFS_GRAVELER_COMPACTION_THRESHOLD"}},
+  };
+  return options;
+}
+
+#undef FIELD
+
+const Option* FindOption(const std::string& key) {
+  for (const auto& o : Options()) {
+    if (o.key == key) return &o;
+  }
+  return nullptr;
+}
+
+bool IsSection(const std::string& prefix) {
+  for (const auto& o : Options()) {
+    if (o.key.size() > prefix.size() && o.key.compare(0, prefix.size(), prefix) == 0 &&
+        o.key[prefix.size()] == '.') {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string EnvName(const std::string& key) {
+  std::string name = "SEDIMENT_";
+  for (char ch : key) name += ch == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return name;
+}
+
+const char* TypeName(Option::Type t) {
+  switch (t) {
+    case Option::Type::kBool:
+      return "a boolean (true or false)";
+    case Option::Type::kInt:
+      return "an integer";
+    case Option::Type::kDouble:
+      return "a number";
+    case Option::Type::kString:
+      return "a string";
+  }
+  return "?";
+}
+
+Status ConfigError(const std::string& origin, const std::string& key, const std::string& what) {
+  return InvalidArgument(fmt::format("{}: {}: {}", origin, key, what));
+}
+
+// Stores `value` (already of the option's C++ type) after checking it.
+template <typename V>
+Status Store(Config* config, const Option& opt, V value, const std::string& origin) {
+  std::string problem = opt.check(&value);
+  if (!problem.empty()) return ConfigError(origin, opt.key, problem);
+  *static_cast<V*>(opt.field(*config)) = std::move(value);
+  return Status::OK();
+}
+
+Status SetFromText(Config* config, const Option& opt, const std::string& text, const std::string& origin) {
+  switch (opt.type) {
+    case Option::Type::kBool: {
+      std::string v;
+      for (char ch : text) v += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      if (v == "true" || v == "1" || v == "yes" || v == "on") return Store(config, opt, true, origin);
+      if (v == "false" || v == "0" || v == "no" || v == "off") return Store(config, opt, false, origin);
+      break;
+    }
+    case Option::Type::kInt: {
+      int64_t v = 0;
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (ec == std::errc() && end == text.data() + text.size() && !text.empty()) {
+        return Store(config, opt, v, origin);
+      }
+      break;
+    }
+    case Option::Type::kDouble: {
+      double v = 0;
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (ec == std::errc() && end == text.data() + text.size() && !text.empty()) {
+        return Store(config, opt, v, origin);
+      }
+      break;
+    }
+    case Option::Type::kString:
+      return Store(config, opt, text, origin);
+  }
+  return ConfigError(origin, opt.key, fmt::format("must be {}, got \"{}\"", TypeName(opt.type), text));
+}
+
+Status SetFromToml(Config* config, const Option& opt, const toml::node& node, const std::string& origin) {
+  switch (opt.type) {
+    case Option::Type::kBool:
+      if (auto v = node.value_exact<bool>()) return Store(config, opt, *v, origin);
+      break;
+    case Option::Type::kInt:
+      if (auto v = node.value_exact<int64_t>()) return Store(config, opt, *v, origin);
+      break;
+    case Option::Type::kDouble:
+      if (node.is_integer()) return Store(config, opt, static_cast<double>(*node.value<int64_t>()), origin);
+      if (auto v = node.value_exact<double>()) return Store(config, opt, *v, origin);
+      break;
+    case Option::Type::kString:
+      if (auto v = node.value_exact<std::string>()) return Store(config, opt, *v, origin);
+      break;
+  }
+  std::string shown;
+  if (node.is_table()) {
+    shown = "a table";
+  } else if (node.is_array()) {
+    shown = "an array";
+  } else if (auto str = node.value_exact<std::string>()) {
+    shown = "\"" + *str + "\"";
+  } else if (auto i = node.value_exact<int64_t>()) {
+    shown = std::to_string(*i);
+  } else if (auto d = node.value_exact<double>()) {
+    shown = fmt::format("{}", *d);
+  } else if (auto b = node.value_exact<bool>()) {
+    shown = *b ? "true" : "false";
+  } else {
+    shown = "a date or time";
+  }
+  return ConfigError(origin, opt.key, fmt::format("must be {}, got {}", TypeName(opt.type), shown));
+}
+
+Status WalkTable(Config* config, const toml::table& table, const std::string& prefix, const std::string& file) {
+  for (const auto& [k, node] : table) {
+    std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    std::string origin = fmt::format("{}:{}", file, node.source().begin.line);
+    if (const Option* opt = FindOption(key)) {
+      ARROW_RETURN_NOT_OK(SetFromToml(config, *opt, node, origin));
+    } else if (IsSection(key)) {
+      if (!node.is_table()) return ConfigError(origin, key, "must be a table (a [section])");
+      ARROW_RETURN_NOT_OK(WalkTable(config, *node.as_table(), key, file));
+    } else {
+      return ConfigError(origin, key, "unknown setting");
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+std::map<std::string, std::string> CurrentEnvironment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+Status ParseHostPort(const std::string& text, std::string* host, int* port) {
+  auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
+    return InvalidArgument(fmt::format("\"{}\" is not HOST:PORT", text));
+  }
+  int p = -1;
+  const char* b = text.data() + colon + 1;
+  const char* e = text.data() + text.size();
+  auto [end, ec] = std::from_chars(b, e, p);
+  if (ec != std::errc() || end != e || p < 0 || p > 65535) {
+    return InvalidArgument(fmt::format("\"{}\": port must be a number from 0 to 65535", text));
+  }
+  *host = text.substr(0, colon);
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') {
+    *host = host->substr(1, host->size() - 2);
+  }
+  *port = p;
+  return Status::OK();
+}
+
+Result<CompressionSetting> ParseCompression(const std::string& text) {
+  CompressionSetting s;
+  std::string name = text;
+  auto open = text.find('(');
+  if (open != std::string::npos) {
+    if (text.back() != ')') {
+      return InvalidArgument(fmt::format("compression \"{}\": expected CODEC or CODEC(LEVEL)", text));
+    }
+    name = text.substr(0, open);
+    std::string digits = text.substr(open + 1, text.size() - open - 2);
+    int level = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), level);
+    if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty()) {
+      return InvalidArgument(fmt::format("compression \"{}\": level must be an integer", text));
+    }
+    s.level = level;
+  }
+  s.codec = name;
+  struct Range {
+    const char* codec;
+    int min, max;
+  };
+  static const Range kLevels[] = {{"zstd", 1, 22}, {"gzip", 1, 9}, {"brotli", 0, 11}};
+  for (const auto& r : kLevels) {
+    if (name == r.codec) {
+      if (s.level && (*s.level < r.min || *s.level > r.max)) {
+        return InvalidArgument(
+            fmt::format("compression \"{}\": {} level must be from {} to {}", text, name, r.min, r.max));
+      }
+      return s;
+    }
+  }
+  if (name == "snappy" || name == "lz4" || name == "none") {
+    if (s.level) return InvalidArgument(fmt::format("compression \"{}\": {} takes no level", text, name));
+    return s;
+  }
+  return InvalidArgument(fmt::format(
+      "compression \"{}\": unknown codec (use zstd(N), snappy, lz4, gzip(N), brotli(N) or none)", text));
+}
+
+Result<Config> Config::Load(const std::string& path, const std::map<std::string, std::string>& env) {
+  Config config;
+  if (!path.empty()) {
+    toml::table table;
+    try {
+      table = toml::parse_file(path);
+    } catch (const toml::parse_error& e) {
+      const auto& src = e.source();
+      if (src.begin.line == 0) {
+        return InvalidArgument(fmt::format("{}: cannot read config file: {}", path, e.description()));
+      }
+      return InvalidArgument(
+          fmt::format("{}:{}:{}: {}", path, src.begin.line, src.begin.column, e.description()));
+    }
+    ARROW_RETURN_NOT_OK(WalkTable(&config, table, "", path));
+  }
+  // Environment: every setting has SEDIMENT_<KEY>. A SEDIMENT_ variable that
+  // starts like a section but names no setting is a typo worth stopping for.
+  for (const auto& opt : Options()) {
+    std::vector<std::string> names = {EnvName(opt.key)};
+    names.insert(names.end(), opt.env_aliases.begin(), opt.env_aliases.end());
+    for (const auto& name : names) {
+      auto it = env.find(name);
+      if (it == env.end()) continue;
+      ARROW_RETURN_NOT_OK(SetFromText(&config, opt, it->second, "environment variable " + name));
+      break;  // the SEDIMENT_ name wins over an alias
+    }
+  }
+  for (const auto& [name, value] : env) {
+    if (name.rfind("SEDIMENT_", 0) != 0) continue;
+    bool known = false, in_section = false;
+    for (const auto& opt : Options()) {
+      if (EnvName(opt.key) == name) known = true;
+      std::string section = EnvName(opt.key.substr(0, opt.key.find('.'))) + "_";
+      if (name.rfind(section, 0) == 0) in_section = true;
+    }
+    if (!known && in_section) {
+      return InvalidArgument(fmt::format("environment variable {}: unknown setting", name));
+    }
+  }
+  ARROW_RETURN_NOT_OK(config.Validate());
+  return config;
+}
+
+Status Config::Set(const std::string& key, const std::string& value, const std::string& origin) {
+  const Option* opt = FindOption(key);
+  if (opt == nullptr) return ConfigError(origin, key, "unknown setting");
+  return SetFromText(this, *opt, value, origin);
+}
+
+Status Config::Validate() const {
+  if (database.type == "postgres" && database.postgres_dsn.empty()) {
+    return InvalidArgument(
+        "database.type is \"postgres\" but database.postgres_dsn is empty (set it or "
+        "SEDIMENT_DATABASE_POSTGRES_DSN)");
+  }
+  if (storage.objects.rfind("s3://", 0) == 0 && storage.objects.size() <= 5) {
+    return InvalidArgument("storage.objects: \"s3://\" needs a bucket, as in s3://bucket/prefix");
+  }
+  return Status::OK();
+}
+
+std::string Config::ObjectsUri() const {
+  if (!storage.objects.empty()) return storage.objects;
+  return storage.data_dir + "/objects";
+}
+
+std::string Config::RocksDbPath() const {
+  if (!database.rocksdb_path.empty()) return database.rocksdb_path;
+  return storage.data_dir + "/kv";
+}
+
+std::string Config::Dump() const {
+  std::string out;
+  Config copy = *this;
+  for (const auto& opt : Options()) {
+    void* f = opt.field(copy);
+    std::string v;
+    switch (opt.type) {
+      case Option::Type::kBool:
+        v = *static_cast<bool*>(f) ? "true" : "false";
+        break;
+      case Option::Type::kInt:
+        v = std::to_string(*static_cast<int64_t*>(f));
+        break;
+      case Option::Type::kDouble:
+        v = fmt::format("{}", *static_cast<double*>(f));
+        break;
+      case Option::Type::kString: {
+        const auto& s = *static_cast<std::string*>(f);
+        v = "\"" + (opt.secret && !s.empty() ? std::string("***") : s) + "\"";
+        break;
+      }
+    }
+    out += opt.key + " = " + v + "\n";
+  }
+  return out;
+}
+
+}  // namespace sediment

@@ -1,0 +1,130 @@
+// Config: Sediment's settings as typed structs with defaults.
+//
+// Sources, later ones winning: built-in defaults < TOML file < environment
+// (SEDIMENT_<SECTION>_<KEY>, e.g. SEDIMENT_WRITER_COMPACTOR_ACTIVE=false) <
+// command-line flags (applied by the caller with Config::Set). Every value is
+// validated where it is read, so an error names the key and where it came
+// from (file and line, environment variable, or flag). Loading has no side
+// effects: nothing is created on disk.
+//
+// Names and defaults of [writer], [writer.compactor] and [graveler.compaction]
+// are exactly those of the specs in ../shared/spec.
+//
+// Thread-safety: a Config is a value; load it once, then share it read-only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace sediment {
+
+struct ServerConfig {
+  std::string listen = "127.0.0.1:8000";  // HOST:PORT
+};
+
+struct S3Config {
+  std::string endpoint;  // host:port or URL; empty = AWS
+  std::string region = "us-east-1";
+  std::string access_key_id;  // empty = AWS_ACCESS_KEY_ID / default chain
+  std::string secret_access_key;
+  std::string scheme = "https";  // "http" for a local MinIO
+  bool path_style = true;        // bucket in the path, as MinIO wants
+};
+
+struct StorageConfig {
+  std::string data_dir = "./data";
+  // Where objects live: a local path, file:// or local:// URI, or s3://bucket/prefix.
+  // Empty = <data_dir>/objects.
+  std::string objects;
+  S3Config s3;
+};
+
+struct DatabaseConfig {
+  std::string type = "rocksdb";  // rocksdb | postgres | mem
+  std::string rocksdb_path;      // empty = <data_dir>/kv
+  bool rocksdb_sync = false;     // fsync the WAL on every write
+  std::string postgres_dsn;
+};
+
+struct LogConfig {
+  std::string level = "info";   // trace | debug | info | warn | error | off
+  std::string format = "text";  // text | json
+};
+
+// [writer.compactor], spec parquet-compaction.md "Settings".
+struct CompactorConfig {
+  bool active = true;
+  double min_interval = 1.0;  // seconds
+  int64_t skip_latest_segments = 3;
+  double cooldown_duration = 1024.0;  // seconds
+  int64_t max_eager_bytes = 102400;
+  int64_t metadata_concurrency = 2;
+  int64_t write_concurrency = 2;
+  double gc_manifest_grace_period = 1800.0;  // seconds
+};
+
+// [writer]: how every Parquet file is written, merged ones included.
+struct WriterConfig {
+  int64_t bytes = 2147483648;  // target size, uncompressed
+  int64_t rows = 0;            // 0 = no limit
+  double overflow = 1.0;
+  std::string compression = "zstd(1)";
+  int64_t max_row_group_mb = 128;
+  CompactorConfig compactor;
+};
+
+// [graveler.compaction], spec staging-compaction.md.
+struct GravelerCompactionConfig {
+  bool auto_trigger = false;
+  int64_t threshold = 50000;
+};
+
+struct GravelerConfig {
+  GravelerCompactionConfig compaction;
+};
+
+struct Config {
+  ServerConfig server;
+  StorageConfig storage;
+  DatabaseConfig database;
+  LogConfig log;
+  WriterConfig writer;
+  GravelerConfig graveler;
+
+  // Defaults, then `path` (if not empty), then the environment `env`
+  // (a snapshot of environ; pass CurrentEnvironment()).
+  static Result<Config> Load(const std::string& path, const std::map<std::string, std::string>& env);
+
+  // Sets one setting from its text form, e.g. Set("server.listen", "0.0.0.0:9000", "flag --listen").
+  Status Set(const std::string& key, const std::string& value, const std::string& origin);
+
+  // Checks rules that span settings. Load calls it; call it again after Set.
+  Status Validate() const;
+
+  // Derived locations.
+  std::string ObjectsUri() const;
+  std::string RocksDbPath() const;
+
+  // Every setting as "key = value" lines in TOML-ish form (secrets masked).
+  std::string Dump() const;
+};
+
+std::map<std::string, std::string> CurrentEnvironment();
+
+// "HOST:PORT" -> parts; the port must be 0..65535.
+Status ParseHostPort(const std::string& text, std::string* host, int* port);
+
+// A [writer] compression value: "zstd(1)", "zstd", "snappy", "lz4", "gzip(6)",
+// "gzip", "brotli(5)", "none".
+struct CompressionSetting {
+  std::string codec;            // zstd | snappy | lz4 | gzip | brotli | none
+  std::optional<int> level;     // only zstd, gzip and brotli take one
+};
+Result<CompressionSetting> ParseCompression(const std::string& text);
+
+}  // namespace sediment

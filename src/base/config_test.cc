@@ -1,0 +1,200 @@
+#include "base/config.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace sediment {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("sediment_config_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Write(const std::string& text) {
+    std::string path = (dir_ / "config.toml").string();
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(ConfigTest, DefaultsMatchTheSpecs) {
+  auto config = Config::Load("", {});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  const auto& w = config->writer;
+  EXPECT_EQ(w.bytes, 2147483648);
+  EXPECT_EQ(w.rows, 0);
+  EXPECT_EQ(w.overflow, 1.0);
+  EXPECT_EQ(w.compression, "zstd(1)");
+  EXPECT_EQ(w.max_row_group_mb, 128);
+  EXPECT_TRUE(w.compactor.active);
+  EXPECT_EQ(w.compactor.min_interval, 1.0);
+  EXPECT_EQ(w.compactor.skip_latest_segments, 3);
+  EXPECT_EQ(w.compactor.cooldown_duration, 1024.0);
+  EXPECT_EQ(w.compactor.max_eager_bytes, 102400);
+  EXPECT_EQ(w.compactor.metadata_concurrency, 2);
+  EXPECT_EQ(w.compactor.write_concurrency, 2);
+  EXPECT_EQ(w.compactor.gc_manifest_grace_period, 1800.0);
+  EXPECT_FALSE(config->graveler.compaction.auto_trigger);
+  EXPECT_EQ(config->graveler.compaction.threshold, 50000);
+  EXPECT_EQ(config->server.listen, "127.0.0.1:8000");
+  EXPECT_EQ(config->database.type, "rocksdb");
+  EXPECT_EQ(config->RocksDbPath(), "./data/kv");
+  EXPECT_EQ(config->ObjectsUri(), "./data/objects");
+}
+
+TEST_F(ConfigTest, FileValuesAndIntegerForFloat) {
+  auto path = Write(R"(
+[writer]
+bytes = 536870912
+overflow = 4
+
+[writer.compactor]
+metadata_concurrency = 1
+write_concurrency = 1
+cooldown_duration = 60
+
+[graveler.compaction]
+auto_trigger = true
+)");
+  auto config = Config::Load(path, {});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->writer.bytes, 536870912);
+  EXPECT_EQ(config->writer.overflow, 4.0);
+  EXPECT_EQ(config->writer.compactor.metadata_concurrency, 1);
+  EXPECT_EQ(config->writer.compactor.cooldown_duration, 60.0);
+  EXPECT_TRUE(config->graveler.compaction.auto_trigger);
+}
+
+TEST_F(ConfigTest, DottedKeysWork) {
+  auto config = Config::Load(Write("writer.compactor.active = false\n"), {});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_FALSE(config->writer.compactor.active);
+}
+
+struct BadCase {
+  std::string toml;
+  std::string expect;  // substring of the error
+};
+
+TEST_F(ConfigTest, BadFilesNameKeyFileAndLine) {
+  std::vector<BadCase> cases = {
+      {"[writer]\nbytez = 5\n", "config.toml:2: writer.bytez: unknown setting"},
+      {"[writr]\nbytes = 5\n", "config.toml:1: writr: unknown setting"},
+      {"[writer]\n\nbytes = -5\n", "config.toml:3: writer.bytes: must be at least 1, got -5"},
+      {"[writer]\nbytes = \"big\"\n", "config.toml:2: writer.bytes: must be an integer, got \"big\""},
+      {"[writer.compactor]\nactive = 1\n", "config.toml:2: writer.compactor.active: must be a boolean"},
+      {"[writer]\noverflow = 0.5\n", "writer.overflow: must be at least 1"},
+      {"[writer]\ncompression = \"zstd(99)\"\n", "zstd level must be from 1 to 22"},
+      {"[writer]\ncompression = \"lzma\"\n", "unknown codec"},
+      {"[server]\nlisten = \"localhost\"\n", "config.toml:2: server.listen: \"localhost\" is not HOST:PORT"},
+      {"[server]\nlisten = \"127.0.0.1:70000\"\n", "port must be a number from 0 to 65535"},
+      {"[database]\ntype = \"mysql\"\n", "database.type: must be one of rocksdb, postgres, mem"},
+      {"[writer.compactor]\nmin_interval = -1.0\n", "writer.compactor.min_interval: must be at least 0"},
+      {"writer = 5\n", "config.toml:1: writer: must be a table"},
+      {"[writer\nbytes = 5\n", "config.toml:1:"},
+      {"[storage]\nobjects = \"gs://bucket\"\n", "unsupported scheme \"gs://\""},
+      {"[database]\ntype = \"postgres\"\n", "database.postgres_dsn is empty"},
+  };
+  for (const auto& c : cases) {
+    auto config = Config::Load(Write(c.toml), {});
+    ASSERT_FALSE(config.ok()) << c.toml;
+    EXPECT_TRUE(IsInvalidArgument(config.status()));
+    EXPECT_NE(config.status().message().find(c.expect), std::string::npos)
+        << "toml: " << c.toml << "\nerror: " << config.status().message();
+  }
+}
+
+TEST_F(ConfigTest, UnreadableFile) {
+  auto config = Config::Load((dir_ / "missing.toml").string(), {});
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("missing.toml"), std::string::npos) << config.status().message();
+}
+
+TEST_F(ConfigTest, EnvironmentOverridesFile) {
+  auto path = Write("[writer.compactor]\nactive = true\nmin_interval = 5.0\n");
+  auto config = Config::Load(path, {{"SEDIMENT_WRITER_COMPACTOR_ACTIVE", "false"},
+                                    {"SEDIMENT_WRITER_COMPACTOR_MIN_INTERVAL", "2.5"},
+                                    {"SEDIMENT_SERVER_LISTEN", "0.0.0.0:9000"},
+                                    {"SEDIMENT_TEST_TMP", "/tmp/ignored"}});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_FALSE(config->writer.compactor.active);
+  EXPECT_EQ(config->writer.compactor.min_interval, 2.5);
+  EXPECT_EQ(config->server.listen, "0.0.0.0:9000");
+}
+
+TEST_F(ConfigTest, LakefsAliasesAndPrecedence) {
+  auto config = Config::Load("", {{"LAKEFS_GRAVELER_COMPACTION_AUTO_TRIGGER", "true"},
+                                  {"LAKEFS_GRAVELER_COMPACTION_THRESHOLD", "100"}});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_TRUE(config->graveler.compaction.auto_trigger);
+  EXPECT_EQ(config->graveler.compaction.threshold, 100);
+
+  config = Config::Load("", {{"LAKEFS_GRAVELER_COMPACTION_THRESHOLD", "100"},
+                             {"SEDIMENT_GRAVELER_COMPACTION_THRESHOLD", "7"}});
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->graveler.compaction.threshold, 7);
+}
+
+TEST_F(ConfigTest, BadEnvironmentNamesVariable) {
+  auto config = Config::Load("", {{"SEDIMENT_WRITER_BYTES", "lots"}});
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("environment variable SEDIMENT_WRITER_BYTES: writer.bytes"),
+            std::string::npos)
+      << config.status().message();
+
+  config = Config::Load("", {{"SEDIMENT_WRITER_BYTEZ", "5"}});
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("SEDIMENT_WRITER_BYTEZ: unknown setting"), std::string::npos);
+}
+
+TEST_F(ConfigTest, SetFromFlag) {
+  auto config = Config::Load("", {});
+  ASSERT_TRUE(config.ok());
+  ASSERT_TRUE(config->Set("storage.data_dir", "/tmp/x", "flag --data-dir").ok());
+  EXPECT_EQ(config->RocksDbPath(), "/tmp/x/kv");
+  Status st = config->Set("server.listen", "nope", "flag --listen");
+  EXPECT_NE(st.message().find("flag --listen: server.listen"), std::string::npos) << st.message();
+}
+
+TEST(CompressionTest, Forms) {
+  EXPECT_EQ(ParseCompression("zstd(1)")->codec, "zstd");
+  EXPECT_EQ(*ParseCompression("zstd(1)")->level, 1);
+  EXPECT_FALSE(ParseCompression("zstd")->level.has_value());
+  EXPECT_EQ(*ParseCompression("gzip(6)")->level, 6);
+  EXPECT_TRUE(ParseCompression("snappy").ok());
+  EXPECT_TRUE(ParseCompression("lz4").ok());
+  EXPECT_TRUE(ParseCompression("none").ok());
+  EXPECT_FALSE(ParseCompression("snappy(3)").ok());
+  EXPECT_FALSE(ParseCompression("gzip(10)").ok());
+  EXPECT_FALSE(ParseCompression("zstd(x)").ok());
+  EXPECT_FALSE(ParseCompression("zstd(1").ok());
+}
+
+TEST(HostPortTest, Forms) {
+  std::string host;
+  int port;
+  ASSERT_TRUE(ParseHostPort("127.0.0.1:8000", &host, &port).ok());
+  EXPECT_EQ(host, "127.0.0.1");
+  EXPECT_EQ(port, 8000);
+  ASSERT_TRUE(ParseHostPort("[::1]:0", &host, &port).ok());
+  EXPECT_EQ(host, "::1");
+  EXPECT_FALSE(ParseHostPort(":80", &host, &port).ok());
+  EXPECT_FALSE(ParseHostPort("host:", &host, &port).ok());
+  EXPECT_FALSE(ParseHostPort("host:-1", &host, &port).ok());
+}
+
+}  // namespace
+}  // namespace sediment

@@ -1,0 +1,79 @@
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "base/test_util.h"
+#include "kv/kv.h"
+#include "kv/kv_conformance.h"
+
+namespace sediment::kv {
+namespace {
+
+// Each store opened by the factory gets its own directory, removed at exit.
+std::shared_ptr<KvStore> OpenFreshRocksDb() {
+  static auto* dirs = new std::vector<std::unique_ptr<testing::TempDir>>();
+  dirs->push_back(std::make_unique<testing::TempDir>());
+  auto store = OpenRocksDb(dirs->back()->Sub("kv"), /*sync=*/false);
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  return store.ok() ? *store : nullptr;
+}
+
+INSTANTIATE_TEST_SUITE_P(Mem, KvConformanceTest, ::testing::Values(KvDriver{"mem", [] { return NewMemoryStore(); }}),
+                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(RocksDb, KvConformanceTest, ::testing::Values(KvDriver{"rocksdb", OpenFreshRocksDb}),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(RocksDbTest, DataSurvivesReopen) {
+  testing::TempDir dir;
+  {
+    auto store = OpenRocksDb(dir.Sub("kv"), true);
+    ASSERT_TRUE(store.ok());
+    Batch b;
+    b.Put("a", "1").Put("b", "2");
+    ASSERT_TRUE((*store)->Apply(b).ok());
+  }
+  auto store = OpenRocksDb(dir.Sub("kv"), false);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ(*(*store)->Get("a"), "1");
+  EXPECT_EQ(*(*store)->Get("b"), "2");
+}
+
+TEST(RocksDbTest, SecondOpenOfSamePathIsBusy) {
+  testing::TempDir dir;
+  auto first = OpenRocksDb(dir.Sub("kv"), false);
+  ASSERT_TRUE(first.ok());
+  auto second = OpenRocksDb(dir.Sub("kv"), false);
+  ASSERT_FALSE(second.ok());
+  EXPECT_TRUE(IsBusy(second.status())) << second.status().ToString();
+  EXPECT_NE(second.status().message().find(dir.Sub("kv")), std::string::npos);
+}
+
+TEST(RocksDbTest, UnwritablePathIsAClearError) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root can write anywhere";
+  testing::TempDir dir;
+  ::chmod(dir.path().c_str(), 0500);
+  auto store = OpenRocksDb(dir.Sub("kv"), false);
+  ::chmod(dir.path().c_str(), 0700);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find(dir.Sub("kv")), std::string::npos) << store.status().message();
+}
+
+TEST(KvTest, PrefixEnd) {
+  EXPECT_EQ(PrefixEnd("abc"), "abd");
+  EXPECT_EQ(PrefixEnd(std::string("a\xff", 2)), "b");
+  EXPECT_EQ(PrefixEnd(std::string("\xff\xff", 2)), "");
+  EXPECT_EQ(PrefixEnd(""), "");
+}
+
+TEST(KvTest, OpenByType) {
+  OpenOptions opts;
+  opts.type = "mem";
+  EXPECT_TRUE(Open(opts).ok());
+  opts.type = "cassandra";
+  EXPECT_TRUE(IsInvalidArgument(Open(opts).status()));
+}
+
+}  // namespace
+}  // namespace sediment::kv
