@@ -1,0 +1,377 @@
+#include "blob/blob.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <random>
+
+#include <arrow/buffer.h>
+#include <arrow/filesystem/localfs.h>
+#include <arrow/filesystem/s3fs.h>
+#include <arrow/io/interfaces.h>
+#include <fmt/format.h>
+
+namespace sediment::blob {
+namespace {
+
+constexpr std::string_view kTempPrefix = ".sediment-tmp-";
+
+std::string RandomHex(int bytes) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  std::string out;
+  for (int i = 0; i < bytes; ++i) out += fmt::format("{:02x}", static_cast<unsigned>(rng() & 0xff));
+  return out;
+}
+
+Status Errno(const std::string& what, const std::string& path, int err) {
+  if (err == ENOENT) return NotFound(fmt::format("{} {}: {}", what, path, std::strerror(err)));
+  return Status::IOError(fmt::format("{} {}: {}", what, path, std::strerror(err)));
+}
+
+Status FsyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Errno("open directory", dir, errno);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) return Errno("fsync directory", dir, err);
+  return Status::OK();
+}
+
+// Creates `dir` and any missing parents; each new directory's entry is made
+// durable by an fsync of its parent.
+Status EnsureDir(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return Status::OK();
+    return Status::IOError(fmt::format("{} exists and is not a directory", dir));
+  }
+  auto parent = std::filesystem::path(dir).parent_path().string();
+  if (!parent.empty() && parent != dir) ARROW_RETURN_NOT_OK(EnsureDir(parent));
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return Errno("cannot create directory", dir, errno);
+  return parent.empty() ? Status::OK() : FsyncDir(parent);
+}
+
+// Local writes: temp file in the target directory, fsync, rename, fsync dir.
+class LocalAtomicOutputStream final : public arrow::io::OutputStream {
+ public:
+  LocalAtomicOutputStream(int fd, std::string temp, std::string target, std::string dir)
+      : fd_(fd), temp_(std::move(temp)), target_(std::move(target)), dir_(std::move(dir)) {}
+  ~LocalAtomicOutputStream() override {
+    if (!closed_) (void)Abort();
+  }
+
+  Status Write(const void* data, int64_t nbytes) override {
+    if (closed_) return Status::Invalid("write to closed stream for ", target_);
+    const char* p = static_cast<const char*>(data);
+    while (nbytes > 0) {
+      ssize_t n = ::write(fd_, p, static_cast<size_t>(nbytes));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Errno("write", target_, errno);
+      }
+      p += n;
+      nbytes -= n;
+      position_ += n;
+    }
+    return Status::OK();
+  }
+
+  Status Close() override {
+    if (closed_) return Status::OK();
+    closed_ = true;
+    Status st;
+    if (::fsync(fd_) != 0) st = Errno("fsync", temp_, errno);
+    if (::close(fd_) != 0 && st.ok()) st = Errno("close", temp_, errno);
+    fd_ = -1;
+    if (st.ok() && ::rename(temp_.c_str(), target_.c_str()) != 0) st = Errno("rename to", target_, errno);
+    if (!st.ok()) {
+      ::unlink(temp_.c_str());
+      return st;
+    }
+    return FsyncDir(dir_);
+  }
+
+  Status Abort() override {
+    if (closed_) return Status::OK();
+    closed_ = true;
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    ::unlink(temp_.c_str());
+    return Status::OK();
+  }
+
+  Result<int64_t> Tell() const override { return position_; }
+  bool closed() const override { return closed_; }
+
+ private:
+  int fd_;
+  const std::string temp_, target_, dir_;
+  int64_t position_ = 0;
+  bool closed_ = false;
+};
+
+// Remote writes: the inner stream publishes on Close; dropping this wrapper
+// without Close aborts instead (Arrow's own streams close on destruction,
+// which would publish a partial object).
+class AbortUnlessClosedStream final : public arrow::io::OutputStream {
+ public:
+  explicit AbortUnlessClosedStream(std::shared_ptr<arrow::io::OutputStream> inner) : inner_(std::move(inner)) {}
+  ~AbortUnlessClosedStream() override {
+    if (!inner_->closed()) (void)inner_->Abort();
+  }
+  Status Write(const void* data, int64_t nbytes) override { return inner_->Write(data, nbytes); }
+  Status Write(const std::shared_ptr<arrow::Buffer>& data) override { return inner_->Write(data); }
+  Status Close() override { return inner_->Close(); }
+  Status Abort() override { return inner_->Abort(); }
+  Result<int64_t> Tell() const override { return inner_->Tell(); }
+  bool closed() const override { return inner_->closed(); }
+
+ private:
+  std::shared_ptr<arrow::io::OutputStream> inner_;
+};
+
+TimePoint ToTimePoint(arrow::fs::TimePoint t) {
+  return TimePoint(std::chrono::duration_cast<Duration>(t.time_since_epoch()));
+}
+
+class FsBlobStore final : public BlobStore {
+ public:
+  // `root` is the fs path of the store's root: "/abs/dir" locally, "bucket/prefix" on S3.
+  FsBlobStore(std::shared_ptr<arrow::fs::FileSystem> fs, std::string root, bool local, std::string description)
+      : fs_(std::move(fs)), root_(std::move(root)), local_(local), description_(std::move(description)) {}
+
+  Result<std::shared_ptr<arrow::io::OutputStream>> OpenWriter(const std::string& path) override {
+    ARROW_RETURN_NOT_OK(ValidateObjectPath(path));
+    std::string full = Full(path);
+    if (!local_) {
+      ARROW_ASSIGN_OR_RAISE(auto inner, fs_->OpenOutputStream(full));
+      return std::make_shared<AbortUnlessClosedStream>(std::move(inner));
+    }
+    auto p = std::filesystem::path(full);
+    std::string dir = p.parent_path().string();
+    ARROW_RETURN_NOT_OK(EnsureDir(dir));
+    std::string temp = dir + "/" + std::string(kTempPrefix) + p.filename().string() + "-" + RandomHex(6);
+    int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return Errno("cannot create", temp, errno);
+    return std::make_shared<LocalAtomicOutputStream>(fd, temp, full, dir);
+  }
+
+  Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenReader(const std::string& path) override {
+    ARROW_RETURN_NOT_OK(ValidateObjectPath(path));
+    ARROW_ASSIGN_OR_RAISE(auto info, fs_->GetFileInfo(Full(path)));
+    if (info.type() == arrow::fs::FileType::NotFound) return NotFound(fmt::format("object {} not found", path));
+    if (info.type() != arrow::fs::FileType::File) return NotFound(fmt::format("{} is not an object", path));
+    return fs_->OpenInputFile(info);
+  }
+
+  Result<ObjectInfo> Stat(const std::string& path) override {
+    ARROW_RETURN_NOT_OK(ValidateObjectPath(path));
+    ARROW_ASSIGN_OR_RAISE(auto info, fs_->GetFileInfo(Full(path)));
+    if (info.type() != arrow::fs::FileType::File) return NotFound(fmt::format("object {} not found", path));
+    return ObjectInfo{path, info.size(), ToTimePoint(info.mtime())};
+  }
+
+  Result<std::vector<ObjectInfo>> List(const std::string& prefix) override {
+    if (prefix.find('\0') != std::string::npos || prefix.find("..") != std::string::npos ||
+        (!prefix.empty() && prefix.front() == '/')) {
+      return InvalidArgument(fmt::format("bad list prefix \"{}\"", prefix));
+    }
+    auto slash = prefix.rfind('/');
+    std::string dir = slash == std::string::npos ? "" : prefix.substr(0, slash);
+    arrow::fs::FileSelector sel;
+    sel.base_dir = dir.empty() ? root_ : Full(dir);
+    sel.recursive = true;
+    sel.allow_not_found = true;
+    ARROW_ASSIGN_OR_RAISE(auto infos, fs_->GetFileInfo(sel));
+    std::vector<ObjectInfo> out;
+    std::string root_slash = root_ + "/";
+    for (const auto& info : infos) {
+      if (info.type() != arrow::fs::FileType::File) continue;
+      if (info.base_name().rfind(kTempPrefix, 0) == 0) continue;
+      const std::string& p = info.path();
+      if (p.compare(0, root_slash.size(), root_slash) != 0) continue;
+      std::string rel = p.substr(root_slash.size());
+      if (rel.compare(0, prefix.size(), prefix) != 0) continue;
+      out.push_back({rel, info.size(), ToTimePoint(info.mtime())});
+    }
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+    return out;
+  }
+
+  Status Delete(const std::string& path) override {
+    ARROW_RETURN_NOT_OK(ValidateObjectPath(path));
+    std::string full = Full(path);
+    if (local_) {
+      if (::unlink(full.c_str()) != 0 && errno != ENOENT) return Errno("cannot delete", full, errno);
+      return Status::OK();
+    }
+    Status st = fs_->DeleteFile(full);
+    if (st.ok()) return st;
+    auto info = fs_->GetFileInfo(full);
+    if (info.ok() && info->type() == arrow::fs::FileType::NotFound) return Status::OK();
+    return st;
+  }
+
+  std::string Describe() const override { return description_; }
+
+ private:
+  std::string Full(const std::string& path) const { return root_ + "/" + path; }
+
+  std::shared_ptr<arrow::fs::FileSystem> fs_;
+  const std::string root_;
+  const bool local_;
+  const std::string description_;
+};
+
+std::mutex s3_mu;
+bool s3_initialized = false;  // GUARDED_BY(s3_mu)
+
+Status InitS3() {
+  std::lock_guard<std::mutex> lock(s3_mu);
+  if (s3_initialized) return Status::OK();
+  arrow::fs::S3GlobalOptions options = arrow::fs::S3GlobalOptions::Defaults();
+  options.log_level = arrow::fs::S3LogLevel::Fatal;
+  ARROW_RETURN_NOT_OK(arrow::fs::InitializeS3(options));
+  s3_initialized = true;
+  return Status::OK();
+}
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "" : v;
+}
+
+Result<std::shared_ptr<BlobStore>> OpenS3(const std::string& uri, const S3Config& config) {
+  std::string rest = uri.substr(5);
+  while (!rest.empty() && rest.back() == '/') rest.pop_back();
+  if (rest.empty() || rest.front() == '/') {
+    return InvalidArgument(fmt::format("\"{}\": expected s3://bucket or s3://bucket/prefix", uri));
+  }
+  std::string bucket = rest.substr(0, rest.find('/'));
+  ARROW_RETURN_NOT_OK(InitS3());
+
+  arrow::fs::S3Options options = arrow::fs::S3Options::Defaults();
+  options.region = config.region;
+  std::string endpoint = config.endpoint;
+  if (endpoint.empty()) endpoint = Env("AWS_ENDPOINT_URL_S3");
+  if (endpoint.empty()) endpoint = Env("AWS_ENDPOINT_URL");
+  options.scheme = config.scheme;
+  for (const char* scheme : {"http", "https"}) {
+    std::string p = std::string(scheme) + "://";
+    if (endpoint.rfind(p, 0) == 0) {
+      options.scheme = scheme;
+      endpoint = endpoint.substr(p.size());
+    }
+  }
+  options.endpoint_override = endpoint;
+  options.force_virtual_addressing = !config.path_style;
+  std::string key = config.access_key_id.empty() ? Env("AWS_ACCESS_KEY_ID") : config.access_key_id;
+  std::string secret = config.secret_access_key.empty() ? Env("AWS_SECRET_ACCESS_KEY") : config.secret_access_key;
+  if (!key.empty()) options.ConfigureAccessKey(key, secret, Env("AWS_SESSION_TOKEN"));
+  options.connect_timeout = 5;
+  options.request_timeout = 30;
+
+  ARROW_ASSIGN_OR_RAISE(auto fs, arrow::fs::S3FileSystem::Make(options));
+  auto info = fs->GetFileInfo(bucket);
+  if (!info.ok()) {
+    return Unavailable(fmt::format("cannot reach bucket {} at {}: {}", bucket,
+                                   endpoint.empty() ? "AWS" : endpoint, info.status().message()));
+  }
+  if (info->type() == arrow::fs::FileType::NotFound) {
+    return InvalidArgument(fmt::format("bucket {} does not exist ({})", bucket, uri));
+  }
+  std::shared_ptr<BlobStore> store =
+      std::make_shared<FsBlobStore>(std::move(fs), rest, /*local=*/false, "s3://" + rest);
+  return store;
+}
+
+}  // namespace
+
+Status ValidateObjectPath(const std::string& path) {
+  if (path.empty()) return InvalidArgument("object path is empty");
+  if (path.front() == '/') return InvalidArgument(fmt::format("object path \"{}\" must be relative", path));
+  if (path.find('\0') != std::string::npos) return InvalidArgument("object path contains a NUL byte");
+  if (path.find('\\') != std::string::npos) {
+    return InvalidArgument(fmt::format("object path \"{}\" contains a backslash", path));
+  }
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    std::string_view part(path.data() + start, end - start);
+    if (part.empty() || part == "." || part == "..") {
+      return InvalidArgument(fmt::format("object path \"{}\" has an empty, '.' or '..' component", path));
+    }
+    if (part.rfind(kTempPrefix, 0) == 0) {
+      return InvalidArgument(fmt::format("object path \"{}\" uses the reserved prefix {}", path, kTempPrefix));
+    }
+    start = end + 1;
+  }
+  return Status::OK();
+}
+
+Status BlobStore::Put(const std::string& path, std::string_view data) {
+  ARROW_ASSIGN_OR_RAISE(auto out, OpenWriter(path));
+  Status st = out->Write(data.data(), static_cast<int64_t>(data.size()));
+  if (!st.ok()) {
+    (void)out->Abort();
+    return st;
+  }
+  return out->Close();
+}
+
+Result<std::shared_ptr<arrow::Buffer>> BlobStore::Get(const std::string& path) {
+  ARROW_ASSIGN_OR_RAISE(auto in, OpenReader(path));
+  ARROW_ASSIGN_OR_RAISE(int64_t size, in->GetSize());
+  return in->ReadAt(0, size);
+}
+
+Result<std::shared_ptr<arrow::Buffer>> BlobStore::ReadRange(const std::string& path, int64_t offset,
+                                                             int64_t length) {
+  if (offset < 0 || length < 0) return InvalidArgument("negative offset or length");
+  ARROW_ASSIGN_OR_RAISE(auto in, OpenReader(path));
+  ARROW_ASSIGN_OR_RAISE(int64_t size, in->GetSize());
+  if (offset > size) {
+    return InvalidArgument(fmt::format("offset {} is past the end of {} ({} bytes)", offset, path, size));
+  }
+  return in->ReadAt(offset, std::min(length, size - offset));
+}
+
+Result<std::shared_ptr<BlobStore>> OpenBlobStore(const std::string& uri, const S3Config& s3) {
+  if (uri.rfind("s3://", 0) == 0) return OpenS3(uri, s3);
+  std::string path = uri;
+  for (const char* scheme : {"file://", "local://"}) {
+    if (uri.rfind(scheme, 0) == 0) path = uri.substr(std::strlen(scheme));
+  }
+  if (path.find("://") != std::string::npos) {
+    return InvalidArgument(fmt::format("unsupported storage URI \"{}\" (use a path, file://, local:// or s3://)", uri));
+  }
+  if (path.empty()) return InvalidArgument("storage path is empty");
+  std::error_code ec;
+  std::string root = std::filesystem::absolute(path, ec).lexically_normal().string();
+  if (ec) return Status::IOError(fmt::format("bad storage path {}: {}", path, ec.message()));
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  ARROW_RETURN_NOT_OK(EnsureDir(root));
+  if (::access(root.c_str(), W_OK) != 0) return Errno("objects directory is not writable:", root, errno);
+  std::shared_ptr<BlobStore> store =
+      std::make_shared<FsBlobStore>(std::make_shared<arrow::fs::LocalFileSystem>(), root, /*local=*/true, "local:" + root);
+  return store;
+}
+
+void FinalizeS3() {
+  std::lock_guard<std::mutex> lock(s3_mu);
+  if (s3_initialized) {
+    (void)arrow::fs::FinalizeS3();
+    s3_initialized = false;
+  }
+}
+
+}  // namespace sediment::blob

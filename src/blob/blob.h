@@ -1,0 +1,76 @@
+// BlobStore: object storage for immutable files (segments, ranges,
+// meta-ranges, object data), over arrow::fs.
+//
+// A store is rooted at a URI: a local path (or file:// / local:// URI) or
+// s3://bucket/prefix. Object paths are relative to the root, '/'-separated.
+//
+// Publishing is atomic: a writer's Close() makes the whole object visible at
+// once, or fails and leaves nothing. Abort(), or dropping the writer without
+// Close(), discards it. On local disk that is write-to-temp, fsync file,
+// rename, fsync directory; on S3 it is a multipart upload completed on Close.
+//
+// Thread-safety: a BlobStore is safe to use from many threads. A writer or
+// reader it returns is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/config.h"
+#include "base/status.h"
+
+namespace arrow {
+class Buffer;
+namespace io {
+class OutputStream;
+class RandomAccessFile;
+}  // namespace io
+}  // namespace arrow
+
+namespace sediment::blob {
+
+struct ObjectInfo {
+  std::string path;  // relative to the store's root
+  int64_t size = 0;
+  TimePoint mtime;
+};
+
+class BlobStore {
+ public:
+  virtual ~BlobStore() = default;
+
+  // A stream whose Close() publishes `path` atomically (replacing any object there).
+  virtual Result<std::shared_ptr<arrow::io::OutputStream>> OpenWriter(const std::string& path) = 0;
+  // NotFound if absent.
+  virtual Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenReader(const std::string& path) = 0;
+  virtual Result<ObjectInfo> Stat(const std::string& path) = 0;
+  // Every object whose path starts with `prefix`, sorted by path. Temporary
+  // files of unfinished writes are never listed.
+  virtual Result<std::vector<ObjectInfo>> List(const std::string& prefix) = 0;
+  // Deleting an absent object is not an error.
+  virtual Status Delete(const std::string& path) = 0;
+  // "local:/abs/path" or "s3://bucket/prefix".
+  virtual std::string Describe() const = 0;
+
+  // Conveniences over the primitives above.
+  Status Put(const std::string& path, std::string_view data);
+  Result<std::shared_ptr<arrow::Buffer>> Get(const std::string& path);
+  Result<std::shared_ptr<arrow::Buffer>> ReadRange(const std::string& path, int64_t offset, int64_t length);
+};
+
+// Opens the store at `uri`. Local roots are created if missing; S3 settings
+// come from `s3` with the standard AWS environment variables as fallback.
+Result<std::shared_ptr<BlobStore>> OpenBlobStore(const std::string& uri, const S3Config& s3);
+
+// InvalidArgument unless `path` is a clean relative object path: not empty,
+// no leading '/', no empty, '.' or '..' components, no NUL or backslash.
+Status ValidateObjectPath(const std::string& path);
+
+// Call once before exit if any s3:// store was opened.
+void FinalizeS3();
+
+}  // namespace sediment::blob

@@ -1,0 +1,234 @@
+#include "blob/blob.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include <arrow/buffer.h>
+#include <arrow/io/interfaces.h>
+#include <gtest/gtest.h>
+
+#include "base/test_util.h"
+#include "blob/fault_injection.h"
+
+namespace sediment::blob {
+namespace {
+
+namespace fs = std::filesystem;
+
+class LocalBlobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = OpenBlobStore(dir_.Sub("objects"), S3Config{});
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = *s;
+  }
+
+  std::string Read(const std::string& path) {
+    auto buf = store_->Get(path);
+    return buf.ok() ? (*buf)->ToString() : "<" + buf.status().ToString() + ">";
+  }
+
+  // Every file on disk under the root, temp files included.
+  std::vector<std::string> FilesOnDisk() {
+    std::vector<std::string> out;
+    for (const auto& e : fs::recursive_directory_iterator(dir_.Sub("objects"))) {
+      if (e.is_regular_file()) out.push_back(fs::relative(e.path(), dir_.Sub("objects")).string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  testing::TempDir dir_;
+  std::shared_ptr<BlobStore> store_;
+};
+
+TEST_F(LocalBlobTest, PutGetOverwriteDelete) {
+  ASSERT_TRUE(store_->Put("a/b/c.parquet", "hello").ok());
+  EXPECT_EQ(Read("a/b/c.parquet"), "hello");
+  ASSERT_TRUE(store_->Put("a/b/c.parquet", "world!").ok());
+  EXPECT_EQ(Read("a/b/c.parquet"), "world!");
+  auto info = store_->Stat("a/b/c.parquet");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->size, 6);
+  EXPECT_GT(ToUnixMicros(info->mtime), 0);
+  ASSERT_TRUE(store_->Delete("a/b/c.parquet").ok());
+  EXPECT_TRUE(IsNotFound(store_->Stat("a/b/c.parquet").status()));
+  EXPECT_TRUE(IsNotFound(store_->OpenReader("a/b/c.parquet").status()));
+  EXPECT_TRUE(store_->Delete("a/b/c.parquet").ok()) << "deleting an absent object is fine";
+}
+
+TEST_F(LocalBlobTest, EmptyAndBinaryObjects) {
+  ASSERT_TRUE(store_->Put("empty", "").ok());
+  EXPECT_EQ(Read("empty"), "");
+  std::string bin("\0\x01\xff\0", 4);
+  ASSERT_TRUE(store_->Put("bin", bin).ok());
+  EXPECT_EQ(Read("bin"), bin);
+}
+
+TEST_F(LocalBlobTest, ReadRange) {
+  ASSERT_TRUE(store_->Put("r", "0123456789").ok());
+  EXPECT_EQ((*store_->ReadRange("r", 2, 3))->ToString(), "234");
+  EXPECT_EQ((*store_->ReadRange("r", 8, 100))->ToString(), "89");
+  EXPECT_EQ((*store_->ReadRange("r", 10, 5))->ToString(), "");
+  EXPECT_TRUE(IsInvalidArgument(store_->ReadRange("r", 11, 1).status()));
+  EXPECT_TRUE(IsInvalidArgument(store_->ReadRange("r", -1, 1).status()));
+}
+
+TEST_F(LocalBlobTest, ListByPrefix) {
+  for (const char* p : {"t/eth/logs/000000001-a.parquet", "t/eth/logs/000000100-b.parquet",
+                        "t/eth/blocks/000000001-c.parquet", "t/eth/logsx", "u/other"}) {
+    ASSERT_TRUE(store_->Put(p, p).ok());
+  }
+  auto list = store_->List("t/eth/logs/");
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].path, "t/eth/logs/000000001-a.parquet");
+  EXPECT_EQ((*list)[1].path, "t/eth/logs/000000100-b.parquet");
+  EXPECT_EQ((*list)[0].size, 30);
+
+  list = store_->List("t/eth/logs");  // a partial name matches both
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->size(), 3u);
+
+  list = store_->List("");
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->size(), 5u);
+
+  list = store_->List("nothing/here/");
+  ASSERT_TRUE(list.ok());
+  EXPECT_TRUE(list->empty());
+  EXPECT_TRUE(IsInvalidArgument(store_->List("../x").status()));
+}
+
+TEST_F(LocalBlobTest, WriterPublishesOnlyOnClose) {
+  auto w = store_->OpenWriter("stream/obj");
+  ASSERT_TRUE(w.ok());
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE((*w)->Write("0123456789", 10).ok());
+  EXPECT_EQ(*(*w)->Tell(), 1000);
+  EXPECT_TRUE(IsNotFound(store_->Stat("stream/obj").status())) << "not visible before Close";
+  EXPECT_TRUE(store_->List("stream/")->empty()) << "temp files are never listed";
+  ASSERT_TRUE((*w)->Close().ok());
+  EXPECT_EQ(store_->Stat("stream/obj")->size, 1000);
+  EXPECT_EQ(FilesOnDisk(), std::vector<std::string>{"stream/obj"});
+}
+
+TEST_F(LocalBlobTest, DroppedOrAbortedWriterLeavesNothing) {
+  {
+    auto w = store_->OpenWriter("x/dropped");
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->Write("partial", 7).ok());
+  }
+  auto w = store_->OpenWriter("x/aborted");
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->Write("partial", 7).ok());
+  ASSERT_TRUE((*w)->Abort().ok());
+  EXPECT_TRUE(FilesOnDisk().empty());
+}
+
+TEST_F(LocalBlobTest, BadPathsAreRejected) {
+  for (const std::string& p : {std::string(""), std::string("/abs"), std::string("a//b"), std::string("a/../b"),
+                               std::string("./a"), std::string("a/"), std::string("a\\b"),
+                               std::string("a\0b", 3), std::string(".sediment-tmp-x")}) {
+    EXPECT_TRUE(IsInvalidArgument(store_->Put(p, "x"))) << "path: " << p;
+    EXPECT_TRUE(IsInvalidArgument(store_->Stat(p).status())) << "path: " << p;
+  }
+  EXPECT_TRUE(FilesOnDisk().empty());
+}
+
+TEST_F(LocalBlobTest, ConcurrentWriters) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) {
+        std::string p = "c/" + std::to_string(t) + "/" + std::to_string(i);
+        EXPECT_TRUE(store_->Put(p, p).ok());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  auto list = store_->List("c/");
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->size(), 100u);
+  for (const auto& o : *list) EXPECT_EQ(Read(o.path), o.path);
+}
+
+TEST_F(LocalBlobTest, FailedWriteLeavesNoPartialObject) {
+  auto faulty = std::make_shared<FaultInjectingBlobStore>(store_);
+  ASSERT_TRUE(faulty->Put("seg/old", "previous version").ok());
+  faulty->FailNth(BlobOp::kWrite, 2);
+  auto w = faulty->OpenWriter("seg/old");
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->Write("first half ", 11).ok());
+  Status st = (*w)->Write("second half", 11);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("injected write failure"), std::string::npos) << st.ToString();
+  w->reset();  // the caller gives up
+  EXPECT_EQ(Read("seg/old"), "previous version") << "the old object is untouched";
+  EXPECT_EQ(FilesOnDisk(), std::vector<std::string>{"seg/old"}) << "no temp file left";
+}
+
+TEST_F(LocalBlobTest, FailedPublishLeavesNoPartialObject) {
+  auto faulty = std::make_shared<FaultInjectingBlobStore>(store_);
+  faulty->FailNth(BlobOp::kPublish, 1);
+  Status st = faulty->Put("seg/new", "content");
+  EXPECT_FALSE(st.ok());
+  EXPECT_TRUE(IsNotFound(faulty->Stat("seg/new").status()));
+  EXPECT_TRUE(FilesOnDisk().empty());
+  // The fault was one-shot: the retry publishes.
+  ASSERT_TRUE(faulty->Put("seg/new", "content").ok());
+  EXPECT_EQ(Read("seg/new"), "content");
+  EXPECT_EQ(faulty->Count(BlobOp::kPublish), 2);
+  EXPECT_EQ(faulty->Injected(), 1);
+}
+
+TEST_F(LocalBlobTest, FailedDeleteKeepsObjectUntilRetried) {
+  auto faulty = std::make_shared<FaultInjectingBlobStore>(store_);
+  ASSERT_TRUE(faulty->Put("g/x", "x").ok());
+  faulty->FailAlways(BlobOp::kDelete);
+  EXPECT_FALSE(faulty->Delete("g/x").ok());
+  EXPECT_FALSE(faulty->Delete("g/x").ok());
+  EXPECT_TRUE(faulty->Stat("g/x").ok());
+  faulty->Reset();
+  EXPECT_TRUE(faulty->Delete("g/x").ok());
+  EXPECT_TRUE(IsNotFound(faulty->Stat("g/x").status()));
+  EXPECT_EQ(faulty->Count(BlobOp::kDelete), 3);
+}
+
+TEST(BlobOpenTest, UriForms) {
+  testing::TempDir dir;
+  auto a = OpenBlobStore("file://" + dir.Sub("a"), S3Config{});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ((*a)->Describe(), "local:" + dir.Sub("a"));
+  auto b = OpenBlobStore("local://" + dir.Sub("b") + "/", S3Config{});
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ((*b)->Describe(), "local:" + dir.Sub("b"));
+  EXPECT_TRUE(fs::is_directory(dir.Sub("b")));
+  auto c = OpenBlobStore("gs://bucket", S3Config{});
+  EXPECT_TRUE(IsInvalidArgument(c.status())) << c.status().ToString();
+  auto d = OpenBlobStore("s3://", S3Config{});
+  EXPECT_TRUE(IsInvalidArgument(d.status())) << d.status().ToString();
+}
+
+TEST(BlobOpenTest, RootThatIsAFileIsAClearError) {
+  testing::TempDir dir;
+  ASSERT_TRUE((*OpenBlobStore(dir.Sub("root"), S3Config{}))->Put("f", "x").ok());
+  auto s = OpenBlobStore(dir.Sub("root/f"), S3Config{});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("not a directory"), std::string::npos) << s.status().message();
+}
+
+TEST(BlobOpenTest, UnwritableRoot) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root can write anywhere";
+  testing::TempDir dir;
+  ::chmod(dir.path().c_str(), 0500);
+  auto s = OpenBlobStore(dir.Sub("objects"), S3Config{});
+  ::chmod(dir.path().c_str(), 0700);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find(dir.Sub("objects")), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sediment::blob
