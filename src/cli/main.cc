@@ -1,0 +1,107 @@
+// sediment: the server and its command-line clients in one binary.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "base/config.h"
+#include "base/logging.h"
+#include "base/version.h"
+#include "blob/blob.h"
+#include "server/app.h"
+
+namespace sediment {
+namespace {
+
+constexpr int kExitConfig = 2;
+constexpr int kExitRuntime = 1;
+
+int Fail(int code, const std::string& message) {
+  std::fprintf(stderr, "sediment: %s\n", message.c_str());
+  return code;
+}
+
+struct ServeFlags {
+  std::string config_path;
+  std::string listen;
+  std::string data_dir;
+};
+
+int Serve(const ServeFlags& flags) {
+  auto loaded = Config::Load(flags.config_path, CurrentEnvironment());
+  if (!loaded.ok()) return Fail(kExitConfig, loaded.status().message());
+  Config config = std::move(*loaded);
+  if (!flags.listen.empty()) {
+    Status st = config.Set("server.listen", flags.listen, "flag --listen");
+    if (!st.ok()) return Fail(kExitConfig, st.message());
+  }
+  if (!flags.data_dir.empty()) {
+    Status st = config.Set("storage.data_dir", flags.data_dir, "flag --data-dir");
+    if (!st.ok()) return Fail(kExitConfig, st.message());
+  }
+  if (Status st = config.Validate(); !st.ok()) return Fail(kExitConfig, st.message());
+  if (Status st = SetupLogging(config.log.level, config.log.format); !st.ok()) {
+    return Fail(kExitConfig, st.message());
+  }
+
+  // SIGINT/SIGTERM are taken by sigwait below, never by a worker thread:
+  // block them before any thread starts (threads inherit the mask).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  int code = 0;
+  {
+    server::App app(config);
+    if (Status st = app.Start(); !st.ok()) {
+      code = Fail(kExitRuntime, st.message());
+    } else {
+      int sig = 0;
+      sigwait(&signals, &sig);
+      spdlog::info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+      app.Stop();
+    }
+  }
+  blob::FinalizeS3();
+  return code;
+}
+
+}  // namespace
+}  // namespace sediment
+
+int main(int argc, char** argv) {
+  using namespace sediment;
+  CLI::App cli{"Sediment: keeps a data lake fast while it is written continuously.\n"
+               "Compacts block-ordered Parquet tables and versioned (lakeFS-compatible) catalogs.",
+               "sediment"};
+  cli.require_subcommand(1);
+  cli.set_help_all_flag("--help-all", "Show help for every command");
+
+  ServeFlags serve_flags;
+  auto* serve = cli.add_subcommand("serve", "Run the Sediment server");
+  serve->add_option("--config", serve_flags.config_path, "TOML config file (defaults are used without one)");
+  serve->add_option("--listen", serve_flags.listen, "HOST:PORT to listen on (overrides server.listen)");
+  serve->add_option("--data-dir", serve_flags.data_dir,
+                    "Directory for embedded storage (overrides storage.data_dir)");
+
+  auto* version = cli.add_subcommand("version", "Print the version of sediment and of Arrow it uses");
+
+  try {
+    cli.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return cli.exit(e);
+  }
+  if (serve->parsed()) return Serve(serve_flags);
+  if (version->parsed()) {
+    std::cout << "sediment " << kVersion << " (arrow " << kArrowVersion << ")\n";
+    return 0;
+  }
+  return 0;
+}

@@ -1,0 +1,98 @@
+#include "server/app.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "base/version.h"
+#include "blob/blob.h"
+#include "kv/kv.h"
+#include "server/errors.h"
+#include "server/http_server.h"
+
+namespace sediment::server {
+namespace {
+
+// Creates `dir` (and parents) and checks we can write there.
+Status PrepareDataDir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::IOError(fmt::format("cannot create data directory {}: {}", dir, ec.message()));
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    return Status::IOError(fmt::format("data directory {} is not writable: {}", dir, std::strerror(errno)));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+App::App(Config config, AppDeps deps)
+    : config_(std::move(config)),
+      clock_(deps.clock ? deps.clock : SystemClock::Default()),
+      kv_(std::move(deps.kv)),
+      blobs_(std::move(deps.blobs)),
+      http_(std::make_unique<HttpServer>(&metrics_)) {}
+
+App::~App() { Stop(); }
+
+int App::port() const { return http_->port(); }
+
+Status App::Start() {
+  std::string host;
+  int port = 0;
+  ARROW_RETURN_NOT_OK(ParseHostPort(config_.server.listen, &host, &port));
+  ARROW_RETURN_NOT_OK(http_->Bind(host, port));
+
+  bool needs_data_dir = (!kv_ && config_.database.type == "rocksdb" && config_.database.rocksdb_path.empty()) ||
+                        (!blobs_ && config_.storage.objects.empty());
+  if (needs_data_dir) ARROW_RETURN_NOT_OK(PrepareDataDir(config_.storage.data_dir));
+  if (!kv_) {
+    kv::OpenOptions opts;
+    opts.type = config_.database.type;
+    opts.rocksdb_path = config_.RocksDbPath();
+    opts.rocksdb_sync = config_.database.rocksdb_sync;
+    opts.postgres_dsn = config_.database.postgres_dsn;
+    ARROW_ASSIGN_OR_RAISE(kv_, kv::Open(opts));
+  }
+  if (!blobs_) {
+    ARROW_ASSIGN_OR_RAISE(blobs_, blob::OpenBlobStore(config_.ObjectsUri(), config_.storage.s3));
+  }
+
+  metrics_.Gauge("sediment_build_info", "Always 1; labels say which build runs.", {"version", "arrow_version"})
+      .With({kVersion, kArrowVersion})
+      .Set(1);
+  metrics_.Gauge("process_start_time_seconds", "Start time of the process since the Unix epoch, in seconds.")
+      .With({})
+      .Set(static_cast<double>(ToUnixMicros(clock_->Now())) / 1e6);
+
+  RegisterRoutes();
+  http_->Start();
+  started_ = true;
+  spdlog::info("sediment {} listening on http://{}:{} (kv: {}, objects: {})", kVersion, host, http_->port(),
+               kv_->Describe(), blobs_->Describe());
+  return Status::OK();
+}
+
+void App::RegisterRoutes() {
+  http_->Handle("GET", "/api/v1/healthcheck", "/api/v1/healthcheck",
+                [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
+  http_->Handle("GET", "/metrics", "/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_.RenderPrometheus(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+}
+
+void App::Stop() {
+  if (!started_) return;
+  started_ = false;
+  spdlog::info("sediment stopping: finishing in-flight requests");
+  http_->Stop();
+  spdlog::info("sediment stopped");
+}
+
+}  // namespace sediment::server

@@ -1,0 +1,45 @@
+#include "server/errors.h"
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+namespace sediment::server {
+
+int HttpStatusFor(const Status& st) {
+  if (st.ok()) return 200;
+  ErrorCode code;
+  if (!GetErrorCode(st, &code)) return 500;
+  switch (code) {
+    case ErrorCode::kNotFound:
+      return 404;
+    case ErrorCode::kConflict:
+      return 409;
+    case ErrorCode::kPreconditionFailed:
+      return 412;
+    case ErrorCode::kBusy:
+      return 503;
+    case ErrorCode::kInvalidArgument:
+      return 400;
+    case ErrorCode::kUnauthorized:
+      return 401;
+    case ErrorCode::kForbidden:
+      return 403;
+    case ErrorCode::kUnavailable:
+      return 503;
+  }
+  return 500;
+}
+
+void ReplyError(httplib::Response& res, int http_status, const std::string& message) {
+  res.status = http_status;
+  nlohmann::json body = {{"message", message}};
+  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
+}
+
+void ReplyError(httplib::Response& res, const Status& st) {
+  int code = HttpStatusFor(st);
+  if (code == 503) res.set_header("Retry-After", "1");
+  ReplyError(res, code, code == 500 ? "internal error: " + st.ToString() : st.message());
+}
+
+}  // namespace sediment::server

@@ -1,0 +1,23 @@
+// The one place where a Status becomes an HTTP status code and JSON error body.
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+
+namespace httplib {
+struct Response;
+}
+
+namespace sediment::server {
+
+// not found 404, conflict 409, precondition failed 412, busy 503,
+// invalid argument 400, unauthorized 401, forbidden 403, unavailable 503;
+// anything else (an I/O error, a bug) 500.
+int HttpStatusFor(const Status& st);
+
+// Sets the status code and a {"message": ...} JSON body.
+void ReplyError(httplib::Response& res, const Status& st);
+void ReplyError(httplib::Response& res, int http_status, const std::string& message);
+
+}  // namespace sediment::server

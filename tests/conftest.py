@@ -1,0 +1,86 @@
+"""Black-box test helpers: start the built `sediment` binary and talk HTTP to it."""
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+BINARY = ROOT / "build" / "sediment"
+LISTENING = re.compile(r"listening on http://([^\s:]+):(\d+)")
+
+
+class Server:
+    """A `sediment serve` process on a free port, with its stderr captured."""
+
+    def __init__(self, args, env=None, cwd=None):
+        self.lines = []
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+        full_env.update(env or {})
+        self.proc = subprocess.Popen(
+            [str(BINARY), "serve", "--listen", "127.0.0.1:0", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=full_env, cwd=cwd)
+        self.port = None
+        self._ready = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        if not self._ready.wait(30):
+            self.stop()
+            raise RuntimeError("sediment did not start:\n" + self.output())
+        if self.port is None:
+            raise RuntimeError("sediment exited during start-up:\n" + self.output())
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+            m = LISTENING.search(line)
+            if m and self.port is None:
+                self.port = int(m.group(2))
+                self._ready.set()
+        self._ready.set()
+
+    def output(self):
+        return "\n".join(self.lines)
+
+    def get(self, path, **kw):
+        return requests.get(self.url + path, timeout=30, **kw)
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        code = self.proc.wait(timeout)
+        self._reader.join(5)
+        return code
+
+
+@pytest.fixture
+def start_server(tmp_path):
+    servers = []
+
+    def start(*args, env=None, data_dir=None, cwd=None):
+        args = list(args)
+        if "--data-dir" not in args:
+            args += ["--data-dir", str(data_dir or tmp_path / "data")]
+        s = Server(args, env=env, cwd=cwd)
+        servers.append(s)
+        return s
+
+    yield start
+    for s in servers:
+        if s.proc.poll() is None:
+            s.stop(signal.SIGKILL)
+
+
+def run_sediment(*args, env=None, cwd=None, timeout=30):
+    """Runs the binary to completion; returns (exit code, combined output)."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+    full_env.update(env or {})
+    p = subprocess.run([str(BINARY), *args], capture_output=True, text=True, env=full_env, cwd=cwd,
+                       timeout=timeout)
+    return p.returncode, (p.stdout + p.stderr).strip()
