@@ -93,16 +93,6 @@ void HttpServer::Observe(const std::string& method, const std::string& route, in
 
 namespace {
 
-template <typename Fn>
-void RunHandler(const httplib::Request& req, httplib::Response& res, Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    ReplyError(res, 500, std::string("internal error: ") + e.what());
-    spdlog::error("{} {}: uncaught exception: {}", req.method, req.path, e.what());
-  }
-}
-
 void LogRequest(const httplib::Request& req, const httplib::Response& res, double seconds) {
   auto level = (req.method == "GET" && res.status < 400) ? spdlog::level::debug : spdlog::level::info;
   spdlog::log(level, "{} {} {} {:.1f}ms {}", req.method, req.path, res.status, seconds * 1000,
@@ -111,15 +101,25 @@ void LogRequest(const httplib::Request& req, const httplib::Response& res, doubl
 
 }  // namespace
 
+void HttpServer::Instrumented(const std::string& method, const std::string& route, const httplib::Request& req,
+                              httplib::Response& res, const std::function<void()>& fn) {
+  auto start = std::chrono::steady_clock::now();
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    ReplyError(res, 500, std::string("internal error: ") + e.what());
+    spdlog::error("{} {}: uncaught exception: {}", req.method, req.path, e.what());
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  Observe(method, route, res.status, secs);
+  LogRequest(req, res, secs);
+}
+
 void HttpServer::Handle(const std::string& method, const std::string& pattern, const std::string& route,
                         Handler handler) {
   auto wrapped = [this, method, route, handler = std::move(handler)](const httplib::Request& req,
                                                                      httplib::Response& res) {
-    auto start = std::chrono::steady_clock::now();
-    RunHandler(req, res, [&] { handler(req, res); });
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    Observe(method, route, res.status, secs);
-    LogRequest(req, res, secs);
+    Instrumented(method, route, req, res, [&] { handler(req, res); });
   };
   if (method == "GET") {
     server_.Get(pattern, wrapped);
@@ -140,11 +140,7 @@ void HttpServer::HandleStream(const std::string& method, const std::string& patt
                               ReaderHandler handler) {
   auto wrapped = [this, method, route, handler = std::move(handler)](
                      const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-    auto start = std::chrono::steady_clock::now();
-    RunHandler(req, res, [&] { handler(req, res, reader); });
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    Observe(method, route, res.status, secs);
-    LogRequest(req, res, secs);
+    Instrumented(method, route, req, res, [&] { handler(req, res, reader); });
   };
   if (method == "POST") {
     server_.Post(pattern, wrapped);

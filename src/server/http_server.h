@@ -43,6 +43,9 @@ class HttpServer {
   void Stop();
 
  private:
+  // Runs `fn` as the body of a handler: catches exceptions, records metrics, logs.
+  void Instrumented(const std::string& method, const std::string& route, const httplib::Request& req,
+                    httplib::Response& res, const std::function<void()>& fn);
   void Observe(const std::string& method, const std::string& route, int status, double seconds);
 
   MetricsRegistry* metrics_;
