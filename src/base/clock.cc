@@ -1,8 +1,8 @@
 #include "base/clock.h"
 
-#include <ctime>
-
 #include <fmt/format.h>
+
+#include <ctime>
 
 namespace sediment {
 
@@ -30,8 +30,8 @@ std::string FormatTime(TimePoint t) {
   }
   std::tm tm{};
   gmtime_r(&secs, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", tm.tm_year + 1900, tm.tm_mon + 1,
-                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                     tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
 }
 
 std::shared_ptr<Clock> SystemClock::Default() {

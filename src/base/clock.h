@@ -42,9 +42,7 @@ class ManualClock final : public Clock {
   explicit ManualClock(TimePoint start = TimePoint(std::chrono::seconds(1'700'000'000)))
       : micros_(ToUnixMicros(start)) {}
   TimePoint Now() const override { return FromUnixMicros(micros_.load()); }
-  void Advance(Duration d) {
-    micros_ += std::chrono::duration_cast<std::chrono::microseconds>(d).count();
-  }
+  void Advance(Duration d) { micros_ += std::chrono::duration_cast<std::chrono::microseconds>(d).count(); }
   void AdvanceSeconds(double s) { Advance(SecondsToDuration(s)); }
   void Set(TimePoint t) { micros_ = ToUnixMicros(t); }
 

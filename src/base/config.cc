@@ -1,19 +1,18 @@
 #include "base/config.h"
 
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
 #include <functional>
 #include <variant>
 
-#include <fmt/format.h>
-#include <toml++/toml.h>
-
 extern char** environ;
 
 namespace sediment {
 namespace {
-
 
 // One setting: its dotted key, a typed pointer into Config, and a check.
 struct Option {
@@ -91,8 +90,7 @@ const std::vector<Option>& Options() {
       {"database.rocksdb_path", FIELD(database.rocksdb_path), T::kString, Any()},
       {"database.rocksdb_sync", FIELD(database.rocksdb_sync), T::kBool, Any()},
       {"database.postgres_dsn", FIELD(database.postgres_dsn), T::kString, Any(), {}, true},
-      {"log.level", FIELD(log.level), T::kString,
-       OneOf({"trace", "debug", "info", "warn", "error", "off"})},
+      {"log.level", FIELD(log.level), T::kString, OneOf({"trace", "debug", "info", "warn", "error", "off"})},
       {"log.format", FIELD(log.format), T::kString, OneOf({"text", "json"})},
       {"writer.bytes", FIELD(writer.bytes), T::kInt, IntAtLeast(1)},
       {"writer.rows", FIELD(writer.rows), T::kInt, IntAtLeast(0)},
@@ -104,20 +102,22 @@ const std::vector<Option>& Options() {
       {"writer.max_row_group_mb", FIELD(writer.max_row_group_mb), T::kInt, IntAtLeast(1)},
       {"writer.compactor.active", FIELD(writer.compactor.active), T::kBool, Any()},
       {"writer.compactor.min_interval", FIELD(writer.compactor.min_interval), T::kDouble, DoubleAtLeast(0)},
-      {"writer.compactor.skip_latest_segments", FIELD(writer.compactor.skip_latest_segments), T::kInt,
-       IntAtLeast(0)},
-      {"writer.compactor.cooldown_duration", FIELD(writer.compactor.cooldown_duration), T::kDouble,
-       DoubleAtLeast(0)},
+      {"writer.compactor.skip_latest_segments", FIELD(writer.compactor.skip_latest_segments), T::kInt, IntAtLeast(0)},
+      {"writer.compactor.cooldown_duration", FIELD(writer.compactor.cooldown_duration), T::kDouble, DoubleAtLeast(0)},
       {"writer.compactor.max_eager_bytes", FIELD(writer.compactor.max_eager_bytes), T::kInt, IntAtLeast(0)},
-      {"writer.compactor.metadata_concurrency", FIELD(writer.compactor.metadata_concurrency), T::kInt,
-       IntAtLeast(1)},
-      {"writer.compactor.write_concurrency", FIELD(writer.compactor.write_concurrency), T::kInt,
-       IntAtLeast(1)},
-      {"writer.compactor.gc_manifest_grace_period", FIELD(writer.compactor.gc_manifest_grace_period),
-       T::kDouble, DoubleAtLeast(0)},
-      {"graveler.compaction.auto_trigger", FIELD(graveler.compaction.auto_trigger), T::kBool, Any(),
+      {"writer.compactor.metadata_concurrency", FIELD(writer.compactor.metadata_concurrency), T::kInt, IntAtLeast(1)},
+      {"writer.compactor.write_concurrency", FIELD(writer.compactor.write_concurrency), T::kInt, IntAtLeast(1)},
+      {"writer.compactor.gc_manifest_grace_period", FIELD(writer.compactor.gc_manifest_grace_period), T::kDouble,
+       DoubleAtLeast(0)},
+      {"graveler.compaction.auto_trigger",
+       FIELD(graveler.compaction.auto_trigger),
+       T::kBool,
+       Any(),
        {"LAKEFS_GRAVELER_COMPACTION_AUTO_TRIGGER"}},
-      {"graveler.compaction.threshold", FIELD(graveler.compaction.threshold), T::kInt, IntAtLeast(1),
+      {"graveler.compaction.threshold",
+       FIELD(graveler.compaction.threshold),
+       T::kInt,
+       IntAtLeast(1),
        {"LAKEFS_GRAVELER_COMPACTION_THRESHOLD"}},
   };
   return options;
@@ -134,8 +134,7 @@ const Option* FindOption(const std::string& key) {
 
 bool IsSection(const std::string& prefix) {
   for (const auto& o : Options()) {
-    if (o.key.size() > prefix.size() && o.key.compare(0, prefix.size(), prefix) == 0 &&
-        o.key[prefix.size()] == '.') {
+    if (o.key.size() > prefix.size() && o.key.compare(0, prefix.size(), prefix) == 0 && o.key[prefix.size()] == '.') {
       return true;
     }
   }
@@ -325,8 +324,8 @@ Result<CompressionSetting> ParseCompression(const std::string& text) {
     if (s.level) return InvalidArgument(fmt::format("compression \"{}\": {} takes no level", text, name));
     return s;
   }
-  return InvalidArgument(fmt::format(
-      "compression \"{}\": unknown codec (use zstd(N), snappy, lz4, gzip(N), brotli(N) or none)", text));
+  return InvalidArgument(
+      fmt::format("compression \"{}\": unknown codec (use zstd(N), snappy, lz4, gzip(N), brotli(N) or none)", text));
 }
 
 Result<Config> Config::Load(const std::string& path, const std::map<std::string, std::string>& env) {
@@ -340,8 +339,7 @@ Result<Config> Config::Load(const std::string& path, const std::map<std::string,
       if (src.begin.line == 0) {
         return InvalidArgument(fmt::format("{}: cannot read config file: {}", path, e.description()));
       }
-      return InvalidArgument(
-          fmt::format("{}:{}:{}: {}", path, src.begin.line, src.begin.column, e.description()));
+      return InvalidArgument(fmt::format("{}:{}:{}: {}", path, src.begin.line, src.begin.column, e.description()));
     }
     ARROW_RETURN_NOT_OK(WalkTable(&config, table, "", path));
   }

@@ -122,8 +122,8 @@ Status ParseHostPort(const std::string& text, std::string* host, int* port);
 // A [writer] compression value: "zstd(1)", "zstd", "snappy", "lz4", "gzip(6)",
 // "gzip", "brotli(5)", "none".
 struct CompressionSetting {
-  std::string codec;            // zstd | snappy | lz4 | gzip | brotli | none
-  std::optional<int> level;     // only zstd, gzip and brotli take one
+  std::string codec;         // zstd | snappy | lz4 | gzip | brotli | none
+  std::optional<int> level;  // only zstd, gzip and brotli take one
 };
 Result<CompressionSetting> ParseCompression(const std::string& text);
 

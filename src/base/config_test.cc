@@ -1,10 +1,10 @@
 #include "base/config.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 namespace sediment {
 namespace {
@@ -14,9 +14,8 @@ namespace fs = std::filesystem;
 class ConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("sediment_config_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("sediment_config_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -136,14 +135,14 @@ TEST_F(ConfigTest, EnvironmentOverridesFile) {
 }
 
 TEST_F(ConfigTest, LakefsAliasesAndPrecedence) {
-  auto config = Config::Load("", {{"LAKEFS_GRAVELER_COMPACTION_AUTO_TRIGGER", "true"},
-                                  {"LAKEFS_GRAVELER_COMPACTION_THRESHOLD", "100"}});
+  auto config = Config::Load(
+      "", {{"LAKEFS_GRAVELER_COMPACTION_AUTO_TRIGGER", "true"}, {"LAKEFS_GRAVELER_COMPACTION_THRESHOLD", "100"}});
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   EXPECT_TRUE(config->graveler.compaction.auto_trigger);
   EXPECT_EQ(config->graveler.compaction.threshold, 100);
 
-  config = Config::Load("", {{"LAKEFS_GRAVELER_COMPACTION_THRESHOLD", "100"},
-                             {"SEDIMENT_GRAVELER_COMPACTION_THRESHOLD", "7"}});
+  config = Config::Load(
+      "", {{"LAKEFS_GRAVELER_COMPACTION_THRESHOLD", "100"}, {"SEDIMENT_GRAVELER_COMPACTION_THRESHOLD", "7"}});
   ASSERT_TRUE(config.ok());
   EXPECT_EQ(config->graveler.compaction.threshold, 7);
 }

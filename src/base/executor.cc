@@ -1,8 +1,7 @@
 #include "base/executor.h"
 
-#include <pthread.h>
-
 #include <fmt/format.h>
+#include <pthread.h>
 
 namespace sediment {
 namespace {

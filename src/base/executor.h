@@ -48,8 +48,8 @@ class ThreadPool {
   const std::string name_;
   const size_t max_queued_;
   mutable std::mutex mu_;
-  std::condition_variable work_cv_;   // workers wait for tasks
-  std::condition_variable space_cv_;  // Submit waits for room; WaitIdle for idle
+  std::condition_variable work_cv_;          // workers wait for tasks
+  std::condition_variable space_cv_;         // Submit waits for room; WaitIdle for idle
   std::deque<std::function<void()>> queue_;  // GUARDED_BY(mu_)
   size_t idle_ = 0;                          // GUARDED_BY(mu_)
   size_t running_ = 0;                       // GUARDED_BY(mu_)

@@ -1,9 +1,9 @@
 #include "base/executor.h"
 
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <future>
-
-#include <gtest/gtest.h>
 
 namespace sediment {
 namespace {

@@ -1,11 +1,11 @@
 #include "base/logging.h"
 
-#include <memory>
-
 #include <fmt/format.h>
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+
+#include <memory>
 
 namespace sediment {
 namespace {
@@ -17,9 +17,7 @@ class JsonMessageFlag : public spdlog::custom_flag_formatter {
     std::string escaped = JsonEscape(std::string(msg.payload.begin(), msg.payload.end()));
     dest.append(escaped.data(), escaped.data() + escaped.size());
   }
-  std::unique_ptr<custom_flag_formatter> clone() const override {
-    return std::make_unique<JsonMessageFlag>();
-  }
+  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<JsonMessageFlag>(); }
 };
 
 }  // namespace
@@ -62,8 +60,8 @@ Status SetupLogging(const std::string& level, const std::string& format) {
   }
   auto logger = std::make_shared<spdlog::logger>("sediment", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   if (format == "json") {
-    auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc,
-                                                                 spdlog::details::os::default_eol);
+    auto formatter =
+        std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc, spdlog::details::os::default_eol);
     formatter->add_flag<JsonMessageFlag>('*').set_pattern(
         R"({"time":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","thread":%t,"msg":"%*"})");
     logger->set_formatter(std::move(formatter));

@@ -1,11 +1,11 @@
 #include "base/metrics.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 namespace sediment {
 
@@ -81,9 +81,8 @@ struct MetricsRegistry::Entry {
 MetricsRegistry::MetricsRegistry() = default;
 MetricsRegistry::~MetricsRegistry() = default;
 
-MetricsRegistry::Entry& MetricsRegistry::Register(const std::string& name, const std::string& help,
-                                                  MetricType type, std::vector<std::string> labels,
-                                                  std::vector<double> bounds) {
+MetricsRegistry::Entry& MetricsRegistry::Register(const std::string& name, const std::string& help, MetricType type,
+                                                  std::vector<std::string> labels, std::vector<double> bounds) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& slot = entries_[name];
   if (slot) {
@@ -122,8 +121,7 @@ MetricFamily<GaugeMetric>& MetricsRegistry::Gauge(const std::string& name, const
 }
 
 MetricFamily<HistogramMetric>& MetricsRegistry::Histogram(const std::string& name, const std::string& help,
-                                                          std::vector<std::string> labels,
-                                                          std::vector<double> bounds) {
+                                                          std::vector<std::string> labels, std::vector<double> bounds) {
   return *Register(name, help, MetricType::kHistogram, std::move(labels), std::move(bounds)).histogram;
 }
 

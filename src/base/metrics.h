@@ -102,8 +102,8 @@ class MetricsRegistry {
 
  private:
   struct Entry;
-  Entry& Register(const std::string& name, const std::string& help, MetricType type,
-                  std::vector<std::string> labels, std::vector<double> bounds);
+  Entry& Register(const std::string& name, const std::string& help, MetricType type, std::vector<std::string> labels,
+                  std::vector<double> bounds);
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Entry>> entries_;  // GUARDED_BY(mu_)
 };

@@ -1,8 +1,8 @@
 #include "base/metrics.h"
 
-#include <thread>
-
 #include <gtest/gtest.h>
+
+#include <thread>
 
 namespace sediment {
 namespace {
@@ -41,13 +41,11 @@ TEST(MetricsTest, HistogramBucketsAreCumulative) {
   s.Observe(1);  // le is inclusive
   s.Observe(100);
   std::string text = r.RenderPrometheus();
-  EXPECT_NE(text.find("graveler_compaction_seconds_bucket{outcome=\"completed\",le=\"0.1\"} 1\n"),
-            std::string::npos)
+  EXPECT_NE(text.find("graveler_compaction_seconds_bucket{outcome=\"completed\",le=\"0.1\"} 1\n"), std::string::npos)
       << text;
   EXPECT_NE(text.find("graveler_compaction_seconds_bucket{outcome=\"completed\",le=\"1\"} 3\n"), std::string::npos);
   EXPECT_NE(text.find("graveler_compaction_seconds_bucket{outcome=\"completed\",le=\"10\"} 3\n"), std::string::npos);
-  EXPECT_NE(text.find("graveler_compaction_seconds_bucket{outcome=\"completed\",le=\"+Inf\"} 4\n"),
-            std::string::npos);
+  EXPECT_NE(text.find("graveler_compaction_seconds_bucket{outcome=\"completed\",le=\"+Inf\"} 4\n"), std::string::npos);
   EXPECT_NE(text.find("graveler_compaction_seconds_count{outcome=\"completed\"} 4\n"), std::string::npos);
   EXPECT_NE(text.find("graveler_compaction_seconds_sum{outcome=\"completed\"} 101.55\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE graveler_compaction_seconds histogram"), std::string::npos);

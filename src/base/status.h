@@ -35,13 +35,9 @@ Status MakeError(ErrorCode code, std::string message);
 
 inline Status NotFound(std::string m) { return MakeError(ErrorCode::kNotFound, std::move(m)); }
 inline Status Conflict(std::string m) { return MakeError(ErrorCode::kConflict, std::move(m)); }
-inline Status PreconditionFailed(std::string m) {
-  return MakeError(ErrorCode::kPreconditionFailed, std::move(m));
-}
+inline Status PreconditionFailed(std::string m) { return MakeError(ErrorCode::kPreconditionFailed, std::move(m)); }
 inline Status Busy(std::string m) { return MakeError(ErrorCode::kBusy, std::move(m)); }
-inline Status InvalidArgument(std::string m) {
-  return MakeError(ErrorCode::kInvalidArgument, std::move(m));
-}
+inline Status InvalidArgument(std::string m) { return MakeError(ErrorCode::kInvalidArgument, std::move(m)); }
 inline Status Unauthorized(std::string m) { return MakeError(ErrorCode::kUnauthorized, std::move(m)); }
 inline Status Forbidden(std::string m) { return MakeError(ErrorCode::kForbidden, std::move(m)); }
 inline Status Unavailable(std::string m) { return MakeError(ErrorCode::kUnavailable, std::move(m)); }

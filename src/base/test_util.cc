@@ -14,8 +14,8 @@ TempDir::TempDir() {
   std::filesystem::path base = root != nullptr ? root : std::filesystem::temp_directory_path().string();
   static std::atomic<int> counter{0};
   std::random_device rd;
-  path_ = (base / ("t" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" +
-                   std::to_string(rd() % 100000)))
+  path_ = (base /
+           ("t" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" + std::to_string(rd() % 100000)))
               .string();
   std::filesystem::remove_all(path_);
   std::filesystem::create_directories(path_);

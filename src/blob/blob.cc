@@ -1,6 +1,11 @@
 #include "blob/blob.h"
 
+#include <arrow/buffer.h>
+#include <arrow/filesystem/localfs.h>
+#include <arrow/filesystem/s3fs.h>
+#include <arrow/io/interfaces.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,12 +16,6 @@
 #include <filesystem>
 #include <mutex>
 #include <random>
-
-#include <arrow/buffer.h>
-#include <arrow/filesystem/localfs.h>
-#include <arrow/filesystem/s3fs.h>
-#include <arrow/io/interfaces.h>
-#include <fmt/format.h>
 
 namespace sediment::blob {
 namespace {
@@ -282,8 +281,8 @@ Result<std::shared_ptr<BlobStore>> OpenS3(const std::string& uri, const S3Config
   ARROW_ASSIGN_OR_RAISE(auto fs, arrow::fs::S3FileSystem::Make(options));
   auto info = fs->GetFileInfo(bucket);
   if (!info.ok()) {
-    return Unavailable(fmt::format("cannot reach bucket {} at {}: {}", bucket,
-                                   endpoint.empty() ? "AWS" : endpoint, info.status().message()));
+    return Unavailable(fmt::format("cannot reach bucket {} at {}: {}", bucket, endpoint.empty() ? "AWS" : endpoint,
+                                   info.status().message()));
   }
   if (info->type() == arrow::fs::FileType::NotFound) {
     return InvalidArgument(fmt::format("bucket {} does not exist ({})", bucket, uri));
@@ -334,8 +333,7 @@ Result<std::shared_ptr<arrow::Buffer>> BlobStore::Get(const std::string& path) {
   return in->ReadAt(0, size);
 }
 
-Result<std::shared_ptr<arrow::Buffer>> BlobStore::ReadRange(const std::string& path, int64_t offset,
-                                                             int64_t length) {
+Result<std::shared_ptr<arrow::Buffer>> BlobStore::ReadRange(const std::string& path, int64_t offset, int64_t length) {
   if (offset < 0 || length < 0) return InvalidArgument("negative offset or length");
   ARROW_ASSIGN_OR_RAISE(auto in, OpenReader(path));
   ARROW_ASSIGN_OR_RAISE(int64_t size, in->GetSize());
@@ -361,8 +359,8 @@ Result<std::shared_ptr<BlobStore>> OpenBlobStore(const std::string& uri, const S
   while (root.size() > 1 && root.back() == '/') root.pop_back();
   ARROW_RETURN_NOT_OK(EnsureDir(root));
   if (::access(root.c_str(), W_OK) != 0) return Errno("objects directory is not writable:", root, errno);
-  std::shared_ptr<BlobStore> store =
-      std::make_shared<FsBlobStore>(std::make_shared<arrow::fs::LocalFileSystem>(), root, /*local=*/true, "local:" + root);
+  std::shared_ptr<BlobStore> store = std::make_shared<FsBlobStore>(std::make_shared<arrow::fs::LocalFileSystem>(), root,
+                                                                   /*local=*/true, "local:" + root);
   return store;
 }
 

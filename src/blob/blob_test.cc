@@ -1,14 +1,13 @@
 #include "blob/blob.h"
 
+#include <arrow/buffer.h>
+#include <arrow/io/interfaces.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <thread>
-
-#include <arrow/buffer.h>
-#include <arrow/io/interfaces.h>
-#include <gtest/gtest.h>
 
 #include "base/test_util.h"
 #include "blob/fault_injection.h"
@@ -129,9 +128,9 @@ TEST_F(LocalBlobTest, DroppedOrAbortedWriterLeavesNothing) {
 }
 
 TEST_F(LocalBlobTest, BadPathsAreRejected) {
-  for (const std::string& p : {std::string(""), std::string("/abs"), std::string("a//b"), std::string("a/../b"),
-                               std::string("./a"), std::string("a/"), std::string("a\\b"),
-                               std::string("a\0b", 3), std::string(".sediment-tmp-x")}) {
+  for (const std::string& p :
+       {std::string(""), std::string("/abs"), std::string("a//b"), std::string("a/../b"), std::string("./a"),
+        std::string("a/"), std::string("a\\b"), std::string("a\0b", 3), std::string(".sediment-tmp-x")}) {
     EXPECT_TRUE(IsInvalidArgument(store_->Put(p, "x"))) << "path: " << p;
     EXPECT_TRUE(IsInvalidArgument(store_->Stat(p).status())) << "path: " << p;
   }

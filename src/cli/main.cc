@@ -1,12 +1,11 @@
 // sediment: the server and its command-line clients in one binary.
 #include <pthread.h>
 #include <signal.h>
-
-#include <cstdio>
-#include <iostream>
+#include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
+#include <cstdio>
+#include <iostream>
 
 #include "base/config.h"
 #include "base/logging.h"
@@ -78,9 +77,10 @@ int Serve(const ServeFlags& flags) {
 
 int main(int argc, char** argv) {
   using namespace sediment;
-  CLI::App cli{"Sediment: keeps a data lake fast while it is written continuously.\n"
-               "Compacts block-ordered Parquet tables and versioned (lakeFS-compatible) catalogs.",
-               "sediment"};
+  CLI::App cli{
+      "Sediment: keeps a data lake fast while it is written continuously.\n"
+      "Compacts block-ordered Parquet tables and versioned (lakeFS-compatible) catalogs.",
+      "sediment"};
   cli.require_subcommand(1);
   cli.set_help_all_flag("--help-all", "Show help for every command");
 
@@ -88,8 +88,7 @@ int main(int argc, char** argv) {
   auto* serve = cli.add_subcommand("serve", "Run the Sediment server");
   serve->add_option("--config", serve_flags.config_path, "TOML config file (defaults are used without one)");
   serve->add_option("--listen", serve_flags.listen, "HOST:PORT to listen on (overrides server.listen)");
-  serve->add_option("--data-dir", serve_flags.data_dir,
-                    "Directory for embedded storage (overrides storage.data_dir)");
+  serve->add_option("--data-dir", serve_flags.data_dir, "Directory for embedded storage (overrides storage.data_dir)");
 
   auto* version = cli.add_subcommand("version", "Print the version of sediment and of Arrow it uses");
 

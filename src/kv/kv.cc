@@ -1,8 +1,8 @@
 #include "kv/kv.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace sediment::kv {
 

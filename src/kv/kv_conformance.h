@@ -5,11 +5,11 @@
 //       ::testing::Values(KvDriver{"mem", [] { return NewMemoryStore(); }}));
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <memory>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "kv/kv.h"
 

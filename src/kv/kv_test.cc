@@ -1,11 +1,11 @@
+#include "kv/kv.h"
+
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 
-#include <gtest/gtest.h>
-
 #include "base/test_util.h"
-#include "kv/kv.h"
 #include "kv/kv_conformance.h"
 
 namespace sediment::kv {

@@ -1,10 +1,10 @@
 // In-memory KvStore: a std::map under one reader-writer lock. For tests, and
 // for sharing one store between several server objects in one process.
+#include <fmt/format.h>
+
 #include <map>
 #include <mutex>
 #include <shared_mutex>
-
-#include <fmt/format.h>
 
 #include "kv/kv.h"
 #include "kv/kv_internal.h"

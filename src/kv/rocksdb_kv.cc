@@ -6,17 +6,17 @@
 // writes, in index order (no deadlock), checks its preconditions, then writes
 // one WriteBatch. Plain writes take their one stripe, so no write can slip
 // between a batch's check and its write. Reads take no lock.
-#include <algorithm>
-#include <array>
-#include <filesystem>
-#include <functional>
-#include <mutex>
-
 #include <fmt/format.h>
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <functional>
+#include <mutex>
 
 #include "kv/kv.h"
 #include "kv/kv_internal.h"
@@ -112,7 +112,8 @@ class RocksDbStore final : public KvStore {
     }
     rocksdb::WriteBatch wb;
     for (const auto& m : batch.mutations) {
-      rocksdb::Status s = m.kind == Mutation::Kind::kPut ? wb.Put(Slice(m.key), Slice(m.value)) : wb.Delete(Slice(m.key));
+      rocksdb::Status s =
+          m.kind == Mutation::Kind::kPut ? wb.Put(Slice(m.key), Slice(m.value)) : wb.Delete(Slice(m.key));
       ARROW_RETURN_NOT_OK(FromRocks(s, "rocksdb batch"));
     }
     return FromRocks(db_->Write(write_options_, &wb), "rocksdb write");

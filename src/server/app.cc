@@ -1,14 +1,13 @@
 #include "server/app.h"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "base/version.h"
 #include "blob/blob.h"

@@ -1,6 +1,7 @@
 #include "server/errors.h"
 
 #include <httplib.h>
+
 #include <nlohmann/json.hpp>
 
 namespace sediment::server {

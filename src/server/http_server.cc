@@ -1,15 +1,14 @@
 #include "server/http_server.h"
 
+#include <fmt/format.h>
 #include <netdb.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <cstring>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "server/errors.h"
 
@@ -79,13 +78,14 @@ HttpServer::HttpServer(MetricsRegistry* metrics) : metrics_(metrics) {
 HttpServer::~HttpServer() { Stop(); }
 
 void HttpServer::Observe(const std::string& method, const std::string& route, int status, double seconds) {
-  metrics_->Counter("http_requests_total", "HTTP requests served, by method, route and status code.",
-                    {"method", "route", "code"})
+  metrics_
+      ->Counter("http_requests_total", "HTTP requests served, by method, route and status code.",
+                {"method", "route", "code"})
       .With({method, route, std::to_string(status)})
       .Add();
   if (route != "unmatched") {
-    metrics_->Histogram("http_request_duration_seconds", "HTTP request duration, by method and route.",
-                        {"method", "route"})
+    metrics_
+        ->Histogram("http_request_duration_seconds", "HTTP request duration, by method and route.", {"method", "route"})
         .With({method, route})
         .Observe(seconds);
   }
@@ -95,8 +95,7 @@ namespace {
 
 void LogRequest(const httplib::Request& req, const httplib::Response& res, double seconds) {
   auto level = (req.method == "GET" && res.status < 400) ? spdlog::level::debug : spdlog::level::info;
-  spdlog::log(level, "{} {} {} {:.1f}ms {}", req.method, req.path, res.status, seconds * 1000,
-              req.remote_addr);
+  spdlog::log(level, "{} {} {} {:.1f}ms {}", req.method, req.path, res.status, seconds * 1000, req.remote_addr);
 }
 
 }  // namespace

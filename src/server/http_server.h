@@ -7,12 +7,12 @@
 // requests finish.
 #pragma once
 
+#include <httplib.h>
+
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
-
-#include <httplib.h>
 
 #include "base/metrics.h"
 #include "base/status.h"
@@ -22,8 +22,7 @@ namespace sediment::server {
 class HttpServer {
  public:
   using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
-  using ReaderHandler =
-      std::function<void(const httplib::Request&, httplib::Response&, const httplib::ContentReader&)>;
+  using ReaderHandler = std::function<void(const httplib::Request&, httplib::Response&, const httplib::ContentReader&)>;
 
   explicit HttpServer(MetricsRegistry* metrics);
   ~HttpServer();

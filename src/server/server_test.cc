@@ -1,11 +1,11 @@
+#include <gtest/gtest.h>
+#include <httplib.h>
+
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <thread>
-
-#include <gtest/gtest.h>
-#include <httplib.h>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "base/test_util.h"
 #include "kv/kv.h"
@@ -22,10 +22,11 @@ TEST(ErrorsTest, OneMappingForEveryCode) {
     int code;
   };
   std::vector<Case> cases = {
-      {NotFound("x"), 404},       {Conflict("x"), 409},     {PreconditionFailed("x"), 412},
-      {Busy("x"), 503},           {InvalidArgument("x"), 400}, {Unauthorized("x"), 401},
-      {Forbidden("x"), 403},      {Unavailable("x"), 503},  {Status::IOError("disk"), 500},
-      {Status::Invalid("x"), 500},
+      {NotFound("x"), 404},           {Conflict("x"), 409},
+      {PreconditionFailed("x"), 412}, {Busy("x"), 503},
+      {InvalidArgument("x"), 400},    {Unauthorized("x"), 401},
+      {Forbidden("x"), 403},          {Unavailable("x"), 503},
+      {Status::IOError("disk"), 500}, {Status::Invalid("x"), 500},
   };
   for (const auto& c : cases) EXPECT_EQ(HttpStatusFor(c.st), c.code) << c.st.ToString();
 }
