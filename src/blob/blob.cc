@@ -20,7 +20,9 @@
 namespace sediment::blob {
 namespace {
 
-constexpr std::string_view kTempPrefix = ".sediment-tmp-";
+// Unfinished local writes live in <root>/.sediment-tmp/ (same filesystem, so
+// the publishing rename is atomic); opening a local store empties it.
+constexpr std::string_view kTempPrefix = ".sediment-tmp";
 
 std::string RandomHex(int bytes) {
   thread_local std::mt19937_64 rng(std::random_device{}());
@@ -157,7 +159,7 @@ class FsBlobStore final : public BlobStore {
     auto p = std::filesystem::path(full);
     std::string dir = p.parent_path().string();
     ARROW_RETURN_NOT_OK(EnsureDir(dir));
-    std::string temp = dir + "/" + std::string(kTempPrefix) + p.filename().string() + "-" + RandomHex(6);
+    std::string temp = root_ + "/" + std::string(kTempPrefix) + "/" + RandomHex(8) + "-" + p.filename().string();
     int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return Errno("cannot create", temp, errno);
     return std::make_shared<LocalAtomicOutputStream>(fd, temp, full, dir);
@@ -194,10 +196,10 @@ class FsBlobStore final : public BlobStore {
     std::string root_slash = root_ + "/";
     for (const auto& info : infos) {
       if (info.type() != arrow::fs::FileType::File) continue;
-      if (info.base_name().rfind(kTempPrefix, 0) == 0) continue;
       const std::string& p = info.path();
       if (p.compare(0, root_slash.size(), root_slash) != 0) continue;
       std::string rel = p.substr(root_slash.size());
+      if (rel.rfind(kTempPrefix, 0) == 0) continue;
       if (rel.compare(0, prefix.size(), prefix) != 0) continue;
       out.push_back({rel, info.size(), ToTimePoint(info.mtime())});
     }
@@ -359,6 +361,11 @@ Result<std::shared_ptr<BlobStore>> OpenBlobStore(const std::string& uri, const S
   while (root.size() > 1 && root.back() == '/') root.pop_back();
   ARROW_RETURN_NOT_OK(EnsureDir(root));
   if (::access(root.c_str(), W_OK) != 0) return Errno("objects directory is not writable:", root, errno);
+  // Whatever is in the temp directory was left by a process that died mid-write.
+  std::string temp_dir = root + "/" + std::string(kTempPrefix);
+  std::filesystem::remove_all(temp_dir, ec);
+  if (ec) return Status::IOError(fmt::format("cannot clear {}: {}", temp_dir, ec.message()));
+  ARROW_RETURN_NOT_OK(EnsureDir(temp_dir));
   std::shared_ptr<BlobStore> store = std::make_shared<FsBlobStore>(std::make_shared<arrow::fs::LocalFileSystem>(), root,
                                                                    /*local=*/true, "local:" + root);
   return store;

@@ -196,6 +196,18 @@ TEST_F(LocalBlobTest, FailedDeleteKeepsObjectUntilRetried) {
   EXPECT_EQ(faulty->Count(BlobOp::kDelete), 3);
 }
 
+TEST_F(LocalBlobTest, ReopenClearsWritesLeftByADeadProcess) {
+  auto w = store_->OpenWriter("crash/obj");
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->Write("partial", 7).ok());
+  EXPECT_EQ(FilesOnDisk().size(), 1u) << "the temp file exists while writing";
+  // A process that dies never closes or aborts; reopening the root clears it.
+  auto reopened = OpenBlobStore(dir_.Sub("objects"), S3Config{});
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_TRUE(FilesOnDisk().empty());
+  EXPECT_TRUE((*reopened)->List("")->empty());
+}
+
 TEST(BlobOpenTest, UriForms) {
   testing::TempDir dir;
   auto a = OpenBlobStore("file://" + dir.Sub("a"), S3Config{});
