@@ -1,0 +1,56 @@
+#include "table/planner.h"
+
+namespace sediment::table {
+
+PlannerSettings PlannerSettings::FromConfig(const WriterConfig& writer) {
+  PlannerSettings s;
+  s.bytes = writer.bytes;
+  s.rows = writer.rows;
+  s.overflow = writer.overflow;
+  s.skip_latest_segments = writer.compactor.skip_latest_segments;
+  s.cooldown = SecondsToDuration(writer.compactor.cooldown_duration);
+  s.max_eager_bytes = writer.compactor.max_eager_bytes;
+  return s;
+}
+
+FileAge ClassifyFile(const SegmentRecord& s, const PlannerSettings& settings, TimePoint now) {
+  if (s.bytes >= settings.bytes || (settings.rows > 0 && s.rows >= settings.rows)) return FileAge::kFull;
+  if (settings.max_eager_bytes > 0 && s.bytes <= settings.max_eager_bytes) return FileAge::kEager;
+  if (now - s.created_at() < settings.cooldown) return FileAge::kRecent;
+  return FileAge::kOld;
+}
+
+std::vector<CompactionGroup> PlanCompaction(const std::vector<SegmentRecord>& segments, const PlannerSettings& settings,
+                                            TimePoint now) {
+  std::vector<CompactionGroup> groups;
+  size_t skip = static_cast<size_t>(std::max<int64_t>(0, settings.skip_latest_segments));
+  if (segments.size() <= skip) return groups;
+  const size_t n = segments.size() - skip;
+  const double max_bytes = static_cast<double>(settings.bytes) * settings.overflow;
+  const double max_rows = static_cast<double>(settings.rows) * settings.overflow;
+
+  size_t i = 0;
+  while (i < n) {
+    FileAge age = ClassifyFile(segments[i], settings, now);
+    if (age == FileAge::kFull || age == FileAge::kRecent) {
+      ++i;
+      continue;
+    }
+    CompactionGroup g{i, 1, segments[i].bytes, segments[i].rows};
+    size_t j = i + 1;
+    for (; j < n; ++j) {
+      const SegmentRecord& next = segments[j];
+      if (ClassifyFile(next, settings, now) == FileAge::kFull) break;
+      if (static_cast<double>(g.bytes + next.bytes) > max_bytes) break;
+      if (settings.rows > 0 && static_cast<double>(g.rows + next.rows) > max_rows) break;
+      g.count++;
+      g.bytes += next.bytes;
+      g.rows += next.rows;
+    }
+    if (g.count >= 2) groups.push_back(g);
+    i = j;  // the file that did not fit may start the next group
+  }
+  return groups;
+}
+
+}  // namespace sediment::table

@@ -1,0 +1,161 @@
+#include "table/registry.h"
+
+#include <arrow/buffer.h>
+#include <arrow/io/memory.h>
+#include <arrow/ipc/api.h>
+#include <arrow/type.h>
+#include <arrow/util/base64.h>
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+
+#include "table/parquet_io.h"
+
+namespace sediment::table {
+namespace {
+
+using nlohmann::json;
+constexpr int kTableFormatVersion = 1;
+
+std::string TableKey(const TableId& id) { return fmt::format("t/tables/{}/{}", id.dataset, id.table); }
+std::string SegPrefix(const TableId& id) { return fmt::format("t/seg/{}/{}/", id.dataset, id.table); }
+std::string SegKey(const TableId& id, uint64_t start) { return SegPrefix(id) + fmt::format("{:020}", start); }
+std::string GcPrefix(const TableId& id) { return fmt::format("t/gc/{}/{}/", id.dataset, id.table); }
+std::string VerKey(const TableId& id) { return fmt::format("t/ver/{}/{}", id.dataset, id.table); }
+
+std::string NewToken() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  return fmt::format("{:016x}", rng());
+}
+
+Result<std::string> EncodeSchema(const arrow::Schema& schema) {
+  ARROW_ASSIGN_OR_RAISE(auto buf, arrow::ipc::SerializeSchema(schema));
+  return arrow::util::base64_encode(std::string_view(reinterpret_cast<const char*>(buf->data()), buf->size()));
+}
+
+Result<std::shared_ptr<arrow::Schema>> DecodeSchema(const std::string& b64) {
+  ARROW_ASSIGN_OR_RAISE(std::string raw, arrow::util::base64_decode(b64));
+  arrow::io::BufferReader reader(std::make_shared<arrow::Buffer>(raw));
+  arrow::ipc::DictionaryMemo memo;
+  return arrow::ipc::ReadSchema(&reader, &memo);
+}
+
+Result<TableInfo> DecodeTable(const std::string& text) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("v") || !j.contains("schema")) {
+    return InvalidArgument("table record: malformed");
+  }
+  if (j["v"] != kTableFormatVersion) {
+    return InvalidArgument(fmt::format("table record: format version {} is not supported", j["v"].dump()));
+  }
+  TableInfo t;
+  t.id.dataset = j.value("dataset", "");
+  t.id.table = j.value("table", "");
+  t.created_at_us = j.value("created_at_us", int64_t{0});
+  ARROW_ASSIGN_OR_RAISE(t.schema, DecodeSchema(j["schema"].get<std::string>()));
+  return t;
+}
+
+}  // namespace
+
+std::string TableRegistry::ObjectPrefix(const TableId& id) {
+  return fmt::format("tables/{}/{}/", id.dataset, id.table);
+}
+
+std::string TableRegistry::SegmentPath(const TableId& id, const std::string& segment_id) {
+  return ObjectPrefix(id) + segment_id + ".parquet";
+}
+
+Result<bool> TableRegistry::CreateTable(const TableId& id, const std::shared_ptr<arrow::Schema>& schema,
+                                        TimePoint now) {
+  ARROW_ASSIGN_OR_RAISE(std::string encoded, EncodeSchema(*schema));
+  json j = {{"v", kTableFormatVersion},
+            {"dataset", id.dataset},
+            {"table", id.table},
+            {"schema", encoded},
+            {"created_at_us", ToUnixMicros(now)}};
+  Status st = kv_->SetIf(TableKey(id), j.dump(), std::nullopt);
+  if (st.ok()) return true;
+  if (!IsPreconditionFailed(st)) return st;
+  ARROW_ASSIGN_OR_RAISE(TableInfo existing, GetTable(id));
+  if (SameSchema(*existing.schema, *schema)) return false;
+  return Conflict(fmt::format("table {} exists with another schema: {}", id.ToString(), existing.schema->ToString()));
+}
+
+Result<TableInfo> TableRegistry::GetTable(const TableId& id) {
+  auto raw = kv_->Get(TableKey(id));
+  if (IsNotFound(raw.status())) return NotFound(fmt::format("table {} not found", id.ToString()));
+  ARROW_RETURN_NOT_OK(raw.status());
+  return DecodeTable(*raw);
+}
+
+Result<std::vector<TableInfo>> TableRegistry::ListTables() {
+  std::vector<TableInfo> out;
+  ARROW_RETURN_NOT_OK(kv_->ScanAll("t/tables/", "", [&](const kv::KeyValue& kv) -> Result<bool> {
+    ARROW_ASSIGN_OR_RAISE(TableInfo t, DecodeTable(kv.value));
+    out.push_back(std::move(t));
+    return true;
+  }));
+  return out;
+}
+
+Result<Snapshot> TableRegistry::TakeSnapshot(const TableId& id) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    Snapshot snap;
+    auto v1 = kv_->Get(VerKey(id));
+    if (!v1.ok() && !IsNotFound(v1.status())) return v1.status();
+    ARROW_RETURN_NOT_OK(kv_->ScanAll(SegPrefix(id), "", [&](const kv::KeyValue& kv) -> Result<bool> {
+      ARROW_ASSIGN_OR_RAISE(SegmentRecord s, DecodeSegmentRecord(kv.value));
+      snap.segments.push_back(std::move(s));
+      return true;
+    }));
+    auto v2 = kv_->Get(VerKey(id));
+    if (!v2.ok() && !IsNotFound(v2.status())) return v2.status();
+    std::string a = v1.ok() ? *v1 : "", b = v2.ok() ? *v2 : "";
+    if (a == b) {
+      snap.version = a;
+      return snap;
+    }
+  }
+  return Busy(fmt::format("table {} changes too fast to take a snapshot", id.ToString()));
+}
+
+Status TableRegistry::Commit(const TableId& id, const LiveSetChange& change, TimePoint now) {
+  kv::Batch batch;
+  std::set<uint64_t> freed;
+  for (const auto& r : change.remove) {
+    std::string key = SegKey(id, r.start);
+    batch.Require(kv::Precondition::Equals(key, EncodeSegmentRecord(r)));
+    batch.Delete(key);
+    batch.Put(GcPrefix(id) + r.id, EncodeGcEntry(GcEntry{r.path, r.id, ToUnixMicros(now)}));
+    freed.insert(r.start);
+  }
+  for (const auto& k : change.keep) {
+    batch.Require(kv::Precondition::Equals(SegKey(id, k.start), EncodeSegmentRecord(k)));
+  }
+  for (const auto& a : change.add) {
+    std::string key = SegKey(id, a.start);
+    if (!freed.count(a.start)) batch.Require(kv::Precondition::Absent(key));
+    batch.Put(key, EncodeSegmentRecord(a));
+  }
+  batch.Put(VerKey(id), NewToken());
+  return kv_->Apply(batch);
+}
+
+Result<std::vector<GcEntry>> TableRegistry::ListGc(const TableId& id) {
+  std::vector<GcEntry> out;
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(GcPrefix(id), "", [&](const kv::KeyValue& kv) -> Result<bool> {
+    ARROW_ASSIGN_OR_RAISE(GcEntry e, DecodeGcEntry(kv.value));
+    out.push_back(std::move(e));
+    return true;
+  }));
+  return out;
+}
+
+Status TableRegistry::RemoveGcEntry(const TableId& id, const std::string& segment_id) {
+  return kv_->Delete(GcPrefix(id) + segment_id);
+}
+
+}  // namespace sediment::table

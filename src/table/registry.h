@@ -1,0 +1,78 @@
+// TableRegistry: a table's metadata in the KV store — its schema, its live
+// segments and its GC manifest — and the one atomic step that changes them.
+//
+// Keys (see docs/formats.md):
+//   t/tables/<ds>/<t>             table record (schema as Arrow IPC, base64)
+//   t/seg/<ds>/<t>/<start:020>    live segment record, ordered by first block
+//   t/gc/<ds>/<t>/<segment id>    GC manifest entry
+//   t/ver/<ds>/<t>                token replaced by every change of the live set
+//
+// Live segments never overlap, so the first block is a unique, ordered key.
+// Every change is one KV batch: each removed segment must still be live and
+// unchanged, each added one's key must be free (or freed by the batch); the
+// removed segments enter the GC manifest in the same batch. A snapshot reads
+// the version token before and after scanning the segments and retries if it
+// moved, so it is the live set at one instant.
+//
+// Thread-safety: safe from many threads and many servers sharing the KV.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "kv/kv.h"
+#include "table/names.h"
+#include "table/segment.h"
+
+namespace arrow {
+class Schema;
+}
+
+namespace sediment::table {
+
+struct TableInfo {
+  TableId id;
+  std::shared_ptr<arrow::Schema> schema;
+  int64_t created_at_us = 0;
+};
+
+struct Snapshot {
+  std::vector<SegmentRecord> segments;  // in block order
+  std::string version;
+};
+
+struct LiveSetChange {
+  std::vector<SegmentRecord> remove;  // must be live and unchanged; they enter the GC manifest
+  std::vector<SegmentRecord> add;
+  std::vector<SegmentRecord> keep;  // must be live and unchanged; stay live
+};
+
+class TableRegistry {
+ public:
+  explicit TableRegistry(std::shared_ptr<kv::KvStore> kv) : kv_(std::move(kv)) {}
+
+  // Creates the table, or does nothing if it exists with an equal schema
+  // (returns false). Conflict if it exists with another schema.
+  Result<bool> CreateTable(const TableId& id, const std::shared_ptr<arrow::Schema>& schema, TimePoint now);
+  Result<TableInfo> GetTable(const TableId& id);
+  Result<std::vector<TableInfo>> ListTables();
+
+  Result<Snapshot> TakeSnapshot(const TableId& id);
+  // PreconditionFailed if the live set changed in a way that conflicts.
+  Status Commit(const TableId& id, const LiveSetChange& change, TimePoint now);
+
+  Result<std::vector<GcEntry>> ListGc(const TableId& id);
+  Status RemoveGcEntry(const TableId& id, const std::string& segment_id);
+
+  // Object path prefix of a table's files, and a new segment's path.
+  static std::string ObjectPrefix(const TableId& id);
+  static std::string SegmentPath(const TableId& id, const std::string& segment_id);
+
+ private:
+  std::shared_ptr<kv::KvStore> kv_;
+};
+
+}  // namespace sediment::table

@@ -1,0 +1,66 @@
+// Segment: one Parquet file of a table, covering blocks [start, end].
+//
+// The registry (KV) holds a SegmentRecord per live segment; the file itself
+// carries the same facts in its Parquet key-value metadata under
+// kSegmentMetadataKey, so the registry can be checked against the files.
+// Both encodings are versioned JSON; see docs/formats.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+
+namespace sediment::table {
+
+inline constexpr std::string_view kSegmentMetadataKey = "sediment.segment";
+inline constexpr int kSegmentFormatVersion = 1;
+
+struct SegmentRecord {
+  std::string id;    // "<start:09>-<16 hex>", the file name without ".parquet"
+  std::string path;  // object path in the blob store
+  uint64_t start = 0;
+  uint64_t end = 0;
+  std::string end_hash;     // lowercase hex: hash of block `end`
+  std::string parent_hash;  // lowercase hex: parent hash of block `start`
+  int64_t rows = 0;
+  int64_t bytes = 0;                 // uncompressed size of the data (sum of row groups' sizes)
+  int64_t stored_bytes = 0;          // size of the file on storage
+  int64_t generation = 0;            // 0 written, max(inputs) + 1 merged
+  std::vector<std::string> parents;  // ids of the files it was merged from
+  int64_t created_at_us = 0;         // Unix microseconds
+
+  TimePoint created_at() const { return FromUnixMicros(created_at_us); }
+  bool operator==(const SegmentRecord&) const = default;
+};
+
+// Registry value.
+std::string EncodeSegmentRecord(const SegmentRecord& s);
+Result<SegmentRecord> DecodeSegmentRecord(std::string_view text);
+
+// Parquet key-value metadata (the facts known before the file is written:
+// no sizes or row counts, which the footer itself holds).
+std::string EncodeSegmentFileMetadata(const SegmentRecord& s);
+Result<SegmentRecord> DecodeSegmentFileMetadata(std::string_view text);
+
+// "000000100-9f86d081884c7d65"
+std::string NewSegmentId(uint64_t start);
+
+// InvalidArgument unless `hex` is 2..128 lowercase or uppercase hex digits
+// (an even number); returns it lowercased.
+Result<std::string> NormalizeHash(std::string_view what, std::string_view hex);
+
+// One entry of a table's GC manifest: a file that left the live set.
+struct GcEntry {
+  std::string path;
+  std::string id;
+  int64_t removed_at_us = 0;
+  bool operator==(const GcEntry&) const = default;
+};
+std::string EncodeGcEntry(const GcEntry& e);
+Result<GcEntry> DecodeGcEntry(std::string_view text);
+
+}  // namespace sediment::table

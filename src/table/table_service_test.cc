@@ -1,0 +1,581 @@
+#include "table/table_service.h"
+
+#include <arrow/api.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "base/test_util.h"
+#include "blob/fault_injection.h"
+
+namespace sediment::table {
+namespace {
+
+std::shared_ptr<arrow::Schema> TestSchema() {
+  return arrow::schema({arrow::field("block_num", arrow::uint64(), false), arrow::field("log_index", arrow::int32()),
+                        arrow::field("fork", arrow::int32()), arrow::field("data", arrow::binary()),
+                        arrow::field("topic", arrow::utf8())});
+}
+
+// Block hashes of a chain where `fork` tells which version of each block is canonical.
+std::string Hash(uint64_t block, int fork) {
+  return fmt::format("{:016x}", std::hash<std::string>()(fmt::format("{}/{}", block, fork)));
+}
+
+// `rows_per_block` rows per block in [start, end], tagged with `fork`.
+std::shared_ptr<arrow::RecordBatch> Rows(uint64_t start, uint64_t end, int fork, int rows_per_block = 3,
+                                         int payload = 40) {
+  arrow::UInt64Builder blocks;
+  arrow::Int32Builder idx, forks;
+  arrow::BinaryBuilder data;
+  arrow::StringBuilder topic;
+  for (uint64_t b = start; b <= end; ++b) {
+    for (int i = 0; i < rows_per_block; ++i) {
+      (void)blocks.Append(b);
+      (void)idx.Append(i);
+      (void)forks.Append(fork);
+      (void)data.Append(std::string(payload + (b * 7 + i) % 23, static_cast<char>('a' + b % 26)));
+      (void)topic.Append(fmt::format("t{}", b % 5));
+    }
+  }
+  std::vector<std::shared_ptr<arrow::Array>> cols(5);
+  (void)blocks.Finish(&cols[0]);
+  (void)idx.Finish(&cols[1]);
+  (void)forks.Finish(&cols[2]);
+  (void)data.Finish(&cols[3]);
+  (void)topic.Finish(&cols[4]);
+  return arrow::RecordBatch::Make(TestSchema(), cols[0]->length(), cols);
+}
+
+std::shared_ptr<arrow::RecordBatchReader> Reader(std::vector<std::shared_ptr<arrow::RecordBatch>> batches,
+                                                 std::shared_ptr<arrow::Schema> schema = TestSchema()) {
+  return *arrow::RecordBatchReader::Make(std::move(batches), schema);
+}
+
+class TableServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_ = *Config::Load("", {});
+    auto& w = config_.writer;
+    w.bytes = 256 * 1024;
+    w.compactor.skip_latest_segments = 0;
+    w.compactor.max_eager_bytes = 32 * 1024;
+    w.compactor.cooldown_duration = 100;
+    w.compactor.gc_manifest_grace_period = 60;
+    kv_ = kv::NewMemoryStore();
+    auto local = blob::OpenBlobStore(dir_.Sub("objects"), S3Config{});
+    ASSERT_TRUE(local.ok());
+    faulty_ = std::make_shared<blob::FaultInjectingBlobStore>(*local);
+    clock_ = std::make_shared<ManualClock>();
+    Restart();
+  }
+
+  // A new service on the same KV and storage, as after a crash.
+  void Restart(bool background = false) {
+    if (service_) service_->Stop();
+    service_.reset();
+    metrics_ = std::make_unique<MetricsRegistry>();
+    service_ = std::make_unique<TableService>(kv_, faulty_, clock_, metrics_.get(), config_.writer);
+    ASSERT_TRUE(service_->Start(background).ok());
+  }
+
+  void Create() { ASSERT_TRUE(service_->CreateTable(id_, TestSchema()).ok()); }
+
+  // Appends blocks [start, end] of `fork`, with parent hash from `parent_fork`.
+  Result<AppendResult> Append(uint64_t start, uint64_t end, int fork, int parent_fork = -1, int rows = 3) {
+    if (parent_fork < 0) parent_fork = fork;
+    AppendRequest req{start, end, Hash(end, fork), Hash(start - 1, parent_fork)};
+    auto reader = Reader({Rows(start, end, fork, rows)});
+    return service_->Append(id_, req, reader.get());
+  }
+
+  // (block, fork) of every row, in order.
+  std::vector<std::pair<uint64_t, int>> ReadRows() {
+    auto snap = service_->OpenSnapshot(id_);
+    EXPECT_TRUE(snap.ok());
+    return RowsOf(**snap);
+  }
+
+  std::vector<std::pair<uint64_t, int>> RowsOf(const ReadSnapshot& snap) {
+    auto t = service_->ReadAll(snap);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    std::vector<std::pair<uint64_t, int>> out;
+    if (!t.ok()) return out;
+    auto combined = *(*t)->CombineChunksToBatch();
+    auto blocks = std::static_pointer_cast<arrow::UInt64Array>(combined->column(0));
+    auto forks = std::static_pointer_cast<arrow::Int32Array>(combined->column(2));
+    for (int64_t i = 0; i < combined->num_rows(); ++i) out.emplace_back(blocks->Value(i), forks->Value(i));
+    return out;
+  }
+
+  std::vector<SegmentRecord> Live() { return service_->LiveSegments(id_)->segments; }
+
+  // Paths of objects in storage under the table.
+  std::set<std::string> Stored() {
+    std::set<std::string> out;
+    for (const auto& o : *faulty_->List(TableRegistry::ObjectPrefix(id_))) out.insert(o.path);
+    return out;
+  }
+
+  std::set<std::string> LiveAndManifest() {
+    std::set<std::string> out;
+    for (const auto& s : Live()) out.insert(s.path);
+    TableRegistry reg(kv_);
+    for (const auto& e : *reg.ListGc(id_)) out.insert(e.path);
+    return out;
+  }
+
+  double Metric(const std::string& name) {
+    std::string text = metrics_->RenderPrometheus();
+    std::string key = name + "{dataset=\"eth\",table=\"logs\"} ";
+    auto pos = text.find(key);
+    if (pos == std::string::npos) return 0;
+    return std::stod(text.substr(pos + key.size()));
+  }
+
+  static void ExpectContiguous(const std::vector<SegmentRecord>& live) {
+    for (size_t i = 1; i < live.size(); ++i) {
+      EXPECT_EQ(live[i].start, live[i - 1].end + 1) << "no block missing or doubled between segments";
+      EXPECT_EQ(live[i].parent_hash, live[i - 1].end_hash);
+    }
+  }
+
+  testing::TempDir dir_;
+  Config config_;
+  std::shared_ptr<kv::KvStore> kv_;
+  std::shared_ptr<blob::FaultInjectingBlobStore> faulty_;
+  std::shared_ptr<ManualClock> clock_;
+  std::unique_ptr<MetricsRegistry> metrics_;
+  std::unique_ptr<TableService> service_;
+  TableId id_{"eth", "logs"};
+};
+
+TEST_F(TableServiceTest, CreateTableRules) {
+  EXPECT_TRUE(*service_->CreateTable(id_, TestSchema()));
+  EXPECT_FALSE(*service_->CreateTable(id_, TestSchema())) << "same schema again is fine";
+  auto other = arrow::schema({arrow::field("block_num", arrow::uint64())});
+  EXPECT_TRUE(IsConflict(service_->CreateTable(id_, other).status()));
+  TableId t2{"eth", "bad"};
+  EXPECT_TRUE(
+      IsInvalidArgument(service_->CreateTable(t2, arrow::schema({arrow::field("x", arrow::int32())})).status()));
+  EXPECT_TRUE(IsInvalidArgument(
+      service_->CreateTable(t2, arrow::schema({arrow::field("block_num", arrow::int64())})).status()));
+  auto tables = service_->ListTables();
+  ASSERT_TRUE(tables.ok());
+  ASSERT_EQ(tables->size(), 1u);
+  EXPECT_TRUE((*tables)[0].schema->Equals(*TestSchema()));
+}
+
+TEST_F(TableServiceTest, AppendWritesSegmentFilesWithMetadata) {
+  Create();
+  ASSERT_TRUE(Append(0, 9, 0).ok());
+  auto r = Append(10, 19, 0);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->reorg);
+  auto live = Live();
+  ASSERT_EQ(live.size(), 2u);
+  ExpectContiguous(live);
+  const auto& s = live[1];
+  EXPECT_EQ(s.start, 10u);
+  EXPECT_EQ(s.end, 19u);
+  EXPECT_EQ(s.rows, 30);
+  EXPECT_GT(s.bytes, 0);
+  EXPECT_GT(s.stored_bytes, 0);
+  EXPECT_EQ(s.generation, 0);
+  EXPECT_EQ(s.path, "tables/eth/logs/" + s.id + ".parquet");
+  EXPECT_EQ(s.id.substr(0, 10), "000000010-");
+  // The file's own metadata agrees with the registry.
+  auto reader = SegmentFileReader::Open(faulty_.get(), s.path);
+  ASSERT_TRUE(reader.ok());
+  auto meta = DecodeSegmentFileMetadata((*reader)->segment_metadata());
+  ASSERT_TRUE(meta.ok()) << (*reader)->segment_metadata();
+  EXPECT_EQ(meta->start, s.start);
+  EXPECT_EQ(meta->end, s.end);
+  EXPECT_EQ(meta->end_hash, s.end_hash);
+  EXPECT_EQ(meta->parent_hash, s.parent_hash);
+  EXPECT_EQ((*reader)->facts().rows, s.rows);
+  EXPECT_EQ((*reader)->facts().bytes, s.bytes);
+  EXPECT_EQ(ReadRows().size(), 60u);
+}
+
+TEST_F(TableServiceTest, EmptySegmentsAreAllowed) {
+  Create();
+  ASSERT_TRUE(Append(0, 4, 0, 0, /*rows=*/0).ok());
+  ASSERT_TRUE(Append(5, 9, 0).ok());
+  EXPECT_EQ(Live().size(), 2u);
+  EXPECT_EQ(Live()[0].rows, 0);
+}
+
+TEST_F(TableServiceTest, BadAppendsChangeNothing) {
+  Create();
+  ASSERT_TRUE(Append(0, 9, 0).ok());
+  auto before_live = Live();
+  auto before_files = Stored();
+  struct Case {
+    const char* what;
+    std::function<Status()> run;
+    std::string expect;
+  };
+  auto append = [&](AppendRequest req, std::shared_ptr<arrow::RecordBatch> batch,
+                    std::shared_ptr<arrow::Schema> schema = TestSchema()) {
+    return service_->Append(id_, req, Reader({batch}, schema).get()).status();
+  };
+  std::vector<Case> cases = {
+      {"rows outside the range",
+       [&] {
+         return append({10, 12, Hash(12, 0), Hash(9, 0)}, Rows(10, 13, 0));
+       },
+       "block_num 13 is outside the segment's range [10, 12]"},
+      {"rows going backwards",
+       [&] {
+         auto a = Rows(11, 12, 0);
+         auto b = Rows(10, 10, 0);
+         return service_->Append(id_, {10, 12, Hash(12, 0), Hash(9, 0)}, Reader({a, b}).get()).status();
+       },
+       "block_num goes backwards (10 after 12)"},
+      {"end before start",
+       [&] {
+         return append({10, 9, Hash(9, 0), Hash(9, 0)}, Rows(10, 10, 0));
+       },
+       "end_block 9 is before start_block 10"},
+      {"bad hash",
+       [&] {
+         return append({10, 12, "xyz!", Hash(9, 0)}, Rows(10, 12, 0));
+       },
+       "end_hash"},
+      {"schema mismatch",
+       [&] {
+         auto schema = arrow::schema({arrow::field("block_num", arrow::uint64())});
+         auto arr = *arrow::MakeArrayFromScalar(arrow::UInt64Scalar(10), 1);
+         return append({10, 12, Hash(12, 0), Hash(9, 0)}, arrow::RecordBatch::Make(schema, 1, {arr}), schema);
+       },
+       "does not match table eth.logs"},
+      {"gap",
+       [&] {
+         return append({20, 22, Hash(22, 0), Hash(19, 0)}, Rows(20, 22, 0));
+       },
+       "segment starts at block 20 but the table ends at block 9 (gap)"},
+      {"parent mismatch",
+       [&] {
+         return append({10, 12, Hash(12, 0), Hash(9, 1)}, Rows(10, 12, 0));
+       },
+       "does not match the hash"},
+      {"unknown table",
+       [&] {
+         return service_->Append({"eth", "nope"}, {10, 12, Hash(12, 0), Hash(9, 0)}, Reader({Rows(10, 12, 0)}).get())
+             .status();
+       },
+       "table eth.nope not found"},
+  };
+  for (const auto& c : cases) {
+    Status st = c.run();
+    EXPECT_FALSE(st.ok()) << c.what;
+    EXPECT_NE(st.message().find(c.expect), std::string::npos) << c.what << ": " << st.ToString();
+    EXPECT_EQ(Live(), before_live) << c.what;
+    EXPECT_EQ(Stored(), before_files) << c.what << ": no file left behind";
+  }
+}
+
+TEST_F(TableServiceTest, CompactionMergesSmallFilesAndGcDeletesAfterGrace) {
+  config_.writer.compactor.max_eager_bytes = 2000;  // the inputs are eager, the merged file is not
+  Restart();
+  Create();
+  for (uint64_t b = 0; b < 40; b += 5) ASSERT_TRUE(Append(b, b + 4, 0).ok());
+  auto rows_before = ReadRows();
+  auto inputs = Live();
+  ASSERT_EQ(inputs.size(), 8u);
+  auto pass = service_->CompactNow(id_);
+  ASSERT_TRUE(pass.ok()) << pass.status().ToString();
+  ASSERT_EQ(pass->merges.size(), 1u);
+  ASSERT_TRUE(pass->merges[0].output.has_value()) << pass->merges[0].error;
+  auto live = Live();
+  ASSERT_EQ(live.size(), 1u);
+  EXPECT_EQ(live[0].start, 0u);
+  EXPECT_EQ(live[0].end, 39u);
+  EXPECT_EQ(live[0].generation, 1);
+  EXPECT_EQ(live[0].parents.size(), 8u);
+  EXPECT_EQ(live[0].end_hash, inputs.back().end_hash);
+  EXPECT_EQ(ReadRows(), rows_before);
+
+  // Inputs stay in storage for the grace period.
+  EXPECT_EQ(Stored().size(), 9u);
+  clock_->AdvanceSeconds(59);
+  EXPECT_EQ(service_->RunGc(id_)->deleted, 0);
+  clock_->AdvanceSeconds(1);
+  auto gc = service_->RunGc(id_);
+  EXPECT_EQ(gc->deleted, 8);
+  EXPECT_EQ(Stored(), std::set<std::string>{live[0].path});
+  EXPECT_EQ(Metric("gc_files_deleted_total"), 8);
+
+  // The merged file is new: larger than eager, it waits for the cooldown.
+  for (uint64_t b = 40; b < 50; b += 5) ASSERT_TRUE(Append(b, b + 4, 0).ok());
+  pass = service_->CompactNow(id_);
+  ASSERT_EQ(pass->merges.size(), 1u);
+  EXPECT_EQ(pass->merges[0].inputs.size(), 2u) << "only the two new small files";
+}
+
+TEST_F(TableServiceTest, MetricsAfterAKnownSequence) {
+  Create();
+  for (uint64_t b = 0; b < 20; b += 5) ASSERT_TRUE(Append(b, b + 4, 0).ok());
+  int64_t read = 0;
+  for (const auto& s : Live()) read += s.bytes;
+  EXPECT_EQ(Metric("table_files"), 4);
+  auto pass = service_->CompactNow(id_);
+  ASSERT_TRUE(pass.ok());
+  auto out = Live();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(Metric("compaction_bytes_read_total"), read);
+  EXPECT_EQ(Metric("compaction_bytes_written_total"), out[0].stored_bytes);
+  EXPECT_EQ(Metric("compaction_files_read_total"), 4);
+  EXPECT_EQ(Metric("successful_compactions"), 1);
+  EXPECT_EQ(Metric("failed_compactions"), 0);
+  EXPECT_EQ(Metric("table_files"), 1);
+  EXPECT_EQ(Metric("table_bytes"), out[0].bytes);
+  EXPECT_EQ(Metric("table_segments_appended_total"), 4);
+  EXPECT_NE(metrics_->RenderPrometheus().find("compaction_duration_seconds_count{dataset=\"eth\",table=\"logs\"} 1"),
+            std::string::npos);
+}
+
+TEST_F(TableServiceTest, SnapshotSurvivesSwapAndGc) {
+  Create();
+  for (uint64_t b = 0; b < 30; b += 5) ASSERT_TRUE(Append(b, b + 4, 0).ok());
+  auto snap = service_->OpenSnapshot(id_);
+  ASSERT_TRUE(snap.ok());
+  auto rows = RowsOf(**snap);
+  ASSERT_TRUE(service_->CompactNow(id_).ok());
+  EXPECT_EQ(Live().size(), 1u);
+  clock_->AdvanceSeconds(3600);
+  auto gc = service_->RunGc(id_);
+  EXPECT_EQ(gc->deleted, 0) << "files held by an open snapshot are not deleted";
+  EXPECT_EQ(gc->waiting, 6);
+  EXPECT_EQ(RowsOf(**snap), rows) << "the snapshot still reads every file";
+  snap->reset();
+  EXPECT_EQ(service_->RunGc(id_)->deleted, 6);
+  EXPECT_EQ(ReadRows(), rows);
+}
+
+TEST_F(TableServiceTest, ReorgReplacesHeadSegments) {
+  Create();
+  ASSERT_TRUE(Append(0, 9, 0).ok());
+  ASSERT_TRUE(Append(10, 14, 0).ok());
+  ASSERT_TRUE(Append(15, 19, 0).ok());
+  // Blocks from 15 change.
+  auto r = Append(15, 21, 1, 0);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->reorg);
+  EXPECT_EQ(r->replaced.size(), 1u);
+  EXPECT_FALSE(r->rewritten.has_value());
+  auto live = Live();
+  ASSERT_EQ(live.size(), 3u);
+  ExpectContiguous(live);
+  EXPECT_EQ(live.back().end, 21u);
+  auto rows = ReadRows();
+  ASSERT_EQ(rows.size(), 22u * 3);
+  EXPECT_EQ(rows[14 * 3], std::make_pair(uint64_t{14}, 0));
+  EXPECT_EQ(rows[15 * 3], std::make_pair(uint64_t{15}, 1));
+  EXPECT_EQ(Metric("table_reorgs_total"), 1);
+  EXPECT_EQ(Metric("table_reorg_rewrites_total"), 0);
+}
+
+TEST_F(TableServiceTest, ReorgIntoAMergedFileRewritesIt) {
+  Create();
+  for (uint64_t b = 0; b < 30; b += 5) ASSERT_TRUE(Append(b, b + 4, 0).ok());
+  ASSERT_TRUE(service_->CompactNow(id_).ok());
+  ASSERT_EQ(Live().size(), 1u);
+  ASSERT_EQ(Live()[0].generation, 1);
+  // A reorg from block 22: the merged file [0, 29] keeps [0, 21].
+  auto r = Append(22, 31, 1, 0);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->reorg);
+  ASSERT_TRUE(r->rewritten.has_value());
+  EXPECT_EQ(r->rewritten->end, 21u);
+  EXPECT_EQ(r->rewritten->end_hash, Hash(21, 0));
+  auto live = Live();
+  ASSERT_EQ(live.size(), 2u);
+  ExpectContiguous(live);
+  auto rows = ReadRows();
+  ASSERT_EQ(rows.size(), 32u * 3);
+  for (const auto& [block, fork] : rows) EXPECT_EQ(fork, block < 22 ? 0 : 1) << block;
+  EXPECT_EQ(Metric("table_reorg_rewrites_total"), 1);
+  // A reorg at the very first block replaces everything.
+  ASSERT_TRUE(Append(0, 3, 2, 2).ok());
+  EXPECT_EQ(Live().size(), 1u);
+  EXPECT_EQ(ReadRows().size(), 12u);
+}
+
+TEST_F(TableServiceTest, CompactionOffDoesNothing) {
+  config_.writer.compactor.active = false;
+  Restart();
+  Create();
+  for (uint64_t b = 0; b < 20; b += 5) ASSERT_TRUE(Append(b, b + 4, 0).ok());
+  auto pass = service_->CompactNow(id_);
+  ASSERT_TRUE(pass.ok());
+  EXPECT_FALSE(pass->ran);
+  EXPECT_EQ(Live().size(), 4u);
+}
+
+TEST_F(TableServiceTest, CorruptSegmentFailsOnlyItsGroup) {
+  config_.writer.bytes = 3000;  // small target: several groups
+  config_.writer.compactor.max_eager_bytes = 3000;
+  Restart();
+  Create();
+  for (uint64_t b = 0; b < 40; b += 5) ASSERT_TRUE(Append(b, b + 4, 0).ok());
+  auto live = Live();
+  auto groups = PlanCompaction(live, service_->planner_settings(), clock_->Now());
+  ASSERT_GE(groups.size(), 2u) << "segment bytes: " << live[0].bytes;
+  // Corrupt the first file of the first group.
+  ASSERT_TRUE(faulty_->Put(live[0].path, "this is not parquet").ok());
+  auto pass = service_->CompactNow(id_);
+  ASSERT_TRUE(pass.ok());
+  int failed = 0, merged = 0;
+  for (const auto& m : pass->merges) {
+    if (!m.error.empty()) {
+      failed++;
+      EXPECT_NE(m.error.find(live[0].path), std::string::npos) << "reported by file name: " << m.error;
+    } else if (m.output) {
+      merged++;
+    }
+  }
+  EXPECT_EQ(failed, 1);
+  EXPECT_EQ(merged, static_cast<int>(groups.size()) - 1);
+  EXPECT_EQ(Metric("failed_compactions"), 1);
+  EXPECT_EQ(Live().front().path, live[0].path) << "the corrupt file is left live";
+}
+
+// Fail the i-th write, then the i-th publish, of a pass; then "crash" and
+// restart. Every failure must leave the rows intact and no orphan behind.
+TEST_F(TableServiceTest, ErrorInjectionSweepOverMergesAndGc) {
+  Create();
+  for (uint64_t b = 0; b < 60; b += 5) ASSERT_TRUE(Append(b, b + 4, 0).ok());
+  auto rows = ReadRows();
+  for (blob::BlobOp op : {blob::BlobOp::kWrite, blob::BlobOp::kPublish, blob::BlobOp::kRead}) {
+    for (int i = 1; i <= 4; ++i) {
+      faulty_->FailNth(op, i);
+      auto pass = service_->CompactNow(id_);
+      faulty_->Reset();
+      ASSERT_TRUE(pass.ok()) << pass.status().ToString();
+      EXPECT_EQ(ReadRows(), rows) << "op " << static_cast<int>(op) << " #" << i;
+      ExpectContiguous(Live());
+      Restart();
+      EXPECT_EQ(Stored(), LiveAndManifest()) << "no orphans after the start-up check";
+      // Back to many small files for the next round.
+      config_.writer.compactor.active = true;
+    }
+  }
+  // GC: a failed delete keeps the manifest entry and is retried.
+  clock_->AdvanceSeconds(3600);
+  faulty_->FailNth(blob::BlobOp::kDelete, 1);
+  auto gc = service_->RunGc(id_);
+  ASSERT_TRUE(gc.ok());
+  EXPECT_EQ(gc->failed, 1);
+  EXPECT_EQ(Metric("gc_failed_deletions_total"), 1);
+  gc = service_->RunGc(id_);
+  EXPECT_EQ(gc->failed, 0);
+  EXPECT_EQ(Stored(), LiveAndManifest());
+  TableRegistry reg(kv_);
+  EXPECT_TRUE(reg.ListGc(id_)->empty());
+  EXPECT_EQ(ReadRows(), rows);
+}
+
+TEST_F(TableServiceTest, OrphansFromACrashAreRemovedAtStart) {
+  Create();
+  ASSERT_TRUE(Append(0, 9, 0).ok());
+  // A merged file published just before a crash, never swapped in.
+  std::string orphan = TableRegistry::SegmentPath(id_, NewSegmentId(0));
+  ASSERT_TRUE(faulty_->Put(orphan, "partial merge output").ok());
+  EXPECT_EQ(Stored().size(), 2u);
+  Restart();
+  EXPECT_EQ(Stored(), LiveAndManifest());
+  EXPECT_EQ(Metric("gc_orphans_deleted_total"), 1);
+}
+
+// Seeded random appends, reorgs, passes and GC runs with a manual clock: the
+// rows in block order always equal the model of the canonical chain.
+TEST_F(TableServiceTest, PropertyRowsSurviveEverything) {
+  config_.writer.bytes = 6000;
+  config_.writer.compactor.max_eager_bytes = 1500;
+  config_.writer.compactor.skip_latest_segments = 2;
+  config_.writer.compactor.cooldown_duration = 30;
+  config_.writer.overflow = 1.5;
+  Restart();
+  Create();
+  std::mt19937 rng(7);
+  std::map<uint64_t, int> model;  // block -> fork of its canonical version
+  uint64_t next = 0;
+  int fork = 0;
+  int reorgs = 0, merges = 0;
+  for (int step = 0; step < 150; ++step) {
+    int action = static_cast<int>(rng() % 10);
+    if (action < 6 || next == 0) {
+      uint64_t n = 1 + rng() % 4;
+      int parent = next == 0 ? fork : model[next - 1];
+      auto r = Append(next, next + n - 1, fork, parent, static_cast<int>(rng() % 4));
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      for (uint64_t b = next; b < next + n; ++b) model[b] = fork;
+      next += n;
+    } else if (action < 7) {
+      uint64_t depth = 1 + rng() % std::min<uint64_t>(next, 12);
+      uint64_t from = next - depth;
+      int new_fork = ++fork;
+      uint64_t n = depth + rng() % 3;
+      int parent = from == 0 ? new_fork : model[from - 1];
+      auto r = Append(from, from + n - 1, new_fork, parent, 2);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      model.erase(model.lower_bound(from), model.end());
+      for (uint64_t b = from; b < from + n; ++b) model[b] = new_fork;
+      next = from + n;
+      reorgs++;
+    } else if (action < 9) {
+      auto pass = service_->CompactNow(id_);
+      ASSERT_TRUE(pass.ok());
+      for (const auto& m : pass->merges) merges += m.output ? 1 : 0;
+    } else {
+      clock_->AdvanceSeconds(rng() % 40);
+      ASSERT_TRUE(service_->RunGc(id_).ok());
+    }
+    clock_->AdvanceSeconds(1);
+    auto live = Live();
+    ExpectContiguous(live);
+    std::vector<std::pair<uint64_t, int>> want_blocks;
+    for (const auto& [b, f] : model) want_blocks.emplace_back(b, f);
+    std::vector<std::pair<uint64_t, int>> got_blocks;
+    for (const auto& row : ReadRows()) {
+      if (got_blocks.empty() || got_blocks.back() != row) got_blocks.push_back(row);
+    }
+    // Blocks with zero rows have no row: compare the blocks that have rows.
+    std::vector<std::pair<uint64_t, int>> want_with_rows;
+    std::set<std::pair<uint64_t, int>> got_set(got_blocks.begin(), got_blocks.end());
+    for (const auto& wb : want_blocks) {
+      if (got_set.count(wb)) want_with_rows.push_back(wb);
+    }
+    ASSERT_EQ(got_blocks, want_with_rows) << "step " << step;
+    ASSERT_EQ(got_set.size(), got_blocks.size()) << "no block doubled";
+    if (!live.empty()) {
+      EXPECT_EQ(live.front().start, 0u);
+      EXPECT_EQ(live.back().end, next - 1);
+    }
+  }
+  EXPECT_GT(reorgs, 5);
+  EXPECT_GT(merges, 5);
+}
+
+TEST_F(TableServiceTest, BackgroundPassesHonourMinInterval) {
+  config_.writer.compactor.min_interval = 10;
+  Restart(/*background=*/true);
+  Create();
+  for (uint64_t b = 0; b < 20; b += 5) ASSERT_TRUE(Append(b, b + 4, 0).ok());
+  service_->WaitIdle();
+  // The first append started a pass; the others came within min_interval.
+  auto live = Live();
+  EXPECT_EQ(Metric("successful_compactions"), 0) << "a pass after the first append has one file: nothing to merge";
+  EXPECT_EQ(live.size(), 4u);
+  clock_->AdvanceSeconds(10);
+  service_->RequestCompaction(id_);
+  service_->WaitIdle();
+  EXPECT_EQ(Live().size(), 1u);
+}
+
+}  // namespace
+}  // namespace sediment::table
