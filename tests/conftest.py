@@ -49,7 +49,17 @@ class Server:
         return "\n".join(self.lines)
 
     def get(self, path, **kw):
-        return requests.get(self.url + path, timeout=30, **kw)
+        return requests.get(self.url + path, timeout=60, **kw)
+
+    def post(self, path, **kw):
+        return requests.post(self.url + path, timeout=60, **kw)
+
+    def put(self, path, **kw):
+        return requests.put(self.url + path, timeout=60, **kw)
+
+    def cli(self, *args, timeout=60):
+        """Runs a `sediment` client command against this server."""
+        return run_sediment(*args, env={"SEDIMENT_URL": self.url}, timeout=timeout)
 
     def stop(self, sig=signal.SIGTERM, timeout=30):
         if self.proc.poll() is None:

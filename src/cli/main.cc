@@ -11,6 +11,7 @@
 #include "base/logging.h"
 #include "base/version.h"
 #include "blob/blob.h"
+#include "cli/table_cmd.h"
 #include "server/app.h"
 
 namespace sediment {
@@ -92,12 +93,15 @@ int main(int argc, char** argv) {
 
   auto* version = cli.add_subcommand("version", "Print the version of sediment and of Arrow it uses");
 
+  auto run_table = cli::AddTableCommands(cli);
+
   try {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return cli.exit(e);
   }
   if (serve->parsed()) return Serve(serve_flags);
+  if (int code = run_table(); code >= 0) return code;
   if (version->parsed()) {
     std::cout << "sediment " << kVersion << " (arrow " << kArrowVersion << ")\n";
     return 0;

@@ -14,6 +14,8 @@
 #include "kv/kv.h"
 #include "server/errors.h"
 #include "server/http_server.h"
+#include "server/tables_api.h"
+#include "table/table_service.h"
 
 namespace sediment::server {
 namespace {
@@ -63,6 +65,9 @@ Status App::Start() {
     ARROW_ASSIGN_OR_RAISE(blobs_, blob::OpenBlobStore(config_.ObjectsUri(), config_.storage.s3));
   }
 
+  tables_ = std::make_unique<table::TableService>(kv_, blobs_, clock_, &metrics_, config_.writer);
+  ARROW_RETURN_NOT_OK(tables_->Start());
+
   metrics_.Gauge("sediment_build_info", "Always 1; labels say which build runs.", {"version", "arrow_version"})
       .With({kVersion, kArrowVersion})
       .Set(1);
@@ -81,6 +86,7 @@ Status App::Start() {
 void App::RegisterRoutes() {
   http_->Handle("GET", "/api/v1/healthcheck", "/api/v1/healthcheck",
                 [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
+  RegisterTablesApi(http_.get(), tables_.get());
   http_->Handle("GET", "/metrics", "/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.RenderPrometheus(), "text/plain; version=0.0.4; charset=utf-8");
   });
@@ -91,6 +97,7 @@ void App::Stop() {
   started_ = false;
   spdlog::info("sediment stopping: finishing in-flight requests");
   http_->Stop();
+  if (tables_) tables_->Stop();
   spdlog::info("sediment stopped");
 }
 

@@ -25,6 +25,9 @@ class KvStore;
 namespace blob {
 class BlobStore;
 }
+namespace table {
+class TableService;
+}
 
 namespace server {
 
@@ -52,6 +55,7 @@ class App {
   MetricsRegistry& metrics() { return metrics_; }
   kv::KvStore& kv() { return *kv_; }
   blob::BlobStore& blobs() { return *blobs_; }
+  table::TableService& tables() { return *tables_; }
 
  private:
   void RegisterRoutes();
@@ -61,6 +65,7 @@ class App {
   MetricsRegistry metrics_;
   std::shared_ptr<kv::KvStore> kv_;
   std::shared_ptr<blob::BlobStore> blobs_;
+  std::unique_ptr<table::TableService> tables_;
   std::unique_ptr<HttpServer> http_;
   bool started_ = false;
 };

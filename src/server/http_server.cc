@@ -69,7 +69,7 @@ HttpServer::HttpServer(MetricsRegistry* metrics) : metrics_(metrics) {
     }
     ReplyError(res, 500, "internal error: " + what);
   });
-  server_.set_keep_alive_timeout(30);
+  server_.set_keep_alive_timeout(5);
   server_.set_read_timeout(60);
   server_.set_write_timeout(60);
   server_.set_payload_max_length(std::numeric_limits<size_t>::max());
@@ -139,7 +139,21 @@ void HttpServer::HandleStream(const std::string& method, const std::string& patt
                               ReaderHandler handler) {
   auto wrapped = [this, method, route, handler = std::move(handler)](
                      const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-    Instrumented(method, route, req, res, [&] { handler(req, res, reader); });
+    bool body_read = false;
+    httplib::ContentReader tracked(
+        [&](httplib::ContentReceiver receiver) {
+          body_read = true;
+          return reader(std::move(receiver));
+        },
+        [&](httplib::MultipartContentHeader header, httplib::ContentReceiver receiver) {
+          body_read = true;
+          return reader(std::move(header), std::move(receiver));
+        });
+    Instrumented(method, route, req, res, [&] { handler(req, res, tracked); });
+    // A handler that answered without reading the body (e.g. 404 before an
+    // upload) leaves it on the socket: close the connection rather than
+    // parse it as the next request.
+    if (!body_read) res.set_header("Connection", "close");
   };
   if (method == "POST") {
     server_.Post(pattern, wrapped);

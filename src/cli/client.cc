@@ -1,0 +1,97 @@
+#include "cli/client.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace sediment::cli {
+namespace {
+
+Status FromResponse(const std::string& url, const httplib::Result& res) {
+  if (!res) return Unavailable(fmt::format("cannot reach {}: {}", url, httplib::to_string(res.error())));
+  if (res->status >= 200 && res->status < 300) return Status::OK();
+  std::string message = res->body;
+  auto j = nlohmann::json::parse(res->body, nullptr, false);
+  if (!j.is_discarded() && j.is_object() && j.contains("message")) message = j["message"].get<std::string>();
+  return Status::IOError(fmt::format("HTTP {}: {}", res->status, message));
+}
+
+Result<nlohmann::json> ParseBody(const std::string& body) {
+  if (body.empty()) return nlohmann::json::object();
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded()) return Status::IOError("the server sent a body that is not JSON");
+  return j;
+}
+
+}  // namespace
+
+std::string DefaultServerUrl() {
+  const char* env = std::getenv("SEDIMENT_URL");
+  return env != nullptr && *env != '\0' ? env : "http://127.0.0.1:8000";
+}
+
+Client::Client(std::string base_url) : base_url_(std::move(base_url)) {
+  while (!base_url_.empty() && base_url_.back() == '/') base_url_.pop_back();
+}
+
+Result<nlohmann::json> Client::Get(const std::string& path) {
+  httplib::Client c(base_url_);
+  c.set_read_timeout(600);
+  auto res = c.Get(path);
+  ARROW_RETURN_NOT_OK(FromResponse(base_url_, res));
+  return ParseBody(res->body);
+}
+
+Result<nlohmann::json> Client::Post(const std::string& path, const std::string& body, const std::string& type) {
+  httplib::Client c(base_url_);
+  c.set_read_timeout(3600);
+  auto res = c.Post(path, body, type);
+  ARROW_RETURN_NOT_OK(FromResponse(base_url_, res));
+  return ParseBody(res->body);
+}
+
+Status Client::PostLines(const std::string& path, const std::function<void(const std::string&)>& on_line) {
+  httplib::Client c(base_url_);
+  c.set_read_timeout(3600);
+  std::string pending, error_body;
+  int status = 0;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.response_handler = [&](const httplib::Response& r) {
+    status = r.status;
+    return true;
+  };
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    if (status >= 300) {
+      error_body.append(data, n);
+      return true;
+    }
+    pending.append(data, n);
+    size_t pos;
+    while ((pos = pending.find('\n')) != std::string::npos) {
+      on_line(pending.substr(0, pos));
+      pending.erase(0, pos + 1);
+    }
+    return true;
+  };
+  auto res = c.send(req);
+  if (!res) return Unavailable(fmt::format("cannot reach {}: {}", base_url_, httplib::to_string(res.error())));
+  if (status >= 300) {
+    res->body = error_body;
+    return FromResponse(base_url_, res);
+  }
+  if (!pending.empty()) on_line(pending);
+  return Status::OK();
+}
+
+int Run(const std::function<Status()>& body) {
+  Status st = body();
+  if (st.ok()) return 0;
+  std::fprintf(stderr, "sediment: %s\n", st.message().c_str());
+  return 1;
+}
+
+}  // namespace sediment::cli

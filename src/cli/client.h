@@ -1,0 +1,31 @@
+// A small HTTP client for the CLI's commands that talk to a running server.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "base/status.h"
+
+namespace sediment::cli {
+
+// The server to talk to: --server, else $SEDIMENT_URL, else http://127.0.0.1:8000.
+std::string DefaultServerUrl();
+
+class Client {
+ public:
+  explicit Client(std::string base_url);
+  Result<nlohmann::json> Get(const std::string& path);
+  Result<nlohmann::json> Post(const std::string& path, const std::string& body = "",
+                              const std::string& content_type = "application/json");
+  // Streams a response line by line (JSON lines).
+  Status PostLines(const std::string& path, const std::function<void(const std::string&)>& on_line);
+
+ private:
+  std::string base_url_;
+};
+
+// Runs a command body, printing "sediment: <message>" and returning 1 on error.
+int Run(const std::function<Status()>& body);
+
+}  // namespace sediment::cli

@@ -1,0 +1,331 @@
+#include "server/tables_api.h"
+
+#include <arrow/api.h>
+#include <arrow/io/file.h>
+#include <arrow/io/memory.h>
+#include <arrow/ipc/api.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "server/errors.h"
+#include "server/http_server.h"
+#include "table/table_service.h"
+
+namespace sediment::server {
+namespace {
+
+using nlohmann::json;
+using table::SegmentRecord;
+using table::TableId;
+using table::TableService;
+
+constexpr const char* kTablePath = R"(/api/v1/datasets/([^/]+)/tables/([^/]+))";
+
+void ReplyJson(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+Result<TableId> IdFrom(const httplib::Request& req) {
+  return table::MakeTableId(req.matches[1].str(), req.matches[2].str());
+}
+
+Result<uint64_t> U64Param(const httplib::Request& req, const char* name) {
+  if (!req.has_param(name)) return InvalidArgument(fmt::format("missing query parameter {}", name));
+  std::string v = req.get_param_value(name);
+  uint64_t out = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || end != v.data() + v.size() || v.empty()) {
+    return InvalidArgument(fmt::format("query parameter {}=\"{}\" is not a non-negative integer", name, v));
+  }
+  return out;
+}
+
+Result<std::string> StrParam(const httplib::Request& req, const char* name) {
+  if (!req.has_param(name)) return InvalidArgument(fmt::format("missing query parameter {}", name));
+  return req.get_param_value(name);
+}
+
+json SegmentJson(const SegmentRecord& s) {
+  return {{"id", s.id},
+          {"path", s.path},
+          {"start_block", s.start},
+          {"end_block", s.end},
+          {"end_hash", s.end_hash},
+          {"parent_hash", s.parent_hash},
+          {"rows", s.rows},
+          {"bytes", s.bytes},
+          {"stored_bytes", s.stored_bytes},
+          {"generation", s.generation},
+          {"parents", s.parents},
+          {"created_at", FormatTime(s.created_at())}};
+}
+
+json SchemaJson(const arrow::Schema& schema) {
+  json fields = json::array();
+  for (const auto& f : schema.fields()) {
+    fields.push_back({{"name", f->name()}, {"type", f->type()->ToString()}, {"nullable", f->nullable()}});
+  }
+  return fields;
+}
+
+json TableJson(const table::TableInfo& t, const std::vector<SegmentRecord>* live) {
+  json j = {{"dataset", t.id.dataset},
+            {"table", t.id.table},
+            {"name", t.id.ToString()},
+            {"schema", SchemaJson(*t.schema)},
+            {"created_at", FormatTime(FromUnixMicros(t.created_at_us))}};
+  if (live != nullptr) {
+    int64_t rows = 0, bytes = 0, stored = 0;
+    for (const auto& s : *live) {
+      rows += s.rows;
+      bytes += s.bytes;
+      stored += s.stored_bytes;
+    }
+    j["files"] = live->size();
+    j["rows"] = rows;
+    j["bytes"] = bytes;
+    j["stored_bytes"] = stored;
+    j["first_block"] = live->empty() ? json(nullptr) : json(live->front().start);
+    j["last_block"] = live->empty() ? json(nullptr) : json(live->back().end);
+  }
+  return j;
+}
+
+json MergeJson(const table::MergeOutcome& m) {
+  json j = {{"inputs", m.inputs}};
+  if (m.output) j["output"] = SegmentJson(*m.output);
+  if (!m.error.empty()) j["error"] = m.error;
+  if (m.discarded) j["discarded"] = true;
+  return j;
+}
+
+json HistogramJson(const table::HistogramReport& r) {
+  json buckets = json::array();
+  for (const auto& b : r.buckets) {
+    buckets.push_back({{"label", b.label},
+                       {"lower", b.lower},
+                       {"upper", b.upper < 0 ? json(nullptr) : json(b.upper)},
+                       {"files", b.files},
+                       {"bytes", b.bytes}});
+  }
+  return {{"buckets", buckets},
+          {"summary",
+           {{"files", r.files},
+            {"bytes", r.bytes},
+            {"stored_bytes", r.stored_bytes},
+            {"rows", r.rows},
+            {"files_below_max_eager_bytes", r.below_eager},
+            {"old_files_below_half_target", r.old_below_half_target},
+            {"compression_ratio", r.compression_ratio},
+            {"target_bytes", r.target_bytes},
+            {"max_eager_bytes", r.max_eager_bytes}}}};
+}
+
+// A request body spooled to a temp file, so a large segment never sits in memory.
+class SpooledBody {
+ public:
+  ~SpooledBody() {
+    if (file_) std::fclose(file_);
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+  Status Read(const httplib::ContentReader& reader) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "sediment-body-XXXXXX").string();
+    int fd = ::mkstemp(tmpl.data());
+    if (fd < 0) return Status::IOError("cannot create a temp file for the request body");
+    path_ = tmpl;
+    file_ = ::fdopen(fd, "wb");
+    bool ok = true;
+    bool received = reader([&](const char* data, size_t n) {
+      ok = std::fwrite(data, 1, n, file_) == n;
+      size_ += n;
+      return ok;
+    });
+    if (std::fclose(file_) != 0) ok = false;
+    file_ = nullptr;
+    if (!ok) return Status::IOError("cannot spool the request body to disk");
+    if (!received) return InvalidArgument("the request body was cut off");
+    return Status::OK();
+  }
+  Result<std::shared_ptr<arrow::RecordBatchReader>> OpenArrowStream() {
+    ARROW_ASSIGN_OR_RAISE(auto file, arrow::io::ReadableFile::Open(path_));
+    auto reader = arrow::ipc::RecordBatchStreamReader::Open(file);
+    if (!reader.ok()) {
+      return InvalidArgument(fmt::format("the body is not an Arrow IPC stream: {}", reader.status().message()));
+    }
+    return std::shared_ptr<arrow::RecordBatchReader>(*reader);
+  }
+  size_t size() const { return size_; }
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace
+
+void RegisterTablesApi(HttpServer* http, TableService* tables) {
+  auto list = [tables](const std::string& dataset, httplib::Response& res) {
+    auto all = tables->ListTables();
+    if (!all.ok()) return ReplyError(res, all.status());
+    json out = json::array();
+    for (const auto& t : *all) {
+      if (!dataset.empty() && t.id.dataset != dataset) continue;
+      auto live = tables->LiveSegments(t.id);
+      out.push_back(TableJson(t, live.ok() ? &live->segments : nullptr));
+    }
+    ReplyJson(res, 200, {{"tables", out}});
+  };
+  http->Handle("GET", "/api/v1/tables", "/api/v1/tables",
+               [list](const httplib::Request&, httplib::Response& res) { list("", res); });
+  http->Handle("GET", R"(/api/v1/datasets/([^/]+)/tables)", "/api/v1/datasets/{dataset}/tables",
+               [list](const httplib::Request& req, httplib::Response& res) {
+                 Status st = table::ValidateName("dataset", req.matches[1].str());
+                 if (!st.ok()) return ReplyError(res, st);
+                 list(req.matches[1].str(), res);
+               });
+
+  http->HandleStream(
+      "PUT", kTablePath, "/api/v1/datasets/{dataset}/tables/{table}",
+      [tables](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+        auto id = IdFrom(req);
+        if (!id.ok()) return ReplyError(res, id.status());
+        SpooledBody body;
+        Status st = body.Read(reader);
+        if (!st.ok()) return ReplyError(res, st);
+        auto stream = body.OpenArrowStream();
+        if (!stream.ok()) return ReplyError(res, stream.status());
+        auto created = tables->CreateTable(*id, (*stream)->schema());
+        if (!created.ok()) return ReplyError(res, created.status());
+        auto info = tables->GetTable(*id);
+        if (!info.ok()) return ReplyError(res, info.status());
+        ReplyJson(res, *created ? 201 : 200, TableJson(*info, nullptr));
+      });
+
+  http->Handle("GET", kTablePath, "/api/v1/datasets/{dataset}/tables/{table}",
+               [tables](const httplib::Request& req, httplib::Response& res) {
+                 auto id = IdFrom(req);
+                 if (!id.ok()) return ReplyError(res, id.status());
+                 auto info = tables->GetTable(*id);
+                 if (!info.ok()) return ReplyError(res, info.status());
+                 auto live = tables->LiveSegments(*id);
+                 if (!live.ok()) return ReplyError(res, live.status());
+                 ReplyJson(res, 200, TableJson(*info, &live->segments));
+               });
+
+  http->HandleStream(
+      "POST", std::string(kTablePath) + "/segments", "/api/v1/datasets/{dataset}/tables/{table}/segments",
+      [tables](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+        auto id = IdFrom(req);
+        if (!id.ok()) return ReplyError(res, id.status());
+        table::AppendRequest append;
+        auto start = U64Param(req, "start_block");
+        auto end = U64Param(req, "end_block");
+        auto end_hash = StrParam(req, "end_hash");
+        auto parent_hash = StrParam(req, "parent_hash");
+        for (const Status& st : {start.status(), end.status(), end_hash.status(), parent_hash.status()}) {
+          if (!st.ok()) return ReplyError(res, st);
+        }
+        append.start_block = *start;
+        append.end_block = *end;
+        append.end_hash = *end_hash;
+        append.parent_hash = *parent_hash;
+        // Unknown table: answer before reading the body.
+        if (auto info = tables->GetTable(*id); !info.ok()) return ReplyError(res, info.status());
+        SpooledBody body;
+        Status st = body.Read(reader);
+        if (!st.ok()) return ReplyError(res, st);
+        auto stream = body.OpenArrowStream();
+        if (!stream.ok()) return ReplyError(res, stream.status());
+        auto result = tables->Append(*id, append, stream->get());
+        if (!result.ok()) return ReplyError(res, result.status());
+        json j = SegmentJson(result->segment);
+        j["reorg"] = result->reorg;
+        if (result->reorg) {
+          json replaced = json::array();
+          for (const auto& r : result->replaced) replaced.push_back(r.id);
+          j["replaced"] = replaced;
+          if (result->rewritten) j["rewritten"] = SegmentJson(*result->rewritten);
+        }
+        ReplyJson(res, 201, j);
+      });
+
+  http->Handle("GET", std::string(kTablePath) + "/files", "/api/v1/datasets/{dataset}/tables/{table}/files",
+               [tables](const httplib::Request& req, httplib::Response& res) {
+                 auto id = IdFrom(req);
+                 if (!id.ok()) return ReplyError(res, id.status());
+                 auto live = tables->LiveSegments(*id);
+                 if (!live.ok()) return ReplyError(res, live.status());
+                 json files = json::array();
+                 for (const auto& s : live->segments) files.push_back(SegmentJson(s));
+                 ReplyJson(res, 200, {{"files", files}});
+               });
+
+  http->Handle("POST", std::string(kTablePath) + "/compact", "/api/v1/datasets/{dataset}/tables/{table}/compact",
+               [tables](const httplib::Request& req, httplib::Response& res) {
+                 auto id = IdFrom(req);
+                 if (!id.ok()) return ReplyError(res, id.status());
+                 if (auto info = tables->GetTable(*id); !info.ok()) return ReplyError(res, info.status());
+                 if (req.get_param_value("stream") != "true") {
+                   auto pass = tables->CompactNow(*id);
+                   if (!pass.ok()) return ReplyError(res, pass.status());
+                   json merges = json::array();
+                   for (const auto& m : pass->merges) merges.push_back(MergeJson(m));
+                   return ReplyJson(res, 200,
+                                    {{"ran", pass->ran},
+                                     {"files_considered", pass->files_considered},
+                                     {"merges", merges},
+                                     {"seconds", pass->seconds}});
+                 }
+                 // JSON lines, one per event, as the pass goes.
+                 TableId tid = *id;
+                 res.set_chunked_content_provider(
+                     "application/x-ndjson", [tables, tid](size_t, httplib::DataSink& sink) {
+                       auto emit = [&](const json& j) {
+                         std::string line = j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+                         sink.write(line.data(), line.size());
+                       };
+                       auto pass = tables->CompactNow(tid, [&](const table::PassProgress& p) {
+                         using K = table::PassProgress::Kind;
+                         if (p.kind == K::kPlanned) {
+                           emit({{"event", "planned"}, {"groups", p.groups}});
+                         } else {
+                           const char* names[] = {"planned", "merged", "failed", "discarded"};
+                           json j = MergeJson(*p.merge);
+                           j["event"] = names[static_cast<int>(p.kind)];
+                           emit(j);
+                         }
+                       });
+                       if (pass.ok()) {
+                         emit({{"event", "done"},
+                               {"ran", pass->ran},
+                               {"files_considered", pass->files_considered},
+                               {"seconds", pass->seconds}});
+                       } else {
+                         emit({{"event", "error"}, {"message", pass.status().message()}});
+                       }
+                       sink.done();
+                       return true;
+                     });
+               });
+
+  http->Handle("GET", std::string(kTablePath) + "/histogram", "/api/v1/datasets/{dataset}/tables/{table}/histogram",
+               [tables](const httplib::Request& req, httplib::Response& res) {
+                 auto id = IdFrom(req);
+                 if (!id.ok()) return ReplyError(res, id.status());
+                 auto h = tables->Histogram(*id);
+                 if (!h.ok()) return ReplyError(res, h.status());
+                 json j = HistogramJson(*h);
+                 j["table"] = id->ToString();
+                 j["cooldown_duration"] = tables->writer_config().compactor.cooldown_duration;
+                 ReplyJson(res, 200, j);
+               });
+}
+
+}  // namespace sediment::server

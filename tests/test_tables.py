@@ -1,0 +1,191 @@
+"""Tables over HTTP and the CLI: create, append, reorg, compact, GC, histogram."""
+import json
+import time
+
+import pyarrow as pa
+import pytest
+
+from tables_util import SCHEMA, append, ipc, rows
+
+T = "/api/v1/datasets/eth/tables/logs"
+
+CONFIG = """
+[writer]
+bytes = 200000
+[writer.compactor]
+skip_latest_segments = 0
+max_eager_bytes = 20000
+cooldown_duration = 3600
+min_interval = 3600
+gc_manifest_grace_period = 3600
+"""
+
+
+@pytest.fixture
+def server(start_server, tmp_path):
+    cfg = tmp_path / "sediment.toml"
+    cfg.write_text(CONFIG)
+    return start_server("--config", str(cfg))
+
+
+def create(server, schema=SCHEMA, path=T):
+    return server.put(path, data=ipc(schema=schema))
+
+
+def object_files(tmp_path):
+    root = tmp_path / "data" / "objects" / "tables"
+    return sorted(p.name for p in root.rglob("*.parquet")) if root.exists() else []
+
+
+def test_create_table(server):
+    r = create(server)
+    assert r.status_code == 201, r.text
+    assert r.json()["name"] == "eth.logs"
+    assert [f["name"] for f in r.json()["schema"]] == SCHEMA.names
+    assert create(server).status_code == 200, "same schema again"
+    other = pa.schema([pa.field("block_num", pa.uint64())])
+    r = create(server, other)
+    assert r.status_code == 409 and "exists with another schema" in r.json()["message"]
+    r = create(server, pa.schema([pa.field("x", pa.int32())]), "/api/v1/datasets/eth/tables/bad")
+    assert r.status_code == 400 and "block_num" in r.json()["message"]
+    r = create(server, path="/api/v1/datasets/Eth/tables/logs")
+    assert r.status_code == 400 and "dataset name \"Eth\" is not allowed" in r.json()["message"]
+    r = server.put("/api/v1/datasets/eth/tables/junk", data=b"not arrow at all")
+    assert r.status_code == 400 and "not an Arrow IPC stream" in r.json()["message"]
+    tables = server.get("/api/v1/datasets/eth/tables").json()["tables"]
+    assert [t["name"] for t in tables] == ["eth.logs"]
+
+
+def test_append_describe_and_files(server):
+    create(server)
+    r = append(server, "logs", 0, 9)
+    assert r.status_code == 201, r.text
+    seg = r.json()
+    assert (seg["start_block"], seg["end_block"], seg["rows"], seg["generation"]) == (0, 9, 30, 0)
+    assert seg["id"].startswith("000000000-") and len(seg["id"]) == 26
+    assert append(server, "logs", 10, 19).status_code == 201
+    d = server.get(T).json()
+    assert (d["files"], d["rows"], d["first_block"], d["last_block"]) == (2, 60, 0, 19)
+    files = server.get(T + "/files").json()["files"]
+    assert [f["start_block"] for f in files] == [0, 10]
+    assert files[1]["parent_hash"] == files[0]["end_hash"]
+
+
+def test_bad_appends_change_nothing(server, tmp_path):
+    create(server)
+    assert append(server, "logs", 0, 9).status_code == 201
+    before = server.get(T + "/files").json()
+    before_objects = object_files(tmp_path)
+    body = ipc(rows(10, 12))
+    cases = [
+        (append(server, "logs", 10, 11, body=body), 400, "outside the segment's range"),
+        (append(server, "logs", 10, 12, body=ipc(rows(12, 12), rows(10, 11))), 400, "goes backwards"),
+        (append(server, "logs", 10, 12, body=body[: len(body) // 2]), 400, "Arrow IPC stream"),
+        (append(server, "logs", 10, 12, body=b"garbage"), 400, "not an Arrow IPC stream"),
+        (append(server, "logs", 12, 10, body=body), 400, "before start_block"),
+        (append(server, "logs", 20, 22, body=ipc(rows(20, 22))), 409, "(gap)"),
+        (append(server, "logs", 10, 12, parent_fork=5, body=body), 409, "does not match the hash"),
+        (append(server, "nope", 10, 12, body=body), 404, "table eth.nope not found"),
+        (server.post(T + "/segments", params={"start_block": "x"}, data=body), 400, "start_block"),
+        (server.post(T + "/segments", params={"start_block": 10, "end_block": 12, "end_hash": "zz",
+                                              "parent_hash": "00"}, data=body), 400, "end_hash"),
+    ]
+    other = pa.schema([pa.field("block_num", pa.uint64(), nullable=False)])
+    cases.append((append(server, "logs", 10, 12, body=ipc(pa.record_batch([pa.array([10], pa.uint64())],
+                                                                          schema=other), schema=other)),
+                  400, "does not match table eth.logs"))
+    for r, code, message in cases:
+        assert r.status_code == code, (r.status_code, r.text, message)
+        assert message in r.json()["message"], (r.json(), message)
+    assert server.get(T + "/files").json() == before
+    assert object_files(tmp_path) == before_objects, "no file left behind"
+
+
+def test_reorg_over_http(server):
+    create(server)
+    for start in range(0, 20, 5):
+        assert append(server, "logs", start, start + 4).status_code == 201
+    r = append(server, "logs", 12, 22, fork=1, parent_fork=0)
+    assert r.status_code == 201, r.text
+    j = r.json()
+    assert j["reorg"] is True and len(j["replaced"]) == 2
+    assert j["rewritten"]["end_block"] == 11
+    files = server.get(T + "/files").json()["files"]
+    assert [(f["start_block"], f["end_block"]) for f in files] == [(0, 4), (5, 9), (10, 11), (12, 22)]
+    assert "table_reorgs_total{dataset=\"eth\",table=\"logs\"} 1" in server.get("/metrics").text
+
+
+def test_compact_histogram_and_cli(server):
+    create(server)
+    for start in range(0, 40, 4):
+        assert append(server, "logs", start, start + 3).status_code == 201
+    code, out = server.cli("table", "histogram", "eth.logs")
+    assert code == 0, out
+    assert "eth.logs: 10 files" in out and "(eager)" in out
+    assert "files below max_eager_bytes (19.5 KiB): 10" in out
+
+    code, out = server.cli("table", "compact", "eth.logs")
+    assert code == 0, out
+    assert "1 group(s) to merge" in out and "merged 10 files" in out and "1 merged, 0 failed" in out
+    files = server.get(T + "/files").json()["files"]
+    assert len(files) == 1 and files[0]["generation"] == 1 and files[0]["rows"] == 120
+
+    h = server.get(T + "/histogram").json()
+    assert h["summary"]["files"] == 1 and h["summary"]["rows"] == 120
+    assert sum(b["files"] for b in h["buckets"]) == 1
+
+    code, out = server.cli("table", "list")
+    assert code == 0 and "eth.logs" in out and "0..39" in out
+    code, out = server.cli("table", "list", "--json")
+    assert json.loads(out)["tables"][0]["files"] == 1
+
+    metrics = server.get("/metrics").text
+    labels = '{dataset="eth",table="logs"}'
+    assert f"successful_compactions{labels} 1" in metrics
+    assert f"compaction_files_read_total{labels} 10" in metrics
+    assert f"table_files{labels} 1" in metrics
+
+    # Nothing left to merge: a pass finds no group.
+    r = server.post(T + "/compact")
+    assert r.status_code == 200 and r.json()["merges"] == []
+
+
+def test_cli_errors(server):
+    code, out = server.cli("table", "histogram", "eth.nope")
+    assert code == 1 and out == "sediment: HTTP 404: table eth.nope not found"
+    code, out = server.cli("table", "histogram", "nodot")
+    assert code == 1 and "is not <dataset>.<table>" in out
+    code, out = run_unreachable()
+    assert code == 1 and "cannot reach http://127.0.0.1:1" in out
+
+
+def run_unreachable():
+    from conftest import run_sediment
+    return run_sediment("table", "list", "--server", "http://127.0.0.1:1")
+
+
+def test_data_survives_restart(start_server, tmp_path):
+    cfg = tmp_path / "sediment.toml"
+    cfg.write_text(CONFIG)
+    s = start_server("--config", str(cfg))
+    create(s)
+    assert append(s, "logs", 0, 9).status_code == 201
+    assert s.stop() == 0
+    s2 = start_server("--config", str(cfg))
+    assert s2.get(T).json()["rows"] == 30
+    assert append(s2, "logs", 10, 19).status_code == 201
+
+
+def test_background_compaction_without_writes(start_server, tmp_path):
+    cfg = tmp_path / "sediment.toml"
+    cfg.write_text(CONFIG.replace("min_interval = 3600", "min_interval = 1"))
+    s = start_server("--config", str(cfg))
+    create(s)
+    for start in range(0, 30, 3):
+        assert append(s, "logs", start, start + 2).status_code == 201
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        if len(s.get(T + "/files").json()["files"]) == 1:
+            break
+        time.sleep(0.3)
+    assert len(s.get(T + "/files").json()["files"]) == 1, "the timer compacts the table"
