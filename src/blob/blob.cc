@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <mutex>
 #include <random>
+#include <vector>
 
 namespace sediment::blob {
 namespace {
@@ -71,25 +72,22 @@ class LocalAtomicOutputStream final : public arrow::io::OutputStream {
 
   Status Write(const void* data, int64_t nbytes) override {
     if (closed_) return Status::Invalid("write to closed stream for ", target_);
-    const char* p = static_cast<const char*>(data);
-    while (nbytes > 0) {
-      ssize_t n = ::write(fd_, p, static_cast<size_t>(nbytes));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return Errno("write", target_, errno);
-      }
-      p += n;
-      nbytes -= n;
-      position_ += n;
+    // Parquet writes many small pieces: gather them into kBufferSize writes.
+    if (buffer_.size() + static_cast<size_t>(nbytes) > kBufferSize) ARROW_RETURN_NOT_OK(FlushBuffer());
+    if (static_cast<size_t>(nbytes) >= kBufferSize) {
+      ARROW_RETURN_NOT_OK(WriteAll(static_cast<const char*>(data), nbytes));
+    } else {
+      buffer_.insert(buffer_.end(), static_cast<const char*>(data), static_cast<const char*>(data) + nbytes);
     }
+    position_ += nbytes;
     return Status::OK();
   }
 
   Status Close() override {
     if (closed_) return Status::OK();
+    Status st = FlushBuffer();
     closed_ = true;
-    Status st;
-    if (::fsync(fd_) != 0) st = Errno("fsync", temp_, errno);
+    if (st.ok() && ::fsync(fd_) != 0) st = Errno("fsync", temp_, errno);
     if (::close(fd_) != 0 && st.ok()) st = Errno("close", temp_, errno);
     fd_ = -1;
     if (st.ok() && ::rename(temp_.c_str(), target_.c_str()) != 0) st = Errno("rename to", target_, errno);
@@ -113,6 +111,28 @@ class LocalAtomicOutputStream final : public arrow::io::OutputStream {
   bool closed() const override { return closed_; }
 
  private:
+  static constexpr size_t kBufferSize = 1 << 20;
+
+  Status WriteAll(const char* p, int64_t n) {
+    while (n > 0) {
+      ssize_t w = ::write(fd_, p, static_cast<size_t>(n));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return Errno("write", target_, errno);
+      }
+      p += w;
+      n -= w;
+    }
+    return Status::OK();
+  }
+
+  Status FlushBuffer() {
+    Status st = WriteAll(buffer_.data(), static_cast<int64_t>(buffer_.size()));
+    buffer_.clear();
+    return st;
+  }
+
+  std::vector<char> buffer_;
   int fd_;
   const std::string temp_, target_, dir_;
   int64_t position_ = 0;

@@ -5,12 +5,14 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "base/config.h"
 #include "base/logging.h"
 #include "base/version.h"
 #include "blob/blob.h"
+#include "cli/bench_cmd.h"
 #include "cli/table_cmd.h"
 #include "server/app.h"
 
@@ -76,8 +78,15 @@ int Serve(const ServeFlags& flags) {
 }  // namespace
 }  // namespace sediment
 
+namespace {
+bool Parsed(CLI::App& cli, const char* name) { return cli.get_subcommand(name)->parsed(); }
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace sediment;
+  // Arrow's allocator: jemalloc unless the user chose (measured faster than the
+  // wheel's default, mimalloc, for merges: bench/RESULTS.md). Read on first use.
+  setenv("ARROW_DEFAULT_MEMORY_POOL", "jemalloc", /*overwrite=*/0);
   CLI::App cli{
       "Sediment: keeps a data lake fast while it is written continuously.\n"
       "Compacts block-ordered Parquet tables and versioned (lakeFS-compatible) catalogs.",
@@ -94,6 +103,7 @@ int main(int argc, char** argv) {
   auto* version = cli.add_subcommand("version", "Print the version of sediment and of Arrow it uses");
 
   auto run_table = cli::AddTableCommands(cli);
+  auto run_bench = cli::AddBenchCommands(cli);
 
   try {
     cli.parse(argc, argv);
@@ -101,7 +111,8 @@ int main(int argc, char** argv) {
     return cli.exit(e);
   }
   if (serve->parsed()) return Serve(serve_flags);
-  if (int code = run_table(); code >= 0) return code;
+  if (Parsed(cli, "table")) return run_table();
+  if (Parsed(cli, "bench")) return run_bench();
   if (version->parsed()) {
     std::cout << "sediment " << kVersion << " (arrow " << kArrowVersion << ")\n";
     return 0;

@@ -54,6 +54,7 @@ Result<std::unique_ptr<SegmentFileWriter>> SegmentFileWriter::Open(blob::BlobSto
                                                                    const std::string& segment_metadata_json) {
   std::unique_ptr<SegmentFileWriter> w(new SegmentFileWriter());
   w->path_ = path;
+  w->schema_ = schema;
   w->max_row_group_bytes_ = settings.max_row_group_bytes;
   ARROW_ASSIGN_OR_RAISE(w->sink_, store->OpenWriter(path));
   ARROW_ASSIGN_OR_RAISE(auto codec, Codec(settings.compression.codec));
@@ -62,7 +63,9 @@ Result<std::unique_ptr<SegmentFileWriter>> SegmentFileWriter::Open(blob::BlobSto
   if (settings.compression.level) props.compression_level(*settings.compression.level);
   props.max_row_group_length(std::numeric_limits<int64_t>::max());  // bounded by bytes instead
   props.enable_statistics();
-  auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
+  // Columns are encoded in parallel on Arrow's CPU pool; the pool's size
+  // bounds the CPU a merge uses.
+  auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->set_use_threads(true)->build();
   Status st = Guard(path, [&]() -> Status {
     ARROW_ASSIGN_OR_RAISE(w->writer_, parquet::arrow::FileWriter::Open(*schema, arrow::default_memory_pool(), w->sink_,
                                                                        props.build(), arrow_props));
@@ -77,20 +80,30 @@ SegmentFileWriter::~SegmentFileWriter() {
   if (!finished_ && sink_) (void)sink_->Abort();
 }
 
-Status SegmentFileWriter::Write(const arrow::RecordBatch& batch) {
-  if (batch.num_rows() == 0) return Status::OK();
-  int64_t size = arrow::util::TotalBufferSize(batch);
+Status SegmentFileWriter::Write(const std::shared_ptr<arrow::RecordBatch>& batch) {
+  if (batch->num_rows() == 0) return Status::OK();
+  pending_bytes_ += arrow::util::TotalBufferSize(*batch);
+  pending_rows_ += batch->num_rows();
+  pending_.push_back(batch);
+  if (pending_bytes_ >= max_row_group_bytes_ || pending_rows_ >= kMaxRowGroupRows) return FlushRowGroup();
+  return Status::OK();
+}
+
+// One row group from the buffered batches, written column by column straight
+// to the sink (no second, encoded copy of the row group in memory).
+Status SegmentFileWriter::FlushRowGroup() {
+  if (pending_.empty()) return Status::OK();
   return Guard(path_, [&]() -> Status {
-    if (buffered_bytes_ > 0 && buffered_bytes_ + size > max_row_group_bytes_) {
-      ARROW_RETURN_NOT_OK(writer_->NewBufferedRowGroup());
-      buffered_bytes_ = 0;
-    }
-    buffered_bytes_ += size;
-    return writer_->WriteRecordBatch(batch);
+    ARROW_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatches(schema_, pending_));
+    pending_.clear();
+    pending_bytes_ = 0;
+    pending_rows_ = 0;
+    return writer_->WriteTable(*table, std::max<int64_t>(1, table->num_rows()));
   });
 }
 
 Result<FileFacts> SegmentFileWriter::Finish() {
+  ARROW_RETURN_NOT_OK(FlushRowGroup());
   return Guard(path_, [&]() -> Result<FileFacts> {
     ARROW_RETURN_NOT_OK(writer_->Close());
     FileFacts facts;
@@ -123,6 +136,7 @@ Result<std::unique_ptr<SegmentFileReader>> SegmentFileReader::Open(blob::BlobSto
     }
     parquet::ArrowReaderProperties props;
     props.set_pre_buffer(false);
+    props.set_use_threads(true);
     ARROW_ASSIGN_OR_RAISE(r->reader_,
                           parquet::arrow::FileReader::Make(arrow::default_memory_pool(), std::move(pq), props));
     ARROW_RETURN_NOT_OK(r->reader_->GetSchema(&r->schema_));

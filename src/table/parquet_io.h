@@ -25,6 +25,9 @@ class FileWriter;
 
 namespace sediment::table {
 
+// Rows per row group at most (Arrow's own default), whatever their size.
+inline constexpr int64_t kMaxRowGroupRows = 1 << 20;
+
 struct WriterSettings {
   CompressionSetting compression{"zstd", 1};
   int64_t max_row_group_bytes = 128ll << 20;
@@ -49,17 +52,24 @@ class SegmentFileWriter {
                                                          const std::string& segment_metadata_json);
   ~SegmentFileWriter();  // aborts if not finished
 
-  Status Write(const arrow::RecordBatch& batch);
+  // Buffers `batch`; a row group is written when the buffered batches reach
+  // max_row_group_bytes (in memory) or kMaxRowGroupRows rows.
+  Status Write(const std::shared_ptr<arrow::RecordBatch>& batch);
   // Writes the footer and publishes the object.
   Result<FileFacts> Finish();
 
  private:
   SegmentFileWriter() = default;
+  Status FlushRowGroup();
+
   std::string path_;
+  std::shared_ptr<arrow::Schema> schema_;
+  std::vector<std::shared_ptr<arrow::RecordBatch>> pending_;
+  int64_t pending_rows_ = 0;
   std::shared_ptr<arrow::io::OutputStream> sink_;
   std::unique_ptr<parquet::arrow::FileWriter> writer_;
   int64_t max_row_group_bytes_ = 0;
-  int64_t buffered_bytes_ = 0;
+  int64_t pending_bytes_ = 0;
   bool finished_ = false;
 };
 

@@ -228,7 +228,7 @@ Result<AppendResult> TableService::Append(const TableId& id, const AppendRequest
       if (b < prev) return InvalidArgument(fmt::format("row {}: block_num goes backwards ({} after {})", row, b, prev));
       prev = b;
     }
-    ARROW_RETURN_NOT_OK(writer->Write(*batch));
+    ARROW_RETURN_NOT_OK(writer->Write(batch));
   }
   ARROW_ASSIGN_OR_RAISE(FileFacts facts, writer->Finish());
   seg.rows = facts.rows;
@@ -348,7 +348,7 @@ Result<SegmentRecord> TableService::RewriteWithout(const TableInfo& table, const
       const uint64_t* v = blocks.raw_values();
       int64_t keep = std::lower_bound(v, v + blocks.length(), cut_block) - v;
       if (keep < batch->num_rows()) done = true;
-      if (keep > 0) ARROW_RETURN_NOT_OK(writer->Write(*batch->Slice(0, keep)));
+      if (keep > 0) ARROW_RETURN_NOT_OK(writer->Write(batch->Slice(0, keep)));
     }
   }
   ARROW_ASSIGN_OR_RAISE(FileFacts facts, writer->Finish());
@@ -549,7 +549,7 @@ Result<SegmentRecord> TableService::MergeGroup(const TableInfo& table, const std
         ARROW_RETURN_NOT_OK(batches.ReadNext(&batch));
         if (!batch) break;
         rows += batch->num_rows();
-        ARROW_RETURN_NOT_OK(writer->Write(*batch));
+        ARROW_RETURN_NOT_OK(writer->Write(batch));
       }
     }
   }

@@ -1,0 +1,161 @@
+#include "cli/bench_cmd.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include <arrow/api.h>
+#include <arrow/io/file.h>
+#include <arrow/util/thread_pool.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <parquet/arrow/reader.h>
+#include <spdlog/spdlog.h>
+
+#include "blob/blob.h"
+#include "cli/client.h"
+#include "kv/kv.h"
+#include "table/table_service.h"
+
+namespace sediment::cli {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+struct BenchFlags {
+  std::string input_dir;
+  std::string data_dir;
+  std::string table = "bench.logs";
+  int threads = 1;
+  int64_t bytes = 256ll << 20;
+  int64_t row_group_mb = 128;
+};
+
+struct Stack {
+  std::shared_ptr<kv::KvStore> kv;
+  std::shared_ptr<blob::BlobStore> blobs;
+  MetricsRegistry metrics;
+  std::unique_ptr<table::TableService> tables;
+};
+
+Result<std::unique_ptr<Stack>> OpenStack(const BenchFlags& f) {
+  auto stack = std::make_unique<Stack>();
+  ARROW_ASSIGN_OR_RAISE(stack->kv, kv::OpenRocksDb(f.data_dir + "/kv", false));
+  ARROW_ASSIGN_OR_RAISE(stack->blobs, blob::OpenBlobStore(f.data_dir + "/objects", S3Config{}));
+  ARROW_ASSIGN_OR_RAISE(Config config, Config::Load("", {}));
+  config.writer.bytes = f.bytes;
+  config.writer.max_row_group_mb = f.row_group_mb;
+  config.writer.compactor.cooldown_duration = 0;  // every file may start a group
+  config.writer.compactor.skip_latest_segments = 0;
+  config.writer.compactor.write_concurrency = f.threads;
+  config.writer.compactor.metadata_concurrency = f.threads;
+  stack->tables = std::make_unique<table::TableService>(stack->kv, stack->blobs, SystemClock::Default(),
+                                                        &stack->metrics, config.writer);
+  ARROW_RETURN_NOT_OK(stack->tables->Start(/*background=*/false));
+  return stack;
+}
+
+std::string HashOf(uint64_t block) { return fmt::format("{:064x}", block * 0x9E3779B97F4A7C15ull); }
+
+// Appends every Parquet file of --input-dir (in name order) as a segment.
+Status Import(const BenchFlags& f) {
+  ARROW_ASSIGN_OR_RAISE(auto id, table::ParseTableId(f.table));
+  ARROW_ASSIGN_OR_RAISE(auto stack, OpenStack(f));
+  std::vector<fs::path> inputs;
+  for (const auto& e : fs::directory_iterator(f.input_dir)) {
+    if (e.path().extension() == ".parquet") inputs.push_back(e.path());
+  }
+  std::sort(inputs.begin(), inputs.end());
+  if (inputs.empty()) return InvalidArgument("no .parquet files in " + f.input_dir);
+  bool created = false;
+  for (const auto& p : inputs) {
+    ARROW_ASSIGN_OR_RAISE(auto file, arrow::io::ReadableFile::Open(p.string()));
+    ARROW_ASSIGN_OR_RAISE(auto reader, parquet::arrow::OpenFile(file, arrow::default_memory_pool()));
+    ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::Table> t, reader->ReadTable());
+    if (!created) {
+      ARROW_RETURN_NOT_OK(stack->tables->CreateTable(id, t->schema()).status());
+      created = true;
+    }
+    auto blocks = std::static_pointer_cast<arrow::UInt64Array>(t->GetColumnByName("block_num")->chunk(0));
+    uint64_t start = blocks->Value(0);
+    auto last_chunk = std::static_pointer_cast<arrow::UInt64Array>(
+        t->GetColumnByName("block_num")->chunk(t->GetColumnByName("block_num")->num_chunks() - 1));
+    uint64_t end = last_chunk->Value(last_chunk->length() - 1);
+    arrow::TableBatchReader batches(*t);
+    table::AppendRequest req{start, end, HashOf(end), HashOf(start - 1)};
+    ARROW_RETURN_NOT_OK(stack->tables->Append(id, req, &batches).status());
+  }
+  ARROW_ASSIGN_OR_RAISE(auto live, stack->tables->LiveSegments(id));
+  json files = json::array();
+  int64_t rows = 0, bytes = 0, stored = 0;
+  for (const auto& s : live.segments) {
+    files.push_back(fs::absolute(f.data_dir + "/objects/" + s.path).string());
+    rows += s.rows;
+    bytes += s.bytes;
+    stored += s.stored_bytes;
+  }
+  stack->tables->Stop();
+  std::cout << json{{"files", files}, {"rows", rows}, {"bytes", bytes}, {"stored_bytes", stored}}.dump() << "\n";
+  return Status::OK();
+}
+
+// One compaction pass over the imported table, timed.
+Status Compact(const BenchFlags& f) {
+  ARROW_ASSIGN_OR_RAISE(auto id, table::ParseTableId(f.table));
+  ARROW_RETURN_NOT_OK(arrow::SetCpuThreadPoolCapacity(f.threads));
+  ARROW_RETURN_NOT_OK(arrow::io::SetIOThreadPoolCapacity(f.threads));
+  ARROW_ASSIGN_OR_RAISE(auto stack, OpenStack(f));
+  auto t0 = std::chrono::steady_clock::now();
+  ARROW_ASSIGN_OR_RAISE(auto pass, stack->tables->CompactNow(id));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int64_t read = 0, written = 0, inputs = 0, outputs = 0, failed = 0;
+  for (const auto& m : pass.merges) {
+    if (!m.output) {
+      failed++;
+      continue;
+    }
+    outputs++;
+    inputs += static_cast<int64_t>(m.inputs.size());
+    written += m.output->stored_bytes;
+    read += m.output->bytes;
+  }
+  stack->tables->Stop();
+  std::cout << json{{"seconds", seconds},       {"input_files", inputs},   {"output_files", outputs},
+                    {"failed", failed},         {"bytes", read},           {"stored_bytes_written", written},
+                    {"threads", f.threads}}
+                   .dump()
+            << "\n";
+  return failed == 0 ? Status::OK() : Status::IOError(fmt::format("{} merges failed", failed));
+}
+
+}  // namespace
+
+std::function<int()> AddBenchCommands(CLI::App& app) {
+  auto flags = std::make_shared<BenchFlags>();
+  auto* bench = app.add_subcommand("bench", "Measured operations for the benchmarks in bench/ (prints JSON)");
+  bench->require_subcommand(1);
+  auto* import = bench->add_subcommand("import", "Append a directory of Parquet files as segments of a new table");
+  import->add_option("--input-dir", flags->input_dir, "Directory of .parquet files (contiguous block ranges)")
+      ->required();
+  import->add_option("--data-dir", flags->data_dir, "Embedded storage to create")->required();
+  import->add_option("--table", flags->table, "<dataset>.<table>");
+  auto* compact = bench->add_subcommand("compact", "Run one timed compaction pass over an imported table");
+  compact->add_option("--data-dir", flags->data_dir, "Embedded storage made by `bench import`")->required();
+  compact->add_option("--table", flags->table, "<dataset>.<table>");
+  compact->add_option("--threads", flags->threads, "write_concurrency and metadata_concurrency")
+      ->check(CLI::Range(1, 64));
+  compact->add_option("--bytes", flags->bytes, "[writer] bytes: the target size, uncompressed")
+      ->check(CLI::PositiveNumber);
+  compact->add_option("--max-row-group-mb", flags->row_group_mb, "[writer] max_row_group_mb")
+      ->check(CLI::PositiveNumber);
+  return [=]() -> int {
+    spdlog::set_level(spdlog::level::warn);
+    if (import->parsed()) return Run([&] { return Import(*flags); });
+    if (compact->parsed()) return Run([&] { return Compact(*flags); });
+    return -1;
+  };
+}
+
+}  // namespace sediment::cli
