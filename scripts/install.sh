@@ -42,3 +42,16 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -c "import pyarrow; pyarrow.create_library_symlinks()"
   echo "$want" >"$stamp"
 fi
+
+# MinIO for the S3 tests, built from the Go module proxy (pinned) into .cache/bin.
+MINIO_VERSION="v0.0.0-20260212201848-7aac2a2c5b7c"
+if [ ! -x .cache/bin/minio ] || [ "$(cat .cache/bin/minio.version 2>/dev/null)" != "$MINIO_VERSION" ]; then
+  if ! command -v go >/dev/null; then
+    echo "install: Go (1.24 or newer) is needed to build MinIO for the S3 tests" >&2
+    exit 1
+  fi
+  echo "install: building MinIO $MINIO_VERSION (a few minutes, once)"
+  mkdir -p .cache/bin
+  GOBIN="$ROOT/.cache/bin" go install "github.com/minio/minio@$MINIO_VERSION"
+  echo "$MINIO_VERSION" >.cache/bin/minio.version
+fi

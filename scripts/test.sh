@@ -6,5 +6,11 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 scripts/install.sh
 scripts/build.sh
+
+# Servers the tests use, on loopback, thrown away at exit.
+services="$(mktemp -d /tmp/sediment-test-services.XXXXXX)"
+trap 'scripts/minio.sh stop "$services"; rm -rf "$services"' EXIT
+eval "$(scripts/minio.sh start "$services/minio")"
+
 ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 600
 .venv/bin/python -m pytest -q tests "$@"

@@ -1,6 +1,8 @@
 """Tables over HTTP and the CLI: create, append, reorg, compact, GC, histogram."""
 import json
+import os
 import time
+import uuid
 
 import pyarrow as pa
 import pytest
@@ -21,20 +23,53 @@ gc_manifest_grace_period = 3600
 """
 
 
+def s3_settings(prefix):
+    """[storage] settings for the test MinIO, or None when none runs."""
+    endpoint = os.environ.get("SEDIMENT_TEST_S3_ENDPOINT")
+    if not endpoint:
+        return None
+    return (f'[storage]\nobjects = "s3://{os.environ["SEDIMENT_TEST_S3_BUCKET"]}/{prefix}"\n'
+            f'[storage.s3]\nendpoint = "{endpoint}"\nscheme = "http"\n'
+            f'access_key_id = "{os.environ["SEDIMENT_TEST_S3_ACCESS_KEY"]}"\n'
+            f'secret_access_key = "{os.environ["SEDIMENT_TEST_S3_SECRET_KEY"]}"\n')
+
+
+@pytest.fixture(params=["local", "s3"])
+def backend(request, tmp_path):
+    """Where objects live: the data dir, or a fresh prefix of the test bucket."""
+    if request.param == "local":
+        return ""
+    settings = s3_settings(f"t-{uuid.uuid4().hex[:12]}")
+    if settings is None:
+        pytest.skip("no S3 configured (scripts/test.sh starts MinIO)")
+    return settings
+
+
 @pytest.fixture
-def server(start_server, tmp_path):
+def server(start_server, tmp_path, backend):
     cfg = tmp_path / "sediment.toml"
-    cfg.write_text(CONFIG)
-    return start_server("--config", str(cfg))
+    cfg.write_text(CONFIG + backend)
+    s = start_server("--config", str(cfg))
+    s.backend = backend
+    return s
 
 
 def create(server, schema=SCHEMA, path=T):
     return server.put(path, data=ipc(schema=schema))
 
 
-def object_files(tmp_path):
-    root = tmp_path / "data" / "objects" / "tables"
-    return sorted(p.name for p in root.rglob("*.parquet")) if root.exists() else []
+def object_files(server, tmp_path):
+    """Names of the Parquet files stored for tables, wherever objects live."""
+    if not server.backend:
+        root = tmp_path / "data" / "objects" / "tables"
+        return sorted(p.name for p in root.rglob("*.parquet")) if root.exists() else []
+    from pyarrow import fs
+    s3 = fs.S3FileSystem(access_key=os.environ["SEDIMENT_TEST_S3_ACCESS_KEY"],
+                         secret_key=os.environ["SEDIMENT_TEST_S3_SECRET_KEY"], scheme="http",
+                         endpoint_override=os.environ["SEDIMENT_TEST_S3_ENDPOINT"])
+    uri = server.backend.split('"')[1][len("s3://"):]
+    infos = s3.get_file_info(fs.FileSelector(uri + "/tables", recursive=True, allow_not_found=True))
+    return sorted(i.base_name for i in infos if i.base_name.endswith(".parquet"))
 
 
 def test_create_table(server):
@@ -75,7 +110,7 @@ def test_bad_appends_change_nothing(server, tmp_path):
     create(server)
     assert append(server, "logs", 0, 9).status_code == 201
     before = server.get(T + "/files").json()
-    before_objects = object_files(tmp_path)
+    before_objects = object_files(server, tmp_path)
     body = ipc(rows(10, 12))
     cases = [
         (append(server, "logs", 10, 11, body=body), 400, "outside the segment's range"),
@@ -98,7 +133,7 @@ def test_bad_appends_change_nothing(server, tmp_path):
         assert r.status_code == code, (r.status_code, r.text, message)
         assert message in r.json()["message"], (r.json(), message)
     assert server.get(T + "/files").json() == before
-    assert object_files(tmp_path) == before_objects, "no file left behind"
+    assert object_files(server, tmp_path) == before_objects, "no file left behind"
 
 
 def test_reorg_over_http(server):
@@ -115,7 +150,7 @@ def test_reorg_over_http(server):
     assert "table_reorgs_total{dataset=\"eth\",table=\"logs\"} 1" in server.get("/metrics").text
 
 
-def test_compact_histogram_and_cli(server):
+def test_compact_histogram_and_cli(server, tmp_path):
     create(server)
     for start in range(0, 40, 4):
         assert append(server, "logs", start, start + 3).status_code == 201
@@ -129,6 +164,8 @@ def test_compact_histogram_and_cli(server):
     assert "1 group(s) to merge" in out and "merged 10 files" in out and "1 merged, 0 failed" in out
     files = server.get(T + "/files").json()["files"]
     assert len(files) == 1 and files[0]["generation"] == 1 and files[0]["rows"] == 120
+    # The ten inputs wait in storage for the grace period, next to the merged file.
+    assert len(object_files(server, tmp_path)) == 11
 
     h = server.get(T + "/histogram").json()
     assert h["summary"]["files"] == 1 and h["summary"]["rows"] == 120

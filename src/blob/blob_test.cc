@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "base/test_util.h"
@@ -17,12 +19,45 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class LocalBlobTest : public ::testing::Test {
+// S3 tests run against the MinIO that scripts/test.sh starts; they need
+// SEDIMENT_TEST_S3_ENDPOINT (host:port), _ACCESS_KEY, _SECRET_KEY and _BUCKET.
+std::optional<S3Config> TestS3Config(std::string* bucket) {
+  const char* endpoint = std::getenv("SEDIMENT_TEST_S3_ENDPOINT");
+  if (endpoint == nullptr) return std::nullopt;
+  S3Config c;
+  c.endpoint = endpoint;
+  c.scheme = "http";
+  c.access_key_id = std::getenv("SEDIMENT_TEST_S3_ACCESS_KEY");
+  c.secret_access_key = std::getenv("SEDIMENT_TEST_S3_SECRET_KEY");
+  *bucket = std::getenv("SEDIMENT_TEST_S3_BUCKET");
+  return c;
+}
+
+// Arrow wants S3 finalized before exit.
+class S3Finalizer : public ::testing::Environment {
+ public:
+  void TearDown() override { FinalizeS3(); }
+};
+[[maybe_unused]] auto* const kS3Finalizer = ::testing::AddGlobalTestEnvironment(new S3Finalizer);
+
+// The same tests on local disk and on S3.
+class BlobStoreTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    auto s = OpenBlobStore(dir_.Sub("objects"), S3Config{});
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    store_ = *s;
+    if (GetParam() == "s3") {
+      std::string bucket;
+      auto config = TestS3Config(&bucket);
+      if (!config) GTEST_SKIP() << "no S3 configured (scripts/test.sh starts MinIO)";
+      // A fresh prefix per test: the bucket is shared.
+      auto s = OpenBlobStore("s3://" + bucket + "/" + fs::path(dir_.path()).filename().string(), *config);
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      store_ = *s;
+      local_ = false;
+    } else {
+      auto s = OpenBlobStore(dir_.Sub("objects"), S3Config{});
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      store_ = *s;
+    }
   }
 
   std::string Read(const std::string& path) {
@@ -30,9 +65,14 @@ class LocalBlobTest : public ::testing::Test {
     return buf.ok() ? (*buf)->ToString() : "<" + buf.status().ToString() + ">";
   }
 
-  // Every file on disk under the root, temp files included.
+  // Everything stored: on local disk every file under the root (temp files
+  // included); on S3 every object (an unfinished multipart upload is none).
   std::vector<std::string> FilesOnDisk() {
     std::vector<std::string> out;
+    if (!local_) {
+      for (const auto& o : *store_->List("")) out.push_back(o.path);
+      return out;
+    }
     for (const auto& e : fs::recursive_directory_iterator(dir_.Sub("objects"))) {
       if (e.is_regular_file()) out.push_back(fs::relative(e.path(), dir_.Sub("objects")).string());
     }
@@ -42,9 +82,13 @@ class LocalBlobTest : public ::testing::Test {
 
   testing::TempDir dir_;
   std::shared_ptr<BlobStore> store_;
+  bool local_ = true;
 };
 
-TEST_F(LocalBlobTest, PutGetOverwriteDelete) {
+INSTANTIATE_TEST_SUITE_P(Backends, BlobStoreTest, ::testing::Values("local", "s3"),
+                         [](const auto& info) { return info.param; });
+
+TEST_P(BlobStoreTest, PutGetOverwriteDelete) {
   ASSERT_TRUE(store_->Put("a/b/c.parquet", "hello").ok());
   EXPECT_EQ(Read("a/b/c.parquet"), "hello");
   ASSERT_TRUE(store_->Put("a/b/c.parquet", "world!").ok());
@@ -59,7 +103,7 @@ TEST_F(LocalBlobTest, PutGetOverwriteDelete) {
   EXPECT_TRUE(store_->Delete("a/b/c.parquet").ok()) << "deleting an absent object is fine";
 }
 
-TEST_F(LocalBlobTest, EmptyAndBinaryObjects) {
+TEST_P(BlobStoreTest, EmptyAndBinaryObjects) {
   ASSERT_TRUE(store_->Put("empty", "").ok());
   EXPECT_EQ(Read("empty"), "");
   std::string bin("\0\x01\xff\0", 4);
@@ -67,7 +111,7 @@ TEST_F(LocalBlobTest, EmptyAndBinaryObjects) {
   EXPECT_EQ(Read("bin"), bin);
 }
 
-TEST_F(LocalBlobTest, ReadRange) {
+TEST_P(BlobStoreTest, ReadRange) {
   ASSERT_TRUE(store_->Put("r", "0123456789").ok());
   EXPECT_EQ((*store_->ReadRange("r", 2, 3))->ToString(), "234");
   EXPECT_EQ((*store_->ReadRange("r", 8, 100))->ToString(), "89");
@@ -76,7 +120,7 @@ TEST_F(LocalBlobTest, ReadRange) {
   EXPECT_TRUE(IsInvalidArgument(store_->ReadRange("r", -1, 1).status()));
 }
 
-TEST_F(LocalBlobTest, ListByPrefix) {
+TEST_P(BlobStoreTest, ListByPrefix) {
   for (const char* p : {"t/eth/logs/000000001-a.parquet", "t/eth/logs/000000100-b.parquet",
                         "t/eth/blocks/000000001-c.parquet", "t/eth/logsx", "u/other"}) {
     ASSERT_TRUE(store_->Put(p, p).ok());
@@ -102,7 +146,7 @@ TEST_F(LocalBlobTest, ListByPrefix) {
   EXPECT_TRUE(IsInvalidArgument(store_->List("../x").status()));
 }
 
-TEST_F(LocalBlobTest, WriterPublishesOnlyOnClose) {
+TEST_P(BlobStoreTest, WriterPublishesOnlyOnClose) {
   auto w = store_->OpenWriter("stream/obj");
   ASSERT_TRUE(w.ok());
   for (int i = 0; i < 100; ++i) ASSERT_TRUE((*w)->Write("0123456789", 10).ok());
@@ -111,10 +155,11 @@ TEST_F(LocalBlobTest, WriterPublishesOnlyOnClose) {
   EXPECT_TRUE(store_->List("stream/")->empty()) << "temp files are never listed";
   ASSERT_TRUE((*w)->Close().ok());
   EXPECT_EQ(store_->Stat("stream/obj")->size, 1000);
+  EXPECT_EQ(Read("stream/obj").substr(0, 20), "01234567890123456789");
   EXPECT_EQ(FilesOnDisk(), std::vector<std::string>{"stream/obj"});
 }
 
-TEST_F(LocalBlobTest, DroppedOrAbortedWriterLeavesNothing) {
+TEST_P(BlobStoreTest, DroppedOrAbortedWriterLeavesNothing) {
   {
     auto w = store_->OpenWriter("x/dropped");
     ASSERT_TRUE(w.ok());
@@ -127,7 +172,7 @@ TEST_F(LocalBlobTest, DroppedOrAbortedWriterLeavesNothing) {
   EXPECT_TRUE(FilesOnDisk().empty());
 }
 
-TEST_F(LocalBlobTest, BadPathsAreRejected) {
+TEST_P(BlobStoreTest, BadPathsAreRejected) {
   for (const std::string& p :
        {std::string(""), std::string("/abs"), std::string("a//b"), std::string("a/../b"), std::string("./a"),
         std::string("a/"), std::string("a\\b"), std::string("a\0b", 3), std::string(".sediment-tmp-x")}) {
@@ -137,7 +182,7 @@ TEST_F(LocalBlobTest, BadPathsAreRejected) {
   EXPECT_TRUE(FilesOnDisk().empty());
 }
 
-TEST_F(LocalBlobTest, ConcurrentWriters) {
+TEST_P(BlobStoreTest, ConcurrentWriters) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
@@ -154,7 +199,7 @@ TEST_F(LocalBlobTest, ConcurrentWriters) {
   for (const auto& o : *list) EXPECT_EQ(Read(o.path), o.path);
 }
 
-TEST_F(LocalBlobTest, FailedWriteLeavesNoPartialObject) {
+TEST_P(BlobStoreTest, FailedWriteLeavesNoPartialObject) {
   auto faulty = std::make_shared<FaultInjectingBlobStore>(store_);
   ASSERT_TRUE(faulty->Put("seg/old", "previous version").ok());
   faulty->FailNth(BlobOp::kWrite, 2);
@@ -169,7 +214,7 @@ TEST_F(LocalBlobTest, FailedWriteLeavesNoPartialObject) {
   EXPECT_EQ(FilesOnDisk(), std::vector<std::string>{"seg/old"}) << "no temp file left";
 }
 
-TEST_F(LocalBlobTest, FailedPublishLeavesNoPartialObject) {
+TEST_P(BlobStoreTest, FailedPublishLeavesNoPartialObject) {
   auto faulty = std::make_shared<FaultInjectingBlobStore>(store_);
   faulty->FailNth(BlobOp::kPublish, 1);
   Status st = faulty->Put("seg/new", "content");
@@ -183,7 +228,7 @@ TEST_F(LocalBlobTest, FailedPublishLeavesNoPartialObject) {
   EXPECT_EQ(faulty->Injected(), 1);
 }
 
-TEST_F(LocalBlobTest, FailedDeleteKeepsObjectUntilRetried) {
+TEST_P(BlobStoreTest, FailedDeleteKeepsObjectUntilRetried) {
   auto faulty = std::make_shared<FaultInjectingBlobStore>(store_);
   ASSERT_TRUE(faulty->Put("g/x", "x").ok());
   faulty->FailAlways(BlobOp::kDelete);
@@ -196,7 +241,8 @@ TEST_F(LocalBlobTest, FailedDeleteKeepsObjectUntilRetried) {
   EXPECT_EQ(faulty->Count(BlobOp::kDelete), 3);
 }
 
-TEST_F(LocalBlobTest, ReopenClearsWritesLeftByADeadProcess) {
+TEST_P(BlobStoreTest, ReopenClearsWritesLeftByADeadProcess) {
+  if (!local_) GTEST_SKIP() << "local storage only (S3 drops unfinished multipart uploads itself)";
   auto w = store_->OpenWriter("crash/obj");
   ASSERT_TRUE(w.ok());
   ASSERT_TRUE((*w)->Write("partial", 7).ok());
@@ -221,6 +267,16 @@ TEST(BlobOpenTest, UriForms) {
   EXPECT_TRUE(IsInvalidArgument(c.status())) << c.status().ToString();
   auto d = OpenBlobStore("s3://", S3Config{});
   EXPECT_TRUE(IsInvalidArgument(d.status())) << d.status().ToString();
+}
+
+TEST(BlobOpenTest, MissingBucketIsAClearError) {
+  std::string bucket;
+  auto config = TestS3Config(&bucket);
+  if (!config) GTEST_SKIP() << "no S3 configured";
+  auto s = OpenBlobStore("s3://no-such-bucket-here/x", *config);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(IsInvalidArgument(s.status())) << s.status().ToString();
+  EXPECT_NE(s.status().message().find("bucket no-such-bucket-here does not exist"), std::string::npos);
 }
 
 TEST(BlobOpenTest, RootThatIsAFileIsAClearError) {

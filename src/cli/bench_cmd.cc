@@ -1,17 +1,17 @@
 #include "cli/bench_cmd.h"
 
-#include <algorithm>
-#include <chrono>
-#include <filesystem>
-#include <iostream>
-
 #include <arrow/api.h>
 #include <arrow/io/file.h>
 #include <arrow/util/thread_pool.h>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <parquet/arrow/reader.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "blob/blob.h"
 #include "cli/client.h"
@@ -122,8 +122,8 @@ Status Compact(const BenchFlags& f) {
     read += m.output->bytes;
   }
   stack->tables->Stop();
-  std::cout << json{{"seconds", seconds},       {"input_files", inputs},   {"output_files", outputs},
-                    {"failed", failed},         {"bytes", read},           {"stored_bytes_written", written},
+  std::cout << json{{"seconds", seconds},  {"input_files", inputs}, {"output_files", outputs},
+                    {"failed", failed},    {"bytes", read},         {"stored_bytes_written", written},
                     {"threads", f.threads}}
                    .dump()
             << "\n";

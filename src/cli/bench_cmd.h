@@ -2,9 +2,8 @@
 // command does one measured thing on the real code path and prints JSON.
 #pragma once
 
-#include <functional>
-
 #include <CLI/CLI.hpp>
+#include <functional>
 
 namespace sediment::cli {
 
