@@ -109,6 +109,7 @@ const std::vector<Option>& Options() {
       {"writer.compactor.write_concurrency", FIELD(writer.compactor.write_concurrency), T::kInt, IntAtLeast(1)},
       {"writer.compactor.gc_manifest_grace_period", FIELD(writer.compactor.gc_manifest_grace_period), T::kDouble,
        DoubleAtLeast(0)},
+      {"worker.poll_interval_secs", FIELD(worker.poll_interval_secs), T::kDouble, DoubleAtLeast(0.01)},
       {"graveler.compaction.auto_trigger",
        FIELD(graveler.compaction.auto_trigger),
        T::kBool,
@@ -240,11 +241,80 @@ Status SetFromToml(Config* config, const Option& opt, const toml::node& node, co
   return ConfigError(origin, opt.key, fmt::format("must be {}, got {}", TypeName(opt.type), shown));
 }
 
+// [[jobs]] entries: their own small option table over JobConfig.
+struct JobOption {
+  const char* key;
+  std::function<void*(JobConfig&)> field;
+  Option::Type type;
+  std::function<std::string(const void*)> check;
+};
+
+const std::vector<JobOption>& JobOptions() {
+  using T = Option::Type;
+#define JF(f) [](JobConfig& j) -> void* { return &j.f; }
+  static const std::vector<JobOption> options = {
+      {"dataset", JF(dataset), T::kString, Check<std::string>([](const std::string& v) {
+         bool ok = !v.empty() && v.size() <= 63 && v[0] >= 'a' && v[0] <= 'z';
+         for (char c : v) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_');
+         return ok ? std::string() : fmt::format("\"{}\" is not a dataset name ([a-z][a-z0-9_]*)", v);
+       })},
+      {"source", JF(source), T::kString, OneOf({"synthetic"})},
+      {"seed", JF(seed), T::kInt, IntAtLeast(0)},
+      {"start_block", JF(start_block), T::kInt, IntAtLeast(0)},
+      {"history_blocks", JF(history_blocks), T::kInt, IntAtLeast(0)},
+      {"block_time", JF(block_time), T::kDouble, DoubleAtLeast(0.001)},
+      {"txs_per_block", JF(txs_per_block), T::kInt, IntAtLeast(0)},
+      {"logs_per_tx", JF(logs_per_tx), T::kDouble, DoubleAtLeast(0)},
+      {"reorg_probability", JF(reorg_probability), T::kDouble, Check<double>([](const double& v) {
+         return v >= 0 && v <= 1 ? std::string() : fmt::format("must be from 0 to 1, got {}", v);
+       })},
+      {"max_reorg_depth", JF(max_reorg_depth), T::kInt, IntAtLeast(1)},
+      {"autostart", JF(autostart), T::kBool, Any()},
+  };
+#undef JF
+  return options;
+}
+
+Status ParseJobs(Config* config, const toml::node& node, const std::string& file) {
+  std::string origin = fmt::format("{}:{}", file, node.source().begin.line);
+  const toml::array* arr = node.as_array();
+  if (arr == nullptr) return ConfigError(origin, "jobs", "must be an array of tables ([[jobs]])");
+  for (const auto& entry : *arr) {
+    std::string entry_origin = fmt::format("{}:{}", file, entry.source().begin.line);
+    const toml::table* t = entry.as_table();
+    if (t == nullptr) return ConfigError(entry_origin, "jobs", "each entry must be a table ([[jobs]])");
+    JobConfig job;
+    job.origin = entry_origin;
+    for (const auto& [k, v] : *t) {
+      std::string key(k.str());
+      std::string where = fmt::format("{}:{}", file, v.source().begin.line);
+      const JobOption* found = nullptr;
+      for (const auto& o : JobOptions()) {
+        if (key == o.key) found = &o;
+      }
+      if (found == nullptr) return ConfigError(where, "jobs." + key, "unknown job setting");
+      // Reuse the typed setters through a throwaway Option.
+      Option opt{"jobs." + key, [&](Config&) -> void* { return found->field(job); }, found->type, found->check};
+      ARROW_RETURN_NOT_OK(SetFromToml(config, opt, v, where));
+    }
+    if (job.dataset.empty()) return ConfigError(entry_origin, "jobs", "an entry has no dataset");
+    for (const auto& other : config->jobs) {
+      if (other.dataset == job.dataset) {
+        return ConfigError(entry_origin, "jobs", fmt::format("dataset \"{}\" has two jobs", job.dataset));
+      }
+    }
+    config->jobs.push_back(job);
+  }
+  return Status::OK();
+}
+
 Status WalkTable(Config* config, const toml::table& table, const std::string& prefix, const std::string& file) {
   for (const auto& [k, node] : table) {
     std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
     std::string origin = fmt::format("{}:{}", file, node.source().begin.line);
-    if (const Option* opt = FindOption(key)) {
+    if (key == "jobs") {
+      ARROW_RETURN_NOT_OK(ParseJobs(config, node, file));
+    } else if (const Option* opt = FindOption(key)) {
       ARROW_RETURN_NOT_OK(SetFromToml(config, *opt, node, origin));
     } else if (IsSection(key)) {
       if (!node.is_table()) return ConfigError(origin, key, "must be a table (a [section])");

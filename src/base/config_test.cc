@@ -197,3 +197,52 @@ TEST(HostPortTest, Forms) {
 
 }  // namespace
 }  // namespace sediment
+
+namespace sediment {
+namespace {
+
+class JobsConfigTest : public ConfigTest {};
+
+TEST_F(JobsConfigTest, ParsesJobs) {
+  auto config = Config::Load(Write(R"(
+[worker]
+poll_interval_secs = 0.5
+
+[[jobs]]
+dataset = "demo"
+block_time = 0.5
+reorg_probability = 0.05
+
+[[jobs]]
+dataset = "other"
+autostart = false
+)"),
+                             {});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->worker.poll_interval_secs, 0.5);
+  ASSERT_EQ(config->jobs.size(), 2u);
+  EXPECT_EQ(config->jobs[0].dataset, "demo");
+  EXPECT_EQ(config->jobs[0].block_time, 0.5);
+  EXPECT_EQ(config->jobs[0].reorg_probability, 0.05);
+  EXPECT_EQ(config->jobs[0].txs_per_block, 150);
+  EXPECT_FALSE(config->jobs[1].autostart);
+}
+
+TEST_F(JobsConfigTest, BadJobsNameTheSetting) {
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {"[[jobs]]\ndataset = \"d\"\nblok_time = 1\n", "config.toml:3: jobs.blok_time: unknown job setting"},
+      {"[[jobs]]\ndataset = \"d\"\nreorg_probability = 2.0\n", "jobs.reorg_probability: must be from 0 to 1"},
+      {"[[jobs]]\nblock_time = 1\n", "config.toml:1: jobs: an entry has no dataset"},
+      {"[[jobs]]\ndataset = \"Bad\"\n", "is not a dataset name"},
+      {"[[jobs]]\ndataset = \"d\"\n[[jobs]]\ndataset = \"d\"\n", "dataset \"d\" has two jobs"},
+      {"jobs = 5\n", "jobs: must be an array of tables"},
+  };
+  for (const auto& [toml, expect] : cases) {
+    auto config = Config::Load(Write(toml), {});
+    ASSERT_FALSE(config.ok()) << toml;
+    EXPECT_NE(config.status().message().find(expect), std::string::npos) << config.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace sediment

@@ -1,0 +1,270 @@
+#include "chain/ingest_job.h"
+
+#include <arrow/api.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace sediment::chain {
+namespace {
+
+ChainOptions OptionsFrom(const JobConfig& c) {
+  ChainOptions o;
+  o.seed = static_cast<uint64_t>(c.seed);
+  o.start_block = static_cast<uint64_t>(c.start_block);
+  o.txs_per_block = c.txs_per_block;
+  o.logs_per_tx = c.logs_per_tx;
+  o.reorg_probability = c.reorg_probability;
+  o.max_reorg_depth = c.max_reorg_depth;
+  return o;
+}
+
+// Streams the generator's rows for [from, to], a few blocks per batch, so a
+// large catch-up segment is never whole in memory.
+class ChainBatchReader : public arrow::RecordBatchReader {
+ public:
+  ChainBatchReader(const ChainGenerator* gen, ChainTable table, uint64_t from, uint64_t to, uint64_t head)
+      : gen_(gen), table_(table), next_(from), to_(to), head_(head), schema_(TableSchema(table)) {}
+  std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
+  arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* out) override {
+    if (next_ > to_) {
+      out->reset();
+      return arrow::Status::OK();
+    }
+    uint64_t end = std::min(to_, next_ + kBlocksPerBatch - 1);
+    ARROW_ASSIGN_OR_RAISE(*out, gen_->Generate(table_, next_, end, head_));
+    next_ = end + 1;
+    return arrow::Status::OK();
+  }
+
+ private:
+  static constexpr uint64_t kBlocksPerBatch = 32;
+  const ChainGenerator* gen_;
+  ChainTable table_;
+  uint64_t next_, to_, head_;
+  std::shared_ptr<arrow::Schema> schema_;
+};
+
+std::string AnchorKey(const std::string& dataset) { return "j/anchor/" + dataset; }
+
+}  // namespace
+
+IngestJob::IngestJob(JobConfig config, const WorkerConfig& worker, table::TableService* tables,
+                     std::shared_ptr<kv::KvStore> kv, std::shared_ptr<Clock> clock, MetricsRegistry* metrics)
+    : config_(std::move(config)),
+      worker_(worker),
+      generator_(OptionsFrom(config_)),
+      tables_(tables),
+      kv_(std::move(kv)),
+      clock_(std::move(clock)),
+      metrics_(metrics) {
+  status_.dataset = config_.dataset;
+}
+
+IngestJob::~IngestJob() { Stop(); }
+
+Result<std::optional<uint64_t>> IngestJob::HeadAt(TimePoint now) {
+  if (!anchor_us_) {
+    // The first start fixes the chain's clock, for every later restart.
+    std::string key = AnchorKey(config_.dataset);
+    Status st = kv_->SetIf(key, std::to_string(ToUnixMicros(now)), std::nullopt);
+    if (!st.ok() && !IsPreconditionFailed(st)) return st;
+    ARROW_ASSIGN_OR_RAISE(std::string v, kv_->Get(key));
+    anchor_us_ = std::stoll(v);
+  }
+  double elapsed = std::max(0.0, static_cast<double>(ToUnixMicros(now) - *anchor_us_) / 1e6);
+  int64_t produced = config_.history_blocks + static_cast<int64_t>(std::floor(elapsed / config_.block_time));
+  if (produced <= 0) return std::optional<uint64_t>();
+  return std::optional<uint64_t>(static_cast<uint64_t>(config_.start_block + produced - 1));
+}
+
+Status IngestJob::EnsureTablesLocked() {
+  if (tables_ready_) return Status::OK();
+  for (ChainTable t : kAllTables) {
+    table::TableId id{config_.dataset, TableName(t)};
+    ARROW_RETURN_NOT_OK(tables_->CreateTable(id, TableSchema(t)).status());
+  }
+  tables_ready_ = true;
+  return Status::OK();
+}
+
+Status IngestJob::PollOnce() {
+  std::lock_guard<std::mutex> lock(poll_mu_);
+  Status st = [&]() -> Status {
+    ARROW_RETURN_NOT_OK(EnsureTablesLocked());
+    ARROW_ASSIGN_OR_RAISE(auto head, HeadAt(clock_->Now()));
+    {
+      std::lock_guard<std::mutex> s(status_mu_);
+      status_.head = head;
+    }
+    if (!head) return Status::OK();
+    metrics_->Gauge("ingest_head_block", "The chain source's head block, per job.", {"dataset"})
+        .With({config_.dataset})
+        .Set(static_cast<double>(*head));
+    for (ChainTable t : kAllTables) ARROW_RETURN_NOT_OK(PollTableLocked(t, *head));
+    return Status::OK();
+  }();
+  std::lock_guard<std::mutex> s(status_mu_);
+  status_.last_error = st.ok() ? "" : st.ToString();
+  return st;
+}
+
+Status IngestJob::PollTableLocked(ChainTable table, uint64_t head) {
+  table::TableId id{config_.dataset, TableName(table)};
+  ARROW_ASSIGN_OR_RAISE(auto snap, tables_->LiveSegments(id));
+  const auto& live = snap.segments;
+  auto& cache = written_hashes_[table];
+  uint64_t next = static_cast<uint64_t>(config_.start_block);
+  bool reorg = false;
+  if (!live.empty()) {
+    const auto& last = live.back();
+    next = last.end + 1;
+    if (last.end <= head && generator_.BlockHashHex(last.end, head) != last.end_hash) {
+      // The chain changed under the tables: find the first block that differs.
+      reorg = true;
+      next = live.front().start;
+      for (size_t i = live.size(); i-- > 0;) {
+        const auto& seg = live[i];
+        if (generator_.BlockHashHex(seg.start - 1, head) != seg.parent_hash) continue;
+        next = seg.start;
+        // Inside that segment, blocks this job wrote itself are known by hash.
+        for (uint64_t b = seg.start; b <= seg.end; ++b) {
+          auto it = cache.find(b);
+          if (it == cache.end() || it->second != generator_.BlockHashHex(b, head)) break;
+          next = b + 1;
+        }
+        break;
+      }
+      std::lock_guard<std::mutex> s(status_mu_);
+      status_.reorgs++;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> s(status_mu_);
+    status_.last_block[TableName(table)] =
+        live.empty() ? std::nullopt : std::optional<uint64_t>(reorg ? next - 1 : live.back().end);
+  }
+  const auto& writer = tables_->writer_config();
+  while (next <= head) {
+    // Catching up: fill segments up to the target; at the head, one per poll.
+    uint64_t blocks = head - next + 1;
+    double bpb = bytes_per_block_.count(table) ? bytes_per_block_[table] : 0;
+    if (bpb > 0) {
+      blocks = std::min<uint64_t>(blocks, std::max<uint64_t>(1, static_cast<uint64_t>(writer.bytes / bpb)));
+    } else {
+      blocks = std::min<uint64_t>(blocks, 64);  // learn the size of a block first
+    }
+    uint64_t end = next + blocks - 1;
+    ChainBatchReader reader(&generator_, table, next, end, head);
+    table::AppendRequest req{next, end, generator_.BlockHashHex(end, head), generator_.BlockHashHex(next - 1, head)};
+    auto result = tables_->Append(id, req, &reader);
+    if (!result.ok())
+      return WithContext(result.status(), fmt::format("job {}: appending {}", config_.dataset, id.ToString()));
+    double measured = static_cast<double>(result->segment.bytes) / static_cast<double>(blocks);
+    bytes_per_block_[table] = bpb > 0 ? 0.7 * bpb + 0.3 * measured : measured;
+    if (writer.rows > 0 && result->segment.rows > 0) {
+      // Rows cap: shrink the size estimate so blocks * rows_per_block <= rows.
+      double rows_per_block = static_cast<double>(result->segment.rows) / static_cast<double>(blocks);
+      double max_blocks = static_cast<double>(writer.rows) / rows_per_block;
+      bytes_per_block_[table] =
+          std::max(bytes_per_block_[table], static_cast<double>(writer.bytes) / std::max(1.0, max_blocks));
+    }
+    for (uint64_t b = next; b <= end; ++b) cache[b] = generator_.BlockHashHex(b, head);
+    while (cache.size() > 4096) cache.erase(cache.begin());
+    if (result->reorg) {
+      spdlog::info("job {}: {} reorganized from block {}", config_.dataset, id.ToString(), next);
+      metrics_->Counter("ingest_reorgs_total", "Reorgs the ingest job handled, per table.", {"dataset", "table"})
+          .With({config_.dataset, TableName(table)})
+          .Add();
+    }
+    metrics_->Counter("ingest_blocks_written_total", "Blocks written by ingest jobs.", {"dataset", "table"})
+        .With({config_.dataset, TableName(table)})
+        .Add(static_cast<double>(blocks));
+    {
+      std::lock_guard<std::mutex> s(status_mu_);
+      status_.segments_written++;
+      status_.last_block[TableName(table)] = end;
+    }
+    next = end + 1;
+  }
+  return Status::OK();
+}
+
+Status IngestJob::Start() {
+  std::lock_guard<std::mutex> lock(run_mu_);
+  if (task_) return Status::OK();
+  task_ = std::make_unique<PeriodicTask>(
+      "job-" + config_.dataset, std::chrono::milliseconds(static_cast<int64_t>(worker_.poll_interval_secs * 1000)),
+      [this] {
+        Status st = PollOnce();
+        if (!st.ok()) spdlog::warn("job {}: poll failed: {}", config_.dataset, st.ToString());
+      });
+  task_->Start();
+  task_->Trigger();
+  std::lock_guard<std::mutex> s(status_mu_);
+  status_.running = true;
+  return Status::OK();
+}
+
+void IngestJob::Stop() {
+  std::unique_ptr<PeriodicTask> task;
+  {
+    std::lock_guard<std::mutex> lock(run_mu_);
+    task = std::move(task_);
+  }
+  if (task) task->Stop();
+  std::lock_guard<std::mutex> s(status_mu_);
+  status_.running = false;
+}
+
+JobStatus IngestJob::Describe() {
+  std::lock_guard<std::mutex> s(status_mu_);
+  return status_;
+}
+
+JobManager::JobManager(const Config& config, table::TableService* tables, std::shared_ptr<kv::KvStore> kv,
+                       std::shared_ptr<Clock> clock, MetricsRegistry* metrics) {
+  for (const auto& j : config.jobs) {
+    jobs_[j.dataset] = std::make_unique<IngestJob>(j, config.worker, tables, kv, clock, metrics);
+  }
+}
+
+Status JobManager::Start() {
+  for (auto& [name, job] : jobs_) {
+    if (job->config().autostart) ARROW_RETURN_NOT_OK(job->Start());
+  }
+  return Status::OK();
+}
+
+void JobManager::Stop() {
+  for (auto& [name, job] : jobs_) job->Stop();
+}
+
+std::vector<JobStatus> JobManager::List() {
+  std::vector<JobStatus> out;
+  for (auto& [name, job] : jobs_) out.push_back(job->Describe());
+  return out;
+}
+
+IngestJob* JobManager::Find(const std::string& dataset) {
+  auto it = jobs_.find(dataset);
+  return it == jobs_.end() ? nullptr : it->second.get();
+}
+
+Result<JobStatus> JobManager::StartJob(const std::string& dataset) {
+  IngestJob* job = Find(dataset);
+  if (job == nullptr) return NotFound(fmt::format("job {} not found", dataset));
+  ARROW_RETURN_NOT_OK(job->Start());
+  return job->Describe();
+}
+
+Result<JobStatus> JobManager::StopJob(const std::string& dataset) {
+  IngestJob* job = Find(dataset);
+  if (job == nullptr) return NotFound(fmt::format("job {} not found", dataset));
+  job->Stop();
+  return job->Describe();
+}
+
+}  // namespace sediment::chain
