@@ -96,18 +96,18 @@ struct WorkerConfig {
 // One [[jobs]] entry: a raw dataset job that follows a chain and writes its
 // tables. The only source today is a deterministic synthetic EVM-like chain.
 struct JobConfig {
-  std::string dataset;              // required; also the job's name
+  std::string dataset;  // required; also the job's name
   std::string source = "synthetic";
   int64_t seed = 1;
-  int64_t start_block = 0;          // the chain's first block
-  int64_t history_blocks = 1000;    // blocks that already exist when the job first starts
-  double block_time = 12.0;         // seconds between new blocks at the head
+  int64_t start_block = 0;        // the chain's first block
+  int64_t history_blocks = 1000;  // blocks that already exist when the job first starts
+  double block_time = 12.0;       // seconds between new blocks at the head
   int64_t txs_per_block = 150;
   double logs_per_tx = 2.0;
-  double reorg_probability = 0.0;   // per new block
+  double reorg_probability = 0.0;  // per new block
   int64_t max_reorg_depth = 3;
   bool autostart = true;
-  std::string origin;               // "file:line", for messages
+  std::string origin;  // "file:line", for messages
 };
 
 struct Config {

@@ -52,13 +52,15 @@ Result<nlohmann::json> Client::Post(const std::string& path, const std::string& 
   return ParseBody(res->body);
 }
 
-Status Client::PostLines(const std::string& path, const std::function<void(const std::string&)>& on_line) {
+Status Client::StreamLines(const std::string& method, const std::string& path,
+                           const std::function<bool(const std::string&)>& on_line) {
   httplib::Client c(base_url_);
   c.set_read_timeout(3600);
   std::string pending, error_body;
   int status = 0;
   httplib::Request req;
-  req.method = "POST";
+  req.method = method;
+  bool stopped = false;
   req.path = path;
   req.response_handler = [&](const httplib::Response& r) {
     status = r.status;
@@ -72,12 +74,16 @@ Status Client::PostLines(const std::string& path, const std::function<void(const
     pending.append(data, n);
     size_t pos;
     while ((pos = pending.find('\n')) != std::string::npos) {
-      on_line(pending.substr(0, pos));
+      if (!on_line(pending.substr(0, pos))) {
+        stopped = true;
+        return false;
+      }
       pending.erase(0, pos + 1);
     }
     return true;
   };
   auto res = c.send(req);
+  if (stopped) return Status::OK();
   if (!res) return Unavailable(fmt::format("cannot reach {}: {}", base_url_, httplib::to_string(res.error())));
   if (status >= 300) {
     res->body = error_body;

@@ -18,8 +18,15 @@ class Client {
   Result<nlohmann::json> Get(const std::string& path);
   Result<nlohmann::json> Post(const std::string& path, const std::string& body = "",
                               const std::string& content_type = "application/json");
-  // Streams a response line by line (JSON lines).
-  Status PostLines(const std::string& path, const std::function<void(const std::string&)>& on_line);
+  // Streams a response line by line (JSON lines); on_line returns false to stop.
+  Status StreamLines(const std::string& method, const std::string& path,
+                     const std::function<bool(const std::string&)>& on_line);
+  Status PostLines(const std::string& path, const std::function<void(const std::string&)>& on_line) {
+    return StreamLines("POST", path, [&](const std::string& l) {
+      on_line(l);
+      return true;
+    });
+  }
 
  private:
   std::string base_url_;

@@ -13,6 +13,7 @@
 #include "base/version.h"
 #include "blob/blob.h"
 #include "cli/bench_cmd.h"
+#include "cli/query_cmd.h"
 #include "cli/table_cmd.h"
 #include "server/app.h"
 
@@ -104,6 +105,8 @@ int main(int argc, char** argv) {
 
   auto run_table = cli::AddTableCommands(cli);
   auto run_bench = cli::AddBenchCommands(cli);
+  auto run_query = cli::AddQueryCommand(cli);
+  auto run_job = cli::AddJobCommands(cli);
 
   try {
     cli.parse(argc, argv);
@@ -113,6 +116,8 @@ int main(int argc, char** argv) {
   if (serve->parsed()) return Serve(serve_flags);
   if (Parsed(cli, "table")) return run_table();
   if (Parsed(cli, "bench")) return run_bench();
+  if (Parsed(cli, "query")) return run_query();
+  if (Parsed(cli, "job")) return run_job();
   if (version->parsed()) {
     std::cout << "sediment " << kVersion << " (arrow " << kArrowVersion << ")\n";
     return 0;

@@ -11,9 +11,12 @@
 
 #include "base/version.h"
 #include "blob/blob.h"
+#include "chain/ingest_job.h"
 #include "kv/kv.h"
 #include "server/errors.h"
 #include "server/http_server.h"
+#include "server/jobs_api.h"
+#include "server/scan_api.h"
 #include "server/tables_api.h"
 #include "table/table_service.h"
 
@@ -67,6 +70,7 @@ Status App::Start() {
 
   tables_ = std::make_unique<table::TableService>(kv_, blobs_, clock_, &metrics_, config_.writer);
   ARROW_RETURN_NOT_OK(tables_->Start());
+  jobs_ = std::make_unique<chain::JobManager>(config_, tables_.get(), kv_, clock_, &metrics_);
 
   metrics_.Gauge("sediment_build_info", "Always 1; labels say which build runs.", {"version", "arrow_version"})
       .With({kVersion, kArrowVersion})
@@ -78,6 +82,7 @@ Status App::Start() {
   RegisterRoutes();
   http_->Start();
   started_ = true;
+  ARROW_RETURN_NOT_OK(jobs_->Start());
   spdlog::info("sediment {} listening on http://{}:{} (kv: {}, objects: {})", kVersion, host, http_->port(),
                kv_->Describe(), blobs_->Describe());
   return Status::OK();
@@ -87,6 +92,8 @@ void App::RegisterRoutes() {
   http_->Handle("GET", "/api/v1/healthcheck", "/api/v1/healthcheck",
                 [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
   RegisterTablesApi(http_.get(), tables_.get());
+  RegisterScanApi(http_.get(), tables_.get());
+  RegisterJobsApi(http_.get(), jobs_.get());
   http_->Handle("GET", "/metrics", "/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.RenderPrometheus(), "text/plain; version=0.0.4; charset=utf-8");
   });
@@ -96,6 +103,7 @@ void App::Stop() {
   if (!started_) return;
   started_ = false;
   spdlog::info("sediment stopping: finishing in-flight requests");
+  if (jobs_) jobs_->Stop();
   http_->Stop();
   if (tables_) tables_->Stop();
   spdlog::info("sediment stopped");

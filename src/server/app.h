@@ -28,6 +28,9 @@ class BlobStore;
 namespace table {
 class TableService;
 }
+namespace chain {
+class JobManager;
+}
 
 namespace server {
 
@@ -56,6 +59,7 @@ class App {
   kv::KvStore& kv() { return *kv_; }
   blob::BlobStore& blobs() { return *blobs_; }
   table::TableService& tables() { return *tables_; }
+  chain::JobManager& jobs() { return *jobs_; }
 
  private:
   void RegisterRoutes();
@@ -66,6 +70,7 @@ class App {
   std::shared_ptr<kv::KvStore> kv_;
   std::shared_ptr<blob::BlobStore> blobs_;
   std::unique_ptr<table::TableService> tables_;
+  std::unique_ptr<chain::JobManager> jobs_;
   std::unique_ptr<HttpServer> http_;
   bool started_ = false;
 };

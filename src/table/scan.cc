@@ -1,15 +1,15 @@
 #include "table/scan.h"
 
+#include <arrow/api.h>
+#include <arrow/compute/api.h>
+#include <arrow/compute/initialize.h>
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <map>
 #include <mutex>
-
-#include <arrow/api.h>
-#include <arrow/compute/api.h>
-#include <arrow/compute/initialize.h>
-#include <fmt/format.h>
 
 #include "table/parquet_io.h"
 #include "table/table_service.h"
@@ -55,7 +55,8 @@ Result<std::shared_ptr<arrow::Scalar>> MakeValue(const arrow::DataType& type, co
   std::string v = text;
   if (v.size() >= 2 && (v.front() == '\'' || v.front() == '"') && v.back() == v.front()) v = v.substr(1, v.size() - 2);
   auto bad = [&](const std::string& why) {
-    return InvalidArgument(fmt::format("filter value \"{}\" for column {} ({}): {}", text, column, type.ToString(), why));
+    return InvalidArgument(
+        fmt::format("filter value \"{}\" for column {} ({}): {}", text, column, type.ToString(), why));
   };
   switch (type.id()) {
     case arrow::Type::BINARY:
@@ -108,8 +109,7 @@ Result<Filter> ParseFilter(const std::string& text) {
 Result<std::unique_ptr<Scan>> Scan::Open(TableService* tables, const TableId& id, const ScanRequest& request) {
   ARROW_RETURN_NOT_OK(InitCompute());
   if (request.from_block && request.to_block && *request.from_block > *request.to_block) {
-    return InvalidArgument(
-        fmt::format("from_block {} is after to_block {}", *request.from_block, *request.to_block));
+    return InvalidArgument(fmt::format("from_block {} is after to_block {}", *request.from_block, *request.to_block));
   }
   if (request.limit && *request.limit < 0) return InvalidArgument("limit must not be negative");
   std::unique_ptr<Scan> scan(new Scan());
@@ -142,13 +142,14 @@ Result<std::unique_ptr<Scan>> Scan::Open(TableService* tables, const TableId& id
   if (request.filter) {
     int fc = schema.GetFieldIndex(request.filter->column);
     if (fc < 0) {
-      return InvalidArgument(fmt::format("filter: table {} has no column \"{}\"", id.ToString(), request.filter->column));
+      return InvalidArgument(
+          fmt::format("filter: table {} has no column \"{}\"", id.ToString(), request.filter->column));
     }
-    ARROW_ASSIGN_OR_RAISE(scan->filter_value_, MakeValue(*schema.field(fc)->type(), request.filter->value,
-                                                         request.filter->column));
-    static const std::map<std::string, std::string> functions = {{"=", "equal"},       {"!=", "not_equal"},
-                                                                 {"<", "less"},        {"<=", "less_equal"},
-                                                                 {">", "greater"},     {">=", "greater_equal"}};
+    ARROW_ASSIGN_OR_RAISE(scan->filter_value_,
+                          MakeValue(*schema.field(fc)->type(), request.filter->value, request.filter->column));
+    static const std::map<std::string, std::string> functions = {{"=", "equal"},   {"!=", "not_equal"},
+                                                                 {"<", "less"},    {"<=", "less_equal"},
+                                                                 {">", "greater"}, {">=", "greater_equal"}};
     scan->filter_function_ = functions.at(request.filter->op);
     scan->filter_column_ = slot(fc);
   }
@@ -216,8 +217,8 @@ Result<std::shared_ptr<arrow::RecordBatch>> Scan::Process(std::shared_ptr<arrow:
   if (begin >= end) return nullptr;
   batch = batch->Slice(begin, end - begin);
   if (filter_value_) {
-    ARROW_ASSIGN_OR_RAISE(auto mask, arrow::compute::CallFunction(filter_function_,
-                                                                  {batch->column(filter_column_), filter_value_}));
+    ARROW_ASSIGN_OR_RAISE(
+        auto mask, arrow::compute::CallFunction(filter_function_, {batch->column(filter_column_), filter_value_}));
     ARROW_ASSIGN_OR_RAISE(auto filtered, arrow::compute::Filter(batch, mask));
     batch = filtered.record_batch();
   }

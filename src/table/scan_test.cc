@@ -106,7 +106,7 @@ TEST_F(ScanTest, Filters) {
     std::string filter;
     int64_t rows;
   };
-  std::vector<Case> cases = {{"value >= 950", 10}, {"value = 10", 1},   {"value != 10", 199},
+  std::vector<Case> cases = {{"value >= 950", 10},  {"value = 10", 1},   {"value != 10", 199},
                              {"addr = 0x0301", 25}, {"name = 'n1'", 66}, {"block_num < 5", 10}};
   for (const auto& c : cases) {
     ScanRequest req;
@@ -157,7 +157,9 @@ TEST_F(ScanTest, BadRequestsAreClear) {
          return open(r);
        },
        "needs exactly 2 bytes"},
-      {[&] { return Scan::Open(service_.get(), {"eth", "none"}, ScanRequest{}).status(); },
+      {[&] {
+         return Scan::Open(service_.get(), {"eth", "none"}, ScanRequest{}).status();
+       },
        "table eth.none not found"},
   };
   for (const auto& c : cases) {

@@ -1,0 +1,227 @@
+#include "server/scan_api.h"
+
+#include <arrow/api.h>
+#include <arrow/io/interfaces.h>
+#include <arrow/ipc/api.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+
+#include "base/logging.h"
+#include "server/errors.h"
+#include "server/http_server.h"
+#include "table/scan.h"
+#include "table/table_service.h"
+
+namespace sediment::server {
+namespace {
+
+// An Arrow output stream over an HTTP response being sent.
+class SinkStream final : public arrow::io::OutputStream {
+ public:
+  explicit SinkStream(httplib::DataSink* sink) : sink_(sink) {}
+  arrow::Status Write(const void* data, int64_t n) override {
+    if (!sink_->write(static_cast<const char*>(data), static_cast<size_t>(n))) {
+      return arrow::Status::IOError("the client went away");
+    }
+    position_ += n;
+    return arrow::Status::OK();
+  }
+  arrow::Status Close() override {
+    closed_ = true;
+    return arrow::Status::OK();
+  }
+  arrow::Result<int64_t> Tell() const override { return position_; }
+  bool closed() const override { return closed_; }
+
+ private:
+  httplib::DataSink* sink_;
+  int64_t position_ = 0;
+  bool closed_ = false;
+};
+
+void Hex(const uint8_t* p, int64_t n, std::string* out) {
+  static const char* d = "0123456789abcdef";
+  out->append("\"0x");
+  for (int64_t i = 0; i < n; ++i) {
+    out->push_back(d[p[i] >> 4]);
+    out->push_back(d[p[i] & 15]);
+  }
+  out->push_back('"');
+}
+
+void Value(const arrow::Array& a, int64_t i, std::string* out) {
+  if (a.IsNull(i)) {
+    out->append("null");
+    return;
+  }
+  switch (a.type_id()) {
+    case arrow::Type::UINT8:
+      out->append(std::to_string(static_cast<const arrow::UInt8Array&>(a).Value(i)));
+      return;
+    case arrow::Type::UINT16:
+      out->append(std::to_string(static_cast<const arrow::UInt16Array&>(a).Value(i)));
+      return;
+    case arrow::Type::UINT32:
+      out->append(std::to_string(static_cast<const arrow::UInt32Array&>(a).Value(i)));
+      return;
+    case arrow::Type::UINT64:
+      out->append(std::to_string(static_cast<const arrow::UInt64Array&>(a).Value(i)));
+      return;
+    case arrow::Type::INT8:
+      out->append(std::to_string(static_cast<const arrow::Int8Array&>(a).Value(i)));
+      return;
+    case arrow::Type::INT16:
+      out->append(std::to_string(static_cast<const arrow::Int16Array&>(a).Value(i)));
+      return;
+    case arrow::Type::INT32:
+      out->append(std::to_string(static_cast<const arrow::Int32Array&>(a).Value(i)));
+      return;
+    case arrow::Type::INT64:
+      out->append(std::to_string(static_cast<const arrow::Int64Array&>(a).Value(i)));
+      return;
+    case arrow::Type::BOOL:
+      out->append(static_cast<const arrow::BooleanArray&>(a).Value(i) ? "true" : "false");
+      return;
+    case arrow::Type::STRING: {
+      auto v = static_cast<const arrow::StringArray&>(a).GetView(i);
+      out->append("\"" + JsonEscape(std::string(v)) + "\"");
+      return;
+    }
+    case arrow::Type::BINARY: {
+      auto v = static_cast<const arrow::BinaryArray&>(a).GetView(i);
+      Hex(reinterpret_cast<const uint8_t*>(v.data()), static_cast<int64_t>(v.size()), out);
+      return;
+    }
+    case arrow::Type::FIXED_SIZE_BINARY: {
+      const auto& f = static_cast<const arrow::FixedSizeBinaryArray&>(a);
+      Hex(f.GetValue(i), f.byte_width(), out);
+      return;
+    }
+    default: {
+      auto scalar = a.GetScalar(i);
+      std::string text = scalar.ok() ? (*scalar)->ToString() : "?";
+      if (arrow::is_floating(a.type_id())) {
+        out->append(text);
+      } else {
+        out->append("\"" + JsonEscape(text) + "\"");
+      }
+    }
+  }
+}
+
+Result<std::optional<uint64_t>> U64(const httplib::Request& req, const char* name) {
+  if (!req.has_param(name)) return std::optional<uint64_t>();
+  std::string v = req.get_param_value(name);
+  uint64_t out = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || end != v.data() + v.size() || v.empty()) {
+    return InvalidArgument(fmt::format("query parameter {}=\"{}\" is not a non-negative integer", name, v));
+  }
+  return std::optional<uint64_t>(out);
+}
+
+Result<table::ScanRequest> ParseRequest(const httplib::Request& req) {
+  table::ScanRequest r;
+  ARROW_ASSIGN_OR_RAISE(r.from_block, U64(req, "from_block"));
+  ARROW_ASSIGN_OR_RAISE(r.to_block, U64(req, "to_block"));
+  ARROW_ASSIGN_OR_RAISE(auto limit, U64(req, "limit"));
+  if (limit) r.limit = static_cast<int64_t>(*limit);
+  if (req.has_param("columns")) {
+    std::string cols = req.get_param_value("columns");
+    size_t start = 0;
+    while (start <= cols.size()) {
+      size_t comma = cols.find(',', start);
+      if (comma == std::string::npos) comma = cols.size();
+      std::string c = cols.substr(start, comma - start);
+      if (c.empty()) return InvalidArgument(fmt::format("columns=\"{}\" has an empty name", cols));
+      r.columns.push_back(c);
+      start = comma + 1;
+    }
+  }
+  if (req.has_param("filter")) {
+    ARROW_ASSIGN_OR_RAISE(auto f, table::ParseFilter(req.get_param_value("filter")));
+    r.filter = f;
+  }
+  return r;
+}
+
+}  // namespace
+
+void AppendJsonLines(const arrow::RecordBatch& batch, std::string* out) {
+  const auto& fields = batch.schema()->fields();
+  std::vector<std::string> keys;
+  for (const auto& f : fields) keys.push_back("\"" + JsonEscape(f->name()) + "\":");
+  for (int64_t row = 0; row < batch.num_rows(); ++row) {
+    out->push_back('{');
+    for (int c = 0; c < batch.num_columns(); ++c) {
+      if (c > 0) out->push_back(',');
+      out->append(keys[c]);
+      Value(*batch.column(c), row, out);
+    }
+    out->append("}\n");
+  }
+}
+
+void RegisterScanApi(HttpServer* http, table::TableService* tables) {
+  http->Handle("GET", R"(/api/v1/datasets/([^/]+)/tables/([^/]+)/scan)",
+               "/api/v1/datasets/{dataset}/tables/{table}/scan",
+               [tables](const httplib::Request& req, httplib::Response& res) {
+                 auto id = table::MakeTableId(req.matches[1].str(), req.matches[2].str());
+                 if (!id.ok()) return ReplyError(res, id.status());
+                 std::string format = req.has_param("format") ? req.get_param_value("format") : "jsonl";
+                 if (format != "arrow" && format != "jsonl") {
+                   return ReplyError(res, InvalidArgument(fmt::format("format \"{}\": use arrow or jsonl", format)));
+                 }
+                 auto request = ParseRequest(req);
+                 if (!request.ok()) return ReplyError(res, request.status());
+                 // Everything that can be refused is refused here, before the first byte.
+                 auto opened = table::Scan::Open(tables, *id, *request);
+                 if (!opened.ok()) return ReplyError(res, opened.status());
+                 std::shared_ptr<table::Scan> scan = std::move(*opened);
+                 std::string name = id->ToString();
+                 auto provider = [scan, format, name](size_t, httplib::DataSink& sink) {
+                   Status st;
+                   if (format == "arrow") {
+                     auto stream = std::make_shared<SinkStream>(&sink);
+                     auto writer = arrow::ipc::MakeStreamWriter(stream, scan->schema());
+                     st = writer.status();
+                     while (st.ok()) {
+                       auto batch = scan->Next();
+                       if (!batch.ok()) st = batch.status();
+                       if (!st.ok() || !*batch) break;
+                       st = (*writer)->WriteRecordBatch(**batch);
+                     }
+                     if (st.ok()) st = (*writer)->Close();
+                   } else {
+                     std::string buf;
+                     while (true) {
+                       auto batch = scan->Next();
+                       if (!batch.ok()) {
+                         st = batch.status();
+                         break;
+                       }
+                       if (!*batch) break;
+                       buf.clear();
+                       AppendJsonLines(**batch, &buf);
+                       if (!sink.write(buf.data(), buf.size())) {
+                         st = Status::IOError("the client went away");
+                         break;
+                       }
+                     }
+                   }
+                   if (!st.ok()) {
+                     // The status line is gone: end the stream short, which the client sees as an error.
+                     spdlog::warn("scan of {} failed mid-stream: {}", name, st.ToString());
+                     return false;
+                   }
+                   sink.done();
+                   return true;
+                 };
+                 res.set_chunked_content_provider(
+                     format == "arrow" ? "application/vnd.apache.arrow.stream" : "application/x-ndjson", provider);
+               });
+}
+
+}  // namespace sediment::server

@@ -1,0 +1,23 @@
+// GET /api/v1/datasets/{ds}/tables/{t}/scan: a table snapshot's rows, streamed
+// as an Arrow IPC stream (format=arrow) or JSON lines (format=jsonl).
+#pragma once
+
+#include <string>
+
+namespace arrow {
+class RecordBatch;
+}
+namespace sediment::table {
+class TableService;
+}
+
+namespace sediment::server {
+
+class HttpServer;
+
+void RegisterScanApi(HttpServer* http, table::TableService* tables);
+
+// One JSON object per row: integers as numbers, binary as "0x…" hex, null as null.
+void AppendJsonLines(const arrow::RecordBatch& batch, std::string* out);
+
+}  // namespace sediment::server
