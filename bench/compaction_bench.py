@@ -94,7 +94,7 @@ def main():
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--target-mib", type=int, default=256, help="[writer] bytes, uncompressed")
-    ap.add_argument("--row-group-mib", type=int, nargs="+", default=[128, 8],
+    ap.add_argument("--row-group-mib", type=int, nargs="+", default=[128],
                     help="[writer] max_row_group_mb; DuckDB gets ROW_GROUP_SIZE rows of the same size")
     ap.add_argument("--work", default=None, help="work directory (default: a temp dir, removed)")
     args = ap.parse_args()
@@ -123,8 +123,8 @@ def main():
         row_width = imported["bytes"] / imported["rows"]
         rows_out = []
         for rg_mib in args.row_group_mib:
-            # Sediment also caps row groups at 1,048,576 rows: give DuckDB the same cap.
-            rg_rows = min(1 << 20, int((rg_mib << 20) / row_width))
+            # Sediment also caps row groups at 32,768 rows: give DuckDB the same cap.
+            rg_rows = min(1 << 15, int((rg_mib << 20) / row_width))
             for threads in args.threads:
                 copy = work / f"run-{threads}"
                 if copy.exists():

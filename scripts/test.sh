@@ -9,7 +9,7 @@ scripts/build.sh
 
 # Servers the tests use, on loopback, thrown away at exit.
 services="$(mktemp -d /tmp/sediment-test-services.XXXXXX)"
-trap 'scripts/minio.sh stop "$services"; rm -rf "$services"' EXIT
+trap 'scripts/minio.sh stop "$services/minio"; rm -rf "$services"' EXIT
 eval "$(scripts/minio.sh start "$services/minio")"
 
 ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 600

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "blob/blob.h"
+#include "chain/ingest_job.h"
 #include "cli/client.h"
 #include "kv/kv.h"
 #include "table/table_service.h"
@@ -25,6 +26,9 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 struct BenchFlags {
+  int64_t segments = 2000;
+  int64_t blocks_per_segment = 2;
+  int64_t txs_per_block = 150;
   std::string input_dir;
   std::string data_dir;
   std::string table = "bench.logs";
@@ -130,6 +134,34 @@ Status Compact(const BenchFlags& f) {
   return failed == 0 ? Status::OK() : Status::IOError(fmt::format("{} merges failed", failed));
 }
 
+// A table written the way a job writes at the chain's head: one small segment
+// per table per poll, with compaction off.
+Status Ingest(const BenchFlags& f) {
+  auto kv = kv::OpenRocksDb(f.data_dir + "/kv", false);
+  ARROW_RETURN_NOT_OK(kv.status());
+  ARROW_ASSIGN_OR_RAISE(auto blobs, blob::OpenBlobStore(f.data_dir + "/objects", S3Config{}));
+  ARROW_ASSIGN_OR_RAISE(Config config, Config::Load("", {}));
+  config.writer.compactor.active = false;
+  MetricsRegistry metrics;
+  auto clock = std::make_shared<ManualClock>();
+  table::TableService tables(*kv, blobs, clock, &metrics, config.writer);
+  ARROW_RETURN_NOT_OK(tables.Start(false));
+  JobConfig job;
+  job.dataset = "bench";
+  job.history_blocks = 0;
+  job.block_time = 1;
+  job.txs_per_block = f.txs_per_block;
+  chain::IngestJob ingest(job, config.worker, &tables, *kv, clock, &metrics);
+  for (int64_t i = 0; i <= f.segments; ++i) {  // the first poll only fixes the chain's clock
+    clock->AdvanceSeconds(static_cast<double>(f.blocks_per_segment));
+    ARROW_RETURN_NOT_OK(ingest.PollOnce());
+  }
+  tables.Stop();
+  auto status = ingest.Describe();
+  std::cout << json{{"segments", status.segments_written}, {"head", status.head ? *status.head : 0}}.dump() << "\n";
+  return Status::OK();
+}
+
 }  // namespace
 
 std::function<int()> AddBenchCommands(CLI::App& app) {
@@ -150,8 +182,14 @@ std::function<int()> AddBenchCommands(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   compact->add_option("--max-row-group-mb", flags->row_group_mb, "[writer] max_row_group_mb")
       ->check(CLI::PositiveNumber);
+  auto* ingest = bench->add_subcommand("ingest", "Write a chain's tables as a job does at the head (compaction off)");
+  ingest->add_option("--data-dir", flags->data_dir, "Embedded storage to create")->required();
+  ingest->add_option("--segments", flags->segments, "Polls, each writing one segment per table");
+  ingest->add_option("--blocks-per-segment", flags->blocks_per_segment, "New blocks per poll");
+  ingest->add_option("--txs-per-block", flags->txs_per_block, "Transactions per block");
   return [=]() -> int {
     spdlog::set_level(spdlog::level::warn);
+    if (ingest->parsed()) return Run([&] { return Ingest(*flags); });
     if (import->parsed()) return Run([&] { return Import(*flags); });
     if (compact->parsed()) return Run([&] { return Compact(*flags); });
     return -1;

@@ -70,6 +70,9 @@ HttpServer::HttpServer(MetricsRegistry* metrics) : metrics_(metrics) {
     ReplyError(res, 500, "internal error: " + what);
   });
   server_.set_keep_alive_timeout(5);
+  // Streamed responses are many small writes: without this, Nagle and delayed
+  // ACKs add ~40 ms to every scan.
+  server_.set_tcp_nodelay(true);
   server_.set_read_timeout(60);
   server_.set_write_timeout(60);
   server_.set_payload_max_length(std::numeric_limits<size_t>::max());

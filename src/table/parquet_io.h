@@ -25,8 +25,11 @@ class FileWriter;
 
 namespace sediment::table {
 
-// Rows per row group at most (Arrow's own default), whatever their size.
-inline constexpr int64_t kMaxRowGroupRows = 1 << 20;
+// Rows per row group at most, whatever their size. Row groups are what a
+// block-range query skips by and decodes whole: 32Ki rows keeps a 10-block
+// query of a compacted logs table near DuckDB's latency (bench/RESULTS.md;
+// 128Ki rows was 3x slower there, 16Ki rows made full scans 2x slower).
+inline constexpr int64_t kMaxRowGroupRows = 1 << 15;
 
 struct WriterSettings {
   CompressionSetting compression{"zstd", 1};

@@ -106,6 +106,11 @@ Result<Snapshot> TableRegistry::TakeSnapshot(const TableId& id) {
     Snapshot snap;
     auto v1 = kv_->Get(VerKey(id));
     if (!v1.ok() && !IsNotFound(v1.status())) return v1.status();
+    if (v1.ok()) {
+      std::lock_guard<std::mutex> lock(cache_mu_);
+      auto it = cache_.find(id);
+      if (it != cache_.end() && it->second.version == *v1) return it->second;
+    }
     ARROW_RETURN_NOT_OK(kv_->ScanAll(SegPrefix(id), "", [&](const kv::KeyValue& kv) -> Result<bool> {
       ARROW_ASSIGN_OR_RAISE(SegmentRecord s, DecodeSegmentRecord(kv.value));
       snap.segments.push_back(std::move(s));
@@ -116,6 +121,10 @@ Result<Snapshot> TableRegistry::TakeSnapshot(const TableId& id) {
     std::string a = v1.ok() ? *v1 : "", b = v2.ok() ? *v2 : "";
     if (a == b) {
       snap.version = a;
+      if (!a.empty()) {
+        std::lock_guard<std::mutex> lock(cache_mu_);
+        cache_[id] = snap;
+      }
       return snap;
     }
   }

@@ -12,12 +12,15 @@
 // unchanged, each added one's key must be free (or freed by the batch); the
 // removed segments enter the GC manifest in the same batch. A snapshot reads
 // the version token before and after scanning the segments and retries if it
-// moved, so it is the live set at one instant.
+// moved, so it is the live set at one instant; while the token stays the same
+// the last snapshot is reused without scanning.
 //
 // Thread-safety: safe from many threads and many servers sharing the KV.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -73,6 +76,11 @@ class TableRegistry {
 
  private:
   std::shared_ptr<kv::KvStore> kv_;
+  // The last snapshot of each table, reused while the version token is the
+  // same (every change replaces it), so reads of a busy table don't decode
+  // every segment record each time.
+  std::mutex cache_mu_;
+  std::map<TableId, Snapshot> cache_;  // GUARDED_BY(cache_mu_)
 };
 
 }  // namespace sediment::table
