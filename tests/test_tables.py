@@ -7,6 +7,7 @@ import uuid
 import pyarrow as pa
 import pytest
 
+from conftest import run_sediment
 from tables_util import SCHEMA, append, ipc, rows
 
 T = "/api/v1/datasets/eth/tables/logs"
@@ -226,3 +227,27 @@ def test_background_compaction_without_writes(start_server, tmp_path):
             break
         time.sleep(0.3)
     assert len(s.get(T + "/files").json()["files"]) == 1, "the timer compacts the table"
+
+
+def test_simulate_cli():
+    code, out = run_sediment("table", "simulate", "--days", "1", "--report-every", "12", "--policy", "tiered")
+    assert code == 0, out
+    assert out.startswith("tiered policy, one 58.6 KiB file every 12")
+    rows = [line.split()[0] for line in out.splitlines()[3:] if line.strip()]
+    assert rows == ["12h", "1d"], out
+    code, out = run_sediment("table", "simulate", "--days", "1", "--json")
+    points = json.loads(out)["points"]
+    assert points[-1]["t"] == 86400 and points[-1]["bytes_ingested"] in (7199 * 60000, 7200 * 60000)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--file-every", "-3"], "--file-every must be positive"),
+    (["--reorg-rate", "2"], "reorg rate must be from 0 to 1"),
+    (["--file-bytes", "-5"], "file size must be a positive"),
+    (["--policy", "leveled"], "writer.compactor.policy: must be one of adjacent, tiered"),
+    (["--set", "writer.bytes=abc"], "flag --set: writer.bytes: must be an integer"),
+    (["--plot", "x.png"], "only SVG charts"),
+])
+def test_simulate_bad_input(args, message, tmp_path):
+    code, out = run_sediment("table", "simulate", "--days", "0.1", *args, cwd=str(tmp_path))
+    assert code != 0 and message in out, out

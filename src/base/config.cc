@@ -110,6 +110,8 @@ const std::vector<Option>& Options() {
       {"writer.compactor.gc_manifest_grace_period", FIELD(writer.compactor.gc_manifest_grace_period), T::kDouble,
        DoubleAtLeast(0)},
       {"worker.poll_interval_secs", FIELD(worker.poll_interval_secs), T::kDouble, DoubleAtLeast(0.01)},
+      {"writer.compactor.policy", FIELD(writer.compactor.policy), T::kString, OneOf({"adjacent", "tiered"})},
+      {"writer.compactor.size_ratio", FIELD(writer.compactor.size_ratio), T::kDouble, DoubleAtLeast(0, true)},
       {"graveler.compaction.auto_trigger",
        FIELD(graveler.compaction.auto_trigger),
        T::kBool,

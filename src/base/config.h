@@ -66,6 +66,10 @@ struct CompactorConfig {
   int64_t metadata_concurrency = 2;
   int64_t write_concurrency = 2;
   double gc_manifest_grace_period = 1800.0;  // seconds
+  // Not in the spec: "adjacent" is exactly the spec's rules; "tiered" adds a
+  // size-ratio rule that bounds write amplification (docs/compaction.md).
+  std::string policy = "adjacent";
+  double size_ratio = 8.0;  // tiered: a file merges only with newer neighbours of at least its size / size_ratio
 };
 
 // [writer]: how every Parquet file is written, merged ones included.

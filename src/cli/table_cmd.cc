@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/client.h"
+#include "cli/simulate_cmd.h"
 #include "table/histogram.h"
 #include "table/names.h"
 
@@ -163,6 +164,7 @@ std::function<int()> AddTableCommands(CLI::App& app) {
   compact->add_option("table", flags->name, "<dataset>.<table>")->required();
   compact->add_flag("--json", flags->json, "Print progress as JSON lines");
 
+  auto run_simulate = AddSimulateCommand(table);
   // --server may come after the subcommand too.
   for (auto* sub : {list, files, histogram, compact}) sub->fallthrough();
 
@@ -171,6 +173,7 @@ std::function<int()> AddTableCommands(CLI::App& app) {
     if (files->parsed()) return Run([&] { return Files(*flags); });
     if (histogram->parsed()) return Run([&] { return Histogram(*flags); });
     if (compact->parsed()) return Run([&] { return Compact(*flags); });
+    if (int code = run_simulate(); code >= 0) return code;
     return -1;
   };
 }

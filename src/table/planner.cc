@@ -10,6 +10,8 @@ PlannerSettings PlannerSettings::FromConfig(const WriterConfig& writer) {
   s.skip_latest_segments = writer.compactor.skip_latest_segments;
   s.cooldown = SecondsToDuration(writer.compactor.cooldown_duration);
   s.max_eager_bytes = writer.compactor.max_eager_bytes;
+  s.policy = writer.compactor.policy == "tiered" ? CompactionPolicy::kTiered : CompactionPolicy::kAdjacent;
+  s.size_ratio = writer.compactor.size_ratio;
   return s;
 }
 
@@ -46,6 +48,22 @@ std::vector<CompactionGroup> PlanCompaction(const std::vector<SegmentRecord>& se
       g.count++;
       g.bytes += next.bytes;
       g.rows += next.rows;
+    }
+    if (settings.policy == CompactionPolicy::kTiered) {
+      // Leave out a first file much larger than what follows it, and any
+      // next first file that may not start a group.
+      while (g.count >= 2) {
+        const SegmentRecord& first = segments[g.first];
+        double rest = static_cast<double>(g.bytes - first.bytes);
+        bool too_big = static_cast<double>(first.bytes) > settings.size_ratio * rest;
+        FileAge first_age = ClassifyFile(first, settings, now);
+        bool may_start = first_age == FileAge::kEager || first_age == FileAge::kOld;
+        if (!too_big && may_start) break;
+        g.first++;
+        g.count--;
+        g.bytes -= first.bytes;
+        g.rows -= first.rows;
+      }
     }
     if (g.count >= 2) groups.push_back(g);
     i = j;  // the file that did not fit may start the next group

@@ -13,6 +13,14 @@
 //  file may start one. A file that reaches the target on its own (bytes >=
 //  `bytes`, or rows >= `rows` when rows > 0) is never merged again.
 //
+// Tiered policy: everything above, and a group's first (oldest) file may be
+// merged only if it is at most size_ratio times the total of the files after
+// it in the group; otherwise it is left out and the next file may start the
+// group. Small files therefore merge among themselves until together they are
+// comparable to their older neighbour, as in LSM size-tiered compaction, and
+// each byte is rewritten about log(bytes / file size) times, not
+// bytes / (ingest rate x cooldown) times.
+//
 // "Stays under the target" is read as "at most": two files of exactly half
 // the target merge into one of exactly the target. See docs/compaction.md.
 #pragma once
@@ -26,6 +34,11 @@
 
 namespace sediment::table {
 
+enum class CompactionPolicy {
+  kAdjacent,  // the spec's rules, exactly
+  kTiered,    // the spec's rules plus the size-ratio rule below
+};
+
 struct PlannerSettings {
   int64_t bytes = 2147483648;
   int64_t rows = 0;
@@ -33,6 +46,8 @@ struct PlannerSettings {
   int64_t skip_latest_segments = 3;
   Duration cooldown = std::chrono::seconds(1024);
   int64_t max_eager_bytes = 102400;
+  CompactionPolicy policy = CompactionPolicy::kAdjacent;
+  double size_ratio = 8.0;
 
   static PlannerSettings FromConfig(const WriterConfig& writer);
 };

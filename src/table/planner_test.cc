@@ -179,3 +179,69 @@ TEST(PlannerTest, Classify) {
 
 }  // namespace
 }  // namespace sediment::table
+
+namespace sediment::table {
+namespace {
+
+PlannerSettings Tiered(int64_t bytes, double ratio = 1.0) {  // ratio 1 makes the cases easy to read
+  PlannerSettings s = Target(bytes);
+  s.policy = CompactionPolicy::kTiered;
+  s.size_ratio = ratio;
+  return s;
+}
+
+TEST(PlannerTest, TieredRule) {
+  const int64_t k = 1024;
+  std::vector<Case> cases = {
+      {"a large old file doesn't absorb a few small ones",
+       {{800 * k}, {10 * k}, {10 * k}, {10 * k}},
+       Tiered(10'000 * k),
+       {{1, 2, 3}}},
+      {"it merges once the newer files together reach its size",
+       {{300 * k}, {100 * k}, {100 * k}, {100 * k}},
+       Tiered(10'000 * k),
+       {{0, 1, 2, 3}}},
+      {"boundary: first == size_ratio x rest merges",
+       {{200 * k}, {100 * k}, {100 * k}},
+       Tiered(10'000 * k),
+       {{0, 1, 2}}},
+      {"boundary: one byte more doesn't", {{200 * k + 1}, {100 * k}, {100 * k}}, Tiered(10'000 * k), {{1, 2}}},
+      {"a larger size_ratio lets a bigger file in",
+       {{400 * k}, {100 * k}, {100 * k}},
+       Tiered(10'000 * k, 2.0),
+       {{0, 1, 2}}},
+      {"the spec's target still bounds a group",
+       {{50 * k}, {50 * k}, {50 * k}, {50 * k}, {50 * k}},
+       Tiered(150 * k),
+       {{0, 1, 2}, {3, 4}}},
+      {"a recent file left out at the front doesn't start the group",
+       {{900 * k}, {300 * k, 5}, {10 * k}, {10 * k}},
+       Tiered(10'000 * k),
+       {{2, 3}}},
+      {"full files are never merged", {{10'000 * k}, {10 * k}, {10 * k}}, Tiered(10'000 * k), {{1, 2}}},
+      {"skip_latest_segments still applies",
+       {{10 * k}, {10 * k}, {10 * k}, {10 * k}},
+       [] {
+         PlannerSettings s = Tiered(10'000 * 1024);
+         s.skip_latest_segments = 2;
+         return s;
+       }(),
+       {{0, 1}}},
+  };
+  for (const auto& c : cases) EXPECT_EQ(Plan(c.files, c.settings), c.want) << c.rule;
+}
+
+TEST(PlannerTest, TieredFromConfig) {
+  Config config = *Config::Load(
+      "", {{"SEDIMENT_WRITER_COMPACTOR_POLICY", "tiered"}, {"SEDIMENT_WRITER_COMPACTOR_SIZE_RATIO", "2"}});
+  PlannerSettings s = PlannerSettings::FromConfig(config.writer);
+  EXPECT_EQ(s.policy, CompactionPolicy::kTiered);
+  EXPECT_EQ(s.size_ratio, 2.0);
+  auto bad = Config::Load("", {{"SEDIMENT_WRITER_COMPACTOR_POLICY", "leveled"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("must be one of adjacent, tiered"), std::string::npos);
+  EXPECT_FALSE(Config::Load("", {{"SEDIMENT_WRITER_COMPACTOR_SIZE_RATIO", "0"}}).ok());
+}
+
+}  // namespace
+}  // namespace sediment::table
