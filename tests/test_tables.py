@@ -193,13 +193,8 @@ def test_cli_errors(server):
     assert code == 1 and out == "sediment: HTTP 404: table eth.nope not found"
     code, out = server.cli("table", "histogram", "nodot")
     assert code == 1 and "is not <dataset>.<table>" in out
-    code, out = run_unreachable()
+    code, out = run_sediment("table", "list", "--server", "http://127.0.0.1:1")
     assert code == 1 and "cannot reach http://127.0.0.1:1" in out
-
-
-def run_unreachable():
-    from conftest import run_sediment
-    return run_sediment("table", "list", "--server", "http://127.0.0.1:1")
 
 
 def test_data_survives_restart(start_server, tmp_path):

@@ -66,6 +66,11 @@ IngestJob::IngestJob(JobConfig config, const WorkerConfig& worker, table::TableS
 IngestJob::~IngestJob() { Stop(); }
 
 Result<std::optional<uint64_t>> IngestJob::HeadAt(TimePoint now) {
+  std::lock_guard<std::mutex> lock(poll_mu_);
+  return HeadAtLocked(now);
+}
+
+Result<std::optional<uint64_t>> IngestJob::HeadAtLocked(TimePoint now) {
   if (!anchor_us_) {
     // The first start fixes the chain's clock, for every later restart.
     std::string key = AnchorKey(config_.dataset);
@@ -94,7 +99,7 @@ Status IngestJob::PollOnce() {
   std::lock_guard<std::mutex> lock(poll_mu_);
   Status st = [&]() -> Status {
     ARROW_RETURN_NOT_OK(EnsureTablesLocked());
-    ARROW_ASSIGN_OR_RAISE(auto head, HeadAt(clock_->Now()));
+    ARROW_ASSIGN_OR_RAISE(auto head, HeadAtLocked(clock_->Now()));
     {
       std::lock_guard<std::mutex> s(status_mu_);
       status_.head = head;

@@ -63,6 +63,8 @@ class IngestJob {
 
  private:
   // REQUIRES: poll_mu_ held.
+  Result<std::optional<uint64_t>> HeadAtLocked(TimePoint now);
+  // REQUIRES: poll_mu_ held.
   Status EnsureTablesLocked();
   Status PollTableLocked(ChainTable table, uint64_t head);
 

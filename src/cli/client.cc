@@ -32,6 +32,10 @@ std::string DefaultServerUrl() {
   return env != nullptr && *env != '\0' ? env : "http://127.0.0.1:8000";
 }
 
+void AddServerOption(CLI::App* command, std::string* url) {
+  command->add_option("--server", *url, "Server URL (default $SEDIMENT_URL or http://127.0.0.1:8000)");
+}
+
 Client::Client(std::string base_url) : base_url_(std::move(base_url)) {
   while (!base_url_.empty() && base_url_.back() == '/') base_url_.pop_back();
 }

@@ -1,6 +1,7 @@
 // A small HTTP client for the CLI's commands that talk to a running server.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -11,6 +12,8 @@ namespace sediment::cli {
 
 // The server to talk to: --server, else $SEDIMENT_URL, else http://127.0.0.1:8000.
 std::string DefaultServerUrl();
+// Adds --server to a command, writing to `*url` (which should hold DefaultServerUrl()).
+void AddServerOption(CLI::App* command, std::string* url);
 
 class Client {
  public:

@@ -113,7 +113,7 @@ std::function<int()> AddQueryCommand(CLI::App& app) {
   auto f = std::make_shared<QueryFlags>();
   auto* q = app.add_subcommand("query", "Read rows of a table (one snapshot, in block order)");
   q->add_option("table", f->table, "<dataset>.<table>")->required();
-  q->add_option("--server", f->server, "Server URL (default $SEDIMENT_URL or http://127.0.0.1:8000)");
+  AddServerOption(q, &f->server);
   q->add_option("--from", f->from, "First block");
   q->add_option("--to", f->to, "Last block");
   q->add_option("--columns", f->columns, "Comma-separated columns (default: all)");
@@ -130,7 +130,7 @@ std::function<int()> AddJobCommands(CLI::App& app) {
   auto f = std::make_shared<JobFlags>();
   auto* job = app.add_subcommand("job", "List, start and stop the ingest jobs of a running server");
   job->require_subcommand(1);
-  job->add_option("--server", f->server, "Server URL (default $SEDIMENT_URL or http://127.0.0.1:8000)");
+  AddServerOption(job, &f->server);
   auto* list = job->add_subcommand("list", "List jobs and their progress");
   list->add_flag("--json", f->json, "Print JSON");
   auto* start = job->add_subcommand("start", "Start a job");

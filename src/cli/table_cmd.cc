@@ -150,7 +150,7 @@ std::function<int()> AddTableCommands(CLI::App& app) {
   auto flags = std::make_shared<TableFlags>();
   auto* table = app.add_subcommand("table", "Inspect and compact tables on a running server");
   table->require_subcommand(1);
-  table->add_option("--server", flags->server, "Server URL (default $SEDIMENT_URL or http://127.0.0.1:8000)");
+  AddServerOption(table, &flags->server);
 
   auto* list = table->add_subcommand("list", "List tables with their files, rows and sizes");
   list->add_flag("--json", flags->json, "Print JSON");

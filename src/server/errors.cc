@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 namespace sediment::server {
@@ -35,6 +36,17 @@ void ReplyError(httplib::Response& res, int http_status, const std::string& mess
   res.status = http_status;
   nlohmann::json body = {{"message", message}};
   res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
+}
+
+Result<std::optional<uint64_t>> U64QueryParam(const httplib::Request& req, const char* name) {
+  if (!req.has_param(name)) return std::optional<uint64_t>();
+  std::string v = req.get_param_value(name);
+  uint64_t out = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || end != v.data() + v.size() || v.empty()) {
+    return InvalidArgument("query parameter " + std::string(name) + "=\"" + v + "\" is not a non-negative integer");
+  }
+  return std::optional<uint64_t>(out);
 }
 
 void ReplyError(httplib::Response& res, const Status& st) {

@@ -1,13 +1,16 @@
 // The one place where a Status becomes an HTTP status code and JSON error body.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
 
 namespace httplib {
+struct Request;
 struct Response;
-}
+}  // namespace httplib
 
 namespace sediment::server {
 
@@ -19,5 +22,9 @@ int HttpStatusFor(const Status& st);
 // Sets the status code and a {"message": ...} JSON body.
 void ReplyError(httplib::Response& res, const Status& st);
 void ReplyError(httplib::Response& res, int http_status, const std::string& message);
+
+// Query parameter `name` as a non-negative integer: nullopt if absent,
+// InvalidArgument naming it if malformed.
+Result<std::optional<uint64_t>> U64QueryParam(const httplib::Request& req, const char* name);
 
 }  // namespace sediment::server

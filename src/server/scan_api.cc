@@ -6,8 +6,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <charconv>
-
 #include "base/logging.h"
 #include "server/errors.h"
 #include "server/http_server.h"
@@ -111,22 +109,11 @@ void Value(const arrow::Array& a, int64_t i, std::string* out) {
   }
 }
 
-Result<std::optional<uint64_t>> U64(const httplib::Request& req, const char* name) {
-  if (!req.has_param(name)) return std::optional<uint64_t>();
-  std::string v = req.get_param_value(name);
-  uint64_t out = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (ec != std::errc() || end != v.data() + v.size() || v.empty()) {
-    return InvalidArgument(fmt::format("query parameter {}=\"{}\" is not a non-negative integer", name, v));
-  }
-  return std::optional<uint64_t>(out);
-}
-
 Result<table::ScanRequest> ParseRequest(const httplib::Request& req) {
   table::ScanRequest r;
-  ARROW_ASSIGN_OR_RAISE(r.from_block, U64(req, "from_block"));
-  ARROW_ASSIGN_OR_RAISE(r.to_block, U64(req, "to_block"));
-  ARROW_ASSIGN_OR_RAISE(auto limit, U64(req, "limit"));
+  ARROW_ASSIGN_OR_RAISE(r.from_block, U64QueryParam(req, "from_block"));
+  ARROW_ASSIGN_OR_RAISE(r.to_block, U64QueryParam(req, "to_block"));
+  ARROW_ASSIGN_OR_RAISE(auto limit, U64QueryParam(req, "limit"));
   if (limit) r.limit = static_cast<int64_t>(*limit);
   if (req.has_param("columns")) {
     std::string cols = req.get_param_value("columns");

@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -36,14 +35,9 @@ Result<TableId> IdFrom(const httplib::Request& req) {
 }
 
 Result<uint64_t> U64Param(const httplib::Request& req, const char* name) {
-  if (!req.has_param(name)) return InvalidArgument(fmt::format("missing query parameter {}", name));
-  std::string v = req.get_param_value(name);
-  uint64_t out = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (ec != std::errc() || end != v.data() + v.size() || v.empty()) {
-    return InvalidArgument(fmt::format("query parameter {}=\"{}\" is not a non-negative integer", name, v));
-  }
-  return out;
+  ARROW_ASSIGN_OR_RAISE(auto v, U64QueryParam(req, name));
+  if (!v) return InvalidArgument(fmt::format("missing query parameter {}", name));
+  return *v;
 }
 
 Result<std::string> StrParam(const httplib::Request& req, const char* name) {

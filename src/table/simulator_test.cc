@@ -113,12 +113,7 @@ TEST(SimulatorTest, AgreesWithTheRealCompactor) {
       auto appended = real.Append(id, req, reader.get());
       ASSERT_TRUE(appended.ok()) << appended.status().ToString();
       sim.arrivals.push_back({i * 10.0, appended->segment.bytes, appended->segment.rows});
-      auto pass = real.CompactNow(id);
-      ASSERT_TRUE(pass.ok());
-      for (const auto& m : pass->merges) {
-        if (!m.output) continue;
-        for (const auto& in : m.inputs) (void)in;
-      }
+      ASSERT_TRUE(real.CompactNow(id).ok());
     }
     written = static_cast<int64_t>(
         metrics.Counter("compaction_bytes_read_total", "", {"dataset", "table"}).With({"sim", "t"}).Value());
