@@ -9,8 +9,10 @@ scripts/build.sh
 
 # Servers the tests use, on loopback, thrown away at exit.
 services="$(mktemp -d /tmp/sediment-test-services.XXXXXX)"
-trap 'scripts/minio.sh stop "$services/minio"; rm -rf "$services"' EXIT
+chmod 755 "$services"  # PostgreSQL runs as its own user when we are root
+trap 'scripts/minio.sh stop "$services/minio"; scripts/postgres.sh stop "$services/postgres"; rm -rf "$services"' EXIT
 eval "$(scripts/minio.sh start "$services/minio")"
+eval "$(scripts/postgres.sh start "$services/postgres")"
 
 ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 600
 .venv/bin/python -m pytest -q tests "$@"

@@ -90,6 +90,12 @@ const std::vector<Option>& Options() {
       {"database.rocksdb_path", FIELD(database.rocksdb_path), T::kString, Any()},
       {"database.rocksdb_sync", FIELD(database.rocksdb_sync), T::kBool, Any()},
       {"database.postgres_dsn", FIELD(database.postgres_dsn), T::kString, Any(), {}, true},
+      {"database.postgres_schema", FIELD(database.postgres_schema), T::kString,
+       Check<std::string>([](const std::string& v) {
+         bool ok = !v.empty() && v.size() <= 63;
+         for (char c : v) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_');
+         return ok ? std::string() : fmt::format("\"{}\" must be [a-z0-9_]+, at most 63 characters", v);
+       })},
       {"log.level", FIELD(log.level), T::kString, OneOf({"trace", "debug", "info", "warn", "error", "off"})},
       {"log.format", FIELD(log.format), T::kString, OneOf({"text", "json"})},
       {"writer.bytes", FIELD(writer.bytes), T::kInt, IntAtLeast(1)},

@@ -49,6 +49,7 @@ struct DatabaseConfig {
   std::string rocksdb_path;      // empty = <data_dir>/kv
   bool rocksdb_sync = false;     // fsync the WAL on every write
   std::string postgres_dsn;
+  std::string postgres_schema = "sediment";  // the PostgreSQL schema that holds Sediment's tables
 };
 
 struct LogConfig {

@@ -106,6 +106,7 @@ TEST_F(ConfigTest, BadFilesNameKeyFileAndLine) {
       {"[writer\nbytes = 5\n", "config.toml:1:"},
       {"[storage]\nobjects = \"gs://bucket\"\n", "unsupported scheme \"gs://\""},
       {"[database]\ntype = \"postgres\"\n", "database.postgres_dsn is empty"},
+      {"[database]\npostgres_schema = \"Bad-Name\"\n", "database.postgres_schema: \"Bad-Name\" must be [a-z0-9_]+"},
   };
   for (const auto& c : cases) {
     auto config = Config::Load(Write(c.toml), {});

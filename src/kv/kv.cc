@@ -47,6 +47,7 @@ std::string PrefixEnd(std::string_view prefix) {
 Result<std::shared_ptr<KvStore>> Open(const OpenOptions& options) {
   if (options.type == "rocksdb") return OpenRocksDb(options.rocksdb_path, options.rocksdb_sync);
   if (options.type == "mem") return NewMemoryStore();
+  if (options.type == "postgres") return OpenPostgres(options.postgres_dsn, options.postgres_schema);
   return InvalidArgument(fmt::format("database.type \"{}\" is not supported by this build", options.type));
 }
 

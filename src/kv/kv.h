@@ -116,11 +116,14 @@ struct OpenOptions {
   std::string rocksdb_path;
   bool rocksdb_sync = false;
   std::string postgres_dsn;
+  std::string postgres_schema = "sediment";
 };
 
 Result<std::shared_ptr<KvStore>> Open(const OpenOptions& options);
 std::shared_ptr<KvStore> NewMemoryStore();
 Result<std::shared_ptr<KvStore>> OpenRocksDb(const std::string& path, bool sync);
+// Tables live in `schema` (created if missing), so one database can hold several stores.
+Result<std::shared_ptr<KvStore>> OpenPostgres(const std::string& dsn, const std::string& schema = "sediment");
 
 // The smallest key greater than every key starting with `prefix` ("" if none).
 std::string PrefixEnd(std::string_view prefix);

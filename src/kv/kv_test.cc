@@ -1,8 +1,12 @@
 #include "kv/kv.h"
 
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <filesystem>
 
 #include "base/test_util.h"
@@ -24,6 +28,44 @@ INSTANTIATE_TEST_SUITE_P(Mem, KvConformanceTest, ::testing::Values(KvDriver{"mem
                          [](const auto& info) { return info.param.name; });
 INSTANTIATE_TEST_SUITE_P(RocksDb, KvConformanceTest, ::testing::Values(KvDriver{"rocksdb", OpenFreshRocksDb}),
                          [](const auto& info) { return info.param.name; });
+
+// PostgreSQL runs when scripts/test.sh started one (SEDIMENT_TEST_POSTGRES_DSN);
+// each store gets its own schema, so every test starts empty.
+std::shared_ptr<KvStore> OpenFreshPostgres() {
+  const char* dsn = std::getenv("SEDIMENT_TEST_POSTGRES_DSN");
+  if (dsn == nullptr) return nullptr;
+  static std::atomic<int> n{0};
+  std::string schema = "t" + std::to_string(::getpid()) + "_" + std::to_string(n++);
+  auto store = OpenPostgres(dsn, schema);
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  return store.ok() ? *store : nullptr;
+}
+
+INSTANTIATE_TEST_SUITE_P(Postgres, KvConformanceTest, ::testing::Values(KvDriver{"postgres", OpenFreshPostgres}),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(PostgresTest, RefusesANewerSchema) {
+  const char* dsn = std::getenv("SEDIMENT_TEST_POSTGRES_DSN");
+  if (dsn == nullptr) GTEST_SKIP() << "no PostgreSQL (scripts/test.sh starts one)";
+  std::string schema = "newer" + std::to_string(::getpid());
+  ASSERT_TRUE(OpenPostgres(dsn, schema).ok());
+  auto admin = OpenPostgres(dsn, schema);
+  ASSERT_TRUE(admin.ok());
+  // Pretend a later build migrated the database.
+  PGconn* c = PQconnectdb(dsn);
+  PQclear(PQexec(c, ("INSERT INTO " + schema + ".sediment_schema VALUES (99)").c_str()));
+  PQfinish(c);
+  auto again = OpenPostgres(dsn, schema);
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.status().message().find("schema is version 99, newer than this build knows"), std::string::npos)
+      << again.status().ToString();
+}
+
+TEST(PostgresTest, UnreachableDatabaseIsUnavailable) {
+  auto store = OpenPostgres("host=127.0.0.1 port=1 user=x dbname=x connect_timeout=1", "s");
+  ASSERT_FALSE(store.ok());
+  EXPECT_TRUE(IsUnavailable(store.status())) << store.status().ToString();
+}
 
 TEST(RocksDbTest, DataSurvivesReopen) {
   testing::TempDir dir;

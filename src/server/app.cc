@@ -62,6 +62,7 @@ Status App::Start() {
     opts.rocksdb_path = config_.RocksDbPath();
     opts.rocksdb_sync = config_.database.rocksdb_sync;
     opts.postgres_dsn = config_.database.postgres_dsn;
+    opts.postgres_schema = config_.database.postgres_schema;
     ARROW_ASSIGN_OR_RAISE(kv_, kv::Open(opts));
   }
   if (!blobs_) {
