@@ -70,7 +70,10 @@ Status App::Start() {
   }
 
   tables_ = std::make_unique<table::TableService>(kv_, blobs_, clock_, &metrics_, config_.writer);
-  ARROW_RETURN_NOT_OK(tables_->Start());
+  // A shared database means other servers may be publishing files right now:
+  // only files older than an hour (far longer than any merge) are orphans then.
+  bool shared = config_.database.type == "postgres";
+  ARROW_RETURN_NOT_OK(tables_->Start(/*background=*/true, shared ? std::chrono::hours(1) : Duration::zero()));
   jobs_ = std::make_unique<chain::JobManager>(config_, tables_.get(), kv_, clock_, &metrics_);
 
   metrics_.Gauge("sediment_build_info", "Always 1; labels say which build runs.", {"version", "arrow_version"})

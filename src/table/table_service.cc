@@ -113,10 +113,10 @@ TableService::TableService(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<blob
 
 TableService::~TableService() { Stop(); }
 
-Status TableService::Start(bool background) {
+Status TableService::Start(bool background, Duration orphan_min_age) {
   background_ = background;
   // Storage stamps files with real time, whatever clock drives policy.
-  TimePoint start = std::chrono::system_clock::now();
+  TimePoint start = std::chrono::system_clock::now() - orphan_min_age;
   ARROW_ASSIGN_OR_RAISE(auto tables, registry_.ListTables());
   for (const auto& t : tables) {
     auto swept = SweepOrphans(t.id, start);

@@ -113,7 +113,10 @@ class TableService {
 
   // Removes orphaned files of every table (left by a crash), starts the timer.
   // Without `background`, passes run only through CompactNow (tests).
-  Status Start(bool background = true);
+  // `orphan_min_age`: only files at least that old count as orphans — when
+  // other servers share the store, a file another one just published and is
+  // about to swap in must not be taken for one.
+  Status Start(bool background = true, Duration orphan_min_age = Duration::zero());
   void Stop();
 
   Result<bool> CreateTable(const TableId& id, const std::shared_ptr<arrow::Schema>& schema);
