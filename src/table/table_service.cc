@@ -3,10 +3,14 @@
 #include <arrow/api.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <future>
+#include <random>
 #include <set>
+
+#include "kv/lease.h"
 
 namespace sediment::table {
 
@@ -67,6 +71,12 @@ namespace {
 
 std::vector<std::string> Labels(const TableId& id) { return {id.dataset, id.table}; }
 
+std::string NewServerId() {
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  return fmt::format("{}-{}-{:08x}", host, ::getpid(), std::random_device{}());
+}
+
 Result<int> BlockColumn(const arrow::Schema& schema) {
   int i = schema.GetFieldIndex("block_num");
   if (i < 0) return InvalidArgument("the schema has no block_num column");
@@ -101,7 +111,8 @@ TableService::TableService(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<blob
       metrics_(std::make_unique<Metrics>(metrics)),
       writer_(writer),
       planner_(PlannerSettings::FromConfig(writer)),
-      registry_(kv) {
+      registry_(kv),
+      server_id_(NewServerId()) {
   auto fs = WriterSettings::FromConfig(writer);
   file_settings_ = fs.ok() ? *fs : WriterSettings{};  // the config was validated already
   pass_pool_ = std::make_unique<ThreadPool>("table-passes", 2, 1024);
@@ -134,11 +145,23 @@ Status TableService::Start(bool background, Duration orphan_min_age) {
 }
 
 void TableService::Stop() {
-  stopping_ = true;
+  bool was_stopping = stopping_.exchange(true);
   if (timer_) timer_->Stop();
   pass_pool_->Shutdown();
   merge_pool_->Shutdown();
   footer_pool_->Shutdown();
+  if (was_stopping) return;
+  // Hand our tables over at once rather than when the leases expire.
+  std::vector<TableId> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, state] : states_) ids.push_back(id);
+  }
+  for (const auto& id : ids) {
+    kv::Lease lease(kv_, fmt::format("t/lease/{}/{}", id.dataset, id.table), server_id_, kLeaseTtl);
+    Status st = lease.Release();
+    if (!st.ok()) spdlog::warn("table {}: cannot release the compaction lease: {}", id.ToString(), st.ToString());
+  }
 }
 
 void TableService::Tick() {
@@ -377,7 +400,8 @@ void TableService::RequestCompaction(const TableId& id) {
   Status st = pass_pool_->TrySubmit([this, id, state] {
     {
       std::unique_lock<std::mutex> pass(state->pass_mu, std::try_to_lock);
-      if (pass.owns_lock() && !stopping_) {
+      auto mine = HoldLease(id);  // one server at a time compacts a table
+      if (pass.owns_lock() && !stopping_ && mine.ok() && *mine) {
         auto r = RunPassLocked(id, nullptr);
         if (!r.ok()) spdlog::warn("table {}: compaction pass failed: {}", id.ToString(), r.status().ToString());
       }
@@ -393,8 +417,21 @@ void TableService::RequestCompaction(const TableId& id) {
 
 void TableService::WaitIdle() { pass_pool_->WaitIdle(); }
 
+Result<bool> TableService::HoldLease(const TableId& id) {
+  State(id);  // remembered, so Stop() releases it
+  kv::Lease lease(kv_, fmt::format("t/lease/{}/{}", id.dataset, id.table), server_id_, kLeaseTtl);
+  return lease.TryAcquire(clock_->Now());
+}
+
 Result<PassResult> TableService::CompactNow(const TableId& id, const ProgressFn& progress) {
   ARROW_RETURN_NOT_OK(registry_.GetTable(id).status());
+  ARROW_ASSIGN_OR_RAISE(bool mine, HoldLease(id));
+  if (!mine) {
+    kv::Lease lease(kv_, fmt::format("t/lease/{}/{}", id.dataset, id.table), server_id_, kLeaseTtl);
+    auto holder = lease.Holder(clock_->Now());
+    return Busy(fmt::format("table {} is being compacted by another server ({}); try again later", id.ToString(),
+                            holder.ok() ? *holder : "?"));
+  }
   auto state = State(id);
   std::lock_guard<std::mutex> pass(state->pass_mu);
   {
@@ -568,6 +605,9 @@ Result<SegmentRecord> TableService::MergeGroup(const TableInfo& table, const std
 
 Result<GcResult> TableService::RunGc(const TableId& id) {
   GcResult result;
+  // The lease holder collects; others would only race it to the same deletes.
+  ARROW_ASSIGN_OR_RAISE(bool mine, HoldLease(id));
+  if (!mine) return result;
   ARROW_ASSIGN_OR_RAISE(auto entries, registry_.ListGc(id));
   const Duration grace = SecondsToDuration(writer_.compactor.gc_manifest_grace_period);
   TimePoint now = clock_->Now();

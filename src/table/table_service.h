@@ -129,7 +129,9 @@ class TableService {
   // range, never decreasing. Nothing is left behind if anything fails.
   Result<AppendResult> Append(const TableId& id, const AppendRequest& request, arrow::RecordBatchReader* batches);
 
-  // Runs a pass now (waiting for a running one to finish first).
+  // Runs a pass now (waiting for a running one on this server to finish
+  // first). Busy if another server sharing the KV store holds the table's
+  // compaction lease.
   Result<PassResult> CompactNow(const TableId& id, const ProgressFn& progress = nullptr);
   // Starts a pass in the background unless one is running or started less
   // than min_interval ago.
@@ -149,6 +151,9 @@ class TableService {
   Result<HistogramReport> Histogram(const TableId& id);
 
   const WriterConfig& writer_config() const { return writer_; }
+  const std::string& server_id() const { return server_id_; }
+  // How long a server's claim to compact a table lasts without renewal.
+  static constexpr Duration kLeaseTtl = std::chrono::seconds(60);
   const PlannerSettings& planner_settings() const { return planner_; }
   blob::BlobStore& blobs() { return *blobs_; }
   Clock& clock() { return *clock_; }
@@ -166,6 +171,8 @@ class TableService {
   Result<SegmentRecord> RewriteWithout(const TableInfo& table, const SegmentRecord& s, uint64_t cut_block,
                                        const std::string& end_hash);
   void Tick();
+  // Takes or renews the table's compaction lease; false if another server holds it.
+  Result<bool> HoldLease(const TableId& id);
   void UpdateGauges(const TableId& id, const std::vector<SegmentRecord>& live);
   void Unpin(const std::vector<SegmentRecord>& segments);
 
@@ -178,6 +185,7 @@ class TableService {
   const PlannerSettings planner_;
   WriterSettings file_settings_;
   TableRegistry registry_;
+  const std::string server_id_;
   std::atomic<bool> stopping_{false};
   bool background_ = false;
 

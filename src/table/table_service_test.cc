@@ -561,6 +561,29 @@ TEST_F(TableServiceTest, PropertyRowsSurviveEverything) {
   EXPECT_GT(merges, 5);
 }
 
+TEST_F(TableServiceTest, OneServerAtATimeCompactsATable) {
+  Create();
+  for (uint64_t b = 0; b < 20; b += 5) ASSERT_TRUE(Append(b, b + 4, 0).ok());
+  // A second server on the same KV store and storage.
+  MetricsRegistry other_metrics;
+  TableService other(kv_, faulty_, clock_, &other_metrics, config_.writer);
+  ASSERT_TRUE(other.Start(false).ok());
+  ASSERT_NE(other.server_id(), service_->server_id());
+  ASSERT_TRUE(service_->CompactNow(id_).ok());  // takes the lease
+  for (uint64_t b = 20; b < 40; b += 5) ASSERT_TRUE(Append(b, b + 4, 0).ok());
+  auto pass = other.CompactNow(id_);
+  ASSERT_FALSE(pass.ok());
+  EXPECT_TRUE(IsBusy(pass.status())) << pass.status().ToString();
+  EXPECT_NE(pass.status().message().find(service_->server_id()), std::string::npos);
+  // The holder stops renewing (it died): after the lease expires the other takes over.
+  clock_->Advance(TableService::kLeaseTtl + std::chrono::seconds(1));
+  pass = other.CompactNow(id_);
+  ASSERT_TRUE(pass.ok()) << pass.status().ToString();
+  EXPECT_FALSE(pass->merges.empty());
+  EXPECT_TRUE(IsBusy(service_->CompactNow(id_).status()));
+  other.Stop();
+}
+
 TEST_F(TableServiceTest, BackgroundPassesHonourMinInterval) {
   config_.writer.compactor.min_interval = 10;
   Restart(/*background=*/true);
