@@ -6,6 +6,7 @@
 //   t/seg/<ds>/<t>/<start:020>    live segment record, ordered by first block
 //   t/gc/<ds>/<t>/<segment id>    GC manifest entry
 //   t/ver/<ds>/<t>                token replaced by every change of the live set
+//   t/lease/<ds>/<t>              which server compacts the table (kv::Lease; TableService)
 //
 // Live segments never overlap, so the first block is a unique, ordered key.
 // Every change is one KV batch: each removed segment must still be live and

@@ -71,6 +71,8 @@ namespace {
 
 std::vector<std::string> Labels(const TableId& id) { return {id.dataset, id.table}; }
 
+std::string LeaseKey(const TableId& id) { return fmt::format("t/lease/{}/{}", id.dataset, id.table); }
+
 std::string NewServerId() {
   char host[256] = {0};
   ::gethostname(host, sizeof(host) - 1);
@@ -158,7 +160,7 @@ void TableService::Stop() {
     for (const auto& [id, state] : states_) ids.push_back(id);
   }
   for (const auto& id : ids) {
-    kv::Lease lease(kv_, fmt::format("t/lease/{}/{}", id.dataset, id.table), server_id_, kLeaseTtl);
+    kv::Lease lease(kv_, LeaseKey(id), server_id_, kLeaseTtl);
     Status st = lease.Release();
     if (!st.ok()) spdlog::warn("table {}: cannot release the compaction lease: {}", id.ToString(), st.ToString());
   }
@@ -419,7 +421,7 @@ void TableService::WaitIdle() { pass_pool_->WaitIdle(); }
 
 Result<bool> TableService::HoldLease(const TableId& id) {
   State(id);  // remembered, so Stop() releases it
-  kv::Lease lease(kv_, fmt::format("t/lease/{}/{}", id.dataset, id.table), server_id_, kLeaseTtl);
+  kv::Lease lease(kv_, LeaseKey(id), server_id_, kLeaseTtl);
   return lease.TryAcquire(clock_->Now());
 }
 
@@ -427,7 +429,7 @@ Result<PassResult> TableService::CompactNow(const TableId& id, const ProgressFn&
   ARROW_RETURN_NOT_OK(registry_.GetTable(id).status());
   ARROW_ASSIGN_OR_RAISE(bool mine, HoldLease(id));
   if (!mine) {
-    kv::Lease lease(kv_, fmt::format("t/lease/{}/{}", id.dataset, id.table), server_id_, kLeaseTtl);
+    kv::Lease lease(kv_, LeaseKey(id), server_id_, kLeaseTtl);
     auto holder = lease.Holder(clock_->Now());
     return Busy(fmt::format("table {} is being compacted by another server ({}); try again later", id.ToString(),
                             holder.ok() ? *holder : "?"));
