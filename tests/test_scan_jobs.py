@@ -148,3 +148,15 @@ def test_bad_job_config_names_the_setting(tmp_path):
     code, out = run_sediment("serve", "--config", str(cfg), "--data-dir", str(tmp_path / "data"))
     assert code == 2 and "sediment.toml:3: jobs.blok_time: unknown job setting" in out
     assert not (tmp_path / "data").exists()
+
+
+def test_simulate_replays_a_tables_appends(server):
+    history = server.get(LOGS + "/history").json()["appends"]
+    assert len(history) >= 2
+    assert all(a["bytes"] > 0 for a in history[1:])
+    assert [a["t_us"] for a in history] == sorted(a["t_us"] for a in history)
+    code, out = server.cli("table", "simulate", "--from", "demo.logs", "--policy", "tiered")
+    assert code == 0, out
+    assert out.startswith("tiered policy, demo.logs: its ") and " appends over " in out
+    code, out = server.cli("table", "simulate", "--from", "demo.nope")
+    assert code == 1 and "table demo.nope not found" in out

@@ -36,6 +36,7 @@ struct SimFlags {
   std::string plot;
   std::string from;
   std::string server = DefaultServerUrl();
+  bool days_given = false;
 };
 
 std::string Duration(double s) {
@@ -101,36 +102,26 @@ Status Simulate(const SimFlags& f) {
   std::string what =
       fmt::format("one {} file every {}s", table::FormatBytes(static_cast<int64_t>(f.file_bytes)), f.file_every);
   if (!f.from.empty()) {
-    // Replay: the arrivals of the table's live head-written files (generation 0).
+    // Replay: every append the table's history holds (the last 30 days), at
+    // the times and sizes they happened.
     ARROW_ASSIGN_OR_RAISE(auto id, table::ParseTableId(f.from));
     Client client(f.server);
-    ARROW_ASSIGN_OR_RAISE(json j, client.Get(fmt::format("/api/v1/datasets/{}/tables/{}/files", id.dataset, id.table)));
-    ARROW_ASSIGN_OR_RAISE(json hist,
-                          client.Get(fmt::format("/api/v1/datasets/{}/tables/{}/histogram", id.dataset, id.table)));
-    (void)hist;
-    std::vector<std::pair<std::string, json>> head;
-    for (const auto& s : j["files"]) {
-      if (s["generation"].get<int64_t>() == 0) head.emplace_back(s["created_at"].get<std::string>(), s);
-    }
-    if (head.size() < 2) {
+    ARROW_ASSIGN_OR_RAISE(json j,
+                          client.Get(fmt::format("/api/v1/datasets/{}/tables/{}/history", id.dataset, id.table)));
+    const json& appends = j["appends"];
+    if (appends.size() < 2) {
       return InvalidArgument(
-          fmt::format("{} has {} head-written live files; replay needs at least 2", f.from, head.size()));
+          fmt::format("{} has {} appends in its history; replay needs at least 2", f.from, appends.size()));
     }
-    std::sort(head.begin(), head.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    // Their mean size and rate drive the model; merged files' inputs are gone.
-    double bytes = 0;
-    for (const auto& [t, s] : head) bytes += s["bytes"].get<double>();
-    o.file_bytes = bytes / static_cast<double>(head.size());
-    auto seconds = [](const std::string& ts) {
-      std::tm tm{};
-      strptime(ts.substr(0, 19).c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-      return static_cast<double>(timegm(&tm)) + std::stod("0" + ts.substr(19, 7));
-    };
-    double span = seconds(head.back().first) - seconds(head.front().first);
-    if (span <= 0) return InvalidArgument(fmt::format("{}: its head files were written at the same instant", f.from));
-    o.files_per_second = static_cast<double>(head.size() - 1) / span;
-    what = fmt::format("{}: one {} file every {:.1f}s (from its {} live head files)", f.from,
-                       table::FormatBytes(static_cast<int64_t>(o.file_bytes)), 1 / o.files_per_second, head.size());
+    int64_t t0 = appends.front()["t_us"].get<int64_t>();
+    for (const auto& a : appends) {
+      o.arrivals.push_back({static_cast<double>(a["t_us"].get<int64_t>() - t0) / 1e6, a["bytes"].get<int64_t>(),
+                            a["rows"].get<int64_t>()});
+    }
+    double span = o.arrivals.back().t;
+    if (!f.days_given) o.duration = std::max(span, 1.0);
+    o.report_every = std::min(o.report_every, std::max(o.duration / 10, 1.0));
+    what = fmt::format("{}: its {} appends over {}", f.from, appends.size(), Duration(std::round(span)));
   }
   ARROW_ASSIGN_OR_RAISE(auto result, table::Simulate(o));
   std::string policy = config.writer.compactor.policy;
@@ -186,10 +177,11 @@ std::function<int()> AddSimulateCommand(CLI::App* table) {
   sim->add_option("--seed", f->seed, "Random seed");
   sim->add_flag("--json", f->json, "Print JSON");
   sim->add_option("--plot", f->plot, "Write an SVG chart of write amplification and live files");
-  sim->add_option("--from", f->from, "Model the ingest on a real table's live head files (<dataset>.<table>)");
+  sim->add_option("--from", f->from, "Replay a real table's appends (<dataset>.<table>, last 30 days)");
   sim->fallthrough();
   return [=]() -> int {
     if (!sim->parsed()) return -1;
+    f->days_given = sim->count("--days") > 0;
     return Run([&] { return Simulate(*f); });
   };
 }

@@ -309,6 +309,23 @@ void RegisterTablesApi(HttpServer* http, TableService* tables) {
                      });
                });
 
+  http->Handle(
+      "GET", std::string(kTablePath) + "/history", "/api/v1/datasets/{dataset}/tables/{table}/history",
+      [tables](const httplib::Request& req, httplib::Response& res) {
+        auto id = IdFrom(req);
+        if (!id.ok()) return ReplyError(res, id.status());
+        auto since = U64QueryParam(req, "since_us");
+        if (!since.ok()) return ReplyError(res, since.status());
+        auto history = tables->AppendHistory(*id, static_cast<int64_t>(since->value_or(0)));
+        if (!history.ok()) return ReplyError(res, history.status());
+        json appends = json::array();
+        for (const auto& a : *history) {
+          appends.push_back(
+              {{"t_us", a.t_us}, {"bytes", a.bytes}, {"rows", a.rows}, {"start_block", a.start}, {"end_block", a.end}});
+        }
+        ReplyJson(res, 200, {{"appends", appends}});
+      });
+
   http->Handle("GET", std::string(kTablePath) + "/histogram", "/api/v1/datasets/{dataset}/tables/{table}/histogram",
                [tables](const httplib::Request& req, httplib::Response& res) {
                  auto id = IdFrom(req);

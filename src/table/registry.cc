@@ -23,6 +23,7 @@ std::string TableKey(const TableId& id) { return fmt::format("t/tables/{}/{}", i
 std::string SegPrefix(const TableId& id) { return fmt::format("t/seg/{}/{}/", id.dataset, id.table); }
 std::string SegKey(const TableId& id, uint64_t start) { return SegPrefix(id) + fmt::format("{:020}", start); }
 std::string GcPrefix(const TableId& id) { return fmt::format("t/gc/{}/{}/", id.dataset, id.table); }
+std::string HistPrefix(const TableId& id) { return fmt::format("t/hist/{}/{}/", id.dataset, id.table); }
 std::string VerKey(const TableId& id) { return fmt::format("t/ver/{}/{}", id.dataset, id.table); }
 
 std::string NewToken() {
@@ -151,6 +152,37 @@ Status TableRegistry::Commit(const TableId& id, const LiveSetChange& change, Tim
   }
   batch.Put(VerKey(id), NewToken());
   return kv_->Apply(batch);
+}
+
+Status TableRegistry::RecordAppend(const TableId& id, const SegmentRecord& s) {
+  json j = {{"v", 1},         {"t_us", s.created_at_us}, {"bytes", s.bytes},
+            {"rows", s.rows}, {"start", s.start},        {"end", s.end}};
+  return kv_->Set(HistPrefix(id) + fmt::format("{:020}-{}", s.created_at_us, s.id), j.dump());
+}
+
+Result<std::vector<AppendRecord>> TableRegistry::AppendHistory(const TableId& id, int64_t since_us) {
+  std::vector<AppendRecord> out;
+  std::string from = HistPrefix(id) + fmt::format("{:020}", std::max<int64_t>(0, since_us));
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(HistPrefix(id), from, [&](const kv::KeyValue& kv) -> Result<bool> {
+    json j = json::parse(kv.value, nullptr, false);
+    if (j.is_discarded() || j.value("v", 0) != 1) return InvalidArgument("append history: malformed record");
+    out.push_back({j.value("t_us", int64_t{0}), j.value("bytes", int64_t{0}), j.value("rows", int64_t{0}),
+                   j.value("start", uint64_t{0}), j.value("end", uint64_t{0})});
+    return true;
+  }));
+  return out;
+}
+
+Status TableRegistry::PruneHistory(const TableId& id, int64_t before_us) {
+  std::string end = HistPrefix(id) + fmt::format("{:020}", std::max<int64_t>(0, before_us));
+  std::vector<std::string> old;
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(HistPrefix(id), "", [&](const kv::KeyValue& kv) -> Result<bool> {
+    if (kv.key >= end) return false;
+    old.push_back(kv.key);
+    return true;
+  }));
+  for (const auto& k : old) ARROW_RETURN_NOT_OK(kv_->Delete(k));
+  return Status::OK();
 }
 
 Result<std::vector<GcEntry>> TableRegistry::ListGc(const TableId& id) {

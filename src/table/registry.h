@@ -7,6 +7,7 @@
 //   t/gc/<ds>/<t>/<segment id>    GC manifest entry
 //   t/ver/<ds>/<t>                token replaced by every change of the live set
 //   t/lease/<ds>/<t>              which server compacts the table (kv::Lease; TableService)
+//   t/hist/<ds>/<t>/<time:020>-<id>  one record per appended segment, for the simulator's replay
 //
 // Live segments never overlap, so the first block is a unique, ordered key.
 // Every change is one KV batch: each removed segment must still be live and
@@ -48,6 +49,15 @@ struct Snapshot {
   std::string version;
 };
 
+// One appended segment, as the history keeps it.
+struct AppendRecord {
+  int64_t t_us = 0;
+  int64_t bytes = 0;
+  int64_t rows = 0;
+  uint64_t start = 0;
+  uint64_t end = 0;
+};
+
 struct LiveSetChange {
   std::vector<SegmentRecord> remove;  // must be live and unchanged; they enter the GC manifest
   std::vector<SegmentRecord> add;
@@ -67,6 +77,13 @@ class TableRegistry {
   Result<Snapshot> TakeSnapshot(const TableId& id);
   // PreconditionFailed if the live set changed in a way that conflicts.
   Status Commit(const TableId& id, const LiveSetChange& change, TimePoint now);
+
+  // The append history: recorded after each append, kept for kHistoryDays.
+  static constexpr int kHistoryDays = 30;
+  Status RecordAppend(const TableId& id, const SegmentRecord& segment);
+  Result<std::vector<AppendRecord>> AppendHistory(const TableId& id, int64_t since_us);
+  // Deletes history records older than `before_us`.
+  Status PruneHistory(const TableId& id, int64_t before_us);
 
   Result<std::vector<GcEntry>> ListGc(const TableId& id);
   Status RemoveGcEntry(const TableId& id, const std::string& segment_id);

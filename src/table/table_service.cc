@@ -267,6 +267,9 @@ Result<AppendResult> TableService::Append(const TableId& id, const AppendRequest
     return result.status();
   }
   metrics_->appends.With(Labels(id)).Add();
+  if (Status h = registry_.RecordAppend(id, result->segment); !h.ok()) {
+    spdlog::warn("table {}: cannot record the append in the history: {}", id.ToString(), h.ToString());
+  }
   RequestCompaction(id);
   return result;
 }
@@ -610,6 +613,8 @@ Result<GcResult> TableService::RunGc(const TableId& id) {
   // The lease holder collects; others would only race it to the same deletes.
   ARROW_ASSIGN_OR_RAISE(bool mine, HoldLease(id));
   if (!mine) return result;
+  ARROW_RETURN_NOT_OK(
+      registry_.PruneHistory(id, ToUnixMicros(clock_->Now() - std::chrono::hours(24 * TableRegistry::kHistoryDays))));
   ARROW_ASSIGN_OR_RAISE(auto entries, registry_.ListGc(id));
   const Duration grace = SecondsToDuration(writer_.compactor.gc_manifest_grace_period);
   TimePoint now = clock_->Now();
@@ -702,6 +707,11 @@ Result<std::shared_ptr<arrow::Table>> TableService::ReadAll(const ReadSnapshot& 
     }
   }
   return arrow::Table::FromRecordBatches(snapshot.schema(), batches);
+}
+
+Result<std::vector<AppendRecord>> TableService::AppendHistory(const TableId& id, int64_t since_us) {
+  ARROW_RETURN_NOT_OK(registry_.GetTable(id).status());
+  return registry_.AppendHistory(id, since_us);
 }
 
 Result<HistogramReport> TableService::Histogram(const TableId& id) {

@@ -149,6 +149,8 @@ class TableService {
   Result<std::shared_ptr<arrow::Table>> ReadAll(const ReadSnapshot& snapshot);
 
   Result<HistogramReport> Histogram(const TableId& id);
+  // Appends since `since_us` (Unix microseconds), oldest first.
+  Result<std::vector<AppendRecord>> AppendHistory(const TableId& id, int64_t since_us = 0);
 
   const WriterConfig& writer_config() const { return writer_; }
   const std::string& server_id() const { return server_id_; }

@@ -584,6 +584,25 @@ TEST_F(TableServiceTest, OneServerAtATimeCompactsATable) {
   other.Stop();
 }
 
+TEST_F(TableServiceTest, AppendHistoryIsKeptForThirtyDays) {
+  Create();
+  for (uint64_t b = 0; b < 15; b += 5) {
+    ASSERT_TRUE(Append(b, b + 4, 0).ok());
+    clock_->AdvanceSeconds(12);
+  }
+  auto history = service_->AppendHistory(id_);
+  ASSERT_TRUE(history.ok());
+  ASSERT_EQ(history->size(), 3u);
+  EXPECT_EQ((*history)[1].t_us - (*history)[0].t_us, 12'000'000);
+  EXPECT_EQ((*history)[2].start, 10u);
+  EXPECT_GT((*history)[0].bytes, 0);
+  ASSERT_TRUE(service_->CompactNow(id_).ok());
+  EXPECT_EQ(service_->AppendHistory(id_)->size(), 3u) << "merges are not appends";
+  clock_->AdvanceSeconds(31 * 86400);
+  ASSERT_TRUE(service_->RunGc(id_).ok());
+  EXPECT_TRUE(service_->AppendHistory(id_)->empty());
+}
+
 TEST_F(TableServiceTest, BackgroundPassesHonourMinInterval) {
   config_.writer.compactor.min_interval = 10;
   Restart(/*background=*/true);
