@@ -25,6 +25,15 @@ std::string TablePath(const table::TableId& id) {
   return fmt::format("/api/v1/datasets/{}/tables/{}", id.dataset, id.table);
 }
 
+// GET of one of a table's resources; with --json, printed as is (`printed` set).
+Result<json> FetchTable(const TableFlags& f, const std::string& suffix, table::TableId* id, bool* printed) {
+  ARROW_ASSIGN_OR_RAISE(*id, table::ParseTableId(f.name));
+  ARROW_ASSIGN_OR_RAISE(json j, Client(f.server).Get(TablePath(*id) + suffix));
+  *printed = f.json;
+  if (f.json) std::cout << j.dump(2) << "\n";
+  return j;
+}
+
 std::string Bytes(const json& v) { return v.is_number() ? table::FormatBytes(v.get<int64_t>()) : "-"; }
 
 Status List(const TableFlags& f) {
@@ -48,13 +57,10 @@ Status List(const TableFlags& f) {
 }
 
 Status Files(const TableFlags& f) {
-  ARROW_ASSIGN_OR_RAISE(auto id, table::ParseTableId(f.name));
-  Client client(f.server);
-  ARROW_ASSIGN_OR_RAISE(json j, client.Get(TablePath(id) + "/files"));
-  if (f.json) {
-    std::cout << j.dump(2) << "\n";
-    return Status::OK();
-  }
+  table::TableId id;
+  bool printed;
+  ARROW_ASSIGN_OR_RAISE(json j, FetchTable(f, "/files", &id, &printed));
+  if (printed) return Status::OK();
   std::cout << fmt::format("{:<28} {:>21} {:>9} {:>11} {:>11} {:>4}  {}\n", "FILE", "BLOCKS", "ROWS", "BYTES", "STORED",
                            "GEN", "CREATED");
   for (const auto& s : j["files"]) {
@@ -67,13 +73,10 @@ Status Files(const TableFlags& f) {
 }
 
 Status Histogram(const TableFlags& f) {
-  ARROW_ASSIGN_OR_RAISE(auto id, table::ParseTableId(f.name));
-  Client client(f.server);
-  ARROW_ASSIGN_OR_RAISE(json j, client.Get(TablePath(id) + "/histogram"));
-  if (f.json) {
-    std::cout << j.dump(2) << "\n";
-    return Status::OK();
-  }
+  table::TableId id;
+  bool printed;
+  ARROW_ASSIGN_OR_RAISE(json j, FetchTable(f, "/histogram", &id, &printed));
+  if (printed) return Status::OK();
   const json& s = j["summary"];
   int64_t max_files = 1;
   for (const auto& b : j["buckets"]) max_files = std::max<int64_t>(max_files, b["files"].get<int64_t>());

@@ -430,9 +430,10 @@ Result<bool> TableService::HoldLease(const TableId& id) {
 
 Result<PassResult> TableService::CompactNow(const TableId& id, const ProgressFn& progress) {
   ARROW_RETURN_NOT_OK(registry_.GetTable(id).status());
-  ARROW_ASSIGN_OR_RAISE(bool mine, HoldLease(id));
+  kv::Lease lease(kv_, LeaseKey(id), server_id_, kLeaseTtl);
+  State(id);  // remembered, so Stop() releases the lease
+  ARROW_ASSIGN_OR_RAISE(bool mine, lease.TryAcquire(clock_->Now()));
   if (!mine) {
-    kv::Lease lease(kv_, LeaseKey(id), server_id_, kLeaseTtl);
     auto holder = lease.Holder(clock_->Now());
     return Busy(fmt::format("table {} is being compacted by another server ({}); try again later", id.ToString(),
                             holder.ok() ? *holder : "?"));
