@@ -1,0 +1,247 @@
+// Catalog: Sediment's versioned object store — repositories, branches,
+// commits and tags over a KV store (refs and staging) and range files in each
+// repository's storage namespace (committed data). The lakeFS-compatible API
+// in server/ is a thin layer over this class.
+//
+// KV layout (docs/formats.md): c/r/<repo> repository, c/n/<namespace> its
+// owner, c/b/<repo>/<branch>, c/c/<repo>/<commit>, c/t/<repo>/<tag>,
+// c/s/<token>/<path> staged entry ("" = tombstone), c/d/<token> a staging
+// token to drop in the background.
+//
+// A branch's view is its staging token over its sealed tokens (newest first)
+// over its base meta-range (the compacted one, if any, else its commit's).
+// Branch records change only by compare-and-swap, so concurrent commits,
+// resets and merges on one branch serialize; writes never touch the branch
+// record and go to whatever token is current (re-checked after the write so
+// a write racing a commit's seal lands in the new token too).
+//
+// Thread-safety: all methods are safe to call from many threads and servers.
+#pragma once
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/config.h"
+#include "base/status.h"
+#include "catalog/committed.h"
+#include "catalog/entry.h"
+#include "catalog/range_store.h"
+
+namespace sediment {
+class PeriodicTask;
+class MetricsRegistry;
+namespace kv {
+class KvStore;
+}
+}  // namespace sediment
+
+namespace sediment::catalog {
+
+struct Repository {
+  std::string id;
+  std::string storage_namespace;
+  std::string default_branch;
+  int64_t creation_date = 0;
+  bool read_only = false;
+};
+
+struct Branch {
+  std::string id;
+  std::string commit_id;
+  std::string staging_token;
+  std::vector<std::string> sealed_tokens;  // newest first
+  std::string compacted_meta_range_id;     // "" = not compacted
+};
+
+struct Commit {
+  std::string id;
+  std::vector<std::string> parents;
+  std::string committer;
+  std::string message;
+  int64_t creation_date = 0;
+  std::string meta_range_id;
+  std::map<std::string, std::string> metadata;
+  int64_t generation = 0;
+};
+
+struct Tag {
+  std::string id;
+  std::string commit_id;
+};
+
+struct ListOptions {
+  std::string prefix;
+  std::string after;
+  std::string delimiter;
+  int64_t amount = 100;
+};
+
+struct ListItem {
+  std::string path;
+  bool common_prefix = false;
+  Entry entry;  // objects only
+};
+
+struct DiffItem {
+  std::string type;  // added | removed | changed
+  std::string path;
+  bool common_prefix = false;
+  int64_t size_bytes = 0;
+};
+
+template <typename T>
+struct Page {
+  std::vector<T> items;
+  bool has_more = false;
+};
+
+struct CommitParams {
+  std::string committer;
+  std::string message;
+  std::map<std::string, std::string> metadata;
+  std::optional<int64_t> date;
+  bool allow_empty = false;
+  bool force = false;  // write into a read-only repository
+};
+
+enum class MergeStrategy { kNone, kSourceWins, kDestWins };
+
+struct CatalogOptions {
+  std::string cache_dir;
+  int64_t cache_bytes = int64_t{1} << 30;
+  RangeSettings ranges;
+  S3Config s3;
+};
+
+// What a ref names: a commit, and the branch when the ref is a branch name
+// (then reads include its staging, unless the ref ended in '@').
+struct ResolvedRef {
+  std::string commit_id;
+  std::optional<Branch> branch;
+};
+
+class Catalog {
+ public:
+  Catalog(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<Clock> clock, CatalogOptions options);
+  ~Catalog();  // Stop()
+
+  // Opens the range cache and starts the background drop of dead staging tokens.
+  Status Start(bool background = true);
+  void Stop();
+
+  // Repositories.
+  Result<Repository> CreateRepository(const std::string& id, const std::string& storage_namespace,
+                                      const std::string& default_branch, bool read_only);
+  Result<Repository> GetRepository(const std::string& id);
+  Result<Page<Repository>> ListRepositories(const std::string& prefix, const std::string& after, int64_t amount);
+  Status DeleteRepository(const std::string& id);
+  // The blob store behind a repository's storage namespace.
+  Result<Namespace> RepositoryNamespace(const Repository& repo);
+
+  // Branches.
+  Result<Branch> CreateBranch(const std::string& repo, const std::string& name, const std::string& source_ref);
+  Result<Branch> GetBranch(const std::string& repo, const std::string& name);
+  Result<Page<Branch>> ListBranches(const std::string& repo, const std::string& prefix, const std::string& after,
+                                    int64_t amount);
+  Status DeleteBranch(const std::string& repo, const std::string& name);
+  // True if the branch has staged entries or a compacted meta-range.
+  Result<bool> IsDirty(const std::string& repo, const Branch& branch);
+
+  Result<ResolvedRef> ResolveRef(const std::string& repo, const std::string& ref);
+
+  // Objects.
+  Result<Entry> GetEntry(const std::string& repo, const std::string& ref, const std::string& path);
+  // PreconditionFailed if `if_absent` and the path exists on the branch.
+  Status PutEntry(const std::string& repo, const std::string& branch, const std::string& path, const Entry& entry,
+                  bool if_absent = false);
+  // NotFound if the path does not exist on the branch.
+  Status DeleteEntry(const std::string& repo, const std::string& branch, const std::string& path);
+  // Deletes those that exist; returns how many did.
+  Result<int64_t> DeleteEntries(const std::string& repo, const std::string& branch,
+                                const std::vector<std::string>& paths);
+  Result<Page<ListItem>> ListEntries(const std::string& repo, const std::string& ref, const ListOptions& opts);
+
+  // Commits, history, diff, merge.
+  Result<Commit> CommitBranch(const std::string& repo, const std::string& branch, const CommitParams& params);
+  Result<Commit> GetCommit(const std::string& repo, const std::string& commit_id);
+  Result<Page<Commit>> Log(const std::string& repo, const std::string& ref, const std::string& after, int64_t amount,
+                           bool first_parent);
+  Result<Page<DiffItem>> DiffUncommitted(const std::string& repo, const std::string& branch, const ListOptions& opts);
+  // three_dot: from the merge base of left and right to right.
+  Result<Page<DiffItem>> DiffRefs(const std::string& repo, const std::string& left, const std::string& right,
+                                  bool three_dot, const ListOptions& opts);
+  Result<Commit> Merge(const std::string& repo, const std::string& source_ref, const std::string& dest_branch,
+                       const CommitParams& params, MergeStrategy strategy);
+  Result<Commit> Revert(const std::string& repo, const std::string& branch, const std::string& ref, int parent_number,
+                        const CommitParams& params);
+  Result<Commit> CherryPick(const std::string& repo, const std::string& branch, const std::string& ref,
+                            int parent_number, const std::string& committer);
+  // Drops all uncommitted changes (staging and any compacted meta-range).
+  Status ResetBranch(const std::string& repo, const std::string& branch);
+  // Drops uncommitted changes to one path, or to every path under a prefix.
+  Status ResetPath(const std::string& repo, const std::string& branch, const std::string& path, bool prefix);
+  Status HardReset(const std::string& repo, const std::string& branch, const std::string& ref);
+
+  // Tags.
+  Result<Tag> CreateTag(const std::string& repo, const std::string& id, const std::string& ref, bool force);
+  Result<Tag> GetTag(const std::string& repo, const std::string& id);
+  Result<Page<Tag>> ListTags(const std::string& repo, const std::string& prefix, const std::string& after,
+                             int64_t amount);
+  Status DeleteTag(const std::string& repo, const std::string& id);
+
+  RangeStore& ranges() { return *ranges_; }
+  kv::KvStore& kv() { return *kv_; }
+  // Drops dead staging tokens now (the background task does it periodically).
+  Status DropDeadTokens();
+
+  // Validation shared with the API layer.
+  static Status ValidateRepositoryName(const std::string& name);
+  static Status ValidateBranchName(const std::string& name);
+  static Status ValidatePath(const std::string& path);
+
+  // The read view of a resolved ref (tombstones hidden unless `keep_tombstones`).
+  Result<std::unique_ptr<ValueIterator>> View(const Repository& repo, const ResolvedRef& ref);
+
+ private:
+  struct BranchRecord {
+    Branch branch;
+    std::string raw;  // the stored bytes, for compare-and-swap
+  };
+  Result<BranchRecord> LoadBranch(const std::string& repo, const std::string& name);
+  Result<std::shared_ptr<const MetaRange>> CommitMetaRange(const Repository& repo, const std::string& commit_id);
+  Result<std::shared_ptr<const MetaRange>> BaseMetaRange(const Repository& repo, const Branch& branch);
+  std::unique_ptr<ValueIterator> StagingView(const Branch& branch, bool include_current = true);
+  Result<std::string> StoreCommit(const std::string& repo, Commit* commit);
+  Result<std::string> MergeBase(const std::string& repo, const std::string& a, const std::string& b);
+  // Changes that turn dest into dest + (source - base); Conflict on a path
+  // changed differently on both sides, unless `strategy` settles it.
+  Result<std::vector<KeyValueEntry>> ThreeWay(const Repository& repo, const std::string& base,
+                                              const std::string& source, const std::string& dest,
+                                              MergeStrategy strategy);
+  // Applies `changes` to the clean branch's commit and commits with `parents`.
+  Result<Commit> CommitChanges(const Repository& repo, const BranchRecord& rec, std::vector<KeyValueEntry> changes,
+                               Commit commit, bool allow_empty);
+  Result<BranchRecord> RequireClean(const Repository& repo, const std::string& branch);
+  Result<Page<DiffItem>> CollectDiff(DiffIterator& diff, const ListOptions& opts);
+  Status CheckWritable(const Repository& repo);
+
+  std::shared_ptr<kv::KvStore> kv_;
+  std::shared_ptr<Clock> clock_;
+  CatalogOptions options_;
+  std::unique_ptr<RangeStore> ranges_;
+  std::unique_ptr<PeriodicTask> dropper_;
+
+  std::mutex ns_mu_;
+  std::map<std::string, Namespace> namespaces_;  // GUARDED_BY(ns_mu_)
+};
+
+// KV keys, exposed for tests and the staging-compaction code.
+std::string RepoKey(const std::string& repo);
+std::string BranchKey(const std::string& repo, const std::string& branch);
+std::string StagingPrefix(const std::string& token);
+
+}  // namespace sediment::catalog

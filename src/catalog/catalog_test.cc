@@ -1,0 +1,415 @@
+#include "catalog/catalog.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "base/test_util.h"
+#include "kv/kv.h"
+
+namespace sediment::catalog {
+namespace {
+
+#define ASSERT_OK(expr) ASSERT_TRUE((expr).ok()) << (expr).ToString()
+#define ASSERT_OK_AND_ASSIGN(lhs, rexpr)                                \
+  auto _r_##__LINE__ = (rexpr);                                         \
+  ASSERT_TRUE(_r_##__LINE__.ok()) << _r_##__LINE__.status().ToString(); \
+  lhs = std::move(*_r_##__LINE__)
+
+std::vector<KeyValueEntry> Drain(ValueIterator& it) {
+  std::vector<KeyValueEntry> out;
+  while (it.Next()) out.push_back({it.key(), it.value()});
+  EXPECT_TRUE(it.status().ok()) << it.status().ToString();
+  return out;
+}
+
+std::vector<std::string> Keys(const std::vector<KeyValueEntry>& v) {
+  std::vector<std::string> out;
+  for (const auto& e : v) out.push_back(e.key);
+  return out;
+}
+
+Entry MakeEntry(const std::string& checksum, int64_t size = 10) {
+  Entry e;
+  e.address = "data/" + checksum;
+  e.checksum = checksum;
+  e.size = size;
+  e.mtime = 1700000000;
+  e.content_type = "application/octet-stream";
+  return e;
+}
+
+TEST(EntryTest, RoundTripAndIdentity) {
+  Entry e = MakeEntry("abc", 42);
+  e.metadata["k"] = "v";
+  auto enc = EncodeEntry(e);
+  auto back = DecodeEntry(enc);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, e);
+  Entry moved = e;
+  moved.address = "elsewhere";
+  moved.mtime = 1;
+  EXPECT_EQ(EntryIdentity(EncodeEntry(moved)), EntryIdentity(enc));  // same object, other place and time
+  Entry changed = e;
+  changed.metadata["k"] = "w";
+  EXPECT_NE(EntryIdentity(EncodeEntry(changed)), EntryIdentity(enc));
+  EXPECT_FALSE(DecodeEntry("").ok());
+  EXPECT_FALSE(DecodeEntry(enc.substr(0, enc.size() - 1)).ok());
+}
+
+TEST(IteratorTest, CombinedPrefersEarlierSourceAndSeeks) {
+  std::vector<std::unique_ptr<ValueIterator>> sources;
+  sources.push_back(NewVectorIterator({{"b", "new-b"}, {"d", ""}}));
+  sources.push_back(NewVectorIterator({{"a", "a"}, {"b", "old-b"}, {"c", "c"}, {"d", "d"}, {"e", "e"}}));
+  auto it = NewCombinedIterator(std::move(sources));
+  auto all = Drain(*it);
+  ASSERT_EQ(Keys(all), (std::vector<std::string>{"a", "b", "c", "d", "e"}));
+  EXPECT_EQ(all[1].value, "new-b");
+  EXPECT_EQ(all[3].value, "");  // tombstone passes through the combiner
+  it->SeekGE("bb");
+  ASSERT_TRUE(it->Next());
+  EXPECT_EQ(it->key(), "c");
+}
+
+TEST(IteratorTest, TombstoneFilterHidesDeletes) {
+  std::vector<std::unique_ptr<ValueIterator>> sources;
+  sources.push_back(NewVectorIterator({{"b", ""}, {"c", ""}}));
+  sources.push_back(NewVectorIterator({{"a", "a"}, {"b", "b"}, {"d", "d"}}));
+  auto it = NewTombstoneFilter(NewCombinedIterator(std::move(sources)));
+  EXPECT_EQ(Keys(Drain(*it)), (std::vector<std::string>{"a", "d"}));
+}
+
+TEST(IteratorTest, KvPrefixIteratorPagesAndSeeks) {
+  auto kv = kv::NewMemoryStore();
+  for (int i = 0; i < 500; ++i) ASSERT_OK(kv->Set(fmt::format("p/{:04d}", i), "v"));
+  ASSERT_OK(kv->Set("q/0000", "other prefix"));
+  auto it = NewKvPrefixIterator(kv, "p/");
+  EXPECT_EQ(Drain(*it).size(), 500u);
+  it->SeekGE("0250");
+  ASSERT_TRUE(it->Next());
+  EXPECT_EQ(it->key(), "0250");
+  ASSERT_TRUE(it->Next());
+  it->SeekGE("0260");  // within the fetched page
+  ASSERT_TRUE(it->Next());
+  EXPECT_EQ(it->key(), "0260");
+  it->SeekGE("9");
+  EXPECT_FALSE(it->Next());
+}
+
+class CatalogTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    kv_ = kv::NewMemoryStore();
+    clock_ = std::make_shared<ManualClock>();
+    CatalogOptions opts;
+    opts.cache_dir = dir_.Sub("cache");
+    // Small ranges so a few hundred keys span many of them.
+    opts.ranges = {512, 4096, 8};
+    catalog_ = std::make_unique<Catalog>(kv_, clock_, opts);
+    ASSERT_OK(catalog_->Start(/*background=*/false));
+    auto repo = catalog_->CreateRepository("repo", dir_.Sub("ns"), "main", false);
+    ASSERT_TRUE(repo.ok()) << repo.status().ToString();
+  }
+
+  void Put(const std::string& path, const std::string& checksum, const std::string& branch = "main") {
+    ASSERT_OK(catalog_->PutEntry("repo", branch, path, MakeEntry(checksum)));
+  }
+
+  std::vector<std::string> ListAll(const std::string& ref, const std::string& prefix = "",
+                                   const std::string& delimiter = "", int64_t amount = 7) {
+    std::vector<std::string> out;
+    ListOptions o{prefix, "", delimiter, amount};
+    while (true) {
+      auto page = catalog_->ListEntries("repo", ref, o);
+      EXPECT_TRUE(page.ok()) << page.status().ToString();
+      if (!page.ok()) return out;
+      for (const auto& item : page->items) out.push_back(item.path);
+      if (!page->has_more) return out;
+      o.after = page->items.back().path;
+    }
+  }
+
+  Commit DoCommit(const std::string& msg, const std::string& branch = "main") {
+    CommitParams p;
+    p.message = msg;
+    p.committer = "tester";
+    auto c = catalog_->CommitBranch("repo", branch, p);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? *c : Commit{};
+  }
+
+  std::shared_ptr<const MetaRange> MetaRangeOf(const std::string& ref) {
+    auto r = catalog_->ResolveRef("repo", ref);
+    auto c = catalog_->GetCommit("repo", r->commit_id);
+    auto repo = catalog_->GetRepository("repo");
+    auto ns = catalog_->RepositoryNamespace(*repo);
+    return *catalog_->ranges().LoadMetaRange(*ns, c->meta_range_id);
+  }
+
+  testing::TempDir dir_;
+  std::shared_ptr<kv::KvStore> kv_;
+  std::shared_ptr<ManualClock> clock_;
+  std::unique_ptr<Catalog> catalog_;
+};
+
+TEST_F(CatalogTest, RejectsBadNames) {
+  EXPECT_TRUE(IsInvalidArgument(catalog_->CreateRepository("A", dir_.Sub("x"), "main", false).status()));
+  EXPECT_TRUE(IsInvalidArgument(catalog_->CreateRepository("ok-name", "relative/path", "main", false).status()));
+  EXPECT_TRUE(IsConflict(catalog_->CreateRepository("repo", dir_.Sub("y"), "main", false).status()));
+  auto dup = catalog_->CreateRepository("other", dir_.Sub("ns"), "main", false);
+  EXPECT_TRUE(IsConflict(dup.status()));
+  EXPECT_NE(dup.status().message().find("already used by repository \"repo\""), std::string::npos);
+  EXPECT_TRUE(IsNotFound(catalog_->GetRepository("other").status()));  // nothing half-created
+  EXPECT_TRUE(IsInvalidArgument(catalog_->CreateBranch("repo", "-bad", "main").status()));
+  EXPECT_TRUE(IsInvalidArgument(catalog_->PutEntry("repo", "main", "", MakeEntry("x"))));
+  EXPECT_TRUE(IsInvalidArgument(catalog_->PutEntry("repo", "main", std::string("a\0b", 3), MakeEntry("x"))));
+  EXPECT_TRUE(IsInvalidArgument(catalog_->PutEntry("repo", "main", std::string(2000, 'a'), MakeEntry("x"))));
+  EXPECT_TRUE(IsNotFound(catalog_->ResolveRef("repo", "nope").status()));
+}
+
+TEST_F(CatalogTest, ReadsMergeStagingOverCommitted) {
+  Put("a", "1");
+  Put("b", "2");
+  DoCommit("first");
+  Put("b", "2b");
+  Put("c", "3");
+  ASSERT_OK(catalog_->DeleteEntry("repo", "main", "a"));
+  EXPECT_TRUE(IsNotFound(catalog_->DeleteEntry("repo", "main", "a")));
+  EXPECT_TRUE(IsNotFound(catalog_->GetEntry("repo", "main", "a").status()));
+  EXPECT_EQ(catalog_->GetEntry("repo", "main", "b")->checksum, "2b");
+  EXPECT_EQ(catalog_->GetEntry("repo", "main@", "b")->checksum, "2");  // committed only
+  EXPECT_EQ(ListAll("main"), (std::vector<std::string>{"b", "c"}));
+  EXPECT_EQ(ListAll("main@"), (std::vector<std::string>{"a", "b"}));
+}
+
+TEST_F(CatalogTest, DelimitedListingSeeksPastCommonPrefixes) {
+  for (int d = 0; d < 5; ++d) {
+    for (int f = 0; f < 30; ++f) Put(fmt::format("dir{}/f{:02d}", d, f), "x");
+  }
+  Put("top", "x");
+  auto staged = ListAll("main", "", "/", 2);
+  EXPECT_EQ(staged, (std::vector<std::string>{"dir0/", "dir1/", "dir2/", "dir3/", "dir4/", "top"}));
+  DoCommit("c");
+  EXPECT_EQ(ListAll("main", "", "/", 2), staged);
+  EXPECT_EQ(ListAll("main", "dir3/", "/", 7).size(), 30u);
+  EXPECT_EQ(ListAll("main").size(), 151u);
+}
+
+TEST_F(CatalogTest, CommitRewritesOnlyTouchedRanges) {
+  for (int i = 0; i < 400; ++i) Put(fmt::format("k{:05d}", i), fmt::format("v{}", i));
+  DoCommit("bulk");
+  auto before = MetaRangeOf("main");
+  ASSERT_GT(before->ranges.size(), 10u);
+  EXPECT_EQ(before->count(), 400);
+  Put("k00200", "changed");
+  DoCommit("one key");
+  auto after = MetaRangeOf("main");
+  std::set<std::string> old_ids;
+  for (const auto& r : before->ranges) old_ids.insert(r.id);
+  int new_ranges = 0;
+  for (const auto& r : after->ranges) new_ranges += old_ids.count(r.id) == 0;
+  EXPECT_EQ(new_ranges, 1) << "a commit touching one key rewrites exactly one range";
+  EXPECT_EQ(after->ranges.size(), before->ranges.size());
+  EXPECT_EQ(catalog_->GetEntry("repo", "main", "k00200")->checksum, "changed");
+}
+
+TEST_F(CatalogTest, CommitWithNothingStagedFails) {
+  CommitParams p;
+  p.message = "empty";
+  EXPECT_TRUE(IsInvalidArgument(catalog_->CommitBranch("repo", "main", p).status()));
+  p.allow_empty = true;
+  EXPECT_TRUE(catalog_->CommitBranch("repo", "main", p).ok());
+}
+
+TEST_F(CatalogTest, WritesDuringCommitAreKept) {
+  for (int i = 0; i < 200; ++i) Put(fmt::format("a{:03d}", i), "x");
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (int i = 0; i < 200; ++i) Put(fmt::format("w{:03d}", i), "y");
+    done = true;
+  });
+  DoCommit("concurrent");
+  writer.join();
+  // Every write is visible on the branch, committed or staged.
+  EXPECT_EQ(ListAll("main", "", "", 1000).size(), 400u);
+  DoCommit("rest");
+  EXPECT_EQ(ListAll("main@", "", "", 1000).size(), 400u);
+}
+
+TEST_F(CatalogTest, InterruptedCommitLeavesStagingReadable) {
+  Put("a", "1");
+  // Seal by hand the way a commit does, then "crash" before the swap.
+  auto b = catalog_->GetBranch("repo", "main");
+  std::string raw = *kv_->Get(BranchKey("repo", "main"));
+  auto j = nlohmann::json::parse(raw);
+  j["sealed_tokens"] = {b->staging_token};
+  j["staging_token"] = "fresh";
+  ASSERT_OK(kv_->Set(BranchKey("repo", "main"), j.dump()));
+  EXPECT_EQ(catalog_->GetEntry("repo", "main", "a")->checksum, "1");
+  EXPECT_EQ(ListAll("main"), (std::vector<std::string>{"a"}));
+  DoCommit("recovered");
+  EXPECT_EQ(catalog_->GetEntry("repo", "main@", "a")->checksum, "1");
+  EXPECT_TRUE(catalog_->GetBranch("repo", "main")->sealed_tokens.empty());
+}
+
+TEST_F(CatalogTest, DiffUncommittedAndRefs) {
+  Put("a", "1");
+  Put("b", "2");
+  auto c1 = DoCommit("c1");
+  Put("b", "2b");
+  Put("c", "3");
+  ASSERT_OK(catalog_->DeleteEntry("repo", "main", "a"));
+  Put("d", "4");
+  ASSERT_OK(catalog_->DeleteEntry("repo", "main", "d"));  // staged then deleted: no change
+  auto diff = catalog_->DiffUncommitted("repo", "main", {});
+  ASSERT_TRUE(diff.ok()) << diff.status().ToString();
+  std::vector<std::pair<std::string, std::string>> got;
+  for (const auto& d : diff->items) got.emplace_back(d.path, d.type);
+  EXPECT_EQ(got,
+            (std::vector<std::pair<std::string, std::string>>{{"a", "removed"}, {"b", "changed"}, {"c", "added"}}));
+  auto c2 = DoCommit("c2");
+  auto refs = catalog_->DiffRefs("repo", c1.id, c2.id, false, {});
+  ASSERT_TRUE(refs.ok());
+  EXPECT_EQ(refs->items.size(), 3u);
+  EXPECT_TRUE(catalog_->DiffUncommitted("repo", "main", {})->items.empty());
+}
+
+TEST_F(CatalogTest, MergeThreeWayWithConflictsAndStrategies) {
+  Put("shared", "base");
+  Put("x", "base");
+  DoCommit("base");
+  ASSERT_OK(catalog_->CreateBranch("repo", "feature", "main").status());
+  Put("new-on-feature", "f", "feature");
+  Put("x", "feature", "feature");
+  DoCommit("feature work", "feature");
+  Put("new-on-main", "m");
+  DoCommit("main work");
+
+  auto merged = catalog_->Merge("repo", "feature", "main", {}, MergeStrategy::kNone);
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  EXPECT_EQ(merged->parents.size(), 2u);
+  EXPECT_EQ(ListAll("main"), (std::vector<std::string>{"new-on-feature", "new-on-main", "shared", "x"}));
+  EXPECT_EQ(catalog_->GetEntry("repo", "main", "x")->checksum, "feature");
+
+  // Both sides change "shared" differently: conflict, then each strategy.
+  Put("shared", "feature2", "feature");
+  DoCommit("f2", "feature");
+  Put("shared", "main2");
+  DoCommit("m2");
+  auto conflict = catalog_->Merge("repo", "feature", "main", {}, MergeStrategy::kNone);
+  EXPECT_TRUE(IsConflict(conflict.status())) << conflict.status().ToString();
+  auto dest_wins = catalog_->Merge("repo", "feature", "main", {}, MergeStrategy::kDestWins);
+  ASSERT_TRUE(dest_wins.ok());
+  EXPECT_EQ(catalog_->GetEntry("repo", "main", "shared")->checksum, "main2");
+
+  // Merging into a dirty branch fails like lakeFS: 400-class error.
+  Put("dirt", "d");
+  EXPECT_TRUE(IsInvalidArgument(catalog_->Merge("repo", "feature", "main", {}, MergeStrategy::kNone).status()));
+}
+
+TEST_F(CatalogTest, ResetRevertHardResetAndLog) {
+  Put("a", "1");
+  auto c1 = DoCommit("c1");
+  Put("a", "2");
+  Put("b", "x");
+  Put("dir/y", "y");
+  ASSERT_OK(catalog_->ResetPath("repo", "main", "a", false));
+  EXPECT_EQ(catalog_->GetEntry("repo", "main", "a")->checksum, "1");
+  ASSERT_OK(catalog_->ResetPath("repo", "main", "dir/", true));
+  EXPECT_EQ(ListAll("main"), (std::vector<std::string>{"a", "b"}));
+  ASSERT_OK(catalog_->ResetBranch("repo", "main"));
+  EXPECT_EQ(ListAll("main"), (std::vector<std::string>{"a"}));
+
+  Put("b", "x");
+  auto c2 = DoCommit("c2");
+  CommitParams p;
+  auto reverted = catalog_->Revert("repo", "main", c2.id, 0, p);
+  ASSERT_TRUE(reverted.ok()) << reverted.status().ToString();
+  EXPECT_EQ(ListAll("main"), (std::vector<std::string>{"a"}));
+
+  auto log = catalog_->Log("repo", "main", "", 100, false);
+  ASSERT_TRUE(log.ok());
+  std::vector<std::string> messages;
+  for (const auto& c : log->items) messages.push_back(c.message);
+  EXPECT_EQ(messages, (std::vector<std::string>{"Revert " + c2.id, "c2", "c1", "Repository created"}));
+  auto page = catalog_->Log("repo", "main", c2.id, 1, false);
+  ASSERT_EQ(page->items.size(), 1u);
+  EXPECT_EQ(page->items[0].id, c1.id);
+  EXPECT_TRUE(page->has_more);
+
+  ASSERT_OK(catalog_->HardReset("repo", "main", c1.id));
+  EXPECT_EQ(catalog_->GetBranch("repo", "main")->commit_id, c1.id);
+  EXPECT_EQ(catalog_->ResolveRef("repo", c2.id.substr(0, 10))->commit_id, c2.id);
+  EXPECT_EQ(catalog_->ResolveRef("repo", c2.id + "~1")->commit_id, c1.id);
+  Put("z", "z");
+  EXPECT_TRUE(IsInvalidArgument(catalog_->HardReset("repo", "main", c2.id)));  // dirty
+}
+
+TEST_F(CatalogTest, TagsAndBranchLifecycle) {
+  Put("a", "1");
+  auto c1 = DoCommit("c1");
+  ASSERT_TRUE(catalog_->CreateTag("repo", "v1", "main", false).ok());
+  EXPECT_TRUE(IsConflict(catalog_->CreateTag("repo", "v1", "main", false).status()));
+  EXPECT_EQ(catalog_->ResolveRef("repo", "v1")->commit_id, c1.id);
+  EXPECT_EQ(catalog_->ListTags("repo", "", "", 100)->items.size(), 1u);
+  ASSERT_OK(catalog_->DeleteTag("repo", "v1"));
+  EXPECT_TRUE(IsNotFound(catalog_->GetTag("repo", "v1").status()));
+
+  ASSERT_TRUE(catalog_->CreateBranch("repo", "dev", "main").ok());
+  EXPECT_TRUE(IsConflict(catalog_->CreateBranch("repo", "dev", "main").status()));
+  Put("staged", "s", "dev");
+  EXPECT_TRUE(IsForbidden(catalog_->DeleteBranch("repo", "main")));
+  ASSERT_OK(catalog_->DeleteBranch("repo", "dev"));
+  ASSERT_OK(catalog_->DropDeadTokens());
+  // Its staging is gone from the KV store.
+  auto left = kv_->Scan("c/s/", "", 1000);
+  ASSERT_TRUE(left.ok());
+  EXPECT_TRUE(left->items.empty());
+}
+
+// The model check: random puts, deletes and commits; the branch always reads
+// like a plain map, the committed view like the map at the last commit.
+TEST_F(CatalogTest, RandomOperationsMatchAMapModel) {
+  std::mt19937 rng(11);
+  std::map<std::string, std::string> model, committed;
+  for (int step = 0; step < 60; ++step) {
+    int op = static_cast<int>(rng() % 10);
+    if (op < 6) {
+      for (int i = 0; i < 20; ++i) {
+        std::string k = fmt::format("d{}/k{:03d}", rng() % 4, rng() % 200);
+        std::string v = fmt::format("v{}", rng() % 1000);
+        Put(k, v);
+        model[k] = v;
+      }
+    } else if (op < 8 && !model.empty()) {
+      auto it = model.begin();
+      std::advance(it, static_cast<long>(rng() % model.size()));
+      ASSERT_OK(catalog_->DeleteEntry("repo", "main", it->first));
+      model.erase(it);
+    } else if (op == 8) {
+      CommitParams p;
+      p.message = "step";
+      auto c = catalog_->CommitBranch("repo", "main", p);
+      if (c.ok()) committed = model;
+    } else {
+      ASSERT_OK(catalog_->ResetBranch("repo", "main"));
+      model = committed;
+    }
+    std::vector<std::string> want;
+    for (const auto& [k, v] : model) want.push_back(k);
+    ASSERT_EQ(ListAll("main", "", "", 37), want) << "step " << step;
+    std::vector<std::string> want_committed;
+    for (const auto& [k, v] : committed) want_committed.push_back(k);
+    ASSERT_EQ(ListAll("main@", "", "", 37), want_committed) << "step " << step;
+    for (const auto& [k, v] : model) ASSERT_EQ(catalog_->GetEntry("repo", "main", k)->checksum, v);
+  }
+}
+
+}  // namespace
+}  // namespace sediment::catalog
