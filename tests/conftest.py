@@ -5,6 +5,7 @@ import signal
 import subprocess
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,32 @@ def run_sediment(*args, env=None, cwd=None, timeout=30):
     p = subprocess.run([str(BINARY), *args], capture_output=True, text=True, env=full_env, cwd=cwd,
                        timeout=timeout)
     return p.returncode, (p.stdout + p.stderr).strip()
+
+
+def s3_settings(prefix):
+    """[storage] settings for the test MinIO, or None when none runs."""
+    endpoint = os.environ.get("SEDIMENT_TEST_S3_ENDPOINT")
+    if not endpoint:
+        return None
+    return (f'[storage]\nobjects = "s3://{os.environ["SEDIMENT_TEST_S3_BUCKET"]}/{prefix}"\n'
+            f'[storage.s3]\nendpoint = "{endpoint}"\nscheme = "http"\n'
+            f'access_key_id = "{os.environ["SEDIMENT_TEST_S3_ACCESS_KEY"]}"\n'
+            f'secret_access_key = "{os.environ["SEDIMENT_TEST_S3_SECRET_KEY"]}"\n')
+
+
+@pytest.fixture(params=["local", "s3", "s3+postgres"])
+def backend(request, tmp_path):
+    """Where objects and metadata live: the data dir; a fresh prefix of the test
+    bucket; or that and a fresh schema of the test PostgreSQL (as many servers share them)."""
+    if request.param == "local":
+        return ""
+    settings = s3_settings(f"t-{uuid.uuid4().hex[:12]}")
+    if settings is None:
+        pytest.skip("no S3 configured (scripts/test.sh starts MinIO)")
+    if request.param == "s3+postgres":
+        dsn = os.environ.get("SEDIMENT_TEST_POSTGRES_DSN")
+        if not dsn:
+            pytest.skip("no PostgreSQL configured (scripts/test.sh starts one)")
+        settings += (f'[database]\ntype = "postgres"\npostgres_dsn = "{dsn}"\n'
+                     f'postgres_schema = "t_{uuid.uuid4().hex[:12]}"\n')
+    return settings

@@ -118,6 +118,11 @@ const std::vector<Option>& Options() {
       {"worker.poll_interval_secs", FIELD(worker.poll_interval_secs), T::kDouble, DoubleAtLeast(0.01)},
       {"writer.compactor.policy", FIELD(writer.compactor.policy), T::kString, OneOf({"adjacent", "tiered"})},
       {"writer.compactor.size_ratio", FIELD(writer.compactor.size_ratio), T::kDouble, DoubleAtLeast(0, true)},
+      {"catalog.cache_dir", FIELD(catalog.cache_dir), T::kString, Any()},
+      {"catalog.cache_bytes", FIELD(catalog.cache_bytes), T::kInt, IntAtLeast(1 << 20)},
+      {"catalog.range_min_bytes", FIELD(catalog.range_min_bytes), T::kInt, IntAtLeast(1)},
+      {"catalog.range_max_bytes", FIELD(catalog.range_max_bytes), T::kInt, IntAtLeast(1024)},
+      {"catalog.range_split_modulus", FIELD(catalog.range_split_modulus), T::kInt, IntAtLeast(1)},
       {"graveler.compaction.auto_trigger",
        FIELD(graveler.compaction.auto_trigger),
        T::kBool,
@@ -464,6 +469,10 @@ Status Config::Validate() const {
   if (storage.objects.rfind("s3://", 0) == 0 && storage.objects.size() <= 5) {
     return InvalidArgument("storage.objects: \"s3://\" needs a bucket, as in s3://bucket/prefix");
   }
+  if (catalog.range_max_bytes < catalog.range_min_bytes) {
+    return InvalidArgument(fmt::format("catalog.range_max_bytes ({}) must be at least catalog.range_min_bytes ({})",
+                                       catalog.range_max_bytes, catalog.range_min_bytes));
+  }
   return Status::OK();
 }
 
@@ -475,6 +484,11 @@ std::string Config::ObjectsUri() const {
 std::string Config::RocksDbPath() const {
   if (!database.rocksdb_path.empty()) return database.rocksdb_path;
   return storage.data_dir + "/kv";
+}
+
+std::string Config::RangeCacheDir() const {
+  if (!catalog.cache_dir.empty()) return catalog.cache_dir;
+  return storage.data_dir + "/range-cache";
 }
 
 std::string Config::Dump() const {

@@ -83,6 +83,15 @@ struct WriterConfig {
   CompactorConfig compactor;
 };
 
+// [catalog]: the versioned object store (lakeFS API).
+struct CatalogConfig {
+  std::string cache_dir;                   // empty = <data_dir>/range-cache
+  int64_t cache_bytes = int64_t{1} << 30;  // local disk budget for range files
+  int64_t range_min_bytes = 256 << 10;     // content-defined split: not below this...
+  int64_t range_max_bytes = 8 << 20;       // ...and always at this size
+  int64_t range_split_modulus = 512;       // split after a key whose hash is 0 mod this
+};
+
 // [graveler.compaction], spec staging-compaction.md.
 struct GravelerCompactionConfig {
   bool auto_trigger = false;
@@ -122,6 +131,7 @@ struct Config {
   LogConfig log;
   WriterConfig writer;
   GravelerConfig graveler;
+  CatalogConfig catalog;
   WorkerConfig worker;
   std::vector<JobConfig> jobs;
 
@@ -138,6 +148,7 @@ struct Config {
   // Derived locations.
   std::string ObjectsUri() const;
   std::string RocksDbPath() const;
+  std::string RangeCacheDir() const;
 
   // Every setting as "key = value" lines in TOML-ish form (secrets masked).
   std::string Dump() const;

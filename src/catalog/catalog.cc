@@ -238,6 +238,15 @@ Result<Repository> Catalog::CreateRepository(const std::string& id, const std::s
     return InvalidArgument(fmt::format("storage_namespace \"{}\": a local namespace must be an absolute path", ns));
   }
   Repository repo{id, ns, default_branch, ToUnixMicros(clock_->Now()) / 1000000, read_only};
+  auto conflict = [&]() -> Status {
+    if (kv_->Get(RepoKey(id)).ok()) return Conflict(fmt::format("repository \"{}\" already exists", id));
+    auto owner = kv_->Get(NamespaceKey(ns));
+    if (owner.ok()) {
+      return Conflict(fmt::format("storage namespace \"{}\" is already used by repository \"{}\"", ns, *owner));
+    }
+    return Status::OK();
+  };
+  ARROW_RETURN_NOT_OK(conflict());
   // Reachability first: a namespace we cannot write to fails before anything is recorded.
   ARROW_ASSIGN_OR_RAISE(auto store, RepositoryNamespace(repo));
   ARROW_RETURN_NOT_OK(WithContext(store->Put("_lakefs/dummy", ""), "storage_namespace " + ns + " is not writable"));
@@ -245,6 +254,7 @@ Result<Repository> Catalog::CreateRepository(const std::string& id, const std::s
   Commit initial;
   initial.message = "Repository created";
   initial.creation_date = repo.creation_date;
+  // The commit record may outlive a lost race below; it is tiny and unreachable.
   ARROW_ASSIGN_OR_RAISE(auto commit_id, StoreCommit(id, &initial));
   Branch b{default_branch, commit_id, NewToken(), {}, ""};
   kv::Batch batch;
@@ -255,11 +265,8 @@ Result<Repository> Catalog::CreateRepository(const std::string& id, const std::s
       .Put(BranchKey(id, default_branch), BranchJson(b));
   Status st = kv_->Apply(batch);
   if (IsPreconditionFailed(st)) {
-    (void)kv_->Delete(CommitKey(id, commit_id));
-    if (kv_->Get(RepoKey(id)).ok()) return Conflict(fmt::format("repository \"{}\" already exists", id));
-    auto owner = kv_->Get(NamespaceKey(ns));
-    return Conflict(fmt::format("storage namespace \"{}\" is already used by repository \"{}\"", ns,
-                                owner.ok() ? *owner : std::string("?")));
+    ARROW_RETURN_NOT_OK(conflict());
+    return Conflict(fmt::format("repository \"{}\" was created concurrently", id));
   }
   ARROW_RETURN_NOT_OK(st);
   return repo;

@@ -11,11 +11,14 @@
 
 #include "base/version.h"
 #include "blob/blob.h"
+#include "catalog/catalog.h"
 #include "chain/ingest_job.h"
 #include "kv/kv.h"
+#include "server/auth.h"
 #include "server/errors.h"
 #include "server/http_server.h"
 #include "server/jobs_api.h"
+#include "server/lakefs_api.h"
 #include "server/scan_api.h"
 #include "server/tables_api.h"
 #include "table/table_service.h"
@@ -74,6 +77,15 @@ Status App::Start() {
   // only files older than an hour (far longer than any merge) are orphans then.
   bool shared = config_.database.type == "postgres";
   ARROW_RETURN_NOT_OK(tables_->Start(/*background=*/true, shared ? std::chrono::hours(1) : Duration::zero()));
+  catalog::CatalogOptions copts;
+  copts.cache_dir = config_.RangeCacheDir();
+  copts.cache_bytes = config_.catalog.cache_bytes;
+  copts.ranges = {config_.catalog.range_min_bytes, config_.catalog.range_max_bytes,
+                  static_cast<uint64_t>(config_.catalog.range_split_modulus)};
+  copts.s3 = config_.storage.s3;
+  catalog_ = std::make_unique<catalog::Catalog>(kv_, clock_, copts);
+  ARROW_RETURN_NOT_OK(catalog_->Start());
+  auth_ = std::make_unique<AuthService>(kv_, clock_);
   jobs_ = std::make_unique<chain::JobManager>(config_, tables_.get(), kv_, clock_, &metrics_);
 
   metrics_.Gauge("sediment_build_info", "Always 1; labels say which build runs.", {"version", "arrow_version"})
@@ -98,6 +110,7 @@ void App::RegisterRoutes() {
   RegisterTablesApi(http_.get(), tables_.get());
   RegisterScanApi(http_.get(), tables_.get());
   RegisterJobsApi(http_.get(), jobs_.get());
+  RegisterLakeFsApi(http_.get(), catalog_.get(), auth_.get());
   http_->Handle("GET", "/metrics", "/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.RenderPrometheus(), "text/plain; version=0.0.4; charset=utf-8");
   });
@@ -110,6 +123,7 @@ void App::Stop() {
   if (jobs_) jobs_->Stop();
   http_->Stop();
   if (tables_) tables_->Stop();
+  if (catalog_) catalog_->Stop();
   spdlog::info("sediment stopped");
 }
 

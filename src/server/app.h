@@ -31,10 +31,14 @@ class TableService;
 namespace chain {
 class JobManager;
 }
+namespace catalog {
+class Catalog;
+}
 
 namespace server {
 
 class HttpServer;
+class AuthService;
 
 struct AppDeps {
   // Each left null is created from the config.
@@ -60,6 +64,8 @@ class App {
   blob::BlobStore& blobs() { return *blobs_; }
   table::TableService& tables() { return *tables_; }
   chain::JobManager& jobs() { return *jobs_; }
+  catalog::Catalog& catalog() { return *catalog_; }
+  AuthService& auth() { return *auth_; }
 
  private:
   void RegisterRoutes();
@@ -71,6 +77,8 @@ class App {
   std::shared_ptr<blob::BlobStore> blobs_;
   std::unique_ptr<table::TableService> tables_;
   std::unique_ptr<chain::JobManager> jobs_;
+  std::unique_ptr<catalog::Catalog> catalog_;
+  std::unique_ptr<AuthService> auth_;
   std::unique_ptr<HttpServer> http_;
   bool started_ = false;
 };

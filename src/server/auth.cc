@@ -1,0 +1,325 @@
+#include "server/auth.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "catalog/entry.h"
+#include "kv/kv.h"
+
+namespace sediment::server {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kAdminPolicy = "AdminAccess";
+
+std::string Base64Decode(std::string_view in) {
+  static const std::string chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  int val = 0, bits = -8;
+  for (char c : in) {
+    if (c == '=') break;
+    auto pos = chars.find(c);
+    if (pos == std::string::npos) return {};
+    val = (val << 6) + static_cast<int>(pos);
+    bits += 6;
+    if (bits >= 0) {
+      out.push_back(static_cast<char>((val >> bits) & 0xff));
+      bits -= 8;
+    }
+  }
+  return out;
+}
+
+std::string RandomAlnum(size_t n, bool upper_only) {
+  std::string hex = catalog::RandomHex(n);
+  static const char* kUpper = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  static const char* kAll = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    int b = std::stoi(hex.substr(i * 2, 2), nullptr, 16);
+    out.push_back(upper_only ? kUpper[b % 32] : kAll[b % 64]);
+  }
+  return out;
+}
+
+std::string SecretHash(const std::string& salt, const std::string& secret) {
+  return catalog::Sha256Hex(salt + ":" + secret);
+}
+
+Status ValidateId(const std::string& what, const std::string& id) {
+  static const std::regex re("^[\\w+=,.@-]{1,128}$");
+  if (!std::regex_match(id, re)) {
+    return InvalidArgument(fmt::format("invalid {} id \"{}\": use 1-128 letters, digits and _+=,.@-", what, id));
+  }
+  return Status::OK();
+}
+
+json PolicyJson(const Policy& p) {
+  json st = json::array();
+  for (const auto& s : p.statements)
+    st.push_back({{"effect", s.effect}, {"action", s.actions}, {"resource", s.resource}});
+  return {{"statement", st}, {"creation_date", p.creation_date}};
+}
+
+Result<Policy> ParsePolicy(const std::string& id, const std::string& raw) {
+  try {
+    auto j = json::parse(raw);
+    Policy p{id, {}, j.value("creation_date", int64_t{0})};
+    for (const auto& s : j.at("statement")) {
+      p.statements.push_back(
+          {s.at("effect").get<std::string>(), s.at("action").get<std::vector<std::string>>(), s.at("resource")});
+    }
+    return p;
+  } catch (const std::exception& e) {
+    return Status::IOError(fmt::format("corrupt policy {}: {}", id, e.what()));
+  }
+}
+
+}  // namespace
+
+AuthService::AuthService(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<Clock> clock)
+    : kv_(std::move(kv)), clock_(std::move(clock)) {}
+
+bool AuthService::WildcardMatch(std::string_view p, std::string_view t) {
+  size_t pi = 0, ti = 0, star = std::string_view::npos, mark = 0;
+  while (ti < t.size()) {
+    if (pi < p.size() && (p[pi] == '?' || p[pi] == t[ti])) {
+      ++pi;
+      ++ti;
+    } else if (pi < p.size() && p[pi] == '*') {
+      star = pi++;
+      mark = ti;
+    } else if (star != std::string_view::npos) {
+      pi = star + 1;
+      ti = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (pi < p.size() && p[pi] == '*') ++pi;
+  return pi == p.size();
+}
+
+Result<bool> AuthService::IsSetUp() {
+  auto v = kv_->Get("a/setup");
+  if (IsNotFound(v.status())) return false;
+  ARROW_RETURN_NOT_OK(v.status());
+  return true;
+}
+
+Result<Credentials> AuthService::Setup(const std::string& username, const std::string& access_key_id,
+                                       const std::string& secret_access_key) {
+  ARROW_RETURN_NOT_OK(ValidateId("user", username));
+  ARROW_ASSIGN_OR_RAISE(bool done, IsSetUp());
+  if (done) return Conflict("Sediment is already set up");
+  Policy admin{kAdminPolicy, {{"allow", {"*"}, "*"}}, 0};
+  auto existing = GetPolicy(kAdminPolicy);
+  if (IsNotFound(existing.status())) ARROW_RETURN_NOT_OK(CreatePolicy(admin).status());
+  auto user = CreateUser(username);
+  if (!user.ok() && !IsConflict(user.status())) return user.status();
+  ARROW_RETURN_NOT_OK(AttachPolicy(username, kAdminPolicy));
+  ARROW_ASSIGN_OR_RAISE(auto creds, CreateCredentials(username, access_key_id, secret_access_key));
+  Status st = kv_->SetIf("a/setup", username, std::nullopt);
+  if (IsPreconditionFailed(st)) return Conflict("Sediment is already set up");
+  ARROW_RETURN_NOT_OK(st);
+  return creds;
+}
+
+Result<std::string> AuthService::Authenticate(const std::string& header) {
+  if (header.empty()) return Unauthorized("authentication required: send HTTP basic auth with an access key");
+  if (header.rfind("Basic ", 0) != 0) return Unauthorized("unsupported Authorization scheme (use Basic)");
+  std::string decoded = Base64Decode(header.substr(6));
+  auto colon = decoded.find(':');
+  if (colon == std::string::npos) return Unauthorized("malformed basic auth credentials");
+  std::string key_id = decoded.substr(0, colon), secret = decoded.substr(colon + 1);
+  auto raw = kv_->Get("a/k/" + key_id);
+  if (IsNotFound(raw.status())) return Unauthorized("invalid access key id or secret");
+  ARROW_RETURN_NOT_OK(raw.status());
+  auto j = json::parse(*raw, nullptr, false);
+  if (j.is_discarded()) return Status::IOError("corrupt credentials record");
+  std::string want = j.value("hash", ""), got = SecretHash(j.value("salt", ""), secret);
+  unsigned diff = want.size() ^ got.size();
+  for (size_t i = 0; i < want.size() && i < got.size(); ++i) diff |= static_cast<unsigned>(want[i] ^ got[i]);
+  if (diff != 0) return Unauthorized("invalid access key id or secret");
+  return j.value("user", "");
+}
+
+Status AuthService::Authorize(const std::string& user, const std::string& action, const std::string& resource) {
+  ARROW_ASSIGN_OR_RAISE(auto policies, ListUserPolicies(user));
+  bool allowed = false;
+  for (const auto& p : policies) {
+    for (const auto& s : p.statements) {
+      if (!WildcardMatch(s.resource, resource)) continue;
+      for (const auto& a : s.actions) {
+        if (!WildcardMatch(a, action)) continue;
+        if (s.effect == "deny") {
+          return Forbidden(fmt::format("user \"{}\" is denied {} on {}", user, action, resource));
+        }
+        allowed = true;
+      }
+    }
+  }
+  if (!allowed) return Forbidden(fmt::format("user \"{}\" lacks permission {} on {}", user, action, resource));
+  return Status::OK();
+}
+
+Result<User> AuthService::CreateUser(const std::string& id) {
+  ARROW_RETURN_NOT_OK(ValidateId("user", id));
+  User u{id, ToUnixMicros(clock_->Now()) / 1000000};
+  Status st = kv_->SetIf("a/u/" + id, json{{"creation_date", u.creation_date}}.dump(), std::nullopt);
+  if (IsPreconditionFailed(st)) return Conflict(fmt::format("user \"{}\" already exists", id));
+  ARROW_RETURN_NOT_OK(st);
+  return u;
+}
+
+Result<User> AuthService::GetUser(const std::string& id) {
+  auto raw = kv_->Get("a/u/" + id);
+  if (IsNotFound(raw.status())) return NotFound(fmt::format("user \"{}\" not found", id));
+  ARROW_RETURN_NOT_OK(raw.status());
+  auto j = json::parse(*raw, nullptr, false);
+  return User{id, j.is_discarded() ? 0 : j.value("creation_date", int64_t{0})};
+}
+
+Result<std::vector<User>> AuthService::ListUsers() {
+  std::vector<User> out;
+  ARROW_RETURN_NOT_OK(kv_->ScanAll("a/u/", "", [&](const kv::KeyValue& item) -> Result<bool> {
+    auto j = json::parse(item.value, nullptr, false);
+    out.push_back({item.key.substr(4), j.is_discarded() ? 0 : j.value("creation_date", int64_t{0})});
+    return true;
+  }));
+  return out;
+}
+
+Status AuthService::DeleteUser(const std::string& id) {
+  ARROW_RETURN_NOT_OK(GetUser(id).status());
+  ARROW_ASSIGN_OR_RAISE(auto creds, ListCredentials(id));
+  kv::Batch b;
+  for (const auto& c : creds) b.Delete("a/k/" + c.access_key_id).Delete("a/uk/" + id + "/" + c.access_key_id);
+  ARROW_RETURN_NOT_OK(kv_->ScanAll("a/up/" + id + "/", "", [&](const kv::KeyValue& item) -> Result<bool> {
+    b.Delete(item.key);
+    return true;
+  }));
+  b.Delete("a/u/" + id);
+  return kv_->Apply(b);
+}
+
+Result<Credentials> AuthService::CreateCredentials(const std::string& user, const std::string& key_in,
+                                                   const std::string& secret_in) {
+  ARROW_RETURN_NOT_OK(GetUser(user).status());
+  Credentials c;
+  c.user = user;
+  c.access_key_id = key_in.empty() ? "AKIAJ" + RandomAlnum(15, true) : key_in;
+  c.secret_access_key = secret_in.empty() ? RandomAlnum(40, false) : secret_in;
+  if (c.access_key_id.size() < 3 || c.secret_access_key.size() < 8) {
+    return InvalidArgument("access key id needs at least 3 characters and the secret at least 8");
+  }
+  c.creation_date = ToUnixMicros(clock_->Now()) / 1000000;
+  std::string salt = catalog::RandomHex(8);
+  kv::Batch b;
+  b.Require(kv::Precondition::Absent("a/k/" + c.access_key_id))
+      .Put("a/k/" + c.access_key_id, json{{"user", user},
+                                          {"salt", salt},
+                                          {"hash", SecretHash(salt, c.secret_access_key)},
+                                          {"creation_date", c.creation_date}}
+                                         .dump())
+      .Put("a/uk/" + user + "/" + c.access_key_id, "");
+  Status st = kv_->Apply(b);
+  if (IsPreconditionFailed(st)) return Conflict(fmt::format("access key \"{}\" already exists", c.access_key_id));
+  ARROW_RETURN_NOT_OK(st);
+  return c;
+}
+
+Result<std::vector<Credentials>> AuthService::ListCredentials(const std::string& user) {
+  ARROW_RETURN_NOT_OK(GetUser(user).status());
+  std::vector<Credentials> out;
+  std::string prefix = "a/uk/" + user + "/";
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(prefix, "", [&](const kv::KeyValue& item) -> Result<bool> {
+    Credentials c;
+    c.access_key_id = item.key.substr(prefix.size());
+    c.user = user;
+    auto raw = kv_->Get("a/k/" + c.access_key_id);
+    if (raw.ok()) {
+      auto j = json::parse(*raw, nullptr, false);
+      if (!j.is_discarded()) c.creation_date = j.value("creation_date", int64_t{0});
+    }
+    out.push_back(std::move(c));
+    return true;
+  }));
+  return out;
+}
+
+Status AuthService::DeleteCredentials(const std::string& user, const std::string& key_id) {
+  kv::Batch b;
+  b.Require(kv::Precondition::Present("a/uk/" + user + "/" + key_id))
+      .Delete("a/uk/" + user + "/" + key_id)
+      .Delete("a/k/" + key_id);
+  Status st = kv_->Apply(b);
+  if (IsPreconditionFailed(st)) return NotFound(fmt::format("user \"{}\" has no access key \"{}\"", user, key_id));
+  return st;
+}
+
+Result<Policy> AuthService::CreatePolicy(const Policy& policy_in) {
+  ARROW_RETURN_NOT_OK(ValidateId("policy", policy_in.id));
+  Policy p = policy_in;
+  if (p.statements.empty()) return InvalidArgument("a policy needs at least one statement");
+  for (const auto& s : p.statements) {
+    if (s.effect != "allow" && s.effect != "deny") {
+      return InvalidArgument(fmt::format("statement effect \"{}\" must be allow or deny", s.effect));
+    }
+    if (s.actions.empty() || s.resource.empty()) return InvalidArgument("each statement needs action and resource");
+  }
+  p.creation_date = ToUnixMicros(clock_->Now()) / 1000000;
+  Status st = kv_->SetIf("a/p/" + p.id, PolicyJson(p).dump(), std::nullopt);
+  if (IsPreconditionFailed(st)) return Conflict(fmt::format("policy \"{}\" already exists", p.id));
+  ARROW_RETURN_NOT_OK(st);
+  return p;
+}
+
+Result<Policy> AuthService::GetPolicy(const std::string& id) {
+  auto raw = kv_->Get("a/p/" + id);
+  if (IsNotFound(raw.status())) return NotFound(fmt::format("policy \"{}\" not found", id));
+  ARROW_RETURN_NOT_OK(raw.status());
+  return ParsePolicy(id, *raw);
+}
+
+Result<std::vector<Policy>> AuthService::ListPolicies() {
+  std::vector<Policy> out;
+  ARROW_RETURN_NOT_OK(kv_->ScanAll("a/p/", "", [&](const kv::KeyValue& item) -> Result<bool> {
+    ARROW_ASSIGN_OR_RAISE(auto p, ParsePolicy(item.key.substr(4), item.value));
+    out.push_back(std::move(p));
+    return true;
+  }));
+  return out;
+}
+
+Status AuthService::DeletePolicy(const std::string& id) {
+  ARROW_RETURN_NOT_OK(GetPolicy(id).status());
+  return kv_->Delete("a/p/" + id);
+}
+
+Status AuthService::AttachPolicy(const std::string& user, const std::string& policy) {
+  ARROW_RETURN_NOT_OK(GetUser(user).status());
+  ARROW_RETURN_NOT_OK(GetPolicy(policy).status());
+  return kv_->Set("a/up/" + user + "/" + policy, "");
+}
+
+Status AuthService::DetachPolicy(const std::string& user, const std::string& policy) {
+  return kv_->Delete("a/up/" + user + "/" + policy);
+}
+
+Result<std::vector<Policy>> AuthService::ListUserPolicies(const std::string& user) {
+  std::vector<Policy> out;
+  std::string prefix = "a/up/" + user + "/";
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(prefix, "", [&](const kv::KeyValue& item) -> Result<bool> {
+    auto p = GetPolicy(item.key.substr(prefix.size()));
+    if (p.ok()) out.push_back(std::move(*p));  // a deleted policy grants nothing
+    return true;
+  }));
+  return out;
+}
+
+}  // namespace sediment::server

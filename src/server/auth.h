@@ -1,0 +1,91 @@
+// AuthService: lakeFS-style users, access keys and policies in the KV store,
+// HTTP basic authentication and per-action authorization.
+//
+// Secrets are stored as salted SHA-256 hashes (a secret is 40 random
+// characters, so a fast hash is enough; the plain secret is shown once, on
+// creation). A request is allowed when one of the user's attached policies has
+// an "allow" statement matching the action and resource ARN and none has a
+// matching "deny" (wildcards: '*' any run, '?' one character).
+//
+// KV layout: a/setup, a/u/<user>, a/k/<access key id>, a/uk/<user>/<key id>,
+// a/p/<policy>, a/up/<user>/<policy>.
+//
+// Thread-safety: all methods are safe from many threads.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+
+namespace sediment::kv {
+class KvStore;
+}
+
+namespace sediment::server {
+
+struct Credentials {
+  std::string access_key_id;
+  std::string secret_access_key;  // only when just created
+  std::string user;
+  int64_t creation_date = 0;
+};
+
+struct Statement {
+  std::string effect;  // allow | deny
+  std::vector<std::string> actions;
+  std::string resource;
+};
+
+struct Policy {
+  std::string id;
+  std::vector<Statement> statements;
+  int64_t creation_date = 0;
+};
+
+struct User {
+  std::string id;
+  int64_t creation_date = 0;
+};
+
+class AuthService {
+ public:
+  AuthService(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<Clock> clock);
+
+  Result<bool> IsSetUp();
+  // Creates the first admin (with the AdminAccess policy). Conflict once set up.
+  Result<Credentials> Setup(const std::string& username, const std::string& access_key_id,
+                            const std::string& secret_access_key);
+
+  // The user behind an "Authorization: Basic ..." header value; Unauthorized otherwise.
+  Result<std::string> Authenticate(const std::string& authorization_header);
+  // Forbidden unless `user`'s policies allow `action` on `resource`.
+  Status Authorize(const std::string& user, const std::string& action, const std::string& resource);
+
+  Result<User> CreateUser(const std::string& id);
+  Result<User> GetUser(const std::string& id);
+  Result<std::vector<User>> ListUsers();
+  Status DeleteUser(const std::string& id);
+  Result<Credentials> CreateCredentials(const std::string& user, const std::string& access_key_id = "",
+                                        const std::string& secret_access_key = "");
+  Result<std::vector<Credentials>> ListCredentials(const std::string& user);
+  Status DeleteCredentials(const std::string& user, const std::string& access_key_id);
+  Result<Policy> CreatePolicy(const Policy& policy);
+  Result<Policy> GetPolicy(const std::string& id);
+  Result<std::vector<Policy>> ListPolicies();
+  Status DeletePolicy(const std::string& id);
+  Status AttachPolicy(const std::string& user, const std::string& policy);
+  Status DetachPolicy(const std::string& user, const std::string& policy);
+  Result<std::vector<Policy>> ListUserPolicies(const std::string& user);
+
+  // '*' and '?' wildcards, whole-string match.
+  static bool WildcardMatch(std::string_view pattern, std::string_view text);
+
+ private:
+  std::shared_ptr<kv::KvStore> kv_;
+  std::shared_ptr<Clock> clock_;
+};
+
+}  // namespace sediment::server

@@ -1,0 +1,257 @@
+"""The catalog through the official lakeFS Python SDK (lakefs-sdk) against a real server:
+repositories, branches, objects, listing, commits, diff, merge, reset, revert, tags, log, auth."""
+import base64
+import uuid
+
+import lakefs_sdk
+import pytest
+import requests
+from lakefs_sdk import models as m
+from lakefs_sdk.client import LakeFSClient
+from lakefs_sdk.exceptions import ApiException
+
+ADMIN_KEY = "AKIAIOSFODNN7EXAMPLE"
+ADMIN_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+def client_for(url, key, secret):
+    return LakeFSClient(lakefs_sdk.Configuration(host=url + "/api/v1", username=key, password=secret))
+
+
+def status_of(fn, *args, **kw):
+    with pytest.raises(ApiException) as e:
+        fn(*args, **kw)
+    return e.value.status
+
+
+@pytest.fixture
+def lakefs(start_server, tmp_path, backend):
+    cfg = tmp_path / "sediment.toml"
+    cfg.write_text(backend)
+    server = start_server("--config", str(cfg))
+    setup = LakeFSClient(lakefs_sdk.Configuration(host=server.url + "/api/v1"))
+    assert setup.internal_api.get_setup_state().state == "not_initialized"
+    creds = setup.internal_api.setup(
+        m.Setup(username="admin", key=m.AccessKeyCredentials(access_key_id=ADMIN_KEY, secret_access_key=ADMIN_SECRET)))
+    assert creds.access_key_id == ADMIN_KEY
+    client = client_for(server.url, ADMIN_KEY, ADMIN_SECRET)
+    client.server = server
+    if 'objects = "s3://' in backend:
+        base = backend.split('objects = "')[1].split('"')[0]
+        client.namespace = lambda name: f"{base}/{name}"
+    else:
+        client.namespace = lambda name: f"local://{tmp_path}/ns-{name}"
+    return client
+
+
+def make_repo(c, name="repo1"):
+    return c.repositories_api.create_repository(
+        m.RepositoryCreation(name=name, storage_namespace=c.namespace(name), default_branch="main"))
+
+
+def upload(c, path, data, branch="main", repo="repo1"):
+    return c.objects_api.upload_object(repo, branch, path, content=data)
+
+
+def list_paths(c, ref, repo="repo1", **kw):
+    """Walks every page; returns (paths, number of pages)."""
+    paths, after, pages = [], "", 0
+    while True:
+        res = c.objects_api.list_objects(repo, ref, after=after, **kw)
+        pages += 1
+        paths += [o.path for o in res.results]
+        if not res.pagination.has_more:
+            return paths, pages
+        after = res.pagination.next_offset
+
+
+def test_repository_lifecycle_and_bad_input(lakefs):
+    c = lakefs
+    repo = make_repo(c)
+    assert repo.id == "repo1" and repo.default_branch == "main"
+    assert [r.id for r in c.repositories_api.list_repositories().results] == ["repo1"]
+    assert status_of(make_repo, c) == 409
+    # A storage namespace already used by another repository.
+    assert status_of(c.repositories_api.create_repository,
+                     m.RepositoryCreation(name="repo2", storage_namespace=c.namespace("repo1"))) == 409
+    assert status_of(c.repositories_api.get_repository, "repo2") == 404
+    bad = requests.post(c.server.url + "/api/v1/repositories", data="{not json",
+                        auth=(ADMIN_KEY, ADMIN_SECRET), timeout=10)
+    assert bad.status_code == 400 and "JSON" in bad.json()["message"]
+    bad = requests.post(c.server.url + "/api/v1/repositories", auth=(ADMIN_KEY, ADMIN_SECRET), timeout=10,
+                        json={"name": "Bad_Name", "storage_namespace": c.namespace("x")})
+    assert bad.status_code == 400 and "invalid repository name" in bad.json()["message"]
+    log = c.refs_api.log_commits("repo1", "main")
+    assert [x.message for x in log.results] == ["Repository created"]
+    c.repositories_api.delete_repository("repo1")
+    assert status_of(c.repositories_api.get_repository, "repo1") == 404
+
+
+def test_objects_listing_and_ranges(lakefs):
+    c = lakefs
+    make_repo(c)
+    stats = upload(c, "data/a.txt", b"hello world")
+    assert stats.size_bytes == 11 and stats.checksum
+    for d in range(3):
+        for f in range(5):
+            upload(c, f"dir{d}/f{f}.bin", bytes([d, f]) * 10)
+    upload(c, "top.txt", b"top")
+    # Raw octet-stream upload too, with user metadata.
+    r = requests.post(c.server.url + "/api/v1/repositories/repo1/branches/main/objects",
+                      params={"path": "raw.bin"}, data=b"\x00\x01\x02", auth=(ADMIN_KEY, ADMIN_SECRET),
+                      headers={"Content-Type": "application/x-test", "X-Lakefs-Meta-Owner": "me"}, timeout=10)
+    assert r.status_code == 201, r.text
+    st = c.objects_api.stat_object("repo1", "main", "raw.bin", user_metadata=True)
+    assert st.size_bytes == 3 and st.content_type == "application/x-test" and st.metadata == {"owner": "me"}
+
+    assert bytes(c.objects_api.get_object("repo1", "main", "data/a.txt")) == b"hello world"
+    assert bytes(c.objects_api.get_object("repo1", "main", "data/a.txt", range="bytes=6-10")) == b"world"
+
+    for ref in ["main"]:
+        delimited, pages = list_paths(c, ref, delimiter="/", amount=2)
+        assert delimited == ["data/", "dir0/", "dir1/", "dir2/", "raw.bin", "top.txt"]
+        assert pages == 3
+        flat, pages = list_paths(c, ref, amount=4)
+        assert len(flat) == 18 and flat == sorted(flat) and pages == 5
+        assert list_paths(c, ref, prefix="dir1/")[0] == [f"dir1/f{i}.bin" for i in range(5)]
+
+    c.objects_api.delete_object("repo1", "main", "top.txt")
+    assert status_of(c.objects_api.delete_object, "repo1", "main", "top.txt") == 404
+    assert status_of(c.objects_api.stat_object, "repo1", "main", "top.txt") == 404
+    c.objects_api.delete_objects("repo1", "main", m.PathList(paths=["dir0/f0.bin", "dir0/f1.bin", "nope"]))
+    assert list_paths(c, "main", prefix="dir0/")[0] == ["dir0/f2.bin", "dir0/f3.bin", "dir0/f4.bin"]
+
+    # If-None-Match: * refuses to overwrite.
+    assert status_of(c.objects_api.upload_object, "repo1", "main", "data/a.txt", content=b"x", if_none_match="*") == 412
+    upload(c, "new.txt", b"x")
+
+
+def test_bad_object_input_is_rejected_and_nothing_is_written(lakefs):
+    c = lakefs
+    make_repo(c)
+    auth = (ADMIN_KEY, ADMIN_SECRET)
+    url = c.server.url + "/api/v1/repositories/repo1/branches/main/objects"
+    assert requests.post(url, params={"path": ""}, data=b"x", auth=auth, timeout=10).status_code == 400
+    assert requests.post(url, params={"path": "a" * 2000}, data=b"x", auth=auth, timeout=10).status_code == 400
+    assert requests.post(url, data=b"x", auth=auth, timeout=10).status_code == 400  # no path
+    assert requests.post(c.server.url + "/api/v1/repositories/repo1/branches/nope/objects", params={"path": "a"},
+                         data=b"x", auth=auth, timeout=10).status_code == 404
+    # An upload cut off mid-body leaves no entry.
+    import socket
+    s = socket.create_connection(("127.0.0.1", c.server.port))
+    cred = base64.b64encode(f"{ADMIN_KEY}:{ADMIN_SECRET}".encode()).decode()
+    s.sendall((f"POST /api/v1/repositories/repo1/branches/main/objects?path=cut.bin HTTP/1.1\r\n"
+               f"Host: x\r\nAuthorization: Basic {cred}\r\nContent-Length: 100000\r\n"
+               f"Content-Type: application/octet-stream\r\n\r\n").encode() + b"x" * 1000)
+    s.close()
+    import time
+    time.sleep(0.5)
+    assert status_of(c.objects_api.stat_object, "repo1", "main", "cut.bin") == 404
+    assert list_paths(c, "main")[0] == []
+
+
+def test_commit_diff_merge_reset_revert_tags(lakefs):
+    c = lakefs
+    make_repo(c)
+    upload(c, "a", b"1")
+    upload(c, "b", b"2")
+    diff = c.branches_api.diff_branch("repo1", "main")
+    assert [(d.path, d.type) for d in diff.results] == [("a", "added"), ("b", "added")]
+    c1 = c.commits_api.commit("repo1", "main", m.CommitCreation(message="first", metadata={"k": "v"}))
+    assert c1.committer == "admin" and c1.metadata == {"k": "v"} and len(c1.parents) == 1
+    assert c.commits_api.get_commit("repo1", c1.id).message == "first"
+    assert c.branches_api.diff_branch("repo1", "main").results == []
+    assert status_of(c.commits_api.commit, "repo1", "main", m.CommitCreation(message="empty")) == 400
+
+    c.branches_api.create_branch("repo1", m.BranchCreation(name="feature", source="main"))
+    assert status_of(c.branches_api.create_branch, "repo1", m.BranchCreation(name="feature", source="main")) == 409
+    assert {b.id for b in c.branches_api.list_branches("repo1").results} == {"main", "feature"}
+    upload(c, "c", b"3", branch="feature")
+    upload(c, "a", b"1-feature", branch="feature")
+    c.commits_api.commit("repo1", "feature", m.CommitCreation(message="feature work"))
+    d = c.refs_api.diff_refs("repo1", "main", "feature")
+    assert [(x.path, x.type) for x in d.results] == [("a", "changed"), ("c", "added")]
+
+    res = c.refs_api.merge_into_branch("repo1", "feature", "main")
+    merged = c.commits_api.get_commit("repo1", res.reference)
+    assert len(merged.parents) == 2
+    assert bytes(c.objects_api.get_object("repo1", "main", "a")) == b"1-feature"
+
+    # Conflict, then dest-wins.
+    upload(c, "b", b"feature-b", branch="feature")
+    c.commits_api.commit("repo1", "feature", m.CommitCreation(message="f2"))
+    upload(c, "b", b"main-b")
+    c.commits_api.commit("repo1", "main", m.CommitCreation(message="m2"))
+    assert status_of(c.refs_api.merge_into_branch, "repo1", "feature", "main") == 409
+    c.refs_api.merge_into_branch("repo1", "feature", "main", merge=m.Merge(strategy="dest-wins"))
+    assert bytes(c.objects_api.get_object("repo1", "main", "b")) == b"main-b"
+
+    # Reset: one object, a prefix, everything.
+    upload(c, "a", b"dirty")
+    upload(c, "p/x", b"x")
+    upload(c, "q", b"q")
+    c.branches_api.reset_branch("repo1", "main", m.ResetCreation(type="object", path="a"))
+    assert bytes(c.objects_api.get_object("repo1", "main", "a")) == b"1-feature"
+    c.branches_api.reset_branch("repo1", "main", m.ResetCreation(type="common_prefix", path="p/"))
+    assert [x.path for x in c.branches_api.diff_branch("repo1", "main").results] == ["q"]
+    # A dirty branch cannot be merged into, reverted or hard-reset.
+    head = c.branches_api.get_branch("repo1", "main").commit_id
+    assert status_of(c.branches_api.revert_branch, "repo1", "main", m.RevertCreation(ref=head, parent_number=1)) == 400
+    assert status_of(c.experimental_api.hard_reset_branch, "repo1", "main", c1.id) == 400
+    c.branches_api.reset_branch("repo1", "main", m.ResetCreation(type="reset"))
+    assert c.branches_api.diff_branch("repo1", "main").results == []
+
+    # The dest-wins merge changed nothing, so reverting it is refused; reverting "m2" (main~1) restores b.
+    assert status_of(c.branches_api.revert_branch, "repo1", "main", m.RevertCreation(ref="main", parent_number=1)) == 400
+    c.branches_api.revert_branch("repo1", "main", m.RevertCreation(ref="main~1", parent_number=1))
+    assert bytes(c.objects_api.get_object("repo1", "main", "b")) == b"2"
+    log = c.refs_api.log_commits("repo1", "main", amount=2)
+    assert log.results[0].message.startswith("Revert") and log.pagination.has_more
+    rest = c.refs_api.log_commits("repo1", "main", after=log.pagination.next_offset, amount=100)
+    assert rest.results[-1].message == "Repository created"
+
+    # Tags.
+    t = c.tags_api.create_tag("repo1", m.TagCreation(id="v1", ref=c1.id))
+    assert t.commit_id == c1.id
+    assert status_of(c.tags_api.create_tag, "repo1", m.TagCreation(id="v1", ref="main")) == 409
+    assert [x.id for x in c.tags_api.list_tags("repo1").results] == ["v1"]
+    assert bytes(c.objects_api.get_object("repo1", "v1", "a")) == b"1"
+    c.tags_api.delete_tag("repo1", "v1")
+    assert status_of(c.tags_api.get_tag, "repo1", "v1") == 404
+
+    # Hard reset a clean branch.
+    c.experimental_api.hard_reset_branch("repo1", "feature", c1.id)
+    assert c.branches_api.get_branch("repo1", "feature").commit_id == c1.id
+    assert status_of(c.branches_api.delete_branch, "repo1", "main") == 403
+    c.branches_api.delete_branch("repo1", "feature")
+    assert status_of(c.branches_api.get_branch, "repo1", "feature") == 404
+
+
+def test_auth_failures_and_policies(lakefs):
+    c = lakefs
+    make_repo(c)
+    upload(c, "a", b"1")
+    url = c.server.url
+    assert status_of(client_for(url, ADMIN_KEY, "wrong-secret").repositories_api.list_repositories) == 401
+    assert status_of(LakeFSClient(lakefs_sdk.Configuration(host=url + "/api/v1")).repositories_api.list_repositories) == 401
+    assert requests.get(url + "/api/v1/repositories", timeout=10).status_code == 401
+    # Setting up twice is refused.
+    assert status_of(c.internal_api.setup, m.Setup(username="again")) == 409
+
+    c.auth_api.create_user(m.UserCreation(id="reader"))
+    creds = c.auth_api.create_credentials("reader")
+    reader = client_for(url, creds.access_key_id, creds.secret_access_key)
+    # No policy: authenticated, but forbidden.
+    assert status_of(reader.objects_api.list_objects, "repo1", "main") == 403
+    c.auth_api.create_policy(m.Policy(id="ReadRepo1", statement=[
+        m.Statement(effect="allow", action=["fs:ReadObject", "fs:ListObjects", "fs:ReadRepository"],
+                    resource="arn:lakefs:fs:::repository/repo1*")]))
+    c.auth_api.attach_policy_to_user("reader", "ReadRepo1")
+    assert [o.path for o in reader.objects_api.list_objects("repo1", "main").results] == ["a"]
+    assert bytes(reader.objects_api.get_object("repo1", "main", "a")) == b"1"
+    assert status_of(reader.objects_api.upload_object, "repo1", "main", "b", content=b"x") == 403
+    assert status_of(reader.commits_api.commit, "repo1", "main", m.CommitCreation(message="no")) == 403
+    assert status_of(reader.auth_api.create_user, m.UserCreation(id="evil")) == 403
+    assert status_of(c.objects_api.stat_object, "repo1", "main", "b") == 404  # the refused upload wrote nothing
+    c.auth_api.delete_credentials("reader", creds.access_key_id)
+    assert status_of(reader.objects_api.list_objects, "repo1", "main") == 401
