@@ -255,3 +255,31 @@ def test_auth_failures_and_policies(lakefs):
     assert status_of(c.objects_api.stat_object, "repo1", "main", "b") == 404  # the refused upload wrote nothing
     c.auth_api.delete_credentials("reader", creds.access_key_id)
     assert status_of(reader.objects_api.list_objects, "repo1", "main") == 401
+
+
+def test_cli_repo_branch_object_commit(start_server, tmp_path):
+    from conftest import run_sediment
+    server = start_server()
+    env = {"SEDIMENT_URL": server.url}
+    code, out = run_sediment("setup", "--access-key-id", "AKIACLI", "--secret-access-key", "cli-secret-1", env=env)
+    assert code == 0, out
+    env.update(SEDIMENT_ACCESS_KEY_ID="AKIACLI", SEDIMENT_SECRET_ACCESS_KEY="cli-secret-1")
+    assert run_sediment("repo", "create", "cli-repo", f"local://{tmp_path}/ns", env=env)[0] == 0
+    f = tmp_path / "f.txt"
+    f.write_bytes(b"payload")
+    assert run_sediment("object", "put", "cli-repo", "main", "dir/f.txt", str(f), env=env)[0] == 0
+    code, out = run_sediment("object", "ls", "cli-repo", "main", "--delimiter", "/", env=env)
+    assert (code, out) == (0, "dir/")
+    code, out = run_sediment("diff", "cli-repo", "main", env=env)
+    assert (code, out) == (0, "added\tdir/f.txt")
+    assert run_sediment("commit", "cli-repo", "main", "-m", "from the cli", env=env)[0] == 0
+    code, out = run_sediment("log", "cli-repo", "main", env=env)
+    assert code == 0 and "from the cli" in out.splitlines()[0]
+    assert run_sediment("branch", "create", "cli-repo", "dev", env=env)[0] == 0
+    code, out = run_sediment("object", "get", "cli-repo", "dev", "dir/f.txt", env=env)
+    assert (code, out) == (0, "payload")
+    code, out = run_sediment("object", "get", "cli-repo", "main", "missing", env=env)
+    assert code == 1 and "404" in out and "missing" in out
+    env["SEDIMENT_SECRET_ACCESS_KEY"] = "wrong"
+    code, out = run_sediment("repo", "list", env=env)
+    assert code == 1 and "401" in out

@@ -15,6 +15,7 @@
 
 #include "blob/blob.h"
 #include "chain/ingest_job.h"
+#include "cli/catalog_bench.h"
 #include "cli/client.h"
 #include "kv/kv.h"
 #include "table/table_service.h"
@@ -187,8 +188,10 @@ std::function<int()> AddBenchCommands(CLI::App& app) {
   ingest->add_option("--segments", flags->segments, "Polls, each writing one segment per table");
   ingest->add_option("--blocks-per-segment", flags->blocks_per_segment, "New blocks per poll");
   ingest->add_option("--txs-per-block", flags->txs_per_block, "Transactions per block");
+  auto run_catalog = AddCatalogBench(bench);
   return [=]() -> int {
     spdlog::set_level(spdlog::level::warn);
+    if (int rc = run_catalog(); rc >= 0) return rc;
     if (ingest->parsed()) return Run([&] { return Ingest(*flags); });
     if (import->parsed()) return Run([&] { return Import(*flags); });
     if (compact->parsed()) return Run([&] { return Compact(*flags); });

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 
@@ -21,7 +22,7 @@ Status FromResponse(const std::string& url, const httplib::Result& res) {
 Result<nlohmann::json> ParseBody(const std::string& body) {
   if (body.empty()) return nlohmann::json::object();
   auto j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_discarded()) return Status::IOError("the server sent a body that is not JSON");
+  if (j.is_discarded()) return nlohmann::json(body);  // a plain-text answer (e.g. a commit id)
   return j;
 }
 
@@ -38,28 +39,65 @@ void AddServerOption(CLI::App* command, std::string* url) {
 
 Client::Client(std::string base_url) : base_url_(std::move(base_url)) {
   while (!base_url_.empty() && base_url_.back() == '/') base_url_.pop_back();
+  const char* key = std::getenv("SEDIMENT_ACCESS_KEY_ID");
+  const char* secret = std::getenv("SEDIMENT_SECRET_ACCESS_KEY");
+  if (key != nullptr && secret != nullptr) SetCredentials(key, secret);
 }
 
-Result<nlohmann::json> Client::Get(const std::string& path) {
-  httplib::Client c(base_url_);
-  c.set_read_timeout(600);
-  auto res = c.Get(path);
-  ARROW_RETURN_NOT_OK(FromResponse(base_url_, res));
-  return ParseBody(res->body);
+void Client::SetCredentials(std::string access_key_id, std::string secret_access_key) {
+  access_key_id_ = std::move(access_key_id);
+  secret_access_key_ = std::move(secret_access_key);
 }
+
+std::unique_ptr<httplib::Client> Client::Connect(int read_timeout_s) {
+  auto c = std::make_unique<httplib::Client>(base_url_);
+  c->set_read_timeout(read_timeout_s);
+  c->set_tcp_nodelay(true);
+  if (!access_key_id_.empty()) c->set_basic_auth(access_key_id_.c_str(), secret_access_key_.c_str());
+  return c;
+}
+
+Result<nlohmann::json> Client::Get(const std::string& path) { return Send("GET", path); }
 
 Result<nlohmann::json> Client::Post(const std::string& path, const std::string& body, const std::string& type) {
-  httplib::Client c(base_url_);
-  c.set_read_timeout(3600);
-  auto res = c.Post(path, body, type);
+  return Send("POST", path, body, type);
+}
+
+Result<nlohmann::json> Client::Send(const std::string& method, const std::string& path, const std::string& body,
+                                    const std::string& type) {
+  auto c = Connect(3600);
+  httplib::Result res = method == "GET"      ? c->Get(path)
+                        : method == "POST"   ? c->Post(path, body, type)
+                        : method == "PUT"    ? c->Put(path, body, type)
+                        : method == "DELETE" ? c->Delete(path, body, type)
+                                             : httplib::Result(nullptr, httplib::Error::Unknown);
   ARROW_RETURN_NOT_OK(FromResponse(base_url_, res));
   return ParseBody(res->body);
+}
+
+Result<std::string> Client::GetRaw(const std::string& path) {
+  auto c = Connect(3600);
+  auto res = c->Get(path);
+  ARROW_RETURN_NOT_OK(FromResponse(base_url_, res));
+  return std::move(res->body);
+}
+
+std::string UrlEncode(const std::string& value) {
+  std::string out;
+  for (unsigned char ch : value) {
+    if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~' || ch == '/') {
+      out.push_back(static_cast<char>(ch));
+    } else {
+      out += fmt::format("%{:02X}", ch);
+    }
+  }
+  return out;
 }
 
 Status Client::StreamLines(const std::string& method, const std::string& path,
                            const std::function<bool(const std::string&)>& on_line) {
-  httplib::Client c(base_url_);
-  c.set_read_timeout(3600);
+  auto client = Connect(3600);
+  httplib::Client& c = *client;
   std::string pending, error_body;
   int status = 0;
   httplib::Request req;

@@ -4,9 +4,14 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <string>
 
 #include "base/status.h"
+
+namespace httplib {
+class Client;
+}
 
 namespace sediment::cli {
 
@@ -17,8 +22,16 @@ void AddServerOption(CLI::App* command, std::string* url);
 
 class Client {
  public:
+  // Credentials for the catalog API come from $SEDIMENT_ACCESS_KEY_ID and
+  // $SEDIMENT_SECRET_ACCESS_KEY unless set with SetCredentials.
   explicit Client(std::string base_url);
+  void SetCredentials(std::string access_key_id, std::string secret_access_key);
   Result<nlohmann::json> Get(const std::string& path);
+  // Any method; a JSON (or empty) response body.
+  Result<nlohmann::json> Send(const std::string& method, const std::string& path, const std::string& body = "",
+                              const std::string& content_type = "application/json");
+  // The raw response body of a GET (object downloads).
+  Result<std::string> GetRaw(const std::string& path);
   Result<nlohmann::json> Post(const std::string& path, const std::string& body = "",
                               const std::string& content_type = "application/json");
   // Streams a response line by line (JSON lines); on_line returns false to stop.
@@ -32,8 +45,13 @@ class Client {
   }
 
  private:
+  std::unique_ptr<httplib::Client> Connect(int read_timeout_s);
   std::string base_url_;
+  std::string access_key_id_, secret_access_key_;
 };
+
+// Percent-encodes a query parameter value.
+std::string UrlEncode(const std::string& value);
 
 // Runs a command body, printing "sediment: <message>" and returning 1 on error.
 int Run(const std::function<Status()>& body);

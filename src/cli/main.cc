@@ -13,6 +13,7 @@
 #include "base/version.h"
 #include "blob/blob.h"
 #include "cli/bench_cmd.h"
+#include "cli/catalog_cmd.h"
 #include "cli/query_cmd.h"
 #include "cli/table_cmd.h"
 #include "server/app.h"
@@ -107,6 +108,7 @@ int main(int argc, char** argv) {
   auto run_bench = cli::AddBenchCommands(cli);
   auto run_query = cli::AddQueryCommand(cli);
   auto run_job = cli::AddJobCommands(cli);
+  auto run_catalog = cli::AddCatalogCommands(cli);
 
   try {
     cli.parse(argc, argv);
@@ -118,6 +120,7 @@ int main(int argc, char** argv) {
   if (Parsed(cli, "bench")) return run_bench();
   if (Parsed(cli, "query")) return run_query();
   if (Parsed(cli, "job")) return run_job();
+  if (int rc = run_catalog(); rc >= 0) return rc;
   if (version->parsed()) {
     std::cout << "sediment " << kVersion << " (arrow " << kArrowVersion << ")\n";
     return 0;

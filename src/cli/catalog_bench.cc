@@ -1,0 +1,226 @@
+#include "cli/catalog_bench.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "catalog/catalog.h"
+#include "cli/client.h"
+#include "kv/kv.h"
+#include "server/app.h"
+#include "server/auth.h"
+
+namespace sediment::cli {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+struct Flags {
+  std::vector<int64_t> entries = {100000, 1000000};
+  std::string data_dir;
+  int64_t uploads = 2000;
+  int threads = 2;
+  int repeats = 15;
+  bool walk = true;
+};
+
+double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+std::string PathOf(int64_t i) {
+  // 100 top-level prefixes of 30 sub-prefixes each, keys spread evenly.
+  return fmt::format("p{:03d}/d{:02d}/f{:09d}.parquet", i % 100, (i / 100) % 30, i);
+}
+
+class Bench {
+ public:
+  Bench(const Flags& f, int64_t n) : f_(f), n_(n) {}
+
+  Status Run() {
+    std::string dir = fmt::format("{}/n{}", f_.data_dir, n_);
+    std::filesystem::remove_all(dir);
+    ARROW_ASSIGN_OR_RAISE(Config config, Config::Load("", {}));
+    config.server.listen = "127.0.0.1:0";
+    config.storage.data_dir = dir;
+    app_ = std::make_unique<server::App>(config);
+    ARROW_RETURN_NOT_OK(app_->Start());
+    ARROW_RETURN_NOT_OK(app_->auth().Setup("admin", "AKIABENCH", "bench-secret-key").status());
+    ARROW_RETURN_NOT_OK(app_->catalog().CreateRepository("bench", dir + "/ns", "main", false).status());
+    out_ = {{"entries", n_}};
+
+    ARROW_RETURN_NOT_OK(Uploads());
+    ARROW_RETURN_NOT_OK(Stage());
+    ARROW_RETURN_NOT_OK(Listings("staged"));
+    auto t0 = Clock::now();
+    ARROW_ASSIGN_OR_RAISE(auto commit, Http("POST", "/api/v1/repositories/bench/branches/main/commits",
+                                            R"({"message":"bench"})"));
+    (void)commit;
+    out_["commit_s"] = Seconds(t0);
+    ARROW_RETURN_NOT_OK(Listings("committed"));
+    std::cout << out_.dump() << std::endl;
+    app_->Stop();
+    return Status::OK();
+  }
+
+ private:
+  Result<std::string> Http(const std::string& method, const std::string& path, const std::string& body = "") {
+    if (!client_) {
+      client_ = std::make_unique<httplib::Client>("127.0.0.1", app_->port());
+      client_->set_basic_auth("AKIABENCH", "bench-secret-key");
+      client_->set_keep_alive(true);
+      client_->set_tcp_nodelay(true);
+      client_->set_read_timeout(3600);
+    }
+    httplib::Result res = method == "GET" ? client_->Get(path) : client_->Post(path, body, "application/json");
+    if (!res) return Status::IOError("request failed: ", httplib::to_string(res.error()));
+    if (res->status >= 300) return Status::IOError(fmt::format("{} {}: HTTP {} {}", method, path, res->status, res->body));
+    return res->body;
+  }
+
+  // Small uploads through the API, from 1 and from `threads` clients.
+  Status Uploads() {
+    for (int clients : {1, f_.threads}) {
+      std::atomic<int64_t> next{0};
+      std::atomic<bool> failed{false};
+      auto t0 = Clock::now();
+      std::vector<std::thread> ts;
+      for (int c = 0; c < clients; ++c) {
+        ts.emplace_back([&, c] {
+          httplib::Client cl("127.0.0.1", app_->port());
+          cl.set_basic_auth("AKIABENCH", "bench-secret-key");
+          cl.set_keep_alive(true);
+          cl.set_tcp_nodelay(true);
+          std::string payload(1024, static_cast<char>('a' + c));
+          for (int64_t i; (i = next++) < f_.uploads;) {
+            auto r = cl.Post(fmt::format("/api/v1/repositories/bench/branches/main/objects?path=up{}/o{:06d}",
+                                         clients, i),
+                             payload, "application/octet-stream");
+            if (!r || r->status != 201) failed = true;
+          }
+        });
+      }
+      for (auto& t : ts) t.join();
+      if (failed) return Status::IOError("an upload failed");
+      out_[fmt::format("uploads_per_s_{}_clients", clients)] = static_cast<double>(f_.uploads) / Seconds(t0);
+    }
+    std::vector<double> gets;
+    for (int i = 0; i < 200; ++i) {
+      auto t0 = Clock::now();
+      ARROW_RETURN_NOT_OK(
+          Http("GET", fmt::format("/api/v1/repositories/bench/refs/main/objects?path=up1/o{:06d}", i * 7 % f_.uploads))
+              .status());
+      gets.push_back(Seconds(t0) * 1000);
+    }
+    out_["get_ms_p50"] = Median(gets);
+    return Status::OK();
+  }
+
+  // N entries staged through the catalog (the API's write path without HTTP).
+  Status Stage() {
+    auto t0 = Clock::now();
+    std::atomic<int64_t> next{0};
+    std::vector<Status> errors(static_cast<size_t>(f_.threads));
+    std::vector<std::thread> ts;
+    for (int c = 0; c < f_.threads; ++c) {
+      ts.emplace_back([&, c] {
+        catalog::Entry e;
+        e.size = 4096;
+        e.mtime = 1700000000;
+        e.content_type = "application/octet-stream";
+        for (int64_t i; (i = next++) < n_;) {
+          e.address = fmt::format("data/{:016x}", i * 0x9E3779B97F4A7C15ull);
+          e.checksum = e.address.substr(5) + e.address.substr(5);
+          Status st = app_->catalog().PutEntry("bench", "main", PathOf(i), e);
+          if (!st.ok()) {
+            errors[static_cast<size_t>(c)] = st;
+            return;
+          }
+        }
+      });
+    }
+    for (auto& t : ts) t.join();
+    for (auto& st : errors) ARROW_RETURN_NOT_OK(st);
+    out_["stage_per_s"] = static_cast<double>(n_) / Seconds(t0);
+    return Status::OK();
+  }
+
+  Result<double> TimeMs(const std::string& path) {
+    std::vector<double> v;
+    for (int i = 0; i < f_.repeats; ++i) {
+      auto t0 = Clock::now();
+      ARROW_RETURN_NOT_OK(Http("GET", path).status());
+      v.push_back(Seconds(t0) * 1000);
+    }
+    return Median(v);
+  }
+
+  Status Listings(const std::string& phase) {
+    const std::string ls = "/api/v1/repositories/bench/refs/main/objects/ls?amount=1000";
+    json j;
+    ARROW_ASSIGN_OR_RAISE(j["recursive_first_page_ms"], TimeMs(ls));
+    ARROW_ASSIGN_OR_RAISE(j["recursive_mid_page_ms"], TimeMs(ls + "&after=" + PathOf(n_ / 2)));
+    ARROW_ASSIGN_OR_RAISE(j["delimited_root_ms"], TimeMs(ls + "&delimiter=/"));
+    ARROW_ASSIGN_OR_RAISE(j["delimited_prefix_ms"], TimeMs(ls + "&delimiter=/&prefix=p042/"));
+    ARROW_ASSIGN_OR_RAISE(j["stat_ms"],
+                          TimeMs("/api/v1/repositories/bench/refs/main/objects/stat?path=" + PathOf(n_ / 3)));
+    if (f_.walk) {
+      auto t0 = Clock::now();
+      std::string after;
+      int64_t seen = 0;
+      while (true) {
+        ARROW_ASSIGN_OR_RAISE(auto body, Http("GET", ls + "&after=" + after));
+        auto page = json::parse(body);
+        seen += static_cast<int64_t>(page["results"].size());
+        if (!page["pagination"]["has_more"].get<bool>()) break;
+        after = page["pagination"]["next_offset"].get<std::string>();
+      }
+      j["recursive_walk_s"] = Seconds(t0);
+      j["walked"] = seen;
+    }
+    out_[phase] = j;
+    return Status::OK();
+  }
+
+  const Flags& f_;
+  int64_t n_;
+  std::unique_ptr<server::App> app_;
+  std::unique_ptr<httplib::Client> client_;
+  json out_;
+};
+
+}  // namespace
+
+std::function<int()> AddCatalogBench(CLI::App* bench) {
+  auto flags = std::make_shared<Flags>();
+  auto* cmd = bench->add_subcommand("catalog", "Catalog uploads, gets, listings and commits over HTTP (JSON lines)");
+  cmd->add_option("--data-dir", flags->data_dir, "Scratch directory (emptied)")->required();
+  cmd->add_option("--entries", flags->entries, "Staged entries per run (one run each)");
+  cmd->add_option("--uploads", flags->uploads, "Small uploads through the API");
+  cmd->add_option("--threads", flags->threads, "Writer threads / concurrent clients")->check(CLI::Range(1, 64));
+  cmd->add_option("--repeats", flags->repeats, "Timed repetitions per listing (median reported)");
+  cmd->add_flag("!--no-walk", flags->walk, "Skip the full recursive walk");
+  return [=]() -> int {
+    if (!cmd->parsed()) return -1;
+    return Run([&]() -> Status {
+      for (int64_t n : flags->entries) {
+        Bench b(*flags, n);
+        ARROW_RETURN_NOT_OK(b.Run());
+      }
+      return Status::OK();
+    });
+  };
+}
+
+}  // namespace sediment::cli
