@@ -283,3 +283,114 @@ def test_cli_repo_branch_object_commit(start_server, tmp_path):
     env["SEDIMENT_SECRET_ACCESS_KEY"] = "wrong"
     code, out = run_sediment("repo", "list", env=env)
     assert code == 1 and "401" in out
+
+
+def compact_url(c, branch="main"):
+    return f"{c.server.url}/api/v1/repositories/repo1/branches/{branch}/compact"
+
+
+def wait_compacted(c, branch="main", timeout=30):
+    import time
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        j = requests.get(compact_url(c, branch), auth=(ADMIN_KEY, ADMIN_SECRET), timeout=10).json()
+        if j["last_compaction"]["state"] not in ("", "running"):
+            return j
+        time.sleep(0.05)
+    raise AssertionError("compaction did not finish")
+
+
+def test_staging_compaction_over_http(lakefs):
+    c = lakefs
+    make_repo(c)
+    for d in range(4):
+        for f in range(30):
+            upload(c, f"dir{d}/f{f:03d}", f"{d}-{f}".encode())
+    c.commits_api.commit("repo1", "main", m.CommitCreation(message="base"))
+    for f in range(0, 60, 3):
+        upload(c, f"dir1/f{f:03d}", b"changed")
+    c.objects_api.delete_object("repo1", "main", "dir2/f000")
+    before = (list_paths(c, "main", amount=7), list_paths(c, "main", delimiter="/", amount=1),
+              [(d.path, d.type) for d in c.branches_api.diff_branch("repo1", "main", amount=1000).results])
+
+    auth = (ADMIN_KEY, ADMIN_SECRET)
+    j = requests.get(compact_url(c), auth=auth, timeout=10).json()
+    assert j["compacted"] is False and j["meta_range_id"] == ""
+    r = requests.post(compact_url(c), auth=auth, timeout=10)
+    assert r.status_code == 202, r.text
+    j = wait_compacted(c)
+    assert j["compacted"] is True and len(j["meta_range_id"]) == 64 and j["last_compaction"]["state"] == "completed"
+
+    after = (list_paths(c, "main", amount=7), list_paths(c, "main", delimiter="/", amount=1),
+             [(d.path, d.type) for d in c.branches_api.diff_branch("repo1", "main", amount=1000).results])
+    assert after == before
+    # Still uncommitted: merge is refused like on a dirty branch; commit takes it all.
+    c.branches_api.create_branch("repo1", m.BranchCreation(name="side", source="main@"))
+    upload(c, "side-only", b"s", branch="side")
+    c.commits_api.commit("repo1", "side", m.CommitCreation(message="side"))
+    assert status_of(c.refs_api.merge_into_branch, "repo1", "side", "main") == 400
+    upload(c, "late", b"after compaction")
+    c.commits_api.commit("repo1", "main", m.CommitCreation(message="with compaction"))
+    assert requests.get(compact_url(c), auth=auth, timeout=10).json()["compacted"] is False
+    assert len(list_paths(c, "main@")[0]) == 130  # 120 base, -1 deleted, +10 new in dir1, +1 late
+    c.refs_api.merge_into_branch("repo1", "side", "main")
+
+    # Metrics: the histogram by outcome.
+    text = requests.get(c.server.url + "/metrics", timeout=10).text
+    assert 'graveler_compaction_seconds_count{outcome="completed"} 1' in text
+
+
+def test_compaction_needs_the_compact_permission(lakefs):
+    c = lakefs
+    make_repo(c)
+    upload(c, "a", b"1")
+    c.auth_api.create_user(m.UserCreation(id="writer"))
+    creds = c.auth_api.create_credentials("writer")
+    c.auth_api.create_policy(m.Policy(id="WriteAll", statement=[
+        m.Statement(effect="allow", action=["fs:*"], resource="*")]))
+    c.auth_api.attach_policy_to_user("writer", "WriteAll")
+    auth = (creds.access_key_id, creds.secret_access_key)
+    assert requests.post(compact_url(c), auth=auth, timeout=10).status_code == 403
+    assert requests.get(compact_url(c), auth=auth, timeout=10).status_code == 403
+    assert requests.post(compact_url(c), timeout=10).status_code == 401
+    c.auth_api.create_policy(m.Policy(id="Compact", statement=[
+        m.Statement(effect="allow", action=["branches:CompactBranch"], resource="arn:lakefs:fs:::repository/repo1/branch/*")]))
+    c.auth_api.attach_policy_to_user("writer", "Compact")
+    assert requests.post(compact_url(c), auth=auth, timeout=10).status_code == 202
+    assert requests.post(compact_url(c, "nope"), auth=auth, timeout=10).status_code == 404
+
+
+def test_cli_branch_compact_wait_and_status(lakefs):
+    from conftest import run_sediment
+    c = lakefs
+    make_repo(c)
+    for i in range(50):
+        upload(c, f"k{i:03d}", b"v")
+    env = {"SEDIMENT_URL": c.server.url, "SEDIMENT_ACCESS_KEY_ID": ADMIN_KEY, "SEDIMENT_SECRET_ACCESS_KEY": ADMIN_SECRET}
+    code, out = run_sediment("branch", "compact", "repo1", "main", "--wait", env=env)
+    assert code == 0, out
+    assert '"state": "completed"' in out and "compacting repo1/main" in out
+    code, out = run_sediment("branch", "compaction-status", "repo1", "main", env=env)
+    assert code == 0 and '"compacted": true' in out
+
+
+def test_auto_trigger_from_the_environment(start_server, tmp_path):
+    server = start_server(env={"LAKEFS_GRAVELER_COMPACTION_AUTO_TRIGGER": "true",
+                               "LAKEFS_GRAVELER_COMPACTION_THRESHOLD": "20"})
+    setup = LakeFSClient(lakefs_sdk.Configuration(host=server.url + "/api/v1"))
+    setup.internal_api.setup(m.Setup(username="admin", key=m.AccessKeyCredentials(
+        access_key_id=ADMIN_KEY, secret_access_key=ADMIN_SECRET)))
+    c = client_for(server.url, ADMIN_KEY, ADMIN_SECRET)
+    c.server = server
+    c.namespace = lambda name: f"local://{tmp_path}/ns-{name}"
+    make_repo(c)
+    for i in range(19):
+        upload(c, f"k{i:03d}", b"v")
+    import time
+    time.sleep(1.5)  # counts are flushed every second
+    assert requests.get(compact_url(c), auth=(ADMIN_KEY, ADMIN_SECRET), timeout=10).json()["compacted"] is False
+    upload(c, "k019", b"v")
+    j = wait_compacted(c)
+    assert j["compacted"] is True
+    assert [o.path for o in c.objects_api.list_objects("repo1", "main", amount=1000).results] == \
+        [f"k{i:03d}" for i in range(20)]

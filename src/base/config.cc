@@ -133,6 +133,7 @@ const std::vector<Option>& Options() {
        T::kInt,
        IntAtLeast(1),
        {"LAKEFS_GRAVELER_COMPACTION_THRESHOLD"}},
+      {"graveler.compaction.workers", FIELD(graveler.compaction.workers), T::kInt, IntAtLeast(1)},
   };
   return options;
 }

@@ -96,6 +96,7 @@ struct CatalogConfig {
 struct GravelerCompactionConfig {
   bool auto_trigger = false;
   int64_t threshold = 50000;
+  int64_t workers = 2;  // background compactions at once (per server)
 };
 
 struct GravelerConfig {

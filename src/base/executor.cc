@@ -15,6 +15,9 @@ void NameThread(const std::string& name) {
 
 ThreadPool::ThreadPool(std::string name, int threads, size_t max_queued)
     : name_(std::move(name)), max_queued_(max_queued) {
+  // Workers count as idle from the start, so a TrySubmit right after
+  // construction finds them even before their threads run.
+  idle_ = static_cast<size_t>(std::max(1, threads));
   for (int i = 0; i < std::max(1, threads); ++i) {
     workers_.emplace_back([this] {
       NameThread(name_);
@@ -50,17 +53,17 @@ Status ThreadPool::Submit(std::function<void()> task) {
 void ThreadPool::WorkerLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    ++idle_;
     work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-    --idle_;
     if (queue_.empty()) return;  // stopping and drained
     auto task = std::move(queue_.front());
     queue_.pop_front();
+    --idle_;
     ++running_;
     lock.unlock();
     task();
     lock.lock();
     --running_;
+    ++idle_;
     space_cv_.notify_all();
   }
 }

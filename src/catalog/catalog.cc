@@ -569,7 +569,10 @@ Status Catalog::PutEntry(const std::string& repo_id, const std::string& branch, 
     ARROW_RETURN_NOT_OK(kv_->Set(StagingPrefix(token) + path, value));
     // A commit may have sealed the token meanwhile: then write again to the new one.
     ARROW_ASSIGN_OR_RAISE(rec, LoadBranch(repo_id, branch));
-    if (rec.branch.staging_token == token) return Status::OK();
+    if (rec.branch.staging_token == token) {
+      if (on_mutation_) on_mutation_(repo_id, branch, 1);
+      return Status::OK();
+    }
   }
   return Busy(fmt::format("branch \"{}\" kept changing; retry the write", branch));
 }
@@ -602,6 +605,7 @@ Result<int64_t> Catalog::DeleteEntries(const std::string& repo_id, const std::st
     if (!done) return Busy(fmt::format("branch \"{}\" kept changing; retry the delete", branch));
     ++deleted;
   }
+  if (on_mutation_ && deleted > 0) on_mutation_(repo_id, branch, deleted);
   return deleted;
 }
 
@@ -652,6 +656,80 @@ Result<Page<ListItem>> Catalog::ListEntries(const std::string& repo_id, const st
 // ---------------------------------------------------------------------------
 // Commit
 
+Result<Catalog::BranchRecord> Catalog::Seal(const std::string& repo_id, const std::string& branch) {
+  for (int i = 0;; ++i) {
+    ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo_id, branch));
+    Branch next = rec.branch;
+    next.sealed_tokens.insert(next.sealed_tokens.begin(), rec.branch.staging_token);
+    next.staging_token = NewToken();
+    std::string raw = BranchJson(next);
+    Status st = kv_->SetIf(BranchKey(repo_id, branch), raw, rec.raw);
+    if (st.ok()) return BranchRecord{std::move(next), std::move(raw)};
+    if (!IsPreconditionFailed(st) || i + 1 >= kCasRetries) return st;
+  }
+}
+
+Result<CompactionResult> Catalog::CompactStaging(const std::string& repo_id, const std::string& branch,
+                                                 const std::function<void()>& after_seal) {
+  ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
+  if (repo.read_only) return Forbidden(fmt::format("repository \"{}\" is read-only: it is never compacted", repo_id));
+  CompactionResult result;
+  ARROW_ASSIGN_OR_RAISE(auto probe, LoadBranch(repo_id, branch));
+  bool staged = false;
+  for (const auto& t : probe.branch.sealed_tokens) {
+    ARROW_ASSIGN_OR_RAISE(auto page, kv_->Scan(StagingPrefix(t), "", 1));
+    staged = staged || !page.items.empty();
+  }
+  ARROW_ASSIGN_OR_RAISE(auto page, kv_->Scan(StagingPrefix(probe.branch.staging_token), "", 1));
+  staged = staged || !page.items.empty();
+  if (!staged) {
+    result.meta_range_id = probe.branch.compacted_meta_range_id;
+    return result;
+  }
+
+  // 1. Seal: writes from now on go to a fresh token and stay staged over the result.
+  ARROW_ASSIGN_OR_RAISE(auto sealed, Seal(repo_id, branch));
+  if (after_seal) after_seal();
+  const Branch& b = sealed.branch;
+
+  // 2. Fold every sealed token into the base: the previous compaction, else the commit.
+  ARROW_ASSIGN_OR_RAISE(auto base, BaseMetaRange(repo, b));
+  ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
+  auto changes = StagingView(b, /*include_current=*/false);
+  ARROW_ASSIGN_OR_RAISE(auto mr, ApplyChanges(*ranges_, ns, base, *changes, &result.stats));
+  result.staged_entries = result.stats.changes;
+
+  // 3. Swap, unless a commit or reset made the work stale; later seals are kept.
+  std::set<std::string> folded(b.sealed_tokens.begin(), b.sealed_tokens.end());
+  for (int i = 0; i < kCasRetries; ++i) {
+    ARROW_ASSIGN_OR_RAISE(auto now, LoadBranch(repo_id, branch));
+    size_t still_sealed = 0;
+    for (const auto& t : now.branch.sealed_tokens) still_sealed += folded.count(t);
+    if (now.branch.commit_id != b.commit_id || now.branch.compacted_meta_range_id != b.compacted_meta_range_id ||
+        still_sealed != folded.size()) {
+      result.outcome = CompactionOutcome::kDiscarded;
+      result.meta_range_id = now.branch.compacted_meta_range_id;
+      return result;
+    }
+    Branch next = now.branch;
+    std::erase_if(next.sealed_tokens, [&](const std::string& t) { return folded.count(t) > 0; });
+    next.compacted_meta_range_id = mr->id;
+    kv::Batch batch;
+    batch.Require(kv::Precondition::Equals(BranchKey(repo_id, branch), now.raw))
+        .Put(BranchKey(repo_id, branch), BranchJson(next));
+    for (const auto& t : folded) batch.Put(DropKey(t), "");
+    Status st = kv_->Apply(batch);
+    if (st.ok()) {
+      if (dropper_) dropper_->Trigger();
+      result.outcome = CompactionOutcome::kCompleted;
+      result.meta_range_id = mr->id;
+      return result;
+    }
+    if (!IsPreconditionFailed(st)) return st;
+  }
+  return Busy(fmt::format("branch \"{}\" kept changing; compaction not applied", branch));
+}
+
 Result<Commit> Catalog::CommitBranch(const std::string& repo_id, const std::string& branch,
                                      const CommitParams& params) {
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
@@ -659,22 +737,10 @@ Result<Commit> Catalog::CommitBranch(const std::string& repo_id, const std::stri
   if (params.message.empty()) return InvalidArgument("commit message is required");
 
   // 1. Seal: new writes go to a fresh token from here on.
-  BranchRecord sealed;
-  for (int i = 0;; ++i) {
-    ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo_id, branch));
-    ARROW_ASSIGN_OR_RAISE(bool dirty, IsDirty(repo_id, rec.branch));
-    if (!dirty && !params.allow_empty) return NoChanges(fmt::format("branch \"{}\" has nothing to commit", branch));
-    Branch next = rec.branch;
-    next.sealed_tokens.insert(next.sealed_tokens.begin(), rec.branch.staging_token);
-    next.staging_token = NewToken();
-    std::string raw = BranchJson(next);
-    Status st = kv_->SetIf(BranchKey(repo_id, branch), raw, rec.raw);
-    if (st.ok()) {
-      sealed = {std::move(next), std::move(raw)};
-      break;
-    }
-    if (!IsPreconditionFailed(st) || i + 1 >= kCasRetries) return st;
-  }
+  ARROW_ASSIGN_OR_RAISE(auto probe, LoadBranch(repo_id, branch));
+  ARROW_ASSIGN_OR_RAISE(bool dirty, IsDirty(repo_id, probe.branch));
+  if (!dirty && !params.allow_empty) return NoChanges(fmt::format("branch \"{}\" has nothing to commit", branch));
+  ARROW_ASSIGN_OR_RAISE(auto sealed, Seal(repo_id, branch));
   const Branch& b = sealed.branch;
 
   // 2. Apply the sealed tokens to the base meta-range.
@@ -683,7 +749,7 @@ Result<Commit> Catalog::CommitBranch(const std::string& repo_id, const std::stri
   ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
   auto changes = StagingView(b, /*include_current=*/false);
   ARROW_ASSIGN_OR_RAISE(auto mr, ApplyChanges(*ranges_, ns, base, *changes));
-  if (mr->id == parent.meta_range_id && !params.allow_empty) {
+  if (SameMetaRange(mr->id, parent.meta_range_id) && !params.allow_empty) {
     return NoChanges(fmt::format("the staged changes on \"{}\" leave its content as committed", branch));
   }
 

@@ -17,6 +17,7 @@
 //
 // Thread-safety: all methods are safe to call from many threads and servers.
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -110,6 +111,19 @@ struct CommitParams {
 
 enum class MergeStrategy { kNone, kSourceWins, kDestWins };
 
+enum class CompactionOutcome {
+  kCompleted,    // the branch now holds the new compacted meta-range
+  kDiscarded,    // the branch was committed or reset meanwhile: the work was dropped
+  kNothingToDo,  // no staged entries
+};
+
+struct CompactionResult {
+  CompactionOutcome outcome = CompactionOutcome::kNothingToDo;
+  std::string meta_range_id;   // what the branch holds afterwards ("" = not compacted)
+  int64_t staged_entries = 0;  // entries folded in (tombstones included)
+  ApplyStats stats;
+};
+
 struct CatalogOptions {
   std::string cache_dir;
   int64_t cache_bytes = int64_t{1} << 30;
@@ -186,6 +200,18 @@ class Catalog {
   Status ResetPath(const std::string& repo, const std::string& branch, const std::string& path, bool prefix);
   Status HardReset(const std::string& repo, const std::string& branch, const std::string& ref);
 
+  // Staging compaction (spec staging-compaction.md): folds the branch's staged
+  // entries into a meta-range over its base and records it on the branch,
+  // without committing. New writes go to a fresh staging token from the start.
+  // `after_seal` runs once the token is sealed (tests use it to interleave).
+  // Forbidden on a read-only repository.
+  Result<CompactionResult> CompactStaging(const std::string& repo, const std::string& branch,
+                                          const std::function<void()>& after_seal = nullptr);
+
+  // Called after every staged write or delete with (repo, branch, count).
+  using MutationListener = std::function<void(const std::string&, const std::string&, int64_t)>;
+  void SetMutationListener(MutationListener listener) { on_mutation_ = std::move(listener); }
+
   // Tags.
   Result<Tag> CreateTag(const std::string& repo, const std::string& id, const std::string& ref, bool force);
   Result<Tag> GetTag(const std::string& repo, const std::string& id);
@@ -212,6 +238,8 @@ class Catalog {
     std::string raw;  // the stored bytes, for compare-and-swap
   };
   Result<BranchRecord> LoadBranch(const std::string& repo, const std::string& name);
+  // Moves the staging token to the front of the sealed tokens and starts a fresh one.
+  Result<BranchRecord> Seal(const std::string& repo, const std::string& branch);
   Result<std::shared_ptr<const MetaRange>> CommitMetaRange(const Repository& repo, const std::string& commit_id);
   Result<std::shared_ptr<const MetaRange>> BaseMetaRange(const Repository& repo, const Branch& branch);
   std::unique_ptr<ValueIterator> StagingView(const Branch& branch, bool include_current = true);
@@ -234,6 +262,7 @@ class Catalog {
   CatalogOptions options_;
   std::unique_ptr<RangeStore> ranges_;
   std::unique_ptr<PeriodicTask> dropper_;
+  MutationListener on_mutation_;  // set before serving; read-only afterwards
 
   std::mutex ns_mu_;
   std::map<std::string, Namespace> namespaces_;  // GUARDED_BY(ns_mu_)

@@ -286,7 +286,10 @@ Result<std::shared_ptr<const MetaRange>> MetaRangeWriter::Finish() {
   ARROW_RETURN_NOT_OK(FlushRange());
   auto mr = std::make_shared<MetaRange>();
   mr->ranges = std::move(ranges_);
-  if (mr->ranges.empty()) return std::shared_ptr<const MetaRange>(mr);
+  if (mr->ranges.empty()) {
+    mr->id = kEmptyMetaRangeId;
+    return std::shared_ptr<const MetaRange>(mr);
+  }
   std::string path = store_->TempPath();
   rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), *store_->options_);
   ARROW_RETURN_NOT_OK(FromRocks(writer.Open(path), "open meta-range file " + path));
@@ -452,7 +455,11 @@ Result<std::unique_ptr<ValueIterator>> RangeStore::NewRangeIterator(const Namesp
 }
 
 Result<std::shared_ptr<const MetaRange>> RangeStore::LoadMetaRange(const Namespace& ns, const std::string& id) {
-  if (id.empty()) return std::make_shared<const MetaRange>();
+  if (IsEmptyMetaRange(id)) {
+    auto mr = std::make_shared<MetaRange>();
+    mr->id = id;
+    return std::shared_ptr<const MetaRange>(mr);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = meta_ranges_.find(id);

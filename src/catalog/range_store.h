@@ -76,7 +76,7 @@ class MetaRangeWriter {
   // Closes the open range, if any, at the current key.
   Status FlushRange();
   bool range_open() const { return open_ != nullptr; }
-  // Writes the meta-range and returns it ("" id when it holds no ranges).
+  // Writes the meta-range and returns it (kEmptyMetaRangeId, and no file, when it holds no ranges).
   Result<std::shared_ptr<const MetaRange>> Finish();
 
   int64_t ranges_written() const { return ranges_written_; }
@@ -153,6 +153,14 @@ class RangeStore {
   std::unordered_map<std::string, std::shared_ptr<const MetaRange>> meta_ranges_;  // GUARDED_BY(mu_)
   std::list<std::string> meta_lru_;                                                // GUARDED_BY(mu_)
 };
+
+// The id of the empty meta-range: the SHA-256 of no content. It has no file; a
+// commit of an empty tree records "" (as lakeFS does) and both mean empty.
+inline constexpr const char* kEmptyMetaRangeId = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+inline bool IsEmptyMetaRange(const std::string& id) { return id.empty() || id == kEmptyMetaRangeId; }
+inline bool SameMetaRange(const std::string& a, const std::string& b) {
+  return a == b || (IsEmptyMetaRange(a) && IsEmptyMetaRange(b));
+}
 
 // The blob path of a committed file.
 std::string CommittedPath(const std::string& id);

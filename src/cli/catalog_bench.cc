@@ -64,8 +64,8 @@ class Bench {
     ARROW_RETURN_NOT_OK(Stage());
     ARROW_RETURN_NOT_OK(Listings("staged"));
     auto t0 = Clock::now();
-    ARROW_ASSIGN_OR_RAISE(auto commit, Http("POST", "/api/v1/repositories/bench/branches/main/commits",
-                                            R"({"message":"bench"})"));
+    ARROW_ASSIGN_OR_RAISE(auto commit,
+                          Http("POST", "/api/v1/repositories/bench/branches/main/commits", R"({"message":"bench"})"));
     (void)commit;
     out_["commit_s"] = Seconds(t0);
     ARROW_RETURN_NOT_OK(Listings("committed"));
@@ -85,7 +85,8 @@ class Bench {
     }
     httplib::Result res = method == "GET" ? client_->Get(path) : client_->Post(path, body, "application/json");
     if (!res) return Status::IOError("request failed: ", httplib::to_string(res.error()));
-    if (res->status >= 300) return Status::IOError(fmt::format("{} {}: HTTP {} {}", method, path, res->status, res->body));
+    if (res->status >= 300)
+      return Status::IOError(fmt::format("{} {}: HTTP {} {}", method, path, res->status, res->body));
     return res->body;
   }
 
@@ -104,9 +105,9 @@ class Bench {
           cl.set_tcp_nodelay(true);
           std::string payload(1024, static_cast<char>('a' + c));
           for (int64_t i; (i = next++) < f_.uploads;) {
-            auto r = cl.Post(fmt::format("/api/v1/repositories/bench/branches/main/objects?path=up{}/o{:06d}",
-                                         clients, i),
-                             payload, "application/octet-stream");
+            auto r =
+                cl.Post(fmt::format("/api/v1/repositories/bench/branches/main/objects?path=up{}/o{:06d}", clients, i),
+                        payload, "application/octet-stream");
             if (!r || r->status != 201) failed = true;
           }
         });

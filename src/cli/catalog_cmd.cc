@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "cli/client.h"
 
@@ -86,9 +88,8 @@ std::function<int()> AddCatalogCommands(CLI::App& app) {
       after = j["pagination"]["next_offset"].get<std::string>();
     }
   });
-  auto* rd = Command(repo, "delete", "Delete a repository (its objects stay in storage)", A, R, [A](Client& c) {
-    return c.Send("DELETE", RepoPath(*A)).status();
-  });
+  auto* rd = Command(repo, "delete", "Delete a repository (its objects stay in storage)", A, R,
+                     [A](Client& c) { return c.Send("DELETE", RepoPath(*A)).status(); });
   rd->add_option("repo", A->repo)->required();
 
   auto* branch = app.add_subcommand("branch", "Branches of a repository");
@@ -110,31 +111,71 @@ std::function<int()> AddCatalogCommands(CLI::App& app) {
     return Status::OK();
   });
   bl->add_option("repo", A->repo)->required();
-  auto* bd = Command(branch, "delete", "Delete a branch", A, R, [A](Client& c) {
-    return c.Send("DELETE", RepoPath(*A) + "/branches/" + A->branch).status();
-  });
+  auto* bd = Command(branch, "delete", "Delete a branch", A, R,
+                     [A](Client& c) { return c.Send("DELETE", RepoPath(*A) + "/branches/" + A->branch).status(); });
   bd->add_option("repo", A->repo)->required();
   bd->add_option("branch", A->branch)->required();
-  auto* br = Command(branch, "reset", "Drop uncommitted changes (all, one --path, or a --prefix)", A, R,
-                     [A](Client& c) {
-                       json body = {{"type", "reset"}};
-                       if (!A->path.empty()) body = {{"type", A->reset_prefix ? "common_prefix" : "object"},
-                                                     {"path", A->path}};
-                       return c.Send("PUT", RepoPath(*A) + "/branches/" + A->branch, body.dump()).status();
-                     });
+  auto* br =
+      Command(branch, "reset", "Drop uncommitted changes (all, one --path, or a --prefix)", A, R, [A](Client& c) {
+        json body = {{"type", "reset"}};
+        if (!A->path.empty()) body = {{"type", A->reset_prefix ? "common_prefix" : "object"}, {"path", A->path}};
+        return c.Send("PUT", RepoPath(*A) + "/branches/" + A->branch, body.dump()).status();
+      });
   br->add_option("repo", A->repo)->required();
   br->add_option("branch", A->branch)->required();
   br->add_option("--path", A->path, "Only this path (or prefix with --prefix)");
   br->add_flag("--prefix", A->reset_prefix, "Treat --path as a prefix");
+
+  auto* bcomp = Command(branch, "compact", "Compact a branch's staging (runs in the background)", A, R, [A](Client& c) {
+    std::string path = RepoPath(*A) + "/branches/" + A->branch + "/compact";
+    ARROW_ASSIGN_OR_RAISE(auto before, c.Get(path));
+    int64_t prev = before["last_compaction"]["started_us"].get<int64_t>();
+    ARROW_RETURN_NOT_OK(c.Post(path, "").status());
+    if (!A->all) {
+      std::cout << "compaction of " << A->repo << "/" << A->branch << " started\n";
+      return Status::OK();
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    while (true) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      ARROW_ASSIGN_OR_RAISE(auto j, c.Get(path));
+      const auto& last = j["last_compaction"];
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::string state = last["state"].get<std::string>();
+      bool finished = last["started_us"].get<int64_t>() != prev && state != "running";
+      std::cerr << fmt::format("\rcompacting {}/{}: {} {:.1f}s", A->repo, A->branch,
+                               last["started_us"].get<int64_t>() != prev ? state : "queued", secs)
+                << std::flush;
+      if (finished) {
+        std::cerr << "\n";
+        Print(j);
+        if (state == "failed") return Status::IOError("compaction failed: ", last["message"].get<std::string>());
+        return Status::OK();
+      }
+      if (secs > static_cast<double>(A->amount)) return Status::IOError("timed out waiting for the compaction");
+    }
+  });
+  bcomp->add_option("repo", A->repo)->required();
+  bcomp->add_option("branch", A->branch)->required();
+  bcomp->add_flag("--wait", A->all, "Wait for it to finish, showing progress");
+  bcomp->add_option("--timeout", A->amount, "Seconds to wait with --wait (default 100)");
+  auto* bstat =
+      Command(branch, "compaction-status", "Whether a branch holds a compacted meta-range", A, R, [A](Client& c) {
+        ARROW_ASSIGN_OR_RAISE(auto j, c.Get(RepoPath(*A) + "/branches/" + A->branch + "/compact"));
+        Print(j);
+        return Status::OK();
+      });
+  bstat->add_option("repo", A->repo)->required();
+  bstat->add_option("branch", A->branch)->required();
 
   auto* object = app.add_subcommand("object", "Objects on a branch or ref");
   object->require_subcommand(1);
   auto* op = Command(object, "put", "Upload a file to a path on a branch", A, R, [A](Client& c) {
     std::string data;
     ARROW_RETURN_NOT_OK(ReadFile(A->file, &data));
-    ARROW_ASSIGN_OR_RAISE(auto j, c.Post(RepoPath(*A) + "/branches/" + A->branch + "/objects?path=" +
-                                             UrlEncode(A->path),
-                                         data, "application/octet-stream"));
+    ARROW_ASSIGN_OR_RAISE(auto j,
+                          c.Post(RepoPath(*A) + "/branches/" + A->branch + "/objects?path=" + UrlEncode(A->path), data,
+                                 "application/octet-stream"));
     Print(j);
     return Status::OK();
   });
@@ -197,8 +238,8 @@ std::function<int()> AddCatalogCommands(CLI::App& app) {
   orm->add_option("path", A->path)->required();
 
   auto* commit = Command(&app, "commit", "Commit a branch's uncommitted changes", A, R, [A](Client& c) {
-    ARROW_ASSIGN_OR_RAISE(auto j, c.Post(RepoPath(*A) + "/branches/" + A->branch + "/commits",
-                                         json{{"message", A->message}}.dump()));
+    ARROW_ASSIGN_OR_RAISE(
+        auto j, c.Post(RepoPath(*A) + "/branches/" + A->branch + "/commits", json{{"message", A->message}}.dump()));
     Print(j);
     return Status::OK();
   });

@@ -12,6 +12,7 @@
 #include "base/version.h"
 #include "blob/blob.h"
 #include "catalog/catalog.h"
+#include "catalog/staging_compactor.h"
 #include "chain/ingest_job.h"
 #include "kv/kv.h"
 #include "server/auth.h"
@@ -85,6 +86,13 @@ Status App::Start() {
   copts.s3 = config_.storage.s3;
   catalog_ = std::make_unique<catalog::Catalog>(kv_, clock_, copts);
   ARROW_RETURN_NOT_OK(catalog_->Start());
+  catalog::StagingCompactorOptions sopts;
+  sopts.auto_trigger = config_.graveler.compaction.auto_trigger;
+  sopts.threshold = config_.graveler.compaction.threshold;
+  sopts.workers = static_cast<int>(config_.graveler.compaction.workers);
+  sopts.owner = fmt::format("{}:{}", host, http_->port());
+  staging_compactor_ = std::make_unique<catalog::StagingCompactor>(catalog_.get(), kv_, clock_, &metrics_, sopts);
+  ARROW_RETURN_NOT_OK(staging_compactor_->Start());
   auth_ = std::make_unique<AuthService>(kv_, clock_);
   jobs_ = std::make_unique<chain::JobManager>(config_, tables_.get(), kv_, clock_, &metrics_);
 
@@ -110,7 +118,7 @@ void App::RegisterRoutes() {
   RegisterTablesApi(http_.get(), tables_.get());
   RegisterScanApi(http_.get(), tables_.get());
   RegisterJobsApi(http_.get(), jobs_.get());
-  RegisterLakeFsApi(http_.get(), catalog_.get(), auth_.get());
+  RegisterLakeFsApi(http_.get(), catalog_.get(), staging_compactor_.get(), auth_.get());
   http_->Handle("GET", "/metrics", "/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.RenderPrometheus(), "text/plain; version=0.0.4; charset=utf-8");
   });
@@ -123,6 +131,7 @@ void App::Stop() {
   if (jobs_) jobs_->Stop();
   http_->Stop();
   if (tables_) tables_->Stop();
+  if (staging_compactor_) staging_compactor_->Stop();
   if (catalog_) catalog_->Stop();
   spdlog::info("sediment stopped");
 }

@@ -33,6 +33,7 @@ class JobManager;
 }
 namespace catalog {
 class Catalog;
+class StagingCompactor;
 }
 
 namespace server {
@@ -65,6 +66,7 @@ class App {
   table::TableService& tables() { return *tables_; }
   chain::JobManager& jobs() { return *jobs_; }
   catalog::Catalog& catalog() { return *catalog_; }
+  catalog::StagingCompactor& staging_compactor() { return *staging_compactor_; }
   AuthService& auth() { return *auth_; }
 
  private:
@@ -78,6 +80,7 @@ class App {
   std::unique_ptr<table::TableService> tables_;
   std::unique_ptr<chain::JobManager> jobs_;
   std::unique_ptr<catalog::Catalog> catalog_;
+  std::unique_ptr<catalog::StagingCompactor> staging_compactor_;
   std::unique_ptr<AuthService> auth_;
   std::unique_ptr<HttpServer> http_;
   bool started_ = false;

@@ -10,6 +10,7 @@
 
 #include "blob/blob.h"
 #include "catalog/catalog.h"
+#include "catalog/staging_compactor.h"
 #include "server/auth.h"
 #include "server/errors.h"
 #include "server/http_server.h"
@@ -181,7 +182,8 @@ class Md5 {
 
 class Api : public std::enable_shared_from_this<Api> {
  public:
-  Api(HttpServer* http, Catalog* catalog, AuthService* auth) : http_(http), cat_(catalog), auth_(auth) {}
+  Api(HttpServer* http, Catalog* catalog, catalog::StagingCompactor* compactor, AuthService* auth)
+      : http_(http), cat_(catalog), compactor_(compactor), auth_(auth) {}
 
   using Fn = std::function<Status(const httplib::Request&, httplib::Response&, const std::string& user)>;
 
@@ -215,6 +217,7 @@ class Api : public std::enable_shared_from_this<Api> {
 
   HttpServer* http_;
   Catalog* cat_;
+  catalog::StagingCompactor* compactor_;
   AuthService* auth_;
 };
 
@@ -534,6 +537,33 @@ void Api::RegisterBranches() {
           ReplyJson(res, 201, CommitJson(c));
           return Status::OK();
         });
+  // Staging compaction (spec staging-compaction.md): 202 and run in the background, or 503.
+  Route("POST", branch + "/compact",
+        [this](const httplib::Request& req, httplib::Response& res, const std::string& me) {
+          std::string repo = req.matches[1], name = req.matches[2];
+          ARROW_RETURN_NOT_OK(Allow(me, "branches:CompactBranch", BranchArn(repo, name)));
+          ARROW_RETURN_NOT_OK(compactor_->Submit(repo, name));
+          res.status = 202;
+          return Status::OK();
+        });
+  // What the branch holds now (and, beyond lakeFS's shape, how its last compaction went).
+  Route("GET", branch + "/compact", [this](const httplib::Request& req, httplib::Response& res, const std::string& me) {
+    std::string repo = req.matches[1], name = req.matches[2];
+    ARROW_RETURN_NOT_OK(Allow(me, "branches:CompactBranch", BranchArn(repo, name)));
+    ARROW_ASSIGN_OR_RAISE(auto b, cat_->GetBranch(repo, name));
+    ARROW_ASSIGN_OR_RAISE(auto last, compactor_->LastStatus(repo, name));
+    ARROW_ASSIGN_OR_RAISE(auto staged, compactor_->StagedMutations(repo, name));
+    ReplyJson(res, 200,
+              {{"compacted", !b.compacted_meta_range_id.empty()},
+               {"meta_range_id", b.compacted_meta_range_id},
+               {"staged_mutations", staged},
+               {"last_compaction",
+                {{"state", last.state},
+                 {"started_us", last.started_us},
+                 {"finished_us", last.finished_us},
+                 {"message", last.message}}}});
+    return Status::OK();
+  });
   Route("GET", branch + "/diff", [this](const httplib::Request& req, httplib::Response& res, const std::string& me) {
     std::string repo = req.matches[1], name = req.matches[2];
     ARROW_RETURN_NOT_OK(Allow(me, "fs:ListObjects", RepoArn(repo)));
@@ -861,9 +891,9 @@ void Api::RegisterTags() {
 
 }  // namespace
 
-void RegisterLakeFsApi(HttpServer* http, Catalog* catalog, AuthService* auth) {
+void RegisterLakeFsApi(HttpServer* http, Catalog* catalog, catalog::StagingCompactor* compactor, AuthService* auth) {
   // Every route holds a reference to the Api, so it lives as long as the server's routes.
-  std::make_shared<Api>(http, catalog, auth)->Register();
+  std::make_shared<Api>(http, catalog, compactor, auth)->Register();
 }
 
 }  // namespace sediment::server

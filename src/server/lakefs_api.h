@@ -6,12 +6,14 @@
 
 namespace sediment::catalog {
 class Catalog;
+class StagingCompactor;
 }
 
 namespace sediment::server {
 class HttpServer;
 class AuthService;
 
-void RegisterLakeFsApi(HttpServer* http, catalog::Catalog* catalog, AuthService* auth);
+void RegisterLakeFsApi(HttpServer* http, catalog::Catalog* catalog, catalog::StagingCompactor* compactor,
+                       AuthService* auth);
 
 }  // namespace sediment::server

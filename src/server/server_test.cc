@@ -8,8 +8,11 @@
 #include <thread>
 
 #include "base/test_util.h"
+#include "catalog/catalog.h"
+#include "catalog/staging_compactor.h"
 #include "kv/kv.h"
 #include "server/app.h"
+#include "server/auth.h"
 #include "server/errors.h"
 #include "server/http_server.h"
 
@@ -112,6 +115,56 @@ TEST_F(AppTest, InjectedMemoryKvNeedsNoKvDirectory) {
   ASSERT_TRUE(app.Start().ok());
   EXPECT_FALSE(std::filesystem::exists(dir_.Sub("data/kv")));
   EXPECT_EQ(app.kv().Describe(), "mem");
+}
+
+// POST .../compact answers 202 and runs in the background, or 503 when no
+// worker is free; GET reports what the branch holds.
+TEST_F(AppTest, CompactAnswers202Or503WhenNoWorkerIsFree) {
+  Config config = MakeConfig();
+  config.graveler.compaction.workers = 1;
+  App app(config);
+  ASSERT_TRUE(app.Start().ok());
+  ASSERT_TRUE(app.auth().Setup("admin", "AKIATEST", "test-secret").ok());
+  auto& cat = app.catalog();
+  ASSERT_TRUE(cat.CreateRepository("repo", dir_.Sub("ns"), "main", false).ok());
+  ASSERT_TRUE(cat.CreateBranch("repo", "other", "main").ok());
+  catalog::Entry e;
+  e.checksum = "c";
+  e.address = "data/x";
+  ASSERT_TRUE(cat.PutEntry("repo", "main", "a", e).ok());
+  ASSERT_TRUE(cat.PutEntry("repo", "other", "b", e).ok());
+  std::promise<void> sealed, release;
+  auto release_future = release.get_future().share();
+  auto once = std::make_shared<std::atomic<bool>>(false);
+  app.staging_compactor().SetAfterSealHookForTesting([&, once] {
+    if (once->exchange(true)) return;
+    sealed.set_value();
+    release_future.wait();
+  });
+  httplib::Client client("127.0.0.1", app.port());
+  client.set_basic_auth("AKIATEST", "test-secret");
+  auto res = client.Post("/api/v1/repositories/repo/branches/main/compact");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 202);
+  sealed.get_future().wait();
+  res = client.Post("/api/v1/repositories/repo/branches/other/compact");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 503) << res->body;
+  EXPECT_NE(res->body.find("no staging-compaction worker is free"), std::string::npos) << res->body;
+  release.set_value();
+  for (int i = 0; i < 200; ++i) {
+    res = client.Get("/api/v1/repositories/repo/branches/main/compact");
+    auto j = nlohmann::json::parse(res->body);
+    if (j["compacted"].get<bool>()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  auto j = nlohmann::json::parse(res->body);
+  EXPECT_TRUE(j["compacted"].get<bool>());
+  EXPECT_EQ(j["meta_range_id"].get<std::string>().size(), 64u);
+  // The refused branch can be compacted now that the worker is free.
+  res = client.Post("/api/v1/repositories/repo/branches/other/compact");
+  EXPECT_EQ(res->status, 202);
+  app.Stop();
 }
 
 TEST(HttpServerTest, StopWaitsForInFlightRequests) {

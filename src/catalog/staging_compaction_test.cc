@@ -1,0 +1,441 @@
+// The spec's rules for staging compaction (staging-compaction.md), one test each,
+// plus a model check of random operation sequences.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "base/metrics.h"
+#include "base/test_util.h"
+#include "catalog/catalog.h"
+#include "catalog/staging_compactor.h"
+#include "kv/kv.h"
+
+namespace sediment::catalog {
+namespace {
+
+#define ASSERT_OK(expr) ASSERT_TRUE((expr).ok()) << (expr).ToString()
+
+Entry MakeEntry(const std::string& checksum) {
+  Entry e;
+  e.address = "data/" + checksum;
+  e.checksum = checksum;
+  e.size = static_cast<int64_t>(checksum.size());
+  e.mtime = 1700000000;
+  e.content_type = "application/octet-stream";
+  return e;
+}
+
+class StagingCompactionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    kv_ = kv::NewMemoryStore();
+    clock_ = std::make_shared<ManualClock>();
+    catalog_ = NewCatalog();
+    ASSERT_TRUE(catalog_->CreateRepository("repo", dir_.Sub("ns"), "main", false).ok());
+  }
+
+  std::unique_ptr<Catalog> NewCatalog() {
+    CatalogOptions opts;
+    opts.cache_dir = dir_.Sub(fmt::format("cache{}", n_catalogs_++));
+    opts.ranges = {512, 4096, 8};
+    auto c = std::make_unique<Catalog>(kv_, clock_, opts);
+    EXPECT_TRUE(c->Start(/*background=*/false).ok());
+    return c;
+  }
+
+  void Put(const std::string& path, const std::string& v, const std::string& branch = "main") {
+    ASSERT_OK(catalog_->PutEntry("repo", branch, path, MakeEntry(v)));
+  }
+
+  CompactionResult Compact(const std::string& branch = "main") {
+    auto r = catalog_->CompactStaging("repo", branch);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : CompactionResult{};
+  }
+
+  std::vector<std::string> List(const std::string& ref, const std::string& delimiter = "",
+                                const std::string& prefix = "", int64_t amount = 7) {
+    std::vector<std::string> out;
+    ListOptions o{prefix, "", delimiter, amount};
+    while (true) {
+      auto page = catalog_->ListEntries("repo", ref, o);
+      EXPECT_TRUE(page.ok()) << page.status().ToString();
+      if (!page.ok()) return out;
+      for (const auto& item : page->items)
+        out.push_back(item.path + (item.common_prefix ? "" : "=" + item.entry.checksum));
+      if (!page->has_more) return out;
+      o.after = page->items.back().path;
+    }
+  }
+
+  std::vector<std::string> Diff(const std::string& branch = "main", int64_t amount = 5) {
+    std::vector<std::string> out;
+    ListOptions o{"", "", "", amount};
+    while (true) {
+      auto page = catalog_->DiffUncommitted("repo", branch, o);
+      EXPECT_TRUE(page.ok()) << page.status().ToString();
+      if (!page.ok()) return out;
+      for (const auto& d : page->items) out.push_back(d.type + ":" + d.path);
+      if (!page->has_more) return out;
+      o.after = page->items.back().path;
+    }
+  }
+
+  testing::TempDir dir_;
+  int n_catalogs_ = 0;
+  std::shared_ptr<kv::KvStore> kv_;
+  std::shared_ptr<ManualClock> clock_;
+  std::unique_ptr<Catalog> catalog_;
+};
+
+TEST_F(StagingCompactionTest, ReadsAndDiffAreUnchangedAndTheBranchStaysUncommitted) {
+  for (int i = 0; i < 50; ++i) Put(fmt::format("d{}/k{:02d}", i % 3, i), "c");
+  CommitParams p;
+  p.message = "base";
+  auto base = catalog_->CommitBranch("repo", "main", p);
+  ASSERT_TRUE(base.ok());
+  for (int i = 0; i < 80; i += 2) Put(fmt::format("d{}/k{:02d}", i % 4, i), "s");
+  ASSERT_OK(catalog_->DeleteEntry("repo", "main", "d1/k01"));
+  auto before = std::make_tuple(List("main"), List("main", "/"), List("main", "/", "d2/"), Diff());
+  auto r = Compact();
+  ASSERT_EQ(r.outcome, CompactionOutcome::kCompleted);
+  EXPECT_FALSE(r.meta_range_id.empty());
+  auto b = catalog_->GetBranch("repo", "main");
+  EXPECT_EQ(b->compacted_meta_range_id, r.meta_range_id);
+  EXPECT_EQ(b->commit_id, base->id) << "compaction does not commit";
+  EXPECT_TRUE(b->sealed_tokens.empty());
+  EXPECT_EQ(std::make_tuple(List("main"), List("main", "/"), List("main", "/", "d2/"), Diff()), before);
+  EXPECT_EQ(List("main@"), List(base->id)) << "the committed view is untouched";
+  // Staging was dropped (in the background task; run it here).
+  ASSERT_OK(catalog_->DropDeadTokens());
+  auto staged = kv_->Scan("c/s/", "", 10);
+  EXPECT_TRUE(staged->items.empty());
+}
+
+TEST_F(StagingCompactionTest, NewWritesStageOverTheCompactedMetaRange) {
+  Put("a", "1");
+  Put("b", "1");
+  Compact();
+  Put("b", "2");
+  Put("c", "2");
+  ASSERT_OK(catalog_->DeleteEntry("repo", "main", "a"));
+  EXPECT_EQ(List("main"), (std::vector<std::string>{"b=2", "c=2"}));
+  EXPECT_EQ(Diff(), (std::vector<std::string>{"added:b", "added:c"}));
+  EXPECT_TRUE(IsNotFound(catalog_->GetEntry("repo", "main", "a").status()));
+  // A second compaction folds the new staging into the first one's result.
+  auto r = Compact();
+  EXPECT_EQ(r.outcome, CompactionOutcome::kCompleted);
+  EXPECT_EQ(List("main"), (std::vector<std::string>{"b=2", "c=2"}));
+}
+
+TEST_F(StagingCompactionTest, LaterCompactionsReuseUntouchedRanges) {
+  for (int i = 0; i < 600; ++i) Put(fmt::format("k{:05d}", i), "v");
+  auto first = Compact();
+  EXPECT_GT(first.stats.ranges_written, 10);
+  Put("k00300", "changed");
+  auto second = Compact();
+  EXPECT_EQ(second.stats.ranges_written, 1) << "one new key touches one range";
+  EXPECT_EQ(second.stats.ranges_reused, first.stats.ranges_written - 1);
+}
+
+TEST_F(StagingCompactionTest, CommitIncludesTheCompactedMetaRangeAndLaterStaging) {
+  Put("a", "1");
+  Compact();
+  Put("b", "2");
+  CommitParams p;
+  p.message = "all of it";
+  auto c = catalog_->CommitBranch("repo", "main", p);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(List("main@"), (std::vector<std::string>{"a=1", "b=2"}));
+  auto b = catalog_->GetBranch("repo", "main");
+  EXPECT_TRUE(b->compacted_meta_range_id.empty()) << "commit clears it";
+  EXPECT_TRUE(Diff().empty());
+  // A compacted branch with nothing staged since still commits.
+  Put("c", "3");
+  Compact();
+  EXPECT_TRUE(catalog_->CommitBranch("repo", "main", p).ok());
+  EXPECT_EQ(List("main@").size(), 3u);
+}
+
+TEST_F(StagingCompactionTest, ResetAllDiscardsItResetPathRestoresTheCommittedValue) {
+  Put("a", "1");
+  CommitParams p;
+  p.message = "c";
+  ASSERT_TRUE(catalog_->CommitBranch("repo", "main", p).ok());
+  Put("a", "2");
+  Put("dir/x", "x");
+  Put("dir/y", "y");
+  Compact();
+  ASSERT_OK(catalog_->ResetPath("repo", "main", "a", false));
+  EXPECT_EQ(List("main"), (std::vector<std::string>{"a=1", "dir/x=x", "dir/y=y"}));
+  ASSERT_OK(catalog_->ResetPath("repo", "main", "dir/", true));
+  EXPECT_EQ(List("main"), (std::vector<std::string>{"a=1"}));
+  EXPECT_TRUE(Diff().empty());
+  Put("b", "b");
+  Compact();
+  ASSERT_OK(catalog_->ResetBranch("repo", "main"));
+  EXPECT_TRUE(catalog_->GetBranch("repo", "main")->compacted_meta_range_id.empty());
+  EXPECT_EQ(List("main"), (std::vector<std::string>{"a=1"}));
+}
+
+TEST_F(StagingCompactionTest, MergeRevertCherryPickAndHardResetFailAsOnADirtyBranch) {
+  Put("a", "1");
+  CommitParams p;
+  p.message = "c1";
+  auto c1 = catalog_->CommitBranch("repo", "main", p);
+  ASSERT_OK(catalog_->CreateBranch("repo", "dev", "main").status());
+  Put("b", "2", "dev");
+  p.message = "c2";
+  auto c2 = catalog_->CommitBranch("repo", "dev", p);
+  ASSERT_TRUE(c2.ok());
+  Put("z", "z");
+  // The error on a dirty branch...
+  Status dirty = catalog_->Merge("repo", "dev", "main", {}, MergeStrategy::kNone).status();
+  ASSERT_TRUE(IsInvalidArgument(dirty)) << dirty.ToString();
+  Compact();
+  ASSERT_FALSE(catalog_->GetBranch("repo", "main")->compacted_meta_range_id.empty());
+  // ...is the error on a compacted one (staging is empty now).
+  EXPECT_EQ(catalog_->Merge("repo", "dev", "main", {}, MergeStrategy::kNone).status().ToString(), dirty.ToString());
+  EXPECT_EQ(catalog_->Revert("repo", "main", c1->id, 0, {}).status().ToString(), dirty.ToString());
+  EXPECT_EQ(catalog_->CherryPick("repo", "main", c2->id, 0, "me").status().ToString(), dirty.ToString());
+  EXPECT_EQ(catalog_->HardReset("repo", "main", c1->id).ToString(), dirty.ToString());
+  p.message = "clean again";
+  ASSERT_TRUE(catalog_->CommitBranch("repo", "main", p).ok());
+  EXPECT_TRUE(catalog_->Merge("repo", "dev", "main", {}, MergeStrategy::kNone).ok());
+}
+
+TEST_F(StagingCompactionTest, CommitOrResetDuringACompactionDiscardsIt) {
+  Put("a", "1");
+  auto r = catalog_->CompactStaging("repo", "main", [&] {
+    CommitParams p;
+    p.message = "raced";
+    ASSERT_TRUE(catalog_->CommitBranch("repo", "main", p).ok());
+  });
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->outcome, CompactionOutcome::kDiscarded);
+  EXPECT_TRUE(catalog_->GetBranch("repo", "main")->compacted_meta_range_id.empty());
+  EXPECT_EQ(List("main@"), (std::vector<std::string>{"a=1"}));
+
+  Put("b", "2");
+  r = catalog_->CompactStaging("repo", "main", [&] { ASSERT_OK(catalog_->ResetBranch("repo", "main")); });
+  EXPECT_EQ(r->outcome, CompactionOutcome::kDiscarded);
+  EXPECT_EQ(List("main"), (std::vector<std::string>{"a=1"}));
+}
+
+TEST_F(StagingCompactionTest, WritesDuringACompactionAreNeverLost) {
+  for (int i = 0; i < 300; ++i) Put(fmt::format("pre{:04d}", i), "v");
+  constexpr int kWrites = 1500;
+  std::atomic<bool> done{false};
+  std::atomic<int> acknowledged{0};
+  std::thread writer([&] {
+    for (int i = 0; i < kWrites; ++i) {
+      if (catalog_->PutEntry("repo", "main", fmt::format("w{:05d}", i), MakeEntry("w")).ok()) acknowledged = i + 1;
+    }
+    done = true;
+  });
+  int rounds = 0;
+  for (; !done || rounds < 3; ++rounds) Compact();
+  writer.join();
+  EXPECT_EQ(acknowledged.load(), kWrites);
+  Compact();
+  auto all = List("main", "", "", 1000);
+  EXPECT_EQ(static_cast<int>(all.size()), 300 + acknowledged.load());
+  for (int i = 0; i < acknowledged; ++i) {
+    ASSERT_TRUE(catalog_->GetEntry("repo", "main", fmt::format("w{:05d}", i)).ok()) << i;
+  }
+}
+
+TEST_F(StagingCompactionTest, ACompactionCutOffAfterSealingLeavesTheBranchReadable) {
+  Put("a", "1");
+  Put("b", "2");
+  auto before = List("main");
+  // What a crash right after sealing leaves: the token moved to the sealed list.
+  auto b = catalog_->GetBranch("repo", "main");
+  std::string raw = *kv_->Get(BranchKey("repo", "main"));
+  std::string sealed = raw;
+  sealed.replace(sealed.find("\"sealed_tokens\":[]"), 18, "\"sealed_tokens\":[\"" + b->staging_token + "\"]");
+  sealed.replace(sealed.find(b->staging_token), b->staging_token.size(), "freshtoken");
+  ASSERT_OK(kv_->Set(BranchKey("repo", "main"), sealed));
+  EXPECT_EQ(List("main"), before);
+  EXPECT_EQ(Diff(), (std::vector<std::string>{"added:a", "added:b"}));
+  EXPECT_EQ(Compact().outcome, CompactionOutcome::kCompleted);  // the next one folds it in
+  EXPECT_EQ(List("main"), before);
+}
+
+TEST_F(StagingCompactionTest, ReadOnlyRepositoriesAreNeverCompacted) {
+  ASSERT_TRUE(catalog_->CreateRepository("frozen", dir_.Sub("ns2"), "main", true).ok());
+  EXPECT_TRUE(IsForbidden(catalog_->CompactStaging("frozen", "main").status()));
+  MetricsRegistry metrics;
+  StagingCompactor compactor(catalog_.get(), kv_, clock_, &metrics, {});
+  ASSERT_OK(compactor.Start(false));
+  EXPECT_TRUE(IsForbidden(compactor.Submit("frozen", "main")));
+}
+
+TEST_F(StagingCompactionTest, TwoServersNeverCompactOneBranchAtOnce) {
+  auto other_catalog = NewCatalog();  // a second server on the same KV store
+  MetricsRegistry m1, m2;
+  StagingCompactor a(catalog_.get(), kv_, clock_, &m1, {.owner = "server-a"});
+  StagingCompactor b(other_catalog.get(), kv_, clock_, &m2, {.owner = "server-b"});
+  ASSERT_OK(a.Start(false));
+  ASSERT_OK(b.Start(false));
+  Put("x", "1");
+  std::promise<void> sealed, release;
+  auto release_future = release.get_future().share();
+  a.SetAfterSealHookForTesting([&] {
+    sealed.set_value();
+    release_future.wait();
+  });
+  auto running = std::async(std::launch::async, [&] { return a.CompactNow("repo", "main"); });
+  sealed.get_future().wait();
+  Status st = b.CompactNow("repo", "main");
+  EXPECT_TRUE(IsBusy(st)) << st.ToString();
+  EXPECT_NE(st.message().find("server-a"), std::string::npos) << st.message();
+  release.set_value();
+  ASSERT_OK(running.get());
+  EXPECT_TRUE(b.CompactNow("repo", "main").ok()) << "free again once the first finished";
+  auto last = a.LastStatus("repo", "main");
+  EXPECT_EQ(last->state, "completed");
+  EXPECT_NE(m1.RenderPrometheus().find("graveler_compaction_seconds_count{outcome=\"completed\"} 1"), std::string::npos)
+      << m1.RenderPrometheus();
+}
+
+TEST_F(StagingCompactionTest, SubmitIsBusyWhenNoWorkerIsFree) {
+  MetricsRegistry metrics;
+  StagingCompactor compactor(catalog_.get(), kv_, clock_, &metrics, {.workers = 1, .owner = "solo"});
+  ASSERT_OK(compactor.Start(false));
+  ASSERT_OK(catalog_->CreateBranch("repo", "other", "main").status());
+  Put("x", "1");
+  Put("y", "1", "other");
+  std::promise<void> sealed, release;
+  auto release_future = release.get_future().share();
+  compactor.SetAfterSealHookForTesting([&, once = std::make_shared<std::atomic<bool>>(false)] {
+    if (once->exchange(true)) return;
+    sealed.set_value();
+    release_future.wait();
+  });
+  ASSERT_OK(compactor.Submit("repo", "main"));
+  sealed.get_future().wait();
+  EXPECT_TRUE(IsBusy(compactor.Submit("repo", "other")));
+  release.set_value();
+  compactor.Stop();  // waits for the running one
+  EXPECT_FALSE(catalog_->GetBranch("repo", "main")->compacted_meta_range_id.empty());
+}
+
+TEST_F(StagingCompactionTest, MutationCountIsSharedAndTriggersAtTheThreshold) {
+  auto other_catalog = NewCatalog();
+  MetricsRegistry m1, m2;
+  StagingCompactorOptions opts{.auto_trigger = true, .threshold = 10, .workers = 1, .owner = "a"};
+  StagingCompactor a(catalog_.get(), kv_, clock_, &m1, opts);
+  opts.owner = "b";
+  StagingCompactor b(other_catalog.get(), kv_, clock_, &m2, opts);
+  ASSERT_OK(a.Start(false));
+  ASSERT_OK(b.Start(false));
+  for (int i = 0; i < 4; ++i) Put(fmt::format("a{}", i), "v");
+  for (int i = 0; i < 4; ++i) ASSERT_OK(other_catalog->PutEntry("repo", "main", fmt::format("b{}", i), MakeEntry("v")));
+  ASSERT_OK(a.Flush());
+  ASSERT_OK(b.Flush());
+  EXPECT_EQ(*a.StagedMutations("repo", "main"), 8) << "both servers' writes count";
+  EXPECT_TRUE(catalog_->GetBranch("repo", "main")->compacted_meta_range_id.empty()) << "below the threshold";
+  for (int i = 4; i < 6; ++i) Put(fmt::format("a{}", i), "v");
+  ASSERT_OK(a.Flush());  // 10: crosses the threshold
+  a.Stop();              // waits for the triggered compaction
+  EXPECT_FALSE(catalog_->GetBranch("repo", "main")->compacted_meta_range_id.empty());
+  EXPECT_EQ(*b.StagedMutations("repo", "main"), 0) << "the count restarts after a compaction";
+  EXPECT_NE(m1.RenderPrometheus().find("graveler_staged_mutations{repository=\"repo\",branch=\"main\"} 10"),
+            std::string::npos)
+      << m1.RenderPrometheus();
+}
+
+// The model check: random puts, deletes, compactions, commits and resets; after
+// every step Get, both listings and the uncommitted diff match a plain map.
+TEST_F(StagingCompactionTest, RandomOperationsMatchAMapModel) {
+  std::mt19937 rng(5);
+  std::map<std::string, std::string> model, committed;
+  for (int step = 0; step < 120; ++step) {
+    int op = static_cast<int>(rng() % 20);
+    if (op < 9) {
+      for (int i = 0; i < 15; ++i) {
+        std::string k = fmt::format("d{}/s{}/k{:03d}", rng() % 3, rng() % 3, rng() % 300);
+        std::string v = fmt::format("v{}", rng() % 5);
+        Put(k, v);
+        model[k] = v;
+      }
+    } else if (op < 12 && !model.empty()) {
+      for (int i = 0; i < 5 && !model.empty(); ++i) {
+        auto it = model.begin();
+        std::advance(it, static_cast<long>(rng() % model.size()));
+        ASSERT_OK(catalog_->DeleteEntry("repo", "main", it->first));
+        model.erase(it);
+      }
+    } else if (op < 16) {
+      Compact();
+    } else if (op < 18) {
+      CommitParams p;
+      p.message = "step";
+      if (catalog_->CommitBranch("repo", "main", p).ok()) committed = model;
+    } else if (op == 18) {
+      ASSERT_OK(catalog_->ResetBranch("repo", "main"));
+      model = committed;
+    } else if (!model.empty()) {
+      auto it = model.begin();
+      std::advance(it, static_cast<long>(rng() % model.size()));
+      ASSERT_OK(catalog_->ResetPath("repo", "main", it->first, false));
+      auto c = committed.find(it->first);
+      if (c == committed.end()) {
+        model.erase(it);
+      } else {
+        it->second = c->second;
+      }
+    }
+    // Expected views from the model.
+    std::vector<std::string> flat, root, nested, diff;
+    std::set<std::string> seen_root, seen_nested;
+    for (const auto& [k, v] : model) {
+      flat.push_back(k + "=" + v);
+      std::string top = k.substr(0, k.find('/') + 1);
+      if (seen_root.insert(top).second) root.push_back(top);
+      if (k.rfind("d1/", 0) == 0) {
+        std::string sub = k.substr(0, k.find('/', 3) + 1);
+        if (seen_nested.insert(sub).second) nested.push_back(sub);
+      }
+    }
+    std::set<std::string> keys;
+    for (const auto& [k, v] : model) keys.insert(k);
+    for (const auto& [k, v] : committed) keys.insert(k);
+    for (const auto& k : keys) {
+      auto m = model.find(k);
+      auto c = committed.find(k);
+      if (c == committed.end()) {
+        diff.push_back("added:" + k);
+      } else if (m == model.end()) {
+        diff.push_back("removed:" + k);
+      } else if (m->second != c->second) {
+        diff.push_back("changed:" + k);
+      }
+    }
+    ASSERT_EQ(List("main", "", "", 13), flat) << "step " << step;
+    ASSERT_EQ(List("main", "/", "", 2), root) << "step " << step;
+    ASSERT_EQ(List("main", "/", "d1/", 1), nested) << "step " << step;
+    ASSERT_EQ(Diff("main", 9), diff) << "step " << step;
+    for (int i = 0; i < 5; ++i) {
+      std::string k = fmt::format("d{}/s{}/k{:03d}", rng() % 3, rng() % 3, rng() % 300);
+      auto got = catalog_->GetEntry("repo", "main", k);
+      auto m = model.find(k);
+      if (m == model.end()) {
+        ASSERT_TRUE(IsNotFound(got.status())) << k;
+      } else {
+        ASSERT_TRUE(got.ok()) << k;
+        ASSERT_EQ(got->checksum, m->second) << k;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sediment::catalog

@@ -1,0 +1,233 @@
+#include "catalog/staging_compactor.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+
+#include "base/executor.h"
+#include "base/metrics.h"
+#include "catalog/catalog.h"
+#include "catalog/entry.h"
+#include "kv/kv.h"
+#include "kv/lease.h"
+
+namespace sediment::catalog {
+
+using nlohmann::json;
+
+namespace {
+
+std::string CounterKey(const std::string& repo, const std::string& branch) { return "c/m/" + repo + "/" + branch; }
+std::string StatusKey(const std::string& repo, const std::string& branch) { return "c/cs/" + repo + "/" + branch; }
+std::string LeaseKey(const std::string& repo, const std::string& branch) { return "c/cl/" + repo + "/" + branch; }
+
+const char* OutcomeName(CompactionOutcome o) {
+  switch (o) {
+    case CompactionOutcome::kCompleted:
+      return "completed";
+    case CompactionOutcome::kDiscarded:
+      return "discarded";
+    case CompactionOutcome::kNothingToDo:
+      return "completed";
+  }
+  return "completed";
+}
+
+}  // namespace
+
+StagingCompactor::StagingCompactor(Catalog* catalog, std::shared_ptr<kv::KvStore> kv, std::shared_ptr<Clock> clock,
+                                   MetricsRegistry* metrics, StagingCompactorOptions options)
+    : catalog_(catalog), kv_(std::move(kv)), clock_(std::move(clock)), metrics_(metrics), options_(std::move(options)) {
+  metrics_->Histogram("graveler_compaction_seconds", "Staging compactions by outcome, and how long they took.",
+                      {"outcome"});
+  metrics_->Gauge("graveler_staged_mutations",
+                  "Staged mutations counted on a branch since its last compaction or commit (shared, approximate).",
+                  {"repository", "branch"});
+}
+
+StagingCompactor::~StagingCompactor() { Stop(); }
+
+Status StagingCompactor::Start(bool background) {
+  pool_ = std::make_unique<ThreadPool>("staging-compact", options_.workers, /*max_queued=*/0);
+  catalog_->SetMutationListener(
+      [this](const std::string& repo, const std::string& branch, int64_t n) { RecordMutations(repo, branch, n); });
+  if (background) {
+    flusher_ = std::make_unique<PeriodicTask>("staging-count", options_.flush_interval, [this] {
+      Status st = Flush();
+      if (!st.ok()) spdlog::warn("staging compaction: flushing mutation counts failed (will retry): {}", st.ToString());
+    });
+    flusher_->Start();
+  }
+  if (options_.auto_trigger) {
+    // Counters over the threshold (e.g. a compaction cut off by a restart) trigger again.
+    ARROW_RETURN_NOT_OK(kv_->ScanAll("c/m/", "", [&](const kv::KeyValue& item) -> Result<bool> {
+      auto j = json::parse(item.value, nullptr, false);
+      if (j.is_discarded()) return true;
+      std::string rest = item.key.substr(4);
+      auto slash = rest.find('/');
+      if (slash == std::string::npos) return true;
+      std::string repo = rest.substr(0, slash), branch = rest.substr(slash + 1);
+      auto epoch = CounterEpoch(repo, branch);
+      if (epoch.ok() && *epoch == j.value("epoch", "") && j.value("count", int64_t{0}) >= options_.threshold) {
+        Status st = Submit(repo, branch);
+        if (!st.ok()) spdlog::info("staging compaction of {}/{} not started: {}", repo, branch, st.message());
+      }
+      return true;
+    }));
+  }
+  return Status::OK();
+}
+
+void StagingCompactor::Stop() {
+  if (flusher_) flusher_->Stop();
+  flusher_.reset();
+  if (pool_) pool_->Shutdown();
+  catalog_->SetMutationListener(nullptr);
+}
+
+void StagingCompactor::RecordMutations(const std::string& repo, const std::string& branch, int64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  deltas_[{repo, branch}] += n;
+}
+
+Result<std::string> StagingCompactor::CounterEpoch(const std::string& repo, const std::string& branch) {
+  ARROW_ASSIGN_OR_RAISE(auto b, catalog_->GetBranch(repo, branch));
+  return b.commit_id + "/" + b.compacted_meta_range_id;
+}
+
+Result<int64_t> StagingCompactor::StagedMutations(const std::string& repo, const std::string& branch) {
+  auto raw = kv_->Get(CounterKey(repo, branch));
+  if (IsNotFound(raw.status())) return 0;
+  ARROW_RETURN_NOT_OK(raw.status());
+  auto j = json::parse(*raw, nullptr, false);
+  ARROW_ASSIGN_OR_RAISE(auto epoch, CounterEpoch(repo, branch));
+  if (j.is_discarded() || j.value("epoch", "") != epoch) return 0;
+  return j.value("count", int64_t{0});
+}
+
+Status StagingCompactor::Flush() {
+  std::map<BranchKey, int64_t> deltas;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    deltas.swap(deltas_);
+  }
+  Status first_error;
+  for (const auto& [key, delta] : deltas) {
+    const auto& [repo, branch] = key;
+    int64_t count = 0;
+    Status st = [&]() -> Status {
+      for (int attempt = 0; attempt < 10; ++attempt) {
+        auto epoch = CounterEpoch(repo, branch);
+        if (IsNotFound(epoch.status())) return Status::OK();  // branch or repository gone
+        ARROW_RETURN_NOT_OK(epoch.status());
+        auto raw = kv_->Get(CounterKey(repo, branch));
+        std::optional<std::string> expected;
+        count = delta;
+        if (raw.ok()) {
+          expected = *raw;
+          auto j = json::parse(*raw, nullptr, false);
+          if (!j.is_discarded() && j.value("epoch", "") == *epoch) count += j.value("count", int64_t{0});
+        } else if (!IsNotFound(raw.status())) {
+          return raw.status();
+        }
+        Status set = kv_->SetIf(CounterKey(repo, branch), json{{"epoch", *epoch}, {"count", count}}.dump(), expected);
+        if (!IsPreconditionFailed(set)) return set;
+      }
+      return Busy("mutation counter contended");
+    }();
+    if (!st.ok()) {
+      // Keep the delta for the next flush.
+      std::lock_guard<std::mutex> lock(mu_);
+      deltas_[key] += delta;
+      if (first_error.ok()) first_error = st;
+      continue;
+    }
+    metrics_->Gauge("graveler_staged_mutations", "", {"repository", "branch"})
+        .With({repo, branch})
+        .Set(static_cast<double>(count));
+    if (options_.auto_trigger && count >= options_.threshold) {
+      Status sub = Submit(repo, branch);
+      if (!sub.ok() && !IsBusy(sub)) spdlog::warn("staging compaction of {}/{}: {}", repo, branch, sub.message());
+    }
+  }
+  return first_error;
+}
+
+Status StagingCompactor::Submit(const std::string& repo_id, const std::string& branch) {
+  ARROW_ASSIGN_OR_RAISE(auto repo, catalog_->GetRepository(repo_id));
+  if (repo.read_only) return Forbidden(fmt::format("repository \"{}\" is read-only: it is never compacted", repo_id));
+  ARROW_RETURN_NOT_OK(catalog_->GetBranch(repo_id, branch).status());
+  if (!pool_) return Busy("staging compaction is not running");
+  BranchKey key{repo_id, branch};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (running_.count(key)) return Status::OK();  // already queued or running here
+    running_.insert(key);
+  }
+  Status st = pool_->TrySubmit([this, key] {
+    Status s = Run(key.first, key.second);
+    if (!s.ok() && !IsBusy(s)) {
+      spdlog::warn("staging compaction of {}/{} failed: {}", key.first, key.second, s.ToString());
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    running_.erase(key);
+  });
+  if (!st.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_.erase(key);
+    return Busy(fmt::format("no staging-compaction worker is free ({} busy); retry later", options_.workers));
+  }
+  return Status::OK();
+}
+
+Status StagingCompactor::CompactNow(const std::string& repo, const std::string& branch) { return Run(repo, branch); }
+
+Status StagingCompactor::WriteStatus(const std::string& repo, const std::string& branch, const CompactionStatus& st) {
+  return kv_->Set(
+      StatusKey(repo, branch),
+      json{{"state", st.state}, {"started_us", st.started_us}, {"finished_us", st.finished_us}, {"message", st.message}}
+          .dump());
+}
+
+Result<CompactionStatus> StagingCompactor::LastStatus(const std::string& repo, const std::string& branch) {
+  auto raw = kv_->Get(StatusKey(repo, branch));
+  if (IsNotFound(raw.status())) return CompactionStatus{};
+  ARROW_RETURN_NOT_OK(raw.status());
+  auto j = json::parse(*raw, nullptr, false);
+  if (j.is_discarded()) return CompactionStatus{};
+  return CompactionStatus{j.value("state", ""), j.value("started_us", int64_t{0}), j.value("finished_us", int64_t{0}),
+                          j.value("message", "")};
+}
+
+Status StagingCompactor::Run(const std::string& repo, const std::string& branch) {
+  // A lease per run (not per server), so two runs in one process exclude each other too.
+  kv::Lease lease(kv_, LeaseKey(repo, branch), options_.owner + "#" + RandomHex(4), options_.lease_ttl);
+  ARROW_ASSIGN_OR_RAISE(bool held, lease.TryAcquire(clock_->Now()));
+  if (!held) {
+    auto holder = lease.Holder(clock_->Now());
+    return Busy(fmt::format("a compaction of {}/{} is already running on {}", repo, branch,
+                            holder.ok() ? *holder : std::string("another server")));
+  }
+  CompactionStatus status{"running", ToUnixMicros(clock_->Now()), 0, ""};
+  (void)WriteStatus(repo, branch, status);
+  auto t0 = std::chrono::steady_clock::now();
+  auto result = catalog_->CompactStaging(repo, branch, after_seal_);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::string outcome = result.ok() ? OutcomeName(result->outcome) : "failed";
+  metrics_->Histogram("graveler_compaction_seconds", "", {"outcome"}).With({outcome}).Observe(secs);
+  status.state = outcome;
+  status.finished_us = ToUnixMicros(clock_->Now());
+  if (result.ok()) {
+    status.message = fmt::format("{} entries folded, {} ranges written, {} reused", result->staged_entries,
+                                 result->stats.ranges_written, result->stats.ranges_reused);
+    spdlog::info("staging compaction of {}/{} {} in {:.2f}s: {}", repo, branch, outcome, secs, status.message);
+  } else {
+    status.message = result.status().message();
+  }
+  (void)WriteStatus(repo, branch, status);
+  (void)lease.Release();
+  return result.ok() ? Status::OK() : result.status();
+}
+
+}  // namespace sediment::catalog
