@@ -330,10 +330,21 @@ Result<std::string> Catalog::StoreCommit(const std::string& repo, Commit* commit
 }
 
 Result<Commit> Catalog::GetCommit(const std::string& repo, const std::string& commit_id) {
+  // Commits are immutable and named by their content: a cached one is never stale.
+  std::string cache_key = repo + "/" + commit_id;
+  {
+    std::lock_guard<std::mutex> lock(commits_mu_);
+    auto it = commits_.find(cache_key);
+    if (it != commits_.end()) return it->second;
+  }
   auto raw = kv_->Get(CommitKey(repo, commit_id));
   if (IsNotFound(raw.status())) return NotFound(fmt::format("commit \"{}\" not found in \"{}\"", commit_id, repo));
   ARROW_RETURN_NOT_OK(raw.status());
-  return ParseCommit(commit_id, *raw);
+  ARROW_ASSIGN_OR_RAISE(auto c, ParseCommit(commit_id, *raw));
+  std::lock_guard<std::mutex> lock(commits_mu_);
+  if (commits_.size() >= 10000) commits_.clear();
+  commits_[cache_key] = c;
+  return c;
 }
 
 Result<Catalog::BranchRecord> Catalog::LoadBranch(const std::string& repo, const std::string& name) {
@@ -577,6 +588,32 @@ Status Catalog::PutEntry(const std::string& repo_id, const std::string& branch, 
   return Busy(fmt::format("branch \"{}\" kept changing; retry the write", branch));
 }
 
+Status Catalog::PutEntries(const std::string& repo_id, const std::string& branch,
+                           const std::vector<std::pair<std::string, Entry>>& entries) {
+  for (const auto& [path, e] : entries) ARROW_RETURN_NOT_OK(ValidatePath(path));
+  ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
+  ARROW_RETURN_NOT_OK(CheckWritable(repo));
+  constexpr size_t kBatch = 1000;
+  for (size_t start = 0; start < entries.size(); start += kBatch) {
+    size_t end = std::min(entries.size(), start + kBatch);
+    ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo_id, branch));
+    bool done = false;
+    for (int i = 0; i < kCasRetries && !done; ++i) {
+      std::string token = rec.branch.staging_token;
+      kv::Batch batch;
+      for (size_t j = start; j < end; ++j) {
+        batch.Put(StagingPrefix(token) + entries[j].first, EncodeEntry(entries[j].second));
+      }
+      ARROW_RETURN_NOT_OK(kv_->Apply(batch));
+      ARROW_ASSIGN_OR_RAISE(rec, LoadBranch(repo_id, branch));
+      done = rec.branch.staging_token == token;
+    }
+    if (!done) return Busy(fmt::format("branch \"{}\" kept changing; retry the write", branch));
+    if (on_mutation_) on_mutation_(repo_id, branch, static_cast<int64_t>(end - start));
+  }
+  return Status::OK();
+}
+
 Status Catalog::DeleteEntry(const std::string& repo_id, const std::string& branch, const std::string& path) {
   ARROW_RETURN_NOT_OK(GetEntry(repo_id, branch, path).status());
   ARROW_ASSIGN_OR_RAISE(auto n, DeleteEntries(repo_id, branch, {path}));
@@ -612,7 +649,11 @@ Result<int64_t> Catalog::DeleteEntries(const std::string& repo_id, const std::st
 Result<Page<ListItem>> Catalog::ListEntries(const std::string& repo_id, const std::string& ref,
                                             const ListOptions& opts) {
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
-  ARROW_ASSIGN_OR_RAISE(auto resolved, ResolveRef(repo_id, ref));
+  return ListEntries(repo, ref, opts);
+}
+
+Result<Page<ListItem>> Catalog::ListEntries(const Repository& repo, const std::string& ref, const ListOptions& opts) {
+  ARROW_ASSIGN_OR_RAISE(auto resolved, ResolveRef(repo.id, ref));
   ARROW_ASSIGN_OR_RAISE(auto it, View(repo, resolved));
   int64_t amount = ClampAmount(opts.amount);
   std::string start = opts.prefix;

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/clock.h"
@@ -172,12 +173,17 @@ class Catalog {
   // PreconditionFailed if `if_absent` and the path exists on the branch.
   Status PutEntry(const std::string& repo, const std::string& branch, const std::string& path, const Entry& entry,
                   bool if_absent = false);
+  // Stages many entries at once (imports, benchmarks): atomic KV batches of up
+  // to 1,000, each re-checked against a concurrent seal like PutEntry.
+  Status PutEntries(const std::string& repo, const std::string& branch,
+                    const std::vector<std::pair<std::string, Entry>>& entries);
   // NotFound if the path does not exist on the branch.
   Status DeleteEntry(const std::string& repo, const std::string& branch, const std::string& path);
   // Deletes those that exist; returns how many did.
   Result<int64_t> DeleteEntries(const std::string& repo, const std::string& branch,
                                 const std::vector<std::string>& paths);
   Result<Page<ListItem>> ListEntries(const std::string& repo, const std::string& ref, const ListOptions& opts);
+  Result<Page<ListItem>> ListEntries(const Repository& repo, const std::string& ref, const ListOptions& opts);
 
   // Commits, history, diff, merge.
   Result<Commit> CommitBranch(const std::string& repo, const std::string& branch, const CommitParams& params);
@@ -263,6 +269,9 @@ class Catalog {
   std::unique_ptr<RangeStore> ranges_;
   std::unique_ptr<PeriodicTask> dropper_;
   MutationListener on_mutation_;  // set before serving; read-only afterwards
+
+  std::mutex commits_mu_;
+  std::unordered_map<std::string, Commit> commits_;  // GUARDED_BY(commits_mu_), "<repo>/<id>"
 
   std::mutex ns_mu_;
   std::map<std::string, Namespace> namespaces_;  // GUARDED_BY(ns_mu_)

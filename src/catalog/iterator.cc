@@ -100,7 +100,7 @@ class TombstoneFilter : public ValueIterator {
 class KvPrefixIterator : public ValueIterator {
  public:
   KvPrefixIterator(std::shared_ptr<kv::KvStore> kv, std::string prefix)
-      : kv_(std::move(kv)), prefix_(std::move(prefix)) {}
+      : kv_(std::move(kv)), prefix_(std::move(prefix)), from_(prefix_) {}
 
   bool Next() override {
     if (!status_.ok()) return false;
@@ -113,6 +113,7 @@ class KvPrefixIterator : public ValueIterator {
         return false;
       }
       page_ = std::move(*page);
+      page_from_ = std::move(from);
       fetched_ = true;
       pos_ = 0;
       page_size_ = std::min<size_t>(page_size_ * 2, kMaxPage);
@@ -120,15 +121,17 @@ class KvPrefixIterator : public ValueIterator {
     }
     auto& kv = page_.items[pos_++];
     key_.assign(kv.key, prefix_.size());
-    value_ = std::move(kv.value);
+    value_ = kv.value;
     return true;
   }
   void SeekGE(std::string_view key) override {
-    // Within the current page, seek in memory; otherwise restart the scan there.
     std::string full = prefix_ + std::string(key);
-    if (fetched_ && pos_ < page_.items.size() && pos_ > 0 && page_.items[pos_ - 1].key < full &&
-        page_.items.back().key >= full) {
-      auto it = std::lower_bound(page_.items.begin() + static_cast<std::ptrdiff_t>(pos_), page_.items.end(), full,
+    // The fetched page answers the seek if it covers the target: it starts at or
+    // before it and either reaches past it or is the last page. A branch with
+    // little or no staging then costs one scan per listing, not one per seek.
+    if (fetched_ && full >= page_from_ &&
+        (!page_.has_more || (!page_.items.empty() && full <= page_.items.back().key))) {
+      auto it = std::lower_bound(page_.items.begin(), page_.items.end(), full,
                                  [](const kv::KeyValue& a, const std::string& k) { return a.key < k; });
       pos_ = static_cast<size_t>(it - page_.items.begin());
       return;
@@ -144,12 +147,14 @@ class KvPrefixIterator : public ValueIterator {
   Status status() const override { return status_; }
 
  private:
-  static constexpr size_t kFirstPage = 64;
+  // Small first page: after a seek (delimited listings) usually one key is needed.
+  static constexpr size_t kFirstPage = 16;
   static constexpr size_t kMaxPage = 4096;
 
   std::shared_ptr<kv::KvStore> kv_;
   std::string prefix_;
-  std::string from_;
+  std::string from_;       // where the next fresh scan starts
+  std::string page_from_;  // where the fetched page's scan started
   kv::ScanPage page_;
   bool fetched_ = false;
   size_t pos_ = 0;

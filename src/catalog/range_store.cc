@@ -150,7 +150,12 @@ class MetaRangeIterator : public ValueIterator {
   void SeekGE(std::string_view key) override {
     auto it = std::lower_bound(mr_->ranges.begin(), mr_->ranges.end(), key,
                                [](const RangeInfo& r, std::string_view k) { return r.max_key < k; });
-    idx_ = static_cast<size_t>(it - mr_->ranges.begin());
+    size_t idx = static_cast<size_t>(it - mr_->ranges.begin());
+    if (it_ && idx == idx_) {
+      it_->SeekGE(key);  // same range: reuse its open iterator
+      return;
+    }
+    idx_ = idx;
     it_.reset();
     pending_seek_ = true;
     seek_key_.assign(key);

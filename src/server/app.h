@@ -34,7 +34,7 @@ class JobManager;
 namespace catalog {
 class Catalog;
 class StagingCompactor;
-}
+}  // namespace catalog
 
 namespace server {
 

@@ -81,8 +81,14 @@ Result<Policy> ParsePolicy(const std::string& id, const std::string& raw) {
 
 }  // namespace
 
-AuthService::AuthService(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<Clock> clock)
-    : kv_(std::move(kv)), clock_(std::move(clock)) {}
+AuthService::AuthService(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<Clock> clock, Duration cache_ttl)
+    : kv_(std::move(kv)), clock_(std::move(clock)), cache_ttl_(cache_ttl) {}
+
+void AuthService::ClearCache() {
+  std::lock_guard<std::mutex> lock(mu_);
+  keys_.clear();
+  policies_.clear();
+}
 
 bool AuthService::WildcardMatch(std::string_view p, std::string_view t) {
   size_t pi = 0, ti = 0, star = std::string_view::npos, mark = 0;
@@ -136,20 +142,51 @@ Result<std::string> AuthService::Authenticate(const std::string& header) {
   auto colon = decoded.find(':');
   if (colon == std::string::npos) return Unauthorized("malformed basic auth credentials");
   std::string key_id = decoded.substr(0, colon), secret = decoded.substr(colon + 1);
-  auto raw = kv_->Get("a/k/" + key_id);
-  if (IsNotFound(raw.status())) return Unauthorized("invalid access key id or secret");
-  ARROW_RETURN_NOT_OK(raw.status());
-  auto j = json::parse(*raw, nullptr, false);
-  if (j.is_discarded()) return Status::IOError("corrupt credentials record");
-  std::string want = j.value("hash", ""), got = SecretHash(j.value("salt", ""), secret);
+  CachedKey key;
+  bool cached = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = keys_.find(key_id);
+    if (it != keys_.end() && it->second.expires > clock_->Now()) {
+      key = it->second;
+      cached = true;
+    }
+  }
+  if (!cached) {
+    auto raw = kv_->Get("a/k/" + key_id);
+    if (IsNotFound(raw.status())) return Unauthorized("invalid access key id or secret");
+    ARROW_RETURN_NOT_OK(raw.status());
+    auto j = json::parse(*raw, nullptr, false);
+    if (j.is_discarded()) return Status::IOError("corrupt credentials record");
+    key = {j.value("user", ""), j.value("salt", ""), j.value("hash", ""), clock_->Now() + cache_ttl_};
+    std::lock_guard<std::mutex> lock(mu_);
+    if (keys_.size() > 10000) keys_.clear();
+    keys_[key_id] = key;
+  }
+  std::string want = key.hash, got = SecretHash(key.salt, secret);
   unsigned diff = want.size() ^ got.size();
   for (size_t i = 0; i < want.size() && i < got.size(); ++i) diff |= static_cast<unsigned>(want[i] ^ got[i]);
   if (diff != 0) return Unauthorized("invalid access key id or secret");
-  return j.value("user", "");
+  return key.user;
 }
 
 Status AuthService::Authorize(const std::string& user, const std::string& action, const std::string& resource) {
-  ARROW_ASSIGN_OR_RAISE(auto policies, ListUserPolicies(user));
+  std::vector<Policy> policies;
+  bool cached = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = policies_.find(user);
+    if (it != policies_.end() && it->second.expires > clock_->Now()) {
+      policies = it->second.policies;
+      cached = true;
+    }
+  }
+  if (!cached) {
+    ARROW_ASSIGN_OR_RAISE(policies, ListUserPolicies(user));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (policies_.size() > 10000) policies_.clear();
+    policies_[user] = {policies, clock_->Now() + cache_ttl_};
+  }
   bool allowed = false;
   for (const auto& p : policies) {
     for (const auto& s : p.statements) {
@@ -195,6 +232,11 @@ Result<std::vector<User>> AuthService::ListUsers() {
 }
 
 Status AuthService::DeleteUser(const std::string& id) {
+  ClearCache();
+  struct ClearAfter {
+    AuthService* auth;
+    ~ClearAfter() { auth->ClearCache(); }
+  } clear_after{this};  // and again once the change is stored
   ARROW_RETURN_NOT_OK(GetUser(id).status());
   ARROW_ASSIGN_OR_RAISE(auto creds, ListCredentials(id));
   kv::Batch b;
@@ -253,6 +295,11 @@ Result<std::vector<Credentials>> AuthService::ListCredentials(const std::string&
 }
 
 Status AuthService::DeleteCredentials(const std::string& user, const std::string& key_id) {
+  ClearCache();
+  struct ClearAfter {
+    AuthService* auth;
+    ~ClearAfter() { auth->ClearCache(); }
+  } clear_after{this};  // and again once the change is stored
   kv::Batch b;
   b.Require(kv::Precondition::Present("a/uk/" + user + "/" + key_id))
       .Delete("a/uk/" + user + "/" + key_id)
@@ -297,17 +344,32 @@ Result<std::vector<Policy>> AuthService::ListPolicies() {
 }
 
 Status AuthService::DeletePolicy(const std::string& id) {
+  ClearCache();
+  struct ClearAfter {
+    AuthService* auth;
+    ~ClearAfter() { auth->ClearCache(); }
+  } clear_after{this};  // and again once the change is stored
   ARROW_RETURN_NOT_OK(GetPolicy(id).status());
   return kv_->Delete("a/p/" + id);
 }
 
 Status AuthService::AttachPolicy(const std::string& user, const std::string& policy) {
+  ClearCache();
+  struct ClearAfter {
+    AuthService* auth;
+    ~ClearAfter() { auth->ClearCache(); }
+  } clear_after{this};  // and again once the change is stored
   ARROW_RETURN_NOT_OK(GetUser(user).status());
   ARROW_RETURN_NOT_OK(GetPolicy(policy).status());
   return kv_->Set("a/up/" + user + "/" + policy, "");
 }
 
 Status AuthService::DetachPolicy(const std::string& user, const std::string& policy) {
+  ClearCache();
+  struct ClearAfter {
+    AuthService* auth;
+    ~ClearAfter() { auth->ClearCache(); }
+  } clear_after{this};  // and again once the change is stored
   return kv_->Delete("a/up/" + user + "/" + policy);
 }
 

@@ -7,12 +7,19 @@
 // an "allow" statement matching the action and resource ARN and none has a
 // matching "deny" (wildcards: '*' any run, '?' one character).
 //
+// Authentication results and users' policies are cached for `cache_ttl` (5 s;
+// every listing would otherwise pay three KV round trips before its own work).
+// Changes made through this server clear its cache at once; another server
+// sharing the store sees a revoked key or policy change within the TTL.
+//
 // KV layout: a/setup, a/u/<user>, a/k/<access key id>, a/uk/<user>/<key id>,
 // a/p/<policy>, a/up/<user>/<policy>.
 //
 // Thread-safety: all methods are safe from many threads.
 #pragma once
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,7 +59,8 @@ struct User {
 
 class AuthService {
  public:
-  AuthService(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<Clock> clock);
+  AuthService(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<Clock> clock,
+              Duration cache_ttl = std::chrono::seconds(5));
 
   Result<bool> IsSetUp();
   // Creates the first admin (with the AdminAccess policy). Conflict once set up.
@@ -84,8 +92,23 @@ class AuthService {
   static bool WildcardMatch(std::string_view pattern, std::string_view text);
 
  private:
+  void ClearCache();
+
   std::shared_ptr<kv::KvStore> kv_;
   std::shared_ptr<Clock> clock_;
+  const Duration cache_ttl_;
+
+  struct CachedKey {
+    std::string user, salt, hash;
+    TimePoint expires;
+  };
+  struct CachedPolicies {
+    std::vector<Policy> policies;
+    TimePoint expires;
+  };
+  std::mutex mu_;
+  std::map<std::string, CachedKey> keys_;           // GUARDED_BY(mu_)
+  std::map<std::string, CachedPolicies> policies_;  // GUARDED_BY(mu_), by user
 };
 
 }  // namespace sediment::server

@@ -7,7 +7,7 @@
 namespace sediment::catalog {
 class Catalog;
 class StagingCompactor;
-}
+}  // namespace sediment::catalog
 
 namespace sediment::server {
 class HttpServer;
