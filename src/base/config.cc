@@ -118,6 +118,7 @@ const std::vector<Option>& Options() {
       {"worker.poll_interval_secs", FIELD(worker.poll_interval_secs), T::kDouble, DoubleAtLeast(0.01)},
       {"writer.compactor.policy", FIELD(writer.compactor.policy), T::kString, OneOf({"adjacent", "tiered"})},
       {"writer.compactor.size_ratio", FIELD(writer.compactor.size_ratio), T::kDouble, DoubleAtLeast(0, true)},
+      {"writer.compactor.lease_ttl", FIELD(writer.compactor.lease_ttl), T::kDouble, DoubleAtLeast(1)},
       {"catalog.cache_dir", FIELD(catalog.cache_dir), T::kString, Any()},
       {"catalog.cache_bytes", FIELD(catalog.cache_bytes), T::kInt, IntAtLeast(1 << 20)},
       {"catalog.range_min_bytes", FIELD(catalog.range_min_bytes), T::kInt, IntAtLeast(1)},

@@ -71,6 +71,9 @@ struct CompactorConfig {
   // size-ratio rule that bounds write amplification (docs/compaction.md).
   std::string policy = "adjacent";
   double size_ratio = 8.0;  // tiered: a file merges only with newer neighbours of at least its size / size_ratio
+  // Not in the spec: how long a server's claim to compact (and GC) a table lasts
+  // without renewal; another server takes over a dead one's tables after this.
+  double lease_ttl = 60.0;  // seconds
 };
 
 // [writer]: how every Parquet file is written, merged ones included.

@@ -160,7 +160,7 @@ void TableService::Stop() {
     for (const auto& [id, state] : states_) ids.push_back(id);
   }
   for (const auto& id : ids) {
-    kv::Lease lease(kv_, LeaseKey(id), server_id_, kLeaseTtl);
+    kv::Lease lease(kv_, LeaseKey(id), server_id_, lease_ttl());
     Status st = lease.Release();
     if (!st.ok()) spdlog::warn("table {}: cannot release the compaction lease: {}", id.ToString(), st.ToString());
   }
@@ -424,13 +424,13 @@ void TableService::WaitIdle() { pass_pool_->WaitIdle(); }
 
 Result<bool> TableService::HoldLease(const TableId& id) {
   State(id);  // remembered, so Stop() releases it
-  kv::Lease lease(kv_, LeaseKey(id), server_id_, kLeaseTtl);
+  kv::Lease lease(kv_, LeaseKey(id), server_id_, lease_ttl());
   return lease.TryAcquire(clock_->Now());
 }
 
 Result<PassResult> TableService::CompactNow(const TableId& id, const ProgressFn& progress) {
   ARROW_RETURN_NOT_OK(registry_.GetTable(id).status());
-  kv::Lease lease(kv_, LeaseKey(id), server_id_, kLeaseTtl);
+  kv::Lease lease(kv_, LeaseKey(id), server_id_, lease_ttl());
   State(id);  // remembered, so Stop() releases the lease
   ARROW_ASSIGN_OR_RAISE(bool mine, lease.TryAcquire(clock_->Now()));
   if (!mine) {

@@ -154,8 +154,11 @@ class TableService {
 
   const WriterConfig& writer_config() const { return writer_; }
   const std::string& server_id() const { return server_id_; }
-  // How long a server's claim to compact a table lasts without renewal.
-  static constexpr Duration kLeaseTtl = std::chrono::seconds(60);
+  // How long a server's claim to compact a table lasts without renewal
+  // ([writer.compactor] lease_ttl).
+  Duration lease_ttl() const {
+    return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(writer_.compactor.lease_ttl));
+  }
   const PlannerSettings& planner_settings() const { return planner_; }
   blob::BlobStore& blobs() { return *blobs_; }
   Clock& clock() { return *clock_; }
