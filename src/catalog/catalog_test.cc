@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -409,6 +410,46 @@ TEST_F(CatalogTest, RandomOperationsMatchAMapModel) {
     ASSERT_EQ(ListAll("main@", "", "", 37), want_committed) << "step " << step;
     for (const auto& [k, v] : model) ASSERT_EQ(catalog_->GetEntry("repo", "main", k)->checksum, v);
   }
+}
+
+}  // namespace
+}  // namespace sediment::catalog
+
+namespace sediment::catalog {
+namespace {
+
+// The range cache keeps to its byte budget and reads evicted files back from
+// the storage namespace.
+TEST(RangeCacheTest, KeepsToItsBudgetAndRefetchesEvictedFiles) {
+  testing::TempDir dir;
+  auto kv = kv::NewMemoryStore();
+  CatalogOptions opts;
+  opts.cache_dir = dir.Sub("cache");
+  opts.cache_bytes = 4096;  // a few range files
+  opts.ranges = {512, 2048, 8};
+  Catalog catalog(kv, std::make_shared<ManualClock>(), opts);
+  ASSERT_TRUE(catalog.Start(false).ok());
+  ASSERT_TRUE(catalog.CreateRepository("repo", dir.Sub("ns"), "main", false).ok());
+  for (int i = 0; i < 500; ++i) {
+    ASSERT_TRUE(catalog.PutEntry("repo", "main", fmt::format("k{:04d}", i), MakeEntry(fmt::format("v{}", i))).ok());
+  }
+  CommitParams p;
+  p.message = "many ranges";
+  ASSERT_TRUE(catalog.CommitBranch("repo", "main", p).ok());
+  int64_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(opts.cache_dir)) files += e.path().extension() == ".sst";
+  EXPECT_LE(catalog.ranges().cached_bytes(), 4096 + 3000) << "at most one file over the budget";
+  EXPECT_LT(files, 20);
+  // A fresh server on the same cache (no open readers) still reads every
+  // entry: evicted ranges come back from the namespace.
+  Catalog fresh(kv, std::make_shared<ManualClock>(), opts);
+  ASSERT_TRUE(fresh.Start(false).ok());
+  for (int i = 0; i < 500; i += 7) {
+    auto e = fresh.GetEntry("repo", "main@", fmt::format("k{:04d}", i));
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    EXPECT_EQ(e->checksum, fmt::format("v{}", i));
+  }
+  EXPECT_LE(fresh.ranges().cached_bytes(), 4096 + 3000);
 }
 
 }  // namespace
