@@ -162,6 +162,18 @@ void ReplyJson(httplib::Response& res, int status, const json& body) {
   res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
+// A lakeFS list response: {"pagination": {...}, "results": [...]}.
+void ReplyPage(httplib::Response& res, json results, bool has_more, const std::string& next, int64_t max_per_page) {
+  size_t n = results.size();
+  ReplyJson(res, 200, {{"pagination", Pagination(has_more, next, n, max_per_page)}, {"results", std::move(results)}});
+}
+
+json DiffJson(const catalog::DiffItem& d) {
+  json item = {{"type", d.type}, {"path", d.path}, {"path_type", d.common_prefix ? "common_prefix" : "object"}};
+  if (!d.common_prefix) item["size_bytes"] = d.size_bytes;
+  return item;
+}
+
 std::string Param(const httplib::Request& req, const char* name, const std::string& def = "") {
   return req.has_param(name) ? req.get_param_value(name) : def;
 }
@@ -355,7 +367,7 @@ void Api::RegisterSetupAndAuth() {
     ARROW_ASSIGN_OR_RAISE(auto users, auth_->ListUsers());
     json results = json::array();
     for (const auto& u : users) results.push_back(user_json(u));
-    ReplyJson(res, 200, {{"pagination", Pagination(false, "", users.size(), 1000)}, {"results", results}});
+    ReplyPage(res, std::move(results), false, "", 1000);
     return Status::OK();
   });
   Route("POST", "/api/v1/auth/users",
@@ -399,7 +411,7 @@ void Api::RegisterSetupAndAuth() {
           for (const auto& c : creds) {
             results.push_back({{"access_key_id", c.access_key_id}, {"creation_date", c.creation_date}});
           }
-          ReplyJson(res, 200, {{"pagination", Pagination(false, "", creds.size(), 1000)}, {"results", results}});
+          ReplyPage(res, std::move(results), false, "", 1000);
           return Status::OK();
         });
   Route("DELETE", "/api/v1/auth/users/([^/]+)/credentials/([^/]+)",
@@ -434,7 +446,7 @@ void Api::RegisterSetupAndAuth() {
           ARROW_ASSIGN_OR_RAISE(auto ps, auth_->ListPolicies());
           json results = json::array();
           for (const auto& p : ps) results.push_back(policy_json(p));
-          ReplyJson(res, 200, {{"pagination", Pagination(false, "", ps.size(), 1000)}, {"results", results}});
+          ReplyPage(res, std::move(results), false, "", 1000);
           return Status::OK();
         });
   Route("GET", "/api/v1/auth/policies/([^/]+)",
@@ -457,7 +469,7 @@ void Api::RegisterSetupAndAuth() {
           ARROW_ASSIGN_OR_RAISE(auto ps, auth_->ListUserPolicies(req.matches[1]));
           json results = json::array();
           for (const auto& p : ps) results.push_back(policy_json(p));
-          ReplyJson(res, 200, {{"pagination", Pagination(false, "", ps.size(), 1000)}, {"results", results}});
+          ReplyPage(res, std::move(results), false, "", 1000);
           return Status::OK();
         });
   Route("PUT", "/api/v1/auth/users/([^/]+)/policies/([^/]+)",
@@ -528,8 +540,7 @@ void Api::RegisterBranches() {
     json results = json::array();
     for (const auto& b : page.items) results.push_back({{"id", b.id}, {"commit_id", b.commit_id}});
     std::string next = page.items.empty() ? "" : page.items.back().id;
-    ReplyJson(res, 200,
-              {{"pagination", Pagination(page.has_more, next, page.items.size(), o.amount)}, {"results", results}});
+    ReplyPage(res, std::move(results), page.has_more, next, o.amount);
     return Status::OK();
   });
   Route("POST", branches, [this](const httplib::Request& req, httplib::Response& res, const std::string& me) {
@@ -649,14 +660,9 @@ void Api::RegisterBranches() {
     ARROW_ASSIGN_OR_RAISE(auto o, ListParams(req));
     ARROW_ASSIGN_OR_RAISE(auto page, cat_->DiffUncommitted(repo, name, o));
     json results = json::array();
-    for (const auto& d : page.items) {
-      json item = {{"type", d.type}, {"path", d.path}, {"path_type", d.common_prefix ? "common_prefix" : "object"}};
-      if (!d.common_prefix) item["size_bytes"] = d.size_bytes;
-      results.push_back(item);
-    }
+    for (const auto& d : page.items) results.push_back(DiffJson(d));
     std::string next = page.items.empty() ? "" : page.items.back().path;
-    ReplyJson(res, 200,
-              {{"pagination", Pagination(page.has_more, next, page.items.size(), o.amount)}, {"results", results}});
+    ReplyPage(res, std::move(results), page.has_more, next, o.amount);
     return Status::OK();
   });
 }
@@ -868,8 +874,7 @@ void Api::RegisterCommits() {
     json results = json::array();
     for (const auto& c : page.items) results.push_back(CommitJson(c));
     std::string next = page.items.empty() ? "" : page.items.back().id;
-    ReplyJson(res, 200,
-              {{"pagination", Pagination(page.has_more, next, page.items.size(), amount)}, {"results", results}});
+    ReplyPage(res, std::move(results), page.has_more, next, amount);
     return Status::OK();
   });
   Route(
@@ -883,14 +888,9 @@ void Api::RegisterCommits() {
         }
         ARROW_ASSIGN_OR_RAISE(auto page, cat_->DiffRefs(repo, req.matches[2], req.matches[3], type == "three_dot", o));
         json results = json::array();
-        for (const auto& d : page.items) {
-          json item = {{"type", d.type}, {"path", d.path}, {"path_type", d.common_prefix ? "common_prefix" : "object"}};
-          if (!d.common_prefix) item["size_bytes"] = d.size_bytes;
-          results.push_back(item);
-        }
+        for (const auto& d : page.items) results.push_back(DiffJson(d));
         std::string next = page.items.empty() ? "" : page.items.back().path;
-        ReplyJson(res, 200,
-                  {{"pagination", Pagination(page.has_more, next, page.items.size(), o.amount)}, {"results", results}});
+        ReplyPage(res, std::move(results), page.has_more, next, o.amount);
         return Status::OK();
       });
   Route(
@@ -931,8 +931,7 @@ void Api::RegisterTags() {
     json results = json::array();
     for (const auto& t : page.items) results.push_back({{"id", t.id}, {"commit_id", t.commit_id}});
     std::string next = page.items.empty() ? "" : page.items.back().id;
-    ReplyJson(res, 200,
-              {{"pagination", Pagination(page.has_more, next, page.items.size(), o.amount)}, {"results", results}});
+    ReplyPage(res, std::move(results), page.has_more, next, o.amount);
     return Status::OK();
   });
   Route("POST", tags, [this](const httplib::Request& req, httplib::Response& res, const std::string& me) {
