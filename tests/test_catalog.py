@@ -394,3 +394,25 @@ def test_auto_trigger_from_the_environment(start_server, tmp_path):
     assert j["compacted"] is True
     assert [o.path for o in c.objects_api.list_objects("repo1", "main", amount=1000).results] == \
         [f"k{i:03d}" for i in range(20)]
+
+
+def test_high_level_lakefs_package(lakefs):
+    """The higher-level `lakefs` package (built on lakefs-sdk) works unchanged."""
+    import lakefs as hl
+    from lakefs.client import Client
+    c = Client(host=lakefs.server.url, username=ADMIN_KEY, password=ADMIN_SECRET)
+    repo = hl.Repository("hl-repo", client=c).create(storage_namespace=lakefs.namespace("hl-repo"))
+    main = repo.branch("main")
+    main.object("a/b.txt").upload(data=b"hello", content_type="text/plain")
+    with main.object("a/b.txt").reader() as r:
+        assert r.read() == b"hello"
+    assert main.commit(message="first").get_commit().message == "first"
+    dev = repo.branch("dev").create(source_reference="main")
+    dev.object("c.txt").upload(data=b"c")
+    assert [d.path for d in dev.uncommitted()] == ["c.txt"]
+    dev.commit(message="dev work")
+    dev.merge_into(main)
+    assert [x.message for x in main.log(max_amount=4)] == ["Merge 'dev' into 'main'", "dev work", "first",
+                                                           "Repository created"]
+    assert [o.path for o in main.objects(delimiter="/")] == ["a/", "c.txt"]
+    assert main.object("c.txt").stat().size_bytes == 1

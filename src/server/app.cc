@@ -118,7 +118,8 @@ void App::RegisterRoutes() {
   RegisterTablesApi(http_.get(), tables_.get());
   RegisterScanApi(http_.get(), tables_.get());
   RegisterJobsApi(http_.get(), jobs_.get());
-  RegisterLakeFsApi(http_.get(), catalog_.get(), staging_compactor_.get(), auth_.get());
+  RegisterLakeFsApi(http_.get(), catalog_.get(), staging_compactor_.get(), auth_.get(),
+                    config_.ObjectsUri().rfind("s3://", 0) == 0 ? "s3" : "local");
   http_->Handle("GET", "/metrics", "/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.RenderPrometheus(), "text/plain; version=0.0.4; charset=utf-8");
   });

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "base/version.h"
 #include "blob/blob.h"
 #include "catalog/catalog.h"
 #include "catalog/staging_compactor.h"
@@ -273,8 +274,9 @@ class Md5 {
 
 class Api : public std::enable_shared_from_this<Api> {
  public:
-  Api(HttpServer* http, Catalog* catalog, catalog::StagingCompactor* compactor, AuthService* auth)
-      : http_(http), cat_(catalog), compactor_(compactor), auth_(auth) {}
+  Api(HttpServer* http, Catalog* catalog, catalog::StagingCompactor* compactor, AuthService* auth,
+      std::string blockstore_type)
+      : http_(http), cat_(catalog), compactor_(compactor), auth_(auth), blockstore_type_(std::move(blockstore_type)) {}
 
   using Fn = std::function<Status(const httplib::Request&, httplib::Response&, const std::string& user)>;
 
@@ -310,6 +312,7 @@ class Api : public std::enable_shared_from_this<Api> {
   Catalog* cat_;
   catalog::StagingCompactor* compactor_;
   AuthService* auth_;
+  const std::string blockstore_type_;
 };
 
 void Api::Register() {
@@ -348,6 +351,22 @@ void Api::RegisterSetupAndAuth() {
                   if (!st.ok()) ReplyError(res, st);
                 });
 
+  // Server configuration, as the high-level `lakefs` package reads it on first use. Sediment has no
+  // pre-signed URLs or imports; namespaces may be on S3 or local disk whatever the default is.
+  Route("GET", "/api/v1/config", [this](const httplib::Request&, httplib::Response& res, const std::string&) {
+    bool s3 = blockstore_type_ == "s3";
+    ReplyJson(res, 200,
+              {{"version_config", {{"version", kVersion}}},
+               {"storage_config",
+                {{"blockstore_type", blockstore_type_},
+                 {"blockstore_namespace_example", s3 ? "s3://example-bucket/prefix" : "local:///var/lib/sediment/repo"},
+                 {"blockstore_namespace_ValidityRegex", "^(s3|local|file)://|^/"},
+                 {"pre_sign_support", false},
+                 {"pre_sign_support_ui", false},
+                 {"import_support", false},
+                 {"import_validity_regex", "^$"}}}});
+    return Status::OK();
+  });
   Route("GET", "/api/v1/user", [this](const httplib::Request&, httplib::Response& res, const std::string& user) {
     ARROW_ASSIGN_OR_RAISE(auto u, auth_->GetUser(user));
     ReplyJson(res, 200, {{"user", {{"id", u.id}, {"creation_date", u.creation_date}}}});
@@ -964,9 +983,10 @@ void Api::RegisterTags() {
 
 }  // namespace
 
-void RegisterLakeFsApi(HttpServer* http, Catalog* catalog, catalog::StagingCompactor* compactor, AuthService* auth) {
+void RegisterLakeFsApi(HttpServer* http, Catalog* catalog, catalog::StagingCompactor* compactor, AuthService* auth,
+                       const std::string& blockstore_type) {
   // Every route holds a reference to the Api, so it lives as long as the server's routes.
-  std::make_shared<Api>(http, catalog, compactor, auth)->Register();
+  std::make_shared<Api>(http, catalog, compactor, auth, blockstore_type)->Register();
 }
 
 }  // namespace sediment::server

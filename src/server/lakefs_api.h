@@ -4,6 +4,8 @@
 // lakeFS's OpenAPI spec so its clients (lakefs-sdk, lakectl) work unchanged.
 #pragma once
 
+#include <string>
+
 namespace sediment::catalog {
 class Catalog;
 class StagingCompactor;
@@ -13,7 +15,8 @@ namespace sediment::server {
 class HttpServer;
 class AuthService;
 
+// `blockstore_type` ("s3" or "local") is what GET /config reports as the default storage.
 void RegisterLakeFsApi(HttpServer* http, catalog::Catalog* catalog, catalog::StagingCompactor* compactor,
-                       AuthService* auth);
+                       AuthService* auth, const std::string& blockstore_type);
 
 }  // namespace sediment::server
