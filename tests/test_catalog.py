@@ -416,3 +416,37 @@ def test_high_level_lakefs_package(lakefs):
                                                            "Repository created"]
     assert [o.path for o in main.objects(delimiter="/")] == ["a/", "c.txt"]
     assert main.object("c.txt").stat().size_bytes == 1
+
+
+def test_tables_and_jobs_need_credentials_once_set_up(start_server, tmp_path):
+    from conftest import run_sediment
+    from tables_util import ipc
+    server = start_server()
+    t = "/api/v1/datasets/eth/tables/logs"
+    assert server.put(t, data=ipc()).status_code == 201, "open before set-up"
+    LakeFSClient(lakefs_sdk.Configuration(host=server.url + "/api/v1")).internal_api.setup(
+        m.Setup(username="admin", key=m.AccessKeyCredentials(access_key_id=ADMIN_KEY, secret_access_key=ADMIN_SECRET)))
+    r = server.get(t)
+    assert r.status_code == 401 and r.headers["WWW-Authenticate"].startswith("Basic")
+    assert server.get("/api/v1/jobs").status_code == 401
+    assert server.get(t, auth=(ADMIN_KEY, ADMIN_SECRET)).status_code == 200
+    # A user allowed to read tables, not to write them.
+    admin = client_for(server.url, ADMIN_KEY, ADMIN_SECRET)
+    admin.auth_api.create_user(m.UserCreation(id="analyst"))
+    creds = admin.auth_api.create_credentials("analyst")
+    admin.auth_api.create_policy(m.Policy(id="ReadTables", statement=[
+        m.Statement(effect="allow", action=["tables:ReadTable"], resource="arn:sediment:tables:::eth/*")]))
+    admin.auth_api.attach_policy_to_user("analyst", "ReadTables")
+    analyst = (creds.access_key_id, creds.secret_access_key)
+    assert server.get(t, auth=analyst).status_code == 200
+    assert server.get(t + "/files", auth=analyst).status_code == 200
+    r = server.post(t + "/compact", auth=analyst)
+    assert r.status_code == 403 and "tables:WriteTable" in r.json()["message"]
+    assert server.get("/api/v1/datasets/other/tables/x", auth=analyst).status_code == 403
+    # The CLI sends the credentials from the environment.
+    env = {"SEDIMENT_URL": server.url}
+    code, out = run_sediment("table", "list", env=env)
+    assert code == 1 and "401" in out
+    env.update(SEDIMENT_ACCESS_KEY_ID=ADMIN_KEY, SEDIMENT_SECRET_ACCESS_KEY=ADMIN_SECRET)
+    code, out = run_sediment("table", "list", env=env)
+    assert code == 0 and "eth.logs" in out

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <regex>
 
 #include "base/version.h"
 #include "blob/blob.h"
@@ -112,7 +113,50 @@ Status App::Start() {
   return Status::OK();
 }
 
+// Once the catalog's first admin exists (POST /api/v1/setup_lakefs), the tables
+// and jobs APIs need credentials and a permission too: tables:ReadTable /
+// tables:WriteTable on arn:sediment:tables:::<dataset>/<table>, jobs:ReadJob /
+// jobs:ManageJob on arn:sediment:jobs:::<dataset>. Before that they are open,
+// so an embedded, tables-only deployment needs no set-up.
+bool App::GuardTablesAndJobs(const httplib::Request& req, httplib::Response& res) {
+  static const std::regex tables(R"(^/api/v1/datasets(?:/([^/]+)(?:/tables(?:/([^/]+))?)?)?(/.*)?$)");
+  static const std::regex jobs(R"(^/api/v1/jobs(?:/([^/]+))?(/.*)?$)");
+  static const std::regex all_tables(R"(^/api/v1/tables(/.*)?$)");
+  std::smatch m;
+  std::string action, resource;
+  bool read = req.method == "GET" || req.method == "HEAD";
+  if (std::regex_match(req.path, m, tables)) {
+    action = read ? "tables:ReadTable" : "tables:WriteTable";
+    resource =
+        fmt::format("arn:sediment:tables:::{}/{}", m[1].matched ? m[1].str() : "*", m[2].matched ? m[2].str() : "*");
+  } else if (std::regex_match(req.path, m, all_tables)) {
+    action = read ? "tables:ReadTable" : "tables:WriteTable";
+    resource = "arn:sediment:tables:::*/*";
+  } else if (std::regex_match(req.path, m, jobs)) {
+    action = read ? "jobs:ReadJob" : "jobs:ManageJob";
+    resource = fmt::format("arn:sediment:jobs:::{}", m[1].matched ? m[1].str() : "*");
+  } else {
+    return true;
+  }
+  if (!auth_enforced_.load()) {
+    auto set_up = auth_->IsSetUp();
+    if (!set_up.ok()) {
+      ReplyError(res, set_up.status());
+      return false;
+    }
+    if (!*set_up) return true;
+    auth_enforced_ = true;  // set-up cannot be undone
+  }
+  auto user = auth_->Authenticate(req.get_header_value("Authorization"));
+  Status st = user.ok() ? auth_->Authorize(*user, action, resource) : user.status();
+  if (st.ok()) return true;
+  if (IsUnauthorized(st)) res.set_header("WWW-Authenticate", "Basic realm=\"sediment\"");
+  ReplyError(res, st);
+  return false;
+}
+
 void App::RegisterRoutes() {
+  http_->SetGuard([this](const httplib::Request& req, httplib::Response& res) { return GuardTablesAndJobs(req, res); });
   http_->Handle("GET", "/api/v1/healthcheck", "/api/v1/healthcheck",
                 [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
   RegisterTablesApi(http_.get(), tables_.get());

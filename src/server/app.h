@@ -10,6 +10,7 @@
 // have finished.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -17,6 +18,11 @@
 #include "base/config.h"
 #include "base/metrics.h"
 #include "base/status.h"
+
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace sediment {
 namespace kv {
@@ -71,6 +77,7 @@ class App {
 
  private:
   void RegisterRoutes();
+  bool GuardTablesAndJobs(const httplib::Request& req, httplib::Response& res);
 
   Config config_;
   std::shared_ptr<Clock> clock_;
@@ -84,6 +91,7 @@ class App {
   std::unique_ptr<AuthService> auth_;
   std::unique_ptr<HttpServer> http_;
   bool started_ = false;
+  std::atomic<bool> auth_enforced_{false};
 };
 
 }  // namespace server

@@ -138,6 +138,24 @@ void HttpServer::Handle(const std::string& method, const std::string& pattern, c
   }
 }
 
+void HttpServer::SetGuard(std::function<bool(const httplib::Request&, httplib::Response&)> guard) {
+  server_.set_pre_routing_handler(
+      [this, guard = std::move(guard)](const httplib::Request& req, httplib::Response& res) {
+        bool pass = true;
+        try {
+          pass = guard(req, res);
+        } catch (const std::exception& e) {
+          ReplyError(res, 500, std::string("internal error: ") + e.what());
+          pass = false;
+        }
+        if (pass) return httplib::Server::HandlerResponse::Unhandled;
+        Observe(req.method, "guard", res.status, 0);
+        LogRequest(req, res, 0);
+        res.set_header("Connection", "close");  // a body we did not read must not be parsed as a request
+        return httplib::Server::HandlerResponse::Handled;
+      });
+}
+
 void HttpServer::HandleStream(const std::string& method, const std::string& pattern, const std::string& route,
                               ReaderHandler handler) {
   auto wrapped = [this, method, route, handler = std::move(handler)](

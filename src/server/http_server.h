@@ -33,6 +33,10 @@ class HttpServer {
   void HandleStream(const std::string& method, const std::string& pattern, const std::string& route,
                     ReaderHandler handler);
 
+  // Runs before routing; returning false means `guard` answered the request
+  // itself (e.g. 401) and no handler runs.
+  void SetGuard(std::function<bool(const httplib::Request&, httplib::Response&)> guard);
+
   // Binds HOST:PORT (port 0 picks a free one). Fails with a clear message if
   // the address is in use or not allowed.
   Status Bind(const std::string& host, int port);
