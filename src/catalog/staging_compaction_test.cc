@@ -15,6 +15,7 @@
 #include "catalog/catalog.h"
 #include "catalog/staging_compactor.h"
 #include "kv/kv.h"
+#include "kv/lease.h"
 
 namespace sediment::catalog {
 namespace {
@@ -350,6 +351,31 @@ TEST_F(StagingCompactionTest, MutationCountIsSharedAndTriggersAtTheThreshold) {
   EXPECT_NE(m1.RenderPrometheus().find("graveler_staged_mutations{repository=\"repo\",branch=\"main\"} 10"),
             std::string::npos)
       << m1.RenderPrometheus();
+}
+
+TEST_F(StagingCompactionTest, ACountOverTheThresholdTriggersAgainAfterADeadServersLeaseExpires) {
+  MetricsRegistry metrics;
+  StagingCompactorOptions opts{.auto_trigger = true, .threshold = 3, .workers = 1, .owner = "alive"};
+  opts.recheck_every_flushes = 1;
+  StagingCompactor compactor(catalog_.get(), kv_, clock_, &metrics, opts);
+  ASSERT_OK(compactor.Start(false));
+  // A server that died while compacting main still holds its lease.
+  kv::Lease dead(kv_, "c/cl/repo/main", "dead-server", std::chrono::seconds(60));
+  ASSERT_TRUE(*dead.TryAcquire(clock_->Now()));
+  for (int i = 0; i < 3; ++i) Put(fmt::format("k{}", i), "v");
+  ASSERT_OK(compactor.Flush());  // over the threshold, but the lease is taken
+  for (int i = 0; i < 100 && compactor.LastStatus("repo", "main")->state.empty(); ++i) {
+    ASSERT_OK(compactor.Flush());
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(catalog_->GetBranch("repo", "main")->compacted_meta_range_id.empty());
+  clock_->Advance(std::chrono::seconds(61));
+  // No new write: the periodic re-check of stored counters triggers it.
+  for (int i = 0; i < 200 && catalog_->GetBranch("repo", "main")->compacted_meta_range_id.empty(); ++i) {
+    ASSERT_OK(compactor.Flush());
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(catalog_->GetBranch("repo", "main")->compacted_meta_range_id.empty());
 }
 
 // The model check: random puts, deletes, compactions, commits and resets; after

@@ -59,24 +59,25 @@ Status StagingCompactor::Start(bool background) {
     });
     flusher_->Start();
   }
-  if (options_.auto_trigger) {
-    // Counters over the threshold (e.g. a compaction cut off by a restart) trigger again.
-    ARROW_RETURN_NOT_OK(kv_->ScanAll("c/m/", "", [&](const kv::KeyValue& item) -> Result<bool> {
-      auto j = json::parse(item.value, nullptr, false);
-      if (j.is_discarded()) return true;
-      std::string rest = item.key.substr(4);
-      auto slash = rest.find('/');
-      if (slash == std::string::npos) return true;
-      std::string repo = rest.substr(0, slash), branch = rest.substr(slash + 1);
-      auto epoch = CounterEpoch(repo, branch);
-      if (epoch.ok() && *epoch == j.value("epoch", "") && j.value("count", int64_t{0}) >= options_.threshold) {
-        Status st = Submit(repo, branch);
-        if (!st.ok()) spdlog::info("staging compaction of {}/{} not started: {}", repo, branch, st.message());
-      }
-      return true;
-    }));
-  }
+  if (options_.auto_trigger) ARROW_RETURN_NOT_OK(RecheckCounters());
   return Status::OK();
+}
+
+Status StagingCompactor::RecheckCounters() {
+  return kv_->ScanAll("c/m/", "", [&](const kv::KeyValue& item) -> Result<bool> {
+    auto j = json::parse(item.value, nullptr, false);
+    if (j.is_discarded() || j.value("count", int64_t{0}) < options_.threshold) return true;
+    std::string rest = item.key.substr(4);
+    auto slash = rest.find('/');
+    if (slash == std::string::npos) return true;
+    std::string repo = rest.substr(0, slash), branch = rest.substr(slash + 1);
+    auto epoch = CounterEpoch(repo, branch);
+    if (epoch.ok() && *epoch == j.value("epoch", "")) {
+      Status st = Submit(repo, branch);
+      if (!st.ok()) spdlog::debug("staging compaction of {}/{} not started: {}", repo, branch, st.message());
+    }
+    return true;
+  });
 }
 
 void StagingCompactor::Stop() {
@@ -108,10 +109,13 @@ Result<int64_t> StagingCompactor::StagedMutations(const std::string& repo, const
 
 Status StagingCompactor::Flush() {
   std::map<BranchKey, int64_t> deltas;
+  bool recheck;
   {
     std::lock_guard<std::mutex> lock(mu_);
     deltas.swap(deltas_);
+    recheck = options_.auto_trigger && ++flushes_ % options_.recheck_every_flushes == 0;
   }
+  if (recheck) ARROW_RETURN_NOT_OK(RecheckCounters());
   Status first_error;
   for (const auto& [key, delta] : deltas) {
     const auto& [repo, branch] = key;
@@ -211,13 +215,26 @@ Status StagingCompactor::Run(const std::string& repo, const std::string& branch)
   }
   CompactionStatus status{"running", ToUnixMicros(clock_->Now()), 0, ""};
   (void)WriteStatus(repo, branch, status);
+  // Renew the lease while the work runs, so a long compaction keeps it and a
+  // dead server's lease expires within a TTL.
+  auto renew_every = std::chrono::duration_cast<std::chrono::milliseconds>(options_.lease_ttl / 3);
+  PeriodicTask renewer("staging-lease", std::max(renew_every, std::chrono::milliseconds(10)), [&] {
+    auto ok = lease.TryAcquire(clock_->Now());
+    if (!ok.ok() || !*ok) spdlog::warn("staging compaction of {}/{}: lost its lease", repo, branch);
+  });
+  renewer.Start();
   auto t0 = std::chrono::steady_clock::now();
   auto result = catalog_->CompactStaging(repo, branch, after_seal_);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  renewer.Stop();
   std::string outcome = result.ok() ? OutcomeName(result->outcome) : "failed";
   metrics_->Histogram("graveler_compaction_seconds", "", {"outcome"}).With({outcome}).Observe(secs);
   status.state = outcome;
   status.finished_us = ToUnixMicros(clock_->Now());
+  if (result.ok() && result->outcome == CompactionOutcome::kNothingToDo) {
+    // Nothing staged (e.g. reset since it was counted): a stale count must not trigger again.
+    (void)kv_->Delete(CounterKey(repo, branch));
+  }
   if (result.ok()) {
     status.message = fmt::format("{} entries folded, {} ranges written, {} reused", result->staged_entries,
                                  result->stats.ranges_written, result->stats.ranges_reused);

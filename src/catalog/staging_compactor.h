@@ -5,7 +5,7 @@
 // - A bounded worker pool: Submit() fails with Busy when no worker is free, so
 //   no request ever waits for a compaction.
 // - One compaction per branch at a time, across servers: a KV lease
-//   c/cl/<repo>/<branch> (with expiry) is held while one runs.
+//   c/cl/<repo>/<branch> (with expiry, renewed while it runs) is held while one runs.
 // - Staged mutations are counted per branch in memory and flushed as deltas
 //   to a KV counter c/m/<repo>/<branch> shared by every server on the store;
 //   the counter is tied to the branch's (commit, compacted meta-range), so it
@@ -46,7 +46,8 @@ struct StagingCompactorOptions {
   int workers = 2;
   std::string owner;  // this server's name, for leases
   std::chrono::milliseconds flush_interval{1000};
-  Duration lease_ttl = std::chrono::minutes(10);
+  Duration lease_ttl = std::chrono::seconds(60);  // renewed every third of it while a compaction runs
+  int recheck_every_flushes = 30;                 // with auto_trigger: re-read every counter this often
 };
 
 struct CompactionStatus {
@@ -91,6 +92,9 @@ class StagingCompactor {
   Status Run(const std::string& repo, const std::string& branch);
   Status WriteStatus(const std::string& repo, const std::string& branch, const CompactionStatus& st);
   Result<std::string> CounterEpoch(const std::string& repo, const std::string& branch);
+  // With auto_trigger: submits every branch whose stored count is over the threshold
+  // (a compaction cut off by a crash, or refused while another server held the lease).
+  Status RecheckCounters();
 
   Catalog* catalog_;
   std::shared_ptr<kv::KvStore> kv_;
@@ -104,6 +108,7 @@ class StagingCompactor {
   std::mutex mu_;
   std::map<BranchKey, int64_t> deltas_;  // GUARDED_BY(mu_)
   std::set<BranchKey> running_;          // GUARDED_BY(mu_): compactions queued or running here
+  int flushes_ = 0;                      // GUARDED_BY(mu_)
 };
 
 }  // namespace sediment::catalog
