@@ -314,7 +314,10 @@ Status Catalog::DeleteRepository(const std::string& id) {
       .Delete(RepoKey(id))
       .Delete(NamespaceKey(repo.storage_namespace));
   ARROW_RETURN_NOT_OK(kv_->Apply(batch));
-  for (const auto& p : {"c/b/", "c/c/", "c/t/"}) ARROW_RETURN_NOT_OK(DeletePrefix(*kv_, p + id + "/"));
+  // Refs, then the staging-compaction bookkeeping (counters, last status, leases).
+  for (const auto& p : {"c/b/", "c/c/", "c/t/", "c/m/", "c/cs/", "c/cl/"}) {
+    ARROW_RETURN_NOT_OK(DeletePrefix(*kv_, p + id + "/"));
+  }
   if (dropper_) dropper_->Trigger();
   return Status::OK();
 }
