@@ -118,7 +118,6 @@ Result<Page<kv::KeyValue>> ListKeys(kv::KvStore& kv, const std::string& prefix, 
   out.has_more = page.items.size() > static_cast<size_t>(amount) || page.has_more;
   if (page.items.size() > static_cast<size_t>(amount)) page.items.resize(static_cast<size_t>(amount));
   out.items = std::move(page.items);
-  if (!out.has_more || out.items.empty()) return out;
   return out;
 }
 

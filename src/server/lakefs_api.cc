@@ -885,10 +885,6 @@ void Api::RegisterCommits() {
     ARROW_RETURN_NOT_OK(Allow(me, "fs:ReadCommit", RepoArn(repo)));
     ARROW_ASSIGN_OR_RAISE(auto amount, AmountParam(req));
     ARROW_ASSIGN_OR_RAISE(bool first_parent, BoolParam(req, "first_parent"));
-    if (req.has_param("limit")) {  // lakeFS: "limit" caps the total instead of paging
-      ARROW_ASSIGN_OR_RAISE(bool limit, BoolParam(req, "limit"));
-      (void)limit;
-    }
     ARROW_ASSIGN_OR_RAISE(auto page, cat_->Log(repo, req.matches[2], Param(req, "after"), amount, first_parent));
     json results = json::array();
     for (const auto& c : page.items) results.push_back(CommitJson(c));
