@@ -779,11 +779,26 @@ Result<Commit> Catalog::CommitBranch(const std::string& repo_id, const std::stri
   if (!params.force) ARROW_RETURN_NOT_OK(CheckWritable(repo));
   if (params.message.empty()) return InvalidArgument("commit message is required");
 
+  // A staging compaction that lands between our seal and our swap folded some of
+  // our tokens into a new compacted meta-range: nothing is lost, so start over
+  // from it rather than fail the user's commit.
+  constexpr int kAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    bool raced = false;
+    auto c = CommitOnce(repo, branch, params, &raced);
+    if (!raced || attempt == kAttempts) return c;
+  }
+}
+
+Result<Commit> Catalog::CommitOnce(const Repository& repo, const std::string& branch, const CommitParams& params,
+                                   bool* raced_compaction) {
+  const std::string& repo_id = repo.id;
   // 1. Seal: new writes go to a fresh token from here on.
   ARROW_ASSIGN_OR_RAISE(auto probe, LoadBranch(repo_id, branch));
   ARROW_ASSIGN_OR_RAISE(bool dirty, IsDirty(repo_id, probe.branch));
   if (!dirty && !params.allow_empty) return NoChanges(fmt::format("branch \"{}\" has nothing to commit", branch));
   ARROW_ASSIGN_OR_RAISE(auto sealed, Seal(repo_id, branch));
+  if (after_commit_seal_) after_commit_seal_();
   const Branch& b = sealed.branch;
 
   // 2. Apply the sealed tokens to the base meta-range.
@@ -806,14 +821,22 @@ Result<Commit> Catalog::CommitBranch(const std::string& repo_id, const std::stri
   c.metadata = params.metadata;
   c.generation = parent.generation + 1;
   ARROW_RETURN_NOT_OK(StoreCommit(repo_id, &c).status());
-  ARROW_ASSIGN_OR_RAISE(auto now, LoadBranch(repo_id, branch));
-  // Only the tokens this commit applied leave the branch; any sealed since stay.
-  Branch next = now.branch;
-  if (next.commit_id != b.commit_id || next.compacted_meta_range_id != b.compacted_meta_range_id) {
+  auto changed = [&] {
     return Conflict(
         fmt::format("branch \"{}\" changed during the commit; its changes are still staged, retry", branch));
-  }
+  };
   std::set<std::string> applied(b.sealed_tokens.begin(), b.sealed_tokens.end());
+  ARROW_ASSIGN_OR_RAISE(auto now, LoadBranch(repo_id, branch));
+  if (now.branch.commit_id != b.commit_id) return changed();  // another commit, hard reset or merge
+  if (now.branch.compacted_meta_range_id != b.compacted_meta_range_id) {
+    *raced_compaction = true;
+    return changed();
+  }
+  size_t still_sealed = 0;
+  for (const auto& t : now.branch.sealed_tokens) still_sealed += applied.count(t);
+  if (still_sealed != applied.size()) return changed();  // reset meanwhile: do not commit what it dropped
+  // Only the tokens this commit applied leave the branch; any sealed since stay.
+  Branch next = now.branch;
   std::erase_if(next.sealed_tokens, [&](const std::string& t) { return applied.count(t) > 0; });
   next.commit_id = c.id;
   next.compacted_meta_range_id.clear();
@@ -822,10 +845,7 @@ Result<Commit> Catalog::CommitBranch(const std::string& repo_id, const std::stri
       .Put(BranchKey(repo_id, branch), BranchJson(next));
   for (const auto& t : applied) batch.Put(DropKey(t), "");
   Status st = kv_->Apply(batch);
-  if (IsPreconditionFailed(st)) {
-    return Conflict(
-        fmt::format("branch \"{}\" changed during the commit; its changes are still staged, retry", branch));
-  }
+  if (IsPreconditionFailed(st)) return changed();
   ARROW_RETURN_NOT_OK(st);
   if (dropper_) dropper_->Trigger();
   return c;

@@ -214,6 +214,9 @@ class Catalog {
   Result<CompactionResult> CompactStaging(const std::string& repo, const std::string& branch,
                                           const std::function<void()>& after_seal = nullptr);
 
+  // Runs in a commit right after it sealed the staging token (tests interleave with it).
+  void SetAfterCommitSealForTesting(std::function<void()> hook) { after_commit_seal_ = std::move(hook); }
+
   // Called after every staged write or delete with (repo, branch, count).
   using MutationListener = std::function<void(const std::string&, const std::string&, int64_t)>;
   void SetMutationListener(MutationListener listener) { on_mutation_ = std::move(listener); }
@@ -246,6 +249,10 @@ class Catalog {
   Result<BranchRecord> LoadBranch(const std::string& repo, const std::string& name);
   // Moves the staging token to the front of the sealed tokens and starts a fresh one.
   Result<BranchRecord> Seal(const std::string& repo, const std::string& branch);
+  // One try of CommitBranch; sets *raced_compaction when a staging compaction
+  // swapped in between (then a new try can succeed).
+  Result<Commit> CommitOnce(const Repository& repo, const std::string& branch, const CommitParams& params,
+                            bool* raced_compaction);
   Result<std::shared_ptr<const MetaRange>> CommitMetaRange(const Repository& repo, const std::string& commit_id);
   Result<std::shared_ptr<const MetaRange>> BaseMetaRange(const Repository& repo, const Branch& branch);
   std::unique_ptr<ValueIterator> StagingView(const Branch& branch, bool include_current = true);
@@ -269,6 +276,7 @@ class Catalog {
   std::unique_ptr<RangeStore> ranges_;
   std::unique_ptr<PeriodicTask> dropper_;
   MutationListener on_mutation_;  // set before serving; read-only afterwards
+  std::function<void()> after_commit_seal_;
 
   std::mutex commits_mu_;
   std::unordered_map<std::string, Commit> commits_;  // GUARDED_BY(commits_mu_), "<repo>/<id>"

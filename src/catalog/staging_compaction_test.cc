@@ -229,6 +229,39 @@ TEST_F(StagingCompactionTest, CommitOrResetDuringACompactionDiscardsIt) {
   EXPECT_EQ(List("main"), (std::vector<std::string>{"a=1"}));
 }
 
+TEST_F(StagingCompactionTest, ACompactionLandingDuringACommitDoesNotFailIt) {
+  Put("a", "1");
+  Put("b", "1");
+  int hooks = 0;
+  catalog_->SetAfterCommitSealForTesting([&] {
+    if (hooks++ > 0) return;
+    Put("c", "during");  // staged after the commit's seal
+    auto r = catalog_->CompactStaging("repo", "main");
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->outcome, CompactionOutcome::kCompleted);
+  });
+  CommitParams p;
+  p.message = "raced by a compaction";
+  auto c = catalog_->CommitBranch("repo", "main", p);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(hooks, 2) << "the commit started over once";
+  // The compaction folded "c" too; the retried commit includes everything.
+  EXPECT_EQ(List("main@"), (std::vector<std::string>{"a=1", "b=1", "c=during"}));
+  EXPECT_TRUE(catalog_->GetBranch("repo", "main")->compacted_meta_range_id.empty());
+  EXPECT_TRUE(Diff().empty());
+}
+
+TEST_F(StagingCompactionTest, AResetDuringACommitIsNotUndoneByIt) {
+  Put("a", "1");
+  catalog_->SetAfterCommitSealForTesting([&] { ASSERT_OK(catalog_->ResetBranch("repo", "main")); });
+  CommitParams p;
+  p.message = "raced by a reset";
+  EXPECT_TRUE(IsConflict(catalog_->CommitBranch("repo", "main", p).status()));
+  catalog_->SetAfterCommitSealForTesting(nullptr);
+  EXPECT_TRUE(List("main").empty());
+  EXPECT_TRUE(List("main@").empty());
+}
+
 TEST_F(StagingCompactionTest, WritesDuringACompactionAreNeverLost) {
   for (int i = 0; i < 300; ++i) Put(fmt::format("pre{:04d}", i), "v");
   constexpr int kWrites = 1500;
