@@ -450,3 +450,37 @@ def test_tables_and_jobs_need_credentials_once_set_up(start_server, tmp_path):
     env.update(SEDIMENT_ACCESS_KEY_ID=ADMIN_KEY, SEDIMENT_SECRET_ACCESS_KEY=ADMIN_SECRET)
     code, out = run_sediment("table", "list", env=env)
     assert code == 0 and "eth.logs" in out
+
+
+def test_bad_api_input_is_a_clear_400_and_changes_nothing(lakefs):
+    c = lakefs
+    make_repo(c)
+    upload(c, "a", b"1")
+    auth = (ADMIN_KEY, ADMIN_SECRET)
+    base = c.server.url + "/api/v1/repositories/repo1"
+    cases = [
+        ("put", "/branches/main", {"type": "everything"}, "reset type \"everything\""),
+        ("put", "/branches/main", {}, "missing required field \"type\""),
+        ("post", "/refs/main/merge/main", {"strategy": "mine-wins"}, "merge strategy \"mine-wins\""),
+        ("post", "/branches/main/commits", {"message": 5}, "field \"message\" has the wrong type"),
+        ("post", "/branches", {"name": "dev"}, "missing required field \"source\""),
+        ("post", "/branches", {"name": "-dev", "source": "main"}, "invalid branch name \"-dev\""),
+        ("post", "/branches", {"name": "dev", "source": "no-such-ref"}, None),
+        ("post", "/tags", {"id": "v1", "ref": "no-such-ref"}, None),
+        ("post", "/branches/main/objects/delete", {"paths": "a"}, "field \"paths\" has the wrong type"),
+        ("get", "/refs/main/objects/ls?amount=lots", None, "amount=\"lots\""),
+        ("get", "/refs/main/diff/main?type=four_dot", None, "diff type \"four_dot\""),
+        ("put", "/branches/main/hard_reset", None, "missing query parameter ref"),
+    ]
+    for method, path, body, message in cases:
+        r = getattr(requests, method)(base + path, json=body, auth=auth, timeout=10)
+        if message is None:
+            assert r.status_code == 404, (path, r.status_code, r.text)
+        else:
+            assert r.status_code == 400, (path, r.status_code, r.text)
+            assert message in r.json()["message"], (path, r.json())
+    # Nothing changed: one branch, one staged object, no tags, the initial commit only.
+    assert [b.id for b in c.branches_api.list_branches("repo1").results] == ["main"]
+    assert [o.path for o in c.objects_api.list_objects("repo1", "main").results] == ["a"]
+    assert c.tags_api.list_tags("repo1").results == []
+    assert [x.message for x in c.refs_api.log_commits("repo1", "main").results] == ["Repository created"]
