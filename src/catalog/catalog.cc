@@ -133,6 +133,16 @@ Status DeletePrefix(kv::KvStore& kv, const std::string& prefix) {
   }
 }
 
+// Where a listing page starts: the prefix, or just past `after` — past all of it
+// when a delimited page ended on a common prefix. nullopt if nothing can follow.
+std::optional<std::string> ListStart(const ListOptions& opts) {
+  if (opts.after.empty() || opts.after < opts.prefix) return opts.prefix;
+  if (opts.delimiter.empty() || !opts.after.ends_with(opts.delimiter)) return opts.after + '\0';
+  std::string past = kv::PrefixEnd(opts.after);
+  if (past.empty()) return std::nullopt;
+  return past;
+}
+
 }  // namespace
 
 std::string RepoKey(const std::string& repo) { return "c/r/" + repo; }
@@ -567,8 +577,14 @@ Result<Entry> Catalog::GetEntry(const std::string& repo_id, const std::string& r
 
 Status Catalog::PutEntry(const std::string& repo_id, const std::string& branch, const std::string& path,
                          const Entry& entry, bool if_absent) {
-  ARROW_RETURN_NOT_OK(ValidatePath(path));
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
+  return PutEntry(repo, branch, path, entry, if_absent);
+}
+
+Status Catalog::PutEntry(const Repository& repo, const std::string& branch, const std::string& path, const Entry& entry,
+                         bool if_absent) {
+  const std::string& repo_id = repo.id;
+  ARROW_RETURN_NOT_OK(ValidatePath(path));
   ARROW_RETURN_NOT_OK(CheckWritable(repo));
   std::string value = EncodeEntry(entry);
   if (if_absent) {
@@ -658,17 +674,10 @@ Result<Page<ListItem>> Catalog::ListEntries(const Repository& repo, const std::s
   ARROW_ASSIGN_OR_RAISE(auto resolved, ResolveRef(repo.id, ref));
   ARROW_ASSIGN_OR_RAISE(auto it, View(repo, resolved));
   int64_t amount = ClampAmount(opts.amount);
-  std::string start = opts.prefix;
-  if (!opts.after.empty() && opts.after >= start) {
-    // Past `after`; a delimited page that ended on a common prefix continues after all of it.
-    if (!opts.delimiter.empty() && opts.after.ends_with(opts.delimiter)) {
-      start = PrefixSuccessor(opts.after);
-    } else {
-      start = opts.after + '\0';
-    }
-  }
-  it->SeekGE(start);
   Page<ListItem> out;
+  auto start = ListStart(opts);
+  if (!start) return out;
+  it->SeekGE(*start);
   while (it->Next()) {
     const std::string& k = it->key();
     if (k.compare(0, opts.prefix.size(), opts.prefix) != 0) break;
@@ -682,8 +691,10 @@ Result<Page<ListItem>> Catalog::ListEntries(const Repository& repo, const std::s
         ListItem item;
         item.path = k.substr(0, pos + opts.delimiter.size());
         item.common_prefix = true;
-        it->SeekGE(PrefixSuccessor(item.path));
+        std::string past = kv::PrefixEnd(item.path);
         out.items.push_back(std::move(item));
+        if (past.empty()) break;  // nothing sorts after a prefix of 0xff bytes
+        it->SeekGE(past);
         continue;
       }
     }
@@ -893,13 +904,10 @@ Result<Page<Commit>> Catalog::Log(const std::string& repo_id, const std::string&
 
 Result<Page<DiffItem>> Catalog::CollectDiff(DiffIterator& diff, const ListOptions& opts) {
   int64_t amount = ClampAmount(opts.amount);
-  std::string start = opts.prefix;
-  if (!opts.after.empty() && opts.after >= start) {
-    start = (!opts.delimiter.empty() && opts.after.ends_with(opts.delimiter)) ? PrefixSuccessor(opts.after)
-                                                                              : opts.after + '\0';
-  }
-  diff.SeekGE(start);
   Page<DiffItem> out;
+  auto start = ListStart(opts);
+  if (!start) return out;
+  diff.SeekGE(*start);
   while (diff.Next()) {
     const std::string& k = diff.key();
     if (k.compare(0, opts.prefix.size(), opts.prefix) != 0) break;
@@ -915,8 +923,10 @@ Result<Page<DiffItem>> Catalog::CollectDiff(DiffIterator& diff, const ListOption
         item.path = k.substr(0, pos + opts.delimiter.size());
         item.common_prefix = true;
         item.type = "changed";
-        diff.SeekGE(PrefixSuccessor(item.path));
+        std::string past = kv::PrefixEnd(item.path);
         out.items.push_back(std::move(item));
+        if (past.empty()) break;  // nothing sorts after a prefix of 0xff bytes
+        diff.SeekGE(past);
         continue;
       }
     }

@@ -173,6 +173,9 @@ class Catalog {
   // PreconditionFailed if `if_absent` and the path exists on the branch.
   Status PutEntry(const std::string& repo, const std::string& branch, const std::string& path, const Entry& entry,
                   bool if_absent = false);
+  // The same, for a repository record the caller already read.
+  Status PutEntry(const Repository& repo, const std::string& branch, const std::string& path, const Entry& entry,
+                  bool if_absent = false);
   // Stages many entries at once (imports, benchmarks): atomic KV batches of up
   // to 1,000, each re-checked against a concurrent seal like PutEntry.
   Status PutEntries(const std::string& repo, const std::string& branch,

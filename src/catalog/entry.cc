@@ -4,50 +4,17 @@
 
 #include <random>
 
+#include "catalog/coding_internal.h"
+
 namespace sediment::catalog {
 namespace {
 
 constexpr char kVersion = 1;
 
-void PutVarint(std::string* out, uint64_t v) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-
-void PutString(std::string* out, std::string_view s) {
-  PutVarint(out, s.size());
-  out->append(s);
-}
-
-struct Decoder {
-  std::string_view in;
-  bool ok = true;
-
-  uint64_t Varint() {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64 && !in.empty(); shift += 7) {
-      auto b = static_cast<uint8_t>(in.front());
-      in.remove_prefix(1);
-      v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if ((b & 0x80) == 0) return v;
-    }
-    ok = false;
-    return 0;
-  }
-  std::string_view String() {
-    uint64_t n = Varint();
-    if (!ok || n > in.size()) {
-      ok = false;
-      return {};
-    }
-    auto s = in.substr(0, n);
-    in.remove_prefix(n);
-    return s;
-  }
-};
+using internal::GetLengthPrefixed;
+using internal::GetVarint;
+using internal::PutLengthPrefixed;
+using internal::PutVarint;
 
 }  // namespace
 
@@ -55,15 +22,15 @@ std::string EncodeEntry(const Entry& e) {
   std::string out;
   out.reserve(32 + e.address.size() + e.checksum.size() + e.content_type.size());
   out.push_back(kVersion);
-  PutString(&out, e.address);
-  PutString(&out, e.checksum);
+  PutLengthPrefixed(&out, e.address);
+  PutLengthPrefixed(&out, e.checksum);
   PutVarint(&out, static_cast<uint64_t>(e.size));
   PutVarint(&out, static_cast<uint64_t>(e.mtime));
-  PutString(&out, e.content_type);
+  PutLengthPrefixed(&out, e.content_type);
   PutVarint(&out, e.metadata.size());
   for (const auto& [k, v] : e.metadata) {
-    PutString(&out, k);
-    PutString(&out, v);
+    PutLengthPrefixed(&out, k);
+    PutLengthPrefixed(&out, v);
   }
   return out;
 }
@@ -72,19 +39,19 @@ Result<Entry> DecodeEntry(std::string_view data) {
   if (data.empty() || data[0] != kVersion) {
     return Status::Invalid("corrupt catalog entry: unknown version");
   }
-  Decoder d{data.substr(1)};
+  std::string_view in = data.substr(1);
   Entry e;
-  e.address = std::string(d.String());
-  e.checksum = std::string(d.String());
-  e.size = static_cast<int64_t>(d.Varint());
-  e.mtime = static_cast<int64_t>(d.Varint());
-  e.content_type = std::string(d.String());
-  uint64_t n = d.Varint();
-  for (uint64_t i = 0; d.ok && i < n; ++i) {
-    std::string k(d.String());
-    e.metadata[k] = std::string(d.String());
+  uint64_t size = 0, mtime = 0, n = 0;
+  bool ok = GetLengthPrefixed(&in, &e.address) && GetLengthPrefixed(&in, &e.checksum) && GetVarint(&in, &size) &&
+            GetVarint(&in, &mtime) && GetLengthPrefixed(&in, &e.content_type) && GetVarint(&in, &n);
+  for (uint64_t i = 0; ok && i < n; ++i) {
+    std::string k, v;
+    ok = GetLengthPrefixed(&in, &k) && GetLengthPrefixed(&in, &v);
+    e.metadata[std::move(k)] = std::move(v);
   }
-  if (!d.ok || !d.in.empty()) return Status::Invalid("corrupt catalog entry: truncated or trailing bytes");
+  if (!ok || !in.empty()) return Status::Invalid("corrupt catalog entry: truncated or trailing bytes");
+  e.size = static_cast<int64_t>(size);
+  e.mtime = static_cast<int64_t>(mtime);
   return e;
 }
 
@@ -93,12 +60,12 @@ std::string EntryIdentity(std::string_view encoded) {
   auto e = DecodeEntry(encoded);
   if (!e.ok()) return std::string(encoded);  // compare raw bytes rather than fail
   std::string id;
-  PutString(&id, e->checksum);
+  PutLengthPrefixed(&id, e->checksum);
   PutVarint(&id, static_cast<uint64_t>(e->size));
-  PutString(&id, e->content_type);
+  PutLengthPrefixed(&id, e->content_type);
   for (const auto& [k, v] : e->metadata) {
-    PutString(&id, k);
-    PutString(&id, v);
+    PutLengthPrefixed(&id, k);
+    PutLengthPrefixed(&id, v);
   }
   return id;
 }
@@ -107,27 +74,14 @@ std::string Sha256Hex(std::string_view data) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  out.reserve(len * 2);
-  for (unsigned i = 0; i < len; ++i) {
-    out.push_back(kHex[md[i] >> 4]);
-    out.push_back(kHex[md[i] & 15]);
-  }
-  return out;
+  return internal::HexEncode(md, len);
 }
 
 std::string RandomHex(size_t n) {
   thread_local std::mt19937_64 rng(std::random_device{}() ^ (static_cast<uint64_t>(std::random_device{}()) << 32));
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  out.reserve(n * 2);
-  for (size_t i = 0; i < n; ++i) {
-    auto b = static_cast<uint8_t>(rng());
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 15]);
-  }
-  return out;
+  std::string bytes(n, '\0');
+  for (auto& c : bytes) c = static_cast<char>(rng());
+  return internal::HexEncode(reinterpret_cast<const unsigned char*>(bytes.data()), n);
 }
 
 uint64_t StableHash(std::string_view data) {

@@ -182,17 +182,4 @@ std::unique_ptr<ValueIterator> NewKvPrefixIterator(std::shared_ptr<kv::KvStore> 
   return std::make_unique<KvPrefixIterator>(std::move(kv), std::move(prefix));
 }
 
-std::string PrefixSuccessor(std::string_view prefix) {
-  std::string s(prefix);
-  while (!s.empty()) {
-    auto c = static_cast<unsigned char>(s.back());
-    if (c != 0xff) {
-      s.back() = static_cast<char>(c + 1);
-      return s;
-    }
-    s.pop_back();
-  }
-  return s;
-}
-
 }  // namespace sediment::catalog

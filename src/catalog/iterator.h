@@ -52,8 +52,4 @@ std::unique_ptr<ValueIterator> NewTombstoneFilter(std::unique_ptr<ValueIterator>
 // and restarts its page on SeekGE.
 std::unique_ptr<ValueIterator> NewKvPrefixIterator(std::shared_ptr<kv::KvStore> kv, std::string prefix);
 
-// The smallest string greater than every string that starts with `prefix`
-// ("" if there is none: all 0xff).
-std::string PrefixSuccessor(std::string_view prefix);
-
 }  // namespace sediment::catalog

@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "blob/blob.h"
+#include "catalog/coding_internal.h"
 #include "catalog/entry.h"
 
 namespace sediment::catalog {
@@ -31,39 +32,15 @@ Status FromRocks(const rocksdb::Status& st, const std::string& what) {
   return Status::IOError(fmt::format("{}: {}", what, st.ToString()));
 }
 
-void PutVarint(std::string* out, uint64_t v) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-
-bool GetVarint(std::string_view* in, uint64_t* v) {
-  *v = 0;
-  for (int shift = 0; shift < 64 && !in->empty(); shift += 7) {
-    auto b = static_cast<uint8_t>(in->front());
-    in->remove_prefix(1);
-    *v |= static_cast<uint64_t>(b & 0x7f) << shift;
-    if ((b & 0x80) == 0) return true;
-  }
-  return false;
-}
-
-bool GetString(std::string_view* in, std::string* s) {
-  uint64_t n;
-  if (!GetVarint(in, &n) || n > in->size()) return false;
-  s->assign(in->data(), n);
-  in->remove_prefix(n);
-  return true;
-}
+using internal::GetLengthPrefixed;
+using internal::GetVarint;
+using internal::PutLengthPrefixed;
+using internal::PutVarint;
 
 std::string EncodeRangeInfo(const RangeInfo& r) {
   std::string out(1, kMetaVersion);
-  PutVarint(&out, r.id.size());
-  out += r.id;
-  PutVarint(&out, r.min_key.size());
-  out += r.min_key;
+  PutLengthPrefixed(&out, r.id);
+  PutLengthPrefixed(&out, r.min_key);
   PutVarint(&out, static_cast<uint64_t>(r.count));
   PutVarint(&out, static_cast<uint64_t>(r.bytes));
   return out;
@@ -73,7 +50,8 @@ bool DecodeRangeInfo(std::string_view in, RangeInfo* r) {
   if (in.empty() || in[0] != kMetaVersion) return false;
   in.remove_prefix(1);
   uint64_t count, bytes;
-  if (!GetString(&in, &r->id) || !GetString(&in, &r->min_key) || !GetVarint(&in, &count) || !GetVarint(&in, &bytes))
+  if (!GetLengthPrefixed(&in, &r->id) || !GetLengthPrefixed(&in, &r->min_key) || !GetVarint(&in, &count) ||
+      !GetVarint(&in, &bytes))
     return false;
   r->count = static_cast<int64_t>(count);
   r->bytes = static_cast<int64_t>(bytes);
@@ -98,13 +76,7 @@ class ContentHash {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int n = 0;
     EVP_DigestFinal_ex(ctx_, md, &n);
-    static const char* kHex = "0123456789abcdef";
-    std::string out;
-    for (unsigned i = 0; i < n; ++i) {
-      out.push_back(kHex[md[i] >> 4]);
-      out.push_back(kHex[md[i] & 15]);
-    }
-    return out;
+    return internal::HexEncode(md, n);
   }
 
  private:

@@ -124,8 +124,6 @@ std::string ObjectListBody(const catalog::Repository& repo, const catalog::Page<
       R"({"pagination":)" +
       Pagination(page.has_more, next, page.items.size(), amount).dump(-1, ' ', false, json::error_handler_t::replace);
   out += R"(,"results":[)";
-  std::string ns = repo.storage_namespace;
-  if (ns.find("://") == std::string::npos) ns = "local://" + ns;
   bool first = true;
   for (const auto& item : page.items) {
     if (!first) out.push_back(',');
@@ -138,7 +136,7 @@ std::string ObjectListBody(const catalog::Repository& repo, const catalog::Page<
     }
     const catalog::Entry& e = item.entry;
     out += R"(,"path_type":"object","physical_address":)";
-    AppendJsonString(&out, e.address.find("://") != std::string::npos ? e.address : ns + "/" + e.address);
+    AppendJsonString(&out, PhysicalAddress(repo, e.address));
     out += R"(,"checksum":)";
     AppendJsonString(&out, e.checksum);
     out += fmt::format(R"(,"size_bytes":{},"mtime":{},"content_type":)", e.size, e.mtime);
@@ -746,7 +744,7 @@ void Api::Upload(const httplib::Request& req, httplib::Response& res, const http
     e.checksum = md5.Hex();
     e.mtime = std::time(nullptr);
     e.metadata = UserMetadata(req);
-    Status put = cat_->PutEntry(repo_id, branch, path, e, if_none_match == "*");
+    Status put = cat_->PutEntry(repo, branch, path, e, if_none_match == "*");
     if (!put.ok()) {
       (void)ns->Delete(e.address);
       return put;
