@@ -4,8 +4,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-scripts/install.sh
-scripts/build.sh
+scripts/install-test.sh
+scripts/build.sh --tests
 
 # Servers the tests use, on loopback, thrown away at exit.
 services="$(mktemp -d /tmp/sediment-test-services.XXXXXX)"

@@ -16,6 +16,14 @@
 // a write racing a commit's seal lands in the new token too).
 //
 // Thread-safety: all methods are safe to call from many threads and servers.
+//
+// The implementation is split by job: catalog.cc (start/stop, dropping dead
+// tokens), catalog_refs.cc (names, repositories, branches, commit records,
+// refs, tags), catalog_staging.cc (staged writes), catalog_reads.cc (views,
+// GetEntry, ListEntries), catalog_commit.cc (commit, log and the seal/fold/swap
+// steps shared with CompactStaging), catalog_diff.cc (diffs, merge base),
+// catalog_merge.cc (merge, revert, cherry-pick), catalog_reset.cc (resets);
+// what they share is in catalog_internal.h.
 #pragma once
 #include <functional>
 #include <map>
@@ -250,8 +258,35 @@ class Catalog {
     std::string raw;  // the stored bytes, for compare-and-swap
   };
   Result<BranchRecord> LoadBranch(const std::string& repo, const std::string& name);
+  // Runs `write(token)` on the branch's current staging token, then re-loads the
+  // branch: if a commit or compaction sealed that token meanwhile, writes again
+  // to the new one. Busy ("... retry the <what>") if the token kept changing.
+  Status WriteStaged(const std::string& repo, const std::string& branch,
+                     const std::function<Status(const std::string& token)>& write, const char* what);
+
+  // Commit and CompactStaging both seal, fold and swap:
   // Moves the staging token to the front of the sealed tokens and starts a fresh one.
   Result<BranchRecord> Seal(const std::string& repo, const std::string& branch);
+  // Applies the sealed tokens of `sealed` to its base meta-range.
+  Result<std::shared_ptr<const MetaRange>> FoldSealed(const Repository& repo, const Branch& sealed, ApplyStats* stats);
+  enum class SwapOutcome {
+    kSwapped,          // the branch record now holds the update
+    kCommitMoved,      // another commit, a hard reset or a merge moved the branch
+    kCompactionMoved,  // a staging compaction swapped in a new compacted meta-range
+    kTokensDropped,    // a reset dropped some of the folded tokens
+    kKeptChanging,     // every compare-and-swap lost a race
+  };
+  struct SwapResult {
+    SwapOutcome outcome = SwapOutcome::kSwapped;
+    Branch branch;  // the branch as last loaded, or as written if swapped
+  };
+  // Removes the tokens folded from `sealed` from the branch and applies `update`
+  // to the rest of its current record (tokens sealed since stay), in one batch
+  // that also queues the folded tokens for dropping. Writes nothing if the branch
+  // no longer builds on `sealed`; tries the compare-and-swap `attempts` times.
+  Result<SwapResult> SwapFolded(const std::string& repo, const std::string& branch, const Branch& sealed,
+                                const std::function<void(Branch*)>& update, int attempts);
+
   // One try of CommitBranch; sets *raced_compaction when a staging compaction
   // swapped in between (then a new try can succeed).
   Result<Commit> CommitOnce(const Repository& repo, const std::string& branch, const CommitParams& params,

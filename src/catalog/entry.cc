@@ -1,10 +1,9 @@
 #include "catalog/entry.h"
 
-#include <openssl/evp.h>
-
 #include <random>
 
 #include "catalog/coding_internal.h"
+#include "catalog/hash_internal.h"
 
 namespace sediment::catalog {
 namespace {
@@ -71,10 +70,9 @@ std::string EntryIdentity(std::string_view encoded) {
 }
 
 std::string Sha256Hex(std::string_view data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-  return internal::HexEncode(md, len);
+  internal::Digest digest;
+  digest.Update(data);
+  return digest.Hex();
 }
 
 std::string RandomHex(size_t n) {

@@ -2,7 +2,6 @@
 
 #include <arrow/buffer.h>
 #include <fmt/format.h>
-#include <openssl/evp.h>
 #include <rocksdb/cache.h>
 #include <rocksdb/env.h>
 #include <rocksdb/options.h>
@@ -17,6 +16,7 @@
 #include "blob/blob.h"
 #include "catalog/coding_internal.h"
 #include "catalog/entry.h"
+#include "catalog/hash_internal.h"
 
 namespace sediment::catalog {
 namespace fs = std::filesystem;
@@ -62,25 +62,18 @@ bool DecodeRangeInfo(std::string_view in, RangeInfo* r) {
 // different streams hash alike.
 class ContentHash {
  public:
-  ContentHash() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
-  ~ContentHash() { EVP_MD_CTX_free(ctx_); }
   void Add(std::string_view key, std::string_view value) {
     std::string len;
     PutVarint(&len, key.size());
     PutVarint(&len, value.size());
-    EVP_DigestUpdate(ctx_, len.data(), len.size());
-    EVP_DigestUpdate(ctx_, key.data(), key.size());
-    EVP_DigestUpdate(ctx_, value.data(), value.size());
+    digest_.Update(len);
+    digest_.Update(key);
+    digest_.Update(value);
   }
-  std::string Hex() {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    EVP_DigestFinal_ex(ctx_, md, &n);
-    return internal::HexEncode(md, n);
-  }
+  std::string Hex() { return digest_.Hex(); }
 
  private:
-  EVP_MD_CTX* ctx_;
+  internal::Digest digest_;
 };
 
 Result<std::string> ReadWholeFile(const std::string& path) {

@@ -90,6 +90,19 @@ void AuthService::ClearCache() {
   policies_.clear();
 }
 
+// Clears the cache now and again once the change is stored: a request that
+// reads the old keys or policies meanwhile cannot leave them cached.
+class AuthService::ScopedCacheClear {
+ public:
+  explicit ScopedCacheClear(AuthService* auth) : auth_(auth) { auth_->ClearCache(); }
+  ~ScopedCacheClear() { auth_->ClearCache(); }
+  ScopedCacheClear(const ScopedCacheClear&) = delete;
+  ScopedCacheClear& operator=(const ScopedCacheClear&) = delete;
+
+ private:
+  AuthService* auth_;
+};
+
 bool AuthService::WildcardMatch(std::string_view p, std::string_view t) {
   size_t pi = 0, ti = 0, star = std::string_view::npos, mark = 0;
   while (ti < t.size()) {
@@ -232,11 +245,7 @@ Result<std::vector<User>> AuthService::ListUsers() {
 }
 
 Status AuthService::DeleteUser(const std::string& id) {
-  ClearCache();
-  struct ClearAfter {
-    AuthService* auth;
-    ~ClearAfter() { auth->ClearCache(); }
-  } clear_after{this};  // and again once the change is stored
+  ScopedCacheClear clear(this);
   ARROW_RETURN_NOT_OK(GetUser(id).status());
   ARROW_ASSIGN_OR_RAISE(auto creds, ListCredentials(id));
   kv::Batch b;
@@ -295,11 +304,7 @@ Result<std::vector<Credentials>> AuthService::ListCredentials(const std::string&
 }
 
 Status AuthService::DeleteCredentials(const std::string& user, const std::string& key_id) {
-  ClearCache();
-  struct ClearAfter {
-    AuthService* auth;
-    ~ClearAfter() { auth->ClearCache(); }
-  } clear_after{this};  // and again once the change is stored
+  ScopedCacheClear clear(this);
   kv::Batch b;
   b.Require(kv::Precondition::Present("a/uk/" + user + "/" + key_id))
       .Delete("a/uk/" + user + "/" + key_id)
@@ -344,32 +349,20 @@ Result<std::vector<Policy>> AuthService::ListPolicies() {
 }
 
 Status AuthService::DeletePolicy(const std::string& id) {
-  ClearCache();
-  struct ClearAfter {
-    AuthService* auth;
-    ~ClearAfter() { auth->ClearCache(); }
-  } clear_after{this};  // and again once the change is stored
+  ScopedCacheClear clear(this);
   ARROW_RETURN_NOT_OK(GetPolicy(id).status());
   return kv_->Delete("a/p/" + id);
 }
 
 Status AuthService::AttachPolicy(const std::string& user, const std::string& policy) {
-  ClearCache();
-  struct ClearAfter {
-    AuthService* auth;
-    ~ClearAfter() { auth->ClearCache(); }
-  } clear_after{this};  // and again once the change is stored
+  ScopedCacheClear clear(this);
   ARROW_RETURN_NOT_OK(GetUser(user).status());
   ARROW_RETURN_NOT_OK(GetPolicy(policy).status());
   return kv_->Set("a/up/" + user + "/" + policy, "");
 }
 
 Status AuthService::DetachPolicy(const std::string& user, const std::string& policy) {
-  ClearCache();
-  struct ClearAfter {
-    AuthService* auth;
-    ~ClearAfter() { auth->ClearCache(); }
-  } clear_after{this};  // and again once the change is stored
+  ScopedCacheClear clear(this);
   return kv_->Delete("a/up/" + user + "/" + policy);
 }
 

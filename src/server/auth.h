@@ -92,6 +92,8 @@ class AuthService {
   static bool WildcardMatch(std::string_view pattern, std::string_view text);
 
  private:
+  class ScopedCacheClear;  // clears the cache on entry and on exit of a change
+
   void ClearCache();
 
   std::shared_ptr<kv::KvStore> kv_;

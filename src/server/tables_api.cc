@@ -95,7 +95,7 @@ json MergeJson(const table::MergeOutcome& m) {
   json j = {{"inputs", m.inputs}};
   if (m.output) j["output"] = SegmentJson(*m.output);
   if (!m.error.empty()) j["error"] = m.error;
-  if (m.discarded) j["discarded"] = true;
+  if (m.status == table::MergeStatus::kDiscarded) j["discarded"] = true;
   return j;
 }
 

@@ -1,11 +1,12 @@
-// TableService: the tables half of Sediment (spec/parquet-compaction.md).
+// TableService: the tables half of Sediment (spec/parquet-compaction.md), the
+// facade the server, the ingest jobs and the CLI call. It owns one unit per
+// job and only wires them together:
 //
-// It appends segments (handling reorgs), runs compaction passes — planned by
-// PlanCompaction (policy), executed here (mechanism) with write_concurrency
-// merges and metadata_concurrency footer reads at a time — swaps merged files
-// in with one atomic registry commit, and garbage-collects merged-away files
-// after gc_manifest_grace_period, never while a snapshot on this server still
-// holds them.
+//   Appender             appends segments, reorgs (appender.h)
+//   Compactor            one pass: plan (PlanCompaction), merge (merge.h), swap (compactor.h)
+//   Collector            GC of merged-away files, the orphan sweep (collector.h)
+//   CompactionScheduler  when passes run; TableLeases: which server runs them (scheduler.h)
+//   SnapshotPins         files held by open read snapshots (pins.h)
 //
 // Background work: after each append a pass is requested (skipped if one is
 // running on the table or one started less than min_interval ago), and a
@@ -18,24 +19,24 @@
 #pragma once
 
 #include <atomic>
-#include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/clock.h"
 #include "base/config.h"
-#include "base/executor.h"
 #include "base/metrics.h"
 #include "blob/blob.h"
 #include "kv/kv.h"
+#include "table/appender.h"
+#include "table/collector.h"
+#include "table/compactor.h"
 #include "table/histogram.h"
 #include "table/parquet_io.h"
+#include "table/pins.h"
 #include "table/planner.h"
 #include "table/registry.h"
+#include "table/scheduler.h"
 
 namespace arrow {
 class RecordBatchReader;
@@ -44,48 +45,7 @@ class Table;
 
 namespace sediment::table {
 
-struct AppendRequest {
-  uint64_t start_block = 0;
-  uint64_t end_block = 0;
-  std::string end_hash;     // hex
-  std::string parent_hash;  // hex
-};
-
-struct AppendResult {
-  SegmentRecord segment;
-  bool reorg = false;
-  std::vector<SegmentRecord> replaced;     // segments the reorg took out of the live set
-  std::optional<SegmentRecord> rewritten;  // a straddling file, rewritten without the replaced blocks
-};
-
-struct MergeOutcome {
-  std::vector<std::string> inputs;  // segment ids
-  std::optional<SegmentRecord> output;
-  std::string error;       // set if the merge failed
-  bool discarded = false;  // merged, but the inputs changed meanwhile (e.g. a reorg): output deleted
-};
-
-struct PassResult {
-  bool ran = false;  // false if compaction is off
-  std::vector<MergeOutcome> merges;
-  int64_t files_considered = 0;
-  double seconds = 0;
-};
-
-struct GcResult {
-  int64_t deleted = 0;
-  int64_t failed = 0;
-  int64_t waiting = 0;  // grace not over, or held by a snapshot
-};
-
-// Progress events of a pass, for `sediment table compact`.
-struct PassProgress {
-  enum class Kind { kPlanned, kMerged, kFailed, kDiscarded } kind;
-  size_t groups = 0;  // for kPlanned
-  const MergeOutcome* merge = nullptr;
-};
-using ProgressFn = std::function<void(const PassProgress&)>;
-
+struct TableMetrics;
 class TableService;
 
 // The live set of a table at one instant, with its files held against GC on
@@ -99,7 +59,7 @@ class ReadSnapshot {
 
  private:
   friend class TableService;
-  TableService* service_ = nullptr;
+  SnapshotPins* pins_ = nullptr;
   TableId table_;
   std::shared_ptr<arrow::Schema> schema_;
   std::vector<SegmentRecord> segments_;
@@ -124,9 +84,8 @@ class TableService {
   Result<std::vector<TableInfo>> ListTables() { return registry_.ListTables(); }
   Result<Snapshot> LiveSegments(const TableId& id);
 
-  // Writes the batches as one segment covering [start_block, end_block]. The
-  // batches must have the table's schema and block_num values inside the
-  // range, never decreasing. Nothing is left behind if anything fails.
+  // Appender::Append, then requests a pass. Nothing is left behind if
+  // anything fails.
   Result<AppendResult> Append(const TableId& id, const AppendRequest& request, arrow::RecordBatchReader* batches);
 
   // Runs a pass now (waiting for a running one on this server to finish
@@ -135,14 +94,14 @@ class TableService {
   Result<PassResult> CompactNow(const TableId& id, const ProgressFn& progress = nullptr);
   // Starts a pass in the background unless one is running or started less
   // than min_interval ago.
-  void RequestCompaction(const TableId& id);
+  void RequestCompaction(const TableId& id) { scheduler_->Request(id); }
   // Waits until no background pass is queued or running (tests).
-  void WaitIdle();
+  void WaitIdle() { scheduler_->WaitIdle(); }
 
-  Result<GcResult> RunGc(const TableId& id);
-  // Deletes files under the table's prefix that are neither live nor in the
-  // GC manifest and were last modified before `older_than`.
-  Result<int64_t> SweepOrphans(const TableId& id, TimePoint older_than);
+  Result<GcResult> RunGc(const TableId& id) { return collector_->RunGc(id); }
+  Result<int64_t> SweepOrphans(const TableId& id, TimePoint older_than) {
+    return collector_->SweepOrphans(id, older_than);
+  }
 
   Result<std::shared_ptr<ReadSnapshot>> OpenSnapshot(const TableId& id);
   // Every row of a snapshot, in block order (tests and small tables).
@@ -153,56 +112,33 @@ class TableService {
   Result<std::vector<AppendRecord>> AppendHistory(const TableId& id, int64_t since_us = 0);
 
   const WriterConfig& writer_config() const { return writer_; }
-  const std::string& server_id() const { return server_id_; }
+  const std::string& server_id() const { return leases_->server_id(); }
   // How long a server's claim to compact a table lasts without renewal
   // ([writer.compactor] lease_ttl).
-  Duration lease_ttl() const {
-    return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(writer_.compactor.lease_ttl));
-  }
+  Duration lease_ttl() const { return leases_->ttl(); }
   const PlannerSettings& planner_settings() const { return planner_; }
   blob::BlobStore& blobs() { return *blobs_; }
   Clock& clock() { return *clock_; }
 
  private:
-  friend class ReadSnapshot;
-  struct TableState;
-  struct Metrics;
-
-  std::shared_ptr<TableState> State(const TableId& id);
-  // REQUIRES: state->pass_mu held.
-  Result<PassResult> RunPassLocked(const TableId& id, const ProgressFn& progress);
-  Result<SegmentRecord> MergeGroup(const TableInfo& table, const std::vector<SegmentRecord>& inputs);
-  Result<AppendResult> CommitAppend(const TableInfo& table, SegmentRecord segment);
-  Result<SegmentRecord> RewriteWithout(const TableInfo& table, const SegmentRecord& s, uint64_t cut_block,
-                                       const std::string& end_hash);
+  // The pass the scheduler runs: a compaction pass, then GC if it planned anything.
+  Result<PassResult> RunPass(const TableId& id, const ProgressFn& progress);
   void Tick();
-  // Takes or renews the table's compaction lease; false if another server holds it.
-  Result<bool> HoldLease(const TableId& id);
-  void UpdateGauges(const TableId& id, const std::vector<SegmentRecord>& live);
-  void Unpin(const std::vector<SegmentRecord>& segments);
 
   std::shared_ptr<kv::KvStore> kv_;
   std::shared_ptr<blob::BlobStore> blobs_;
   std::shared_ptr<Clock> clock_;
-  MetricsRegistry* metrics_registry_;
-  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<TableMetrics> metrics_;
   const WriterConfig writer_;
   const PlannerSettings planner_;
-  WriterSettings file_settings_;
   TableRegistry registry_;
-  const std::string server_id_;
   std::atomic<bool> stopping_{false};
-  bool background_ = false;
-
-  std::unique_ptr<ThreadPool> pass_pool_;
-  std::unique_ptr<ThreadPool> merge_pool_;
-  std::unique_ptr<ThreadPool> footer_pool_;
-  std::unique_ptr<PeriodicTask> timer_;
-
-  std::mutex mu_;
-  std::map<TableId, std::shared_ptr<TableState>> states_;  // GUARDED_BY(mu_)
-  std::map<std::string, int> pins_;                        // GUARDED_BY(mu_): path -> open snapshots
-  int snapshots_opening_ = 0;                              // GUARDED_BY(mu_)
+  SnapshotPins pins_;
+  std::unique_ptr<TableLeases> leases_;
+  std::unique_ptr<Appender> appender_;
+  std::unique_ptr<Compactor> compactor_;
+  std::unique_ptr<Collector> collector_;
+  std::unique_ptr<CompactionScheduler> scheduler_;
 };
 
 }  // namespace sediment::table

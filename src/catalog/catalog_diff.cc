@@ -1,0 +1,94 @@
+// Catalog, diffs: DiffUncommitted, DiffRefs and the merge base of two commits.
+#include <fmt/format.h>
+
+#include <queue>
+#include <unordered_set>
+
+#include "catalog/catalog.h"
+#include "catalog/catalog_internal.h"
+#include "catalog/committed.h"
+
+namespace sediment::catalog {
+
+Result<Page<DiffItem>> Catalog::CollectDiff(DiffIterator& diff, const ListOptions& opts) {
+  auto common_prefix = [](std::string path) {
+    DiffItem item;
+    item.type = "changed";
+    item.path = std::move(path);
+    item.common_prefix = true;
+    return item;
+  };
+  auto object = [&diff](const std::string& key) -> Result<DiffItem> {
+    DiffItem item;
+    item.type = diff.left().empty() ? "added" : diff.right().empty() ? "removed" : "changed";
+    item.path = key;
+    const std::string& v = diff.right().empty() ? diff.left() : diff.right();
+    ARROW_ASSIGN_OR_RAISE(auto e, DecodeEntry(v));
+    item.size_bytes = e.size;
+    return item;
+  };
+  return internal::PageDelimited<DiffItem>(diff, opts, common_prefix, object);
+}
+
+Result<Page<DiffItem>> Catalog::DiffUncommitted(const std::string& repo_id, const std::string& branch,
+                                                const ListOptions& opts) {
+  ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
+  ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo_id, branch));
+  ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
+  ARROW_ASSIGN_OR_RAISE(auto commit_mr, CommitMetaRange(repo, rec.branch.commit_id));
+  // Candidates: every staged key, plus every key the compacted meta-range changed.
+  std::vector<std::unique_ptr<ValueIterator>> sources;
+  sources.push_back(StagingView(rec.branch));
+  if (!rec.branch.compacted_meta_range_id.empty()) {
+    ARROW_ASSIGN_OR_RAISE(auto compacted, ranges_->LoadMetaRange(ns, rec.branch.compacted_meta_range_id));
+    sources.push_back(DiffAsChanges(DiffMetaRanges(*ranges_, ns, commit_mr, compacted)));
+  }
+  auto diff = NewLookupDiff(NewCombinedIterator(std::move(sources)), ranges_->NewIterator(ns, commit_mr));
+  return CollectDiff(*diff, opts);
+}
+
+Result<std::string> Catalog::MergeBase(const std::string& repo, const std::string& a, const std::string& b) {
+  std::unordered_set<std::string> ancestors;
+  std::vector<std::string> stack = {a};
+  while (!stack.empty()) {
+    std::string id = stack.back();
+    stack.pop_back();
+    if (!ancestors.insert(id).second) continue;
+    ARROW_ASSIGN_OR_RAISE(auto c, GetCommit(repo, id));
+    for (const auto& p : c.parents) stack.push_back(p);
+  }
+  auto cmp = [](const Commit& x, const Commit& y) { return x.generation < y.generation; };
+  std::priority_queue<Commit, std::vector<Commit>, decltype(cmp)> queue(cmp);
+  std::unordered_set<std::string> seen = {b};
+  ARROW_ASSIGN_OR_RAISE(auto head, GetCommit(repo, b));
+  queue.push(std::move(head));
+  while (!queue.empty()) {
+    Commit c = queue.top();
+    queue.pop();
+    if (ancestors.count(c.id)) return c.id;
+    for (const auto& p : c.parents) {
+      if (!seen.insert(p).second) continue;
+      ARROW_ASSIGN_OR_RAISE(auto pc, GetCommit(repo, p));
+      queue.push(std::move(pc));
+    }
+  }
+  return NotFound(fmt::format("commits {} and {} have no common ancestor", a, b));
+}
+
+Result<Page<DiffItem>> Catalog::DiffRefs(const std::string& repo_id, const std::string& left, const std::string& right,
+                                         bool three_dot, const ListOptions& opts) {
+  ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
+  ARROW_ASSIGN_OR_RAISE(auto l, ResolveRef(repo_id, left));
+  ARROW_ASSIGN_OR_RAISE(auto r, ResolveRef(repo_id, right));
+  std::string left_commit = l.commit_id;
+  if (three_dot) {
+    ARROW_ASSIGN_OR_RAISE(left_commit, MergeBase(repo_id, l.commit_id, r.commit_id));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
+  ARROW_ASSIGN_OR_RAISE(auto lmr, CommitMetaRange(repo, left_commit));
+  ARROW_ASSIGN_OR_RAISE(auto rmr, CommitMetaRange(repo, r.commit_id));
+  auto diff = DiffMetaRanges(*ranges_, ns, lmr, rmr);
+  return CollectDiff(*diff, opts);
+}
+
+}  // namespace sediment::catalog

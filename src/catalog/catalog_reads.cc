@@ -1,0 +1,102 @@
+// Catalog, reads: the view of a ref (a commit's meta-range, or a branch's
+// staging over its base), GetEntry and ListEntries.
+#include <fmt/format.h>
+
+#include "catalog/catalog.h"
+#include "catalog/catalog_internal.h"
+#include "catalog/committed.h"
+#include "kv/kv.h"
+
+namespace sediment::catalog {
+
+Result<std::shared_ptr<const MetaRange>> Catalog::CommitMetaRange(const Repository& repo,
+                                                                  const std::string& commit_id) {
+  ARROW_ASSIGN_OR_RAISE(auto c, GetCommit(repo.id, commit_id));
+  ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
+  return ranges_->LoadMetaRange(ns, c.meta_range_id);
+}
+
+Result<std::shared_ptr<const MetaRange>> Catalog::BaseMetaRange(const Repository& repo, const Branch& branch) {
+  if (!branch.compacted_meta_range_id.empty()) {
+    ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
+    return ranges_->LoadMetaRange(ns, branch.compacted_meta_range_id);
+  }
+  return CommitMetaRange(repo, branch.commit_id);
+}
+
+std::unique_ptr<ValueIterator> Catalog::StagingView(const Branch& branch, bool include_current) {
+  std::vector<std::unique_ptr<ValueIterator>> sources;
+  if (include_current) sources.push_back(NewKvPrefixIterator(kv_, StagingPrefix(branch.staging_token)));
+  for (const auto& t : branch.sealed_tokens) sources.push_back(NewKvPrefixIterator(kv_, StagingPrefix(t)));
+  if (sources.empty()) return NewVectorIterator({});
+  return NewCombinedIterator(std::move(sources));
+}
+
+Result<std::unique_ptr<ValueIterator>> Catalog::View(const Repository& repo, const ResolvedRef& ref) {
+  ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
+  if (!ref.branch) {
+    ARROW_ASSIGN_OR_RAISE(auto mr, CommitMetaRange(repo, ref.commit_id));
+    return ranges_->NewIterator(ns, mr);
+  }
+  ARROW_ASSIGN_OR_RAISE(auto mr, BaseMetaRange(repo, *ref.branch));
+  std::vector<std::unique_ptr<ValueIterator>> sources;
+  sources.push_back(StagingView(*ref.branch));
+  sources.push_back(ranges_->NewIterator(ns, mr));
+  return NewTombstoneFilter(NewCombinedIterator(std::move(sources)));
+}
+
+// ---------------------------------------------------------------------------
+// Objects
+
+Result<Entry> Catalog::GetEntry(const std::string& repo_id, const std::string& ref, const std::string& path) {
+  ARROW_RETURN_NOT_OK(ValidatePath(path));
+  ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
+  ARROW_ASSIGN_OR_RAISE(auto resolved, ResolveRef(repo_id, ref));
+  auto not_found = [&] { return NotFound(fmt::format("object \"{}\" not found at \"{}\"", path, ref)); };
+  std::shared_ptr<const MetaRange> mr;
+  if (resolved.branch) {
+    std::vector<std::string> tokens = {resolved.branch->staging_token};
+    tokens.insert(tokens.end(), resolved.branch->sealed_tokens.begin(), resolved.branch->sealed_tokens.end());
+    for (const auto& t : tokens) {
+      auto v = kv_->Get(StagingPrefix(t) + path);
+      if (v.ok()) {
+        if (v->empty()) return not_found();
+        return DecodeEntry(*v);
+      }
+      if (!IsNotFound(v.status())) return v.status();
+    }
+    ARROW_ASSIGN_OR_RAISE(mr, BaseMetaRange(repo, *resolved.branch));
+  } else {
+    ARROW_ASSIGN_OR_RAISE(mr, CommitMetaRange(repo, resolved.commit_id));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
+  ARROW_ASSIGN_OR_RAISE(auto v, ranges_->Get(ns, *mr, path));
+  if (!v) return not_found();
+  return DecodeEntry(*v);
+}
+
+Result<Page<ListItem>> Catalog::ListEntries(const std::string& repo_id, const std::string& ref,
+                                            const ListOptions& opts) {
+  ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
+  return ListEntries(repo, ref, opts);
+}
+
+Result<Page<ListItem>> Catalog::ListEntries(const Repository& repo, const std::string& ref, const ListOptions& opts) {
+  ARROW_ASSIGN_OR_RAISE(auto resolved, ResolveRef(repo.id, ref));
+  ARROW_ASSIGN_OR_RAISE(auto it, View(repo, resolved));
+  auto common_prefix = [](std::string path) {
+    ListItem item;
+    item.path = std::move(path);
+    item.common_prefix = true;
+    return item;
+  };
+  auto object = [&it](const std::string& key) -> Result<ListItem> {
+    ListItem item;
+    item.path = key;
+    ARROW_ASSIGN_OR_RAISE(item.entry, DecodeEntry(it->value()));
+    return item;
+  };
+  return internal::PageDelimited<ListItem>(*it, opts, common_prefix, object);
+}
+
+}  // namespace sediment::catalog

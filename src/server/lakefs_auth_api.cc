@@ -1,0 +1,201 @@
+// lakeFS API handlers for setup, server configuration, users, credentials and
+// policies, over AuthService.
+#include "base/version.h"
+#include "server/auth.h"
+#include "server/lakefs_api_internal.h"
+
+namespace sediment::server::lakefs {
+namespace {
+
+json UserJson(const User& u) { return json{{"id", u.id}, {"creation_date", u.creation_date}}; }
+
+json PolicyJson(const Policy& p) {
+  json st = json::array();
+  for (const auto& s : p.statements)
+    st.push_back({{"effect", s.effect}, {"action", s.actions}, {"resource", s.resource}});
+  return json{{"id", p.id}, {"creation_date", p.creation_date}, {"statement", st}};
+}
+
+void ReplyPolicies(httplib::Response& res, const std::vector<Policy>& ps) {
+  json results = json::array();
+  for (const auto& p : ps) results.push_back(PolicyJson(p));
+  ReplyPage(res, std::move(results), false, "", 1000);
+}
+
+}  // namespace
+
+// --- setup (before anyone can log in) ----------------------------------------
+
+Status GetSetupState(const Context& ctx, const Req&, Res& res) {
+  ARROW_ASSIGN_OR_RAISE(bool done, ctx.auth->IsSetUp());
+  ReplyJson(res, 200, {{"state", done ? "initialized" : "not_initialized"}});
+  return Status::OK();
+}
+
+Status SetupLakeFs(const Context& ctx, const Req& req, Res& res) {
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
+  ARROW_ASSIGN_OR_RAISE(auto username, Field<std::string>(body, "username"));
+  std::string key_id, secret;
+  if (body.contains("key") && body["key"].is_object()) {
+    ARROW_ASSIGN_OR_RAISE(key_id, Field<std::string>(body["key"], "access_key_id"));
+    ARROW_ASSIGN_OR_RAISE(secret, Field<std::string>(body["key"], "secret_access_key"));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto c, ctx.auth->Setup(username, key_id, secret));
+  ReplyJson(res, 200,
+            {{"access_key_id", c.access_key_id},
+             {"secret_access_key", c.secret_access_key},
+             {"creation_date", c.creation_date}});
+  return Status::OK();
+}
+
+// --- configuration and the caller ---------------------------------------------
+
+// Server configuration, as the high-level `lakefs` package reads it on first use. Sediment has no
+// pre-signed URLs or imports; namespaces may be on S3 or local disk whatever the default is.
+Status GetConfig(const Context& ctx, const Req&, Res& res, const std::string&) {
+  bool s3 = ctx.blockstore_type == "s3";
+  ReplyJson(res, 200,
+            {{"version_config", {{"version", kVersion}}},
+             {"storage_config",
+              {{"blockstore_type", ctx.blockstore_type},
+               {"blockstore_namespace_example", s3 ? "s3://example-bucket/prefix" : "local:///var/lib/sediment/repo"},
+               {"blockstore_namespace_ValidityRegex", "^(s3|local|file)://|^/"},
+               {"pre_sign_support", false},
+               {"pre_sign_support_ui", false},
+               {"import_support", false},
+               {"import_validity_regex", "^$"}}}});
+  return Status::OK();
+}
+
+Status GetCurrentUser(const Context& ctx, const Req&, Res& res, const std::string& me) {
+  ARROW_ASSIGN_OR_RAISE(auto u, ctx.auth->GetUser(me));
+  ReplyJson(res, 200, {{"user", {{"id", u.id}, {"creation_date", u.creation_date}}}});
+  return Status::OK();
+}
+
+// --- users and credentials -----------------------------------------------------
+
+Status ListUsers(const Context& ctx, const Req&, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ListUsers", "*"));
+  ARROW_ASSIGN_OR_RAISE(auto users, ctx.auth->ListUsers());
+  json results = json::array();
+  for (const auto& u : users) results.push_back(UserJson(u));
+  ReplyPage(res, std::move(results), false, "", 1000);
+  return Status::OK();
+}
+
+Status CreateUser(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
+  ARROW_ASSIGN_OR_RAISE(auto id, Field<std::string>(body, "id"));
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:CreateUser", UserArn(id)));
+  ARROW_ASSIGN_OR_RAISE(auto u, ctx.auth->CreateUser(id));
+  ReplyJson(res, 201, UserJson(u));
+  return Status::OK();
+}
+
+Status GetUser(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ReadUser", UserArn(req.matches[1])));
+  ARROW_ASSIGN_OR_RAISE(auto u, ctx.auth->GetUser(req.matches[1]));
+  ReplyJson(res, 200, UserJson(u));
+  return Status::OK();
+}
+
+Status DeleteUser(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:DeleteUser", UserArn(req.matches[1])));
+  ARROW_RETURN_NOT_OK(ctx.auth->DeleteUser(req.matches[1]));
+  res.status = 204;
+  return Status::OK();
+}
+
+Status CreateCredentials(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:CreateCredentials", UserArn(req.matches[1])));
+  ARROW_ASSIGN_OR_RAISE(auto c, ctx.auth->CreateCredentials(req.matches[1]));
+  ReplyJson(res, 201,
+            {{"access_key_id", c.access_key_id},
+             {"secret_access_key", c.secret_access_key},
+             {"creation_date", c.creation_date}});
+  return Status::OK();
+}
+
+Status ListCredentials(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ListCredentials", UserArn(req.matches[1])));
+  ARROW_ASSIGN_OR_RAISE(auto creds, ctx.auth->ListCredentials(req.matches[1]));
+  json results = json::array();
+  for (const auto& c : creds) {
+    results.push_back({{"access_key_id", c.access_key_id}, {"creation_date", c.creation_date}});
+  }
+  ReplyPage(res, std::move(results), false, "", 1000);
+  return Status::OK();
+}
+
+Status DeleteCredentials(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:DeleteCredentials", UserArn(req.matches[1])));
+  ARROW_RETURN_NOT_OK(ctx.auth->DeleteCredentials(req.matches[1], req.matches[2]));
+  res.status = 204;
+  return Status::OK();
+}
+
+// --- policies ----------------------------------------------------------------
+
+Status CreatePolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
+  Policy p;
+  ARROW_ASSIGN_OR_RAISE(p.id, Field<std::string>(body, "id"));
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:CreatePolicy", PolicyArn(p.id)));
+  ARROW_ASSIGN_OR_RAISE(auto statements, Field<json>(body, "statement"));
+  if (!statements.is_array()) return InvalidArgument("field \"statement\" must be an array");
+  for (const auto& s : statements) {
+    Statement st;
+    ARROW_ASSIGN_OR_RAISE(st.effect, Field<std::string>(s, "effect"));
+    ARROW_ASSIGN_OR_RAISE(st.actions, Field<std::vector<std::string>>(s, "action"));
+    ARROW_ASSIGN_OR_RAISE(st.resource, Field<std::string>(s, "resource"));
+    p.statements.push_back(std::move(st));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto created, ctx.auth->CreatePolicy(p));
+  ReplyJson(res, 201, PolicyJson(created));
+  return Status::OK();
+}
+
+Status ListPolicies(const Context& ctx, const Req&, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ListPolicies", "*"));
+  ARROW_ASSIGN_OR_RAISE(auto ps, ctx.auth->ListPolicies());
+  ReplyPolicies(res, ps);
+  return Status::OK();
+}
+
+Status GetPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ReadPolicy", PolicyArn(req.matches[1])));
+  ARROW_ASSIGN_OR_RAISE(auto p, ctx.auth->GetPolicy(req.matches[1]));
+  ReplyJson(res, 200, PolicyJson(p));
+  return Status::OK();
+}
+
+Status DeletePolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:DeletePolicy", PolicyArn(req.matches[1])));
+  ARROW_RETURN_NOT_OK(ctx.auth->DeletePolicy(req.matches[1]));
+  res.status = 204;
+  return Status::OK();
+}
+
+Status ListUserPolicies(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ReadUser", UserArn(req.matches[1])));
+  ARROW_ASSIGN_OR_RAISE(auto ps, ctx.auth->ListUserPolicies(req.matches[1]));
+  ReplyPolicies(res, ps);
+  return Status::OK();
+}
+
+Status AttachPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:AttachPolicy", UserArn(req.matches[1])));
+  ARROW_RETURN_NOT_OK(ctx.auth->AttachPolicy(req.matches[1], req.matches[2]));
+  res.status = 201;
+  return Status::OK();
+}
+
+Status DetachPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:DetachPolicy", UserArn(req.matches[1])));
+  ARROW_RETURN_NOT_OK(ctx.auth->DetachPolicy(req.matches[1], req.matches[2]));
+  res.status = 204;
+  return Status::OK();
+}
+
+}  // namespace sediment::server::lakefs

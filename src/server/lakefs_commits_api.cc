@@ -1,0 +1,122 @@
+// lakeFS API handlers that make or read commits: commit, get, log, diff
+// between refs, merge, revert and cherry-pick.
+#include "server/lakefs_api_internal.h"
+
+namespace sediment::server::lakefs {
+
+using StringMap = std::map<std::string, std::string>;
+
+Status Commit(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo = req.matches[1], branch = req.matches[2];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:CreateCommit", BranchArn(repo, branch)));
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
+  catalog::CommitParams p;
+  p.committer = me;
+  ARROW_ASSIGN_OR_RAISE(p.message, Field<std::string>(body, "message"));
+  ARROW_ASSIGN_OR_RAISE(p.metadata, Field<StringMap>(body, "metadata", StringMap{}));
+  if (body.contains("date") && !body["date"].is_null()) {
+    ARROW_ASSIGN_OR_RAISE(auto d, Field<int64_t>(body, "date"));
+    p.date = d;
+  }
+  ARROW_ASSIGN_OR_RAISE(p.allow_empty, Field<bool>(body, "allow_empty", false));
+  ARROW_ASSIGN_OR_RAISE(p.force, Field<bool>(body, "force", false));
+  ARROW_ASSIGN_OR_RAISE(auto c, ctx.cat->CommitBranch(repo, branch, p));
+  ReplyJson(res, 201, CommitJson(c));
+  return Status::OK();
+}
+
+Status GetCommit(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo = req.matches[1];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadCommit", RepoArn(repo)));
+  ARROW_RETURN_NOT_OK(ctx.cat->GetRepository(repo).status());
+  ARROW_ASSIGN_OR_RAISE(auto r, ctx.cat->ResolveRef(repo, req.matches[2]));
+  ARROW_ASSIGN_OR_RAISE(auto c, ctx.cat->GetCommit(repo, r.commit_id));
+  ReplyJson(res, 200, CommitJson(c));
+  return Status::OK();
+}
+
+Status LogCommits(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo = req.matches[1];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadCommit", RepoArn(repo)));
+  ARROW_ASSIGN_OR_RAISE(auto amount, AmountParam(req));
+  ARROW_ASSIGN_OR_RAISE(bool first_parent, BoolParam(req, "first_parent"));
+  ARROW_ASSIGN_OR_RAISE(auto page, ctx.cat->Log(repo, req.matches[2], Param(req, "after"), amount, first_parent));
+  json results = json::array();
+  for (const auto& c : page.items) results.push_back(CommitJson(c));
+  std::string next = page.items.empty() ? "" : page.items.back().id;
+  ReplyPage(res, std::move(results), page.has_more, next, amount);
+  return Status::OK();
+}
+
+Status DiffRefs(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo = req.matches[1];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ListObjects", RepoArn(repo)));
+  ARROW_ASSIGN_OR_RAISE(auto o, ListParams(req));
+  std::string type = Param(req, "type", "three_dot");
+  if (type != "two_dot" && type != "three_dot") {
+    return InvalidArgument(fmt::format("diff type \"{}\" must be two_dot or three_dot", type));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto page, ctx.cat->DiffRefs(repo, req.matches[2], req.matches[3], type == "three_dot", o));
+  json results = json::array();
+  for (const auto& d : page.items) results.push_back(DiffJson(d));
+  std::string next = page.items.empty() ? "" : page.items.back().path;
+  ReplyPage(res, std::move(results), page.has_more, next, o.amount);
+  return Status::OK();
+}
+
+Status Merge(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo = req.matches[1], source = req.matches[2], dest = req.matches[3];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:CreateCommit", BranchArn(repo, dest)));
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req, /*optional=*/true));
+  catalog::CommitParams p;
+  p.committer = me;
+  ARROW_ASSIGN_OR_RAISE(p.message, Field<std::string>(body, "message", std::string()));
+  ARROW_ASSIGN_OR_RAISE(p.metadata, Field<StringMap>(body, "metadata", StringMap{}));
+  ARROW_ASSIGN_OR_RAISE(p.allow_empty, Field<bool>(body, "allow_empty", false));
+  ARROW_ASSIGN_OR_RAISE(p.force, Field<bool>(body, "force", false));
+  ARROW_ASSIGN_OR_RAISE(auto strategy_name, Field<std::string>(body, "strategy", std::string()));
+  catalog::MergeStrategy strategy = catalog::MergeStrategy::kNone;
+  if (strategy_name == "source-wins") {
+    strategy = catalog::MergeStrategy::kSourceWins;
+  } else if (strategy_name == "dest-wins") {
+    strategy = catalog::MergeStrategy::kDestWins;
+  } else if (!strategy_name.empty()) {
+    return InvalidArgument(fmt::format("merge strategy \"{}\" must be source-wins or dest-wins", strategy_name));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto c, ctx.cat->Merge(repo, source, dest, p, strategy));
+  ReplyJson(res, 200, {{"reference", c.id}});
+  return Status::OK();
+}
+
+Status RevertBranch(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo = req.matches[1], name = req.matches[2];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:RevertBranch", BranchArn(repo, name)));
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
+  ARROW_ASSIGN_OR_RAISE(auto ref, Field<std::string>(body, "ref"));
+  ARROW_ASSIGN_OR_RAISE(auto pn, Field<int>(body, "parent_number", 0));
+  catalog::CommitParams p;
+  p.committer = me;
+  ARROW_ASSIGN_OR_RAISE(p.force, Field<bool>(body, "force", false));
+  ARROW_ASSIGN_OR_RAISE(p.allow_empty, Field<bool>(body, "allow_empty", false));
+  if (body.contains("commit_overrides") && body["commit_overrides"].is_object()) {
+    const auto& o = body["commit_overrides"];
+    ARROW_ASSIGN_OR_RAISE(p.message, Field<std::string>(o, "message", std::string()));
+    ARROW_ASSIGN_OR_RAISE(p.metadata, Field<StringMap>(o, "metadata", StringMap{}));
+  }
+  ARROW_RETURN_NOT_OK(ctx.cat->Revert(repo, name, ref, pn, p).status());
+  res.status = 204;
+  return Status::OK();
+}
+
+Status CherryPick(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo = req.matches[1], name = req.matches[2];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:CreateCommit", BranchArn(repo, name)));
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
+  ARROW_ASSIGN_OR_RAISE(auto ref, Field<std::string>(body, "ref"));
+  ARROW_ASSIGN_OR_RAISE(auto pn, Field<int>(body, "parent_number", 0));
+  ARROW_ASSIGN_OR_RAISE(auto c, ctx.cat->CherryPick(repo, name, ref, pn, me));
+  ReplyJson(res, 201, CommitJson(c));
+  return Status::OK();
+}
+
+}  // namespace sediment::server::lakefs

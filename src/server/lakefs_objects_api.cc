@@ -1,0 +1,317 @@
+// lakeFS API handlers for objects: streamed upload, delete (one or many),
+// download, stat and listing.
+#include <arrow/buffer.h>
+#include <arrow/io/interfaces.h>
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include <ctime>
+
+#include "blob/blob.h"
+#include "server/errors.h"
+#include "server/lakefs_api_internal.h"
+
+namespace sediment::server::lakefs {
+namespace {
+
+using catalog::Catalog;
+
+constexpr int64_t kMaxDeletePaths = 1000;
+
+std::string PhysicalAddress(const catalog::Repository& repo, const std::string& address) {
+  if (address.find("://") != std::string::npos) return address;
+  std::string ns = repo.storage_namespace;
+  if (ns.find("://") == std::string::npos) ns = "local://" + ns;
+  return ns + "/" + address;
+}
+
+json ObjectJson(const catalog::Repository& repo, const std::string& path, const catalog::Entry& e) {
+  return {
+      {"path", path},           {"path_type", "object"},         {"physical_address", PhysicalAddress(repo, e.address)},
+      {"checksum", e.checksum}, {"size_bytes", e.size},          {"mtime", e.mtime},
+      {"metadata", e.metadata}, {"content_type", e.content_type}};
+}
+
+// Appends `s` as a JSON string. Fast path for the common case; strings with
+// non-ASCII bytes go through nlohmann (which replaces invalid UTF-8).
+void AppendJsonString(std::string* out, std::string_view s) {
+  for (unsigned char c : s) {
+    if (c >= 0x80) {
+      *out += json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
+      return;
+    }
+  }
+  out->push_back('"');
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
+      case '\r':
+        *out += "\\r";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          *out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        } else {
+          out->push_back(c);
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+// An ObjectStatsList written directly: listing pages of 1,000 entries are the
+// hottest responses, and building a json tree for each entry tripled their cost.
+std::string ObjectListBody(const catalog::Repository& repo, const catalog::Page<catalog::ListItem>& page,
+                           int64_t amount) {
+  std::string out;
+  out.reserve(64 + page.items.size() * 320);
+  std::string next = page.items.empty() ? "" : page.items.back().path;
+  out +=
+      R"({"pagination":)" +
+      Pagination(page.has_more, next, page.items.size(), amount).dump(-1, ' ', false, json::error_handler_t::replace);
+  out += R"(,"results":[)";
+  bool first = true;
+  for (const auto& item : page.items) {
+    if (!first) out.push_back(',');
+    first = false;
+    out += R"({"path":)";
+    AppendJsonString(&out, item.path);
+    if (item.common_prefix) {
+      out += R"(,"path_type":"common_prefix","physical_address":"","checksum":"","mtime":0})";
+      continue;
+    }
+    const catalog::Entry& e = item.entry;
+    out += R"(,"path_type":"object","physical_address":)";
+    AppendJsonString(&out, PhysicalAddress(repo, e.address));
+    out += R"(,"checksum":)";
+    AppendJsonString(&out, e.checksum);
+    out += fmt::format(R"(,"size_bytes":{},"mtime":{},"content_type":)", e.size, e.mtime);
+    AppendJsonString(&out, e.content_type);
+    out += R"(,"metadata":{)";
+    bool first_meta = true;
+    for (const auto& [k, v] : e.metadata) {
+      if (!first_meta) out.push_back(',');
+      first_meta = false;
+      AppendJsonString(&out, k);
+      out.push_back(':');
+      AppendJsonString(&out, v);
+    }
+    out += "}}";
+  }
+  out += "]}";
+  return out;
+}
+
+std::string HttpDate(int64_t unix_seconds) {
+  std::time_t t = unix_seconds;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  return buf;
+}
+
+std::map<std::string, std::string> UserMetadata(const httplib::Request& req) {
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : req.headers) {
+    std::string lower = k;
+    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower.rfind("x-lakefs-meta-", 0) == 0) out[lower.substr(14)] = v;
+  }
+  return out;
+}
+
+class Md5 {
+ public:
+  Md5() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_md5(), nullptr); }
+  ~Md5() { EVP_MD_CTX_free(ctx_); }
+  Md5(const Md5&) = delete;
+  Md5& operator=(const Md5&) = delete;
+  void Update(const char* d, size_t n) { EVP_DigestUpdate(ctx_, d, n); }
+  std::string Hex() {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_DigestFinal_ex(ctx_, md, &n);
+    return fmt::format("{:02x}", fmt::join(md, md + n, ""));
+  }
+
+ private:
+  EVP_MD_CTX* ctx_;
+};
+
+// Streams the upload's content into `out`: the part named "content" of a
+// multipart form, or else the whole body. Sets e's size, checksum and (from
+// the part or the request) content type. A body that ends early or has no
+// content part aborts `out`, so nothing is published.
+Status ReceiveContent(const Req& req, const httplib::ContentReader& reader, arrow::io::OutputStream* out,
+                      catalog::Entry* e) {
+  Md5 md5;
+  Status write_st;
+  auto receive = [&](const char* data, size_t n) {
+    write_st = out->Write(data, static_cast<int64_t>(n));
+    md5.Update(data, n);
+    e->size += static_cast<int64_t>(n);
+    return write_st.ok();
+  };
+  bool complete;
+  if (req.is_multipart_form_data()) {
+    bool in_content = false, seen = false;
+    complete = reader(
+        [&](const httplib::MultipartFormData& part) {
+          in_content = part.name == "content" && !seen;
+          if (in_content) {
+            seen = true;
+            if (!part.content_type.empty()) e->content_type = part.content_type;
+          }
+          return true;
+        },
+        [&](const char* data, size_t n) { return in_content ? receive(data, n) : true; });
+    if (complete && !seen) {
+      (void)out->Abort();
+      return InvalidArgument("multipart upload has no part named \"content\"");
+    }
+  } else {
+    std::string ct = req.get_header_value("Content-Type");
+    if (!ct.empty()) e->content_type = ct;
+    complete = reader(receive);
+  }
+  ARROW_RETURN_NOT_OK(write_st);
+  if (!complete) {
+    (void)out->Abort();  // nothing is published; no entry is written
+    return InvalidArgument("upload body ended early; nothing was stored");
+  }
+  e->checksum = md5.Hex();
+  return Status::OK();
+}
+
+}  // namespace
+
+Status UploadObject(const Context& ctx, const Req& req, Res& res, const httplib::ContentReader& reader,
+                    const std::string& me) {
+  std::string repo_id = req.matches[1], branch = req.matches[2];
+  if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
+  std::string path = req.get_param_value("path");
+  ARROW_RETURN_NOT_OK(Catalog::ValidatePath(path));
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:WriteObject", ObjectArn(repo_id, path)));
+  std::string if_none_match = req.get_header_value("If-None-Match");
+  if (!if_none_match.empty() && if_none_match != "*") {
+    return InvalidArgument("If-None-Match supports only \"*\"");
+  }
+  ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
+  if (repo.read_only) return Forbidden(fmt::format("repository \"{}\" is read-only", repo_id));
+  ARROW_RETURN_NOT_OK(ctx.cat->GetBranch(repo_id, branch).status());
+  ARROW_ASSIGN_OR_RAISE(auto ns, ctx.cat->RepositoryNamespace(repo));
+
+  catalog::Entry e;
+  e.address = "data/" + catalog::RandomHex(16);
+  e.content_type = "application/octet-stream";
+  ARROW_ASSIGN_OR_RAISE(auto out, ns->OpenWriter(e.address));
+  ARROW_RETURN_NOT_OK(ReceiveContent(req, reader, out.get(), &e));
+  ARROW_RETURN_NOT_OK(out->Close());
+  e.mtime = std::time(nullptr);
+  e.metadata = UserMetadata(req);
+  Status put = ctx.cat->PutEntry(repo, branch, path, e, if_none_match == "*");
+  if (!put.ok()) {
+    (void)ns->Delete(e.address);
+    return put;
+  }
+  ReplyJson(res, 201, ObjectJson(repo, path, e));
+  return Status::OK();
+}
+
+Status DeleteObject(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo = req.matches[1], branch = req.matches[2];
+  if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
+  std::string path = req.get_param_value("path");
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:DeleteObject", ObjectArn(repo, path)));
+  ARROW_RETURN_NOT_OK(ctx.cat->DeleteEntry(repo, branch, path));
+  res.status = 204;
+  return Status::OK();
+}
+
+// Deletes the paths the caller may delete; the others are reported one by one.
+Status DeleteObjects(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo = req.matches[1], branch = req.matches[2];
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
+  ARROW_ASSIGN_OR_RAISE(auto paths, Field<std::vector<std::string>>(body, "paths"));
+  if (static_cast<int64_t>(paths.size()) > kMaxDeletePaths) {
+    return InvalidArgument(fmt::format("at most {} paths per request, got {}", kMaxDeletePaths, paths.size()));
+  }
+  json errors = json::array();
+  std::vector<std::string> allowed;
+  for (const auto& p : paths) {
+    Status st = Catalog::ValidatePath(p);
+    if (st.ok()) st = ctx.Allow(me, "fs:DeleteObject", ObjectArn(repo, p));
+    if (st.ok()) {
+      allowed.push_back(p);
+    } else {
+      errors.push_back({{"status_code", HttpStatusFor(st)}, {"message", st.message()}, {"path", p}});
+    }
+  }
+  ARROW_RETURN_NOT_OK(ctx.cat->DeleteEntries(repo, branch, allowed).status());
+  ReplyJson(res, 200, {{"errors", errors}});
+  return Status::OK();
+}
+
+Status GetObject(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo_id = req.matches[1], refname = req.matches[2];
+  if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
+  std::string path = req.get_param_value("path");
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadObject", ObjectArn(repo_id, path)));
+  ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
+  ARROW_ASSIGN_OR_RAISE(auto e, ctx.cat->GetEntry(repo_id, refname, path));
+  std::string etag = "\"" + e.checksum + "\"";
+  if (req.get_header_value("If-None-Match") == etag) {
+    res.status = 304;
+    return Status::OK();
+  }
+  ARROW_ASSIGN_OR_RAISE(auto ns, ctx.cat->RepositoryNamespace(repo));
+  ARROW_ASSIGN_OR_RAISE(auto file, ns->OpenReader(e.address));
+  res.set_header("ETag", etag);
+  res.set_header("Last-Modified", HttpDate(e.mtime));
+  res.set_header("Accept-Ranges", "bytes");
+  // httplib serves a Range request from the provider itself (206 + Content-Range).
+  res.set_content_provider(
+      static_cast<size_t>(e.size), e.content_type, [file](size_t offset, size_t length, httplib::DataSink& sink) {
+        size_t n = std::min<size_t>(length, 1 << 20);
+        auto buf = file->ReadAt(static_cast<int64_t>(offset), static_cast<int64_t>(n));
+        if (!buf.ok()) return false;
+        return sink.write(reinterpret_cast<const char*>((*buf)->data()), static_cast<size_t>((*buf)->size()));
+      });
+  return Status::OK();
+}
+
+Status StatObject(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo_id = req.matches[1], refname = req.matches[2];
+  if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
+  std::string path = req.get_param_value("path");
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadObject", ObjectArn(repo_id, path)));
+  ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
+  ARROW_ASSIGN_OR_RAISE(auto e, ctx.cat->GetEntry(repo_id, refname, path));
+  ReplyJson(res, 200, ObjectJson(repo, path, e));
+  return Status::OK();
+}
+
+Status ListObjects(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo_id = req.matches[1], refname = req.matches[2];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ListObjects", RepoArn(repo_id)));
+  ARROW_ASSIGN_OR_RAISE(auto o, ListParams(req));
+  ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
+  ARROW_ASSIGN_OR_RAISE(auto page, ctx.cat->ListEntries(repo, refname, o));
+  res.status = 200;
+  res.set_content(ObjectListBody(repo, page, o.amount), "application/json");
+  return Status::OK();
+}
+
+}  // namespace sediment::server::lakefs

@@ -1,0 +1,217 @@
+#include "table/appender.h"
+
+#include <arrow/api.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "table/table_metrics_internal.h"
+
+namespace sediment::table {
+
+Result<int> BlockColumn(const arrow::Schema& schema) {
+  int i = schema.GetFieldIndex("block_num");
+  if (i < 0) return InvalidArgument("the schema has no block_num column");
+  if (!schema.field(i)->type()->Equals(arrow::uint64())) {
+    return InvalidArgument(fmt::format("block_num must be uint64, not {}", schema.field(i)->type()->ToString()));
+  }
+  return i;
+}
+
+std::mutex& Appender::CommitMutex(const TableId& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& m = commit_mu_[id];
+  if (!m) m = std::make_unique<std::mutex>();
+  return *m;
+}
+
+Result<AppendResult> Appender::Append(const TableId& id, const AppendRequest& request,
+                                      arrow::RecordBatchReader* batches) {
+  ARROW_ASSIGN_OR_RAISE(TableInfo table, registry_->GetTable(id));
+  ARROW_ASSIGN_OR_RAISE(SegmentRecord seg, WriteSegment(table, request, batches));
+  auto result = Commit(table, seg);
+  if (!result.ok()) {
+    Status del = blobs_->Delete(seg.path);
+    if (!del.ok()) spdlog::warn("{}: cannot delete unused {}: {}", id.ToString(), seg.path, del.ToString());
+    return result.status();
+  }
+  metrics_->appends.With(Labels(id)).Add();
+  if (Status h = registry_->RecordAppend(id, result->segment); !h.ok()) {
+    spdlog::warn("table {}: cannot record the append in the history: {}", id.ToString(), h.ToString());
+  }
+  return result;
+}
+
+Result<SegmentRecord> Appender::WriteSegment(const TableInfo& table, const AppendRequest& request,
+                                             arrow::RecordBatchReader* batches) {
+  const TableId& id = table.id;
+  if (request.end_block < request.start_block) {
+    return InvalidArgument(
+        fmt::format("end_block {} is before start_block {}", request.end_block, request.start_block));
+  }
+  SegmentRecord seg;
+  ARROW_ASSIGN_OR_RAISE(seg.end_hash, NormalizeHash("end_hash", request.end_hash));
+  ARROW_ASSIGN_OR_RAISE(seg.parent_hash, NormalizeHash("parent_hash", request.parent_hash));
+  if (!SameSchema(*batches->schema(), *table.schema)) {
+    return InvalidArgument(fmt::format("the batches' schema does not match table {}: got {}; want {}", id.ToString(),
+                                       batches->schema()->ToString(), table.schema->ToString()));
+  }
+  ARROW_ASSIGN_OR_RAISE(int block_col, BlockColumn(*table.schema));
+  seg.id = NewSegmentId(request.start_block);
+  seg.path = TableRegistry::SegmentPath(id, seg.id);
+  seg.start = request.start_block;
+  seg.end = request.end_block;
+  seg.generation = 0;
+  seg.created_at_us = ToUnixMicros(clock_->Now());
+
+  ARROW_ASSIGN_OR_RAISE(auto writer, SegmentFileWriter::Open(blobs_, seg.path, table.schema, file_settings_,
+                                                             EncodeSegmentFileMetadata(seg)));
+  uint64_t prev = request.start_block;
+  int64_t row = 0;
+  while (true) {
+    std::shared_ptr<arrow::RecordBatch> batch;
+    Status st = batches->ReadNext(&batch);
+    if (!st.ok()) return InvalidArgument(fmt::format("reading the Arrow IPC stream: {}", st.message()));
+    if (!batch) break;
+    const auto& blocks = static_cast<const arrow::UInt64Array&>(*batch->column(block_col));
+    if (blocks.null_count() > 0) return InvalidArgument("block_num has null values");
+    for (int64_t i = 0; i < blocks.length(); ++i, ++row) {
+      uint64_t b = blocks.Value(i);
+      if (b < request.start_block || b > request.end_block) {
+        return InvalidArgument(fmt::format("row {}: block_num {} is outside the segment's range [{}, {}]", row, b,
+                                           request.start_block, request.end_block));
+      }
+      if (b < prev) return InvalidArgument(fmt::format("row {}: block_num goes backwards ({} after {})", row, b, prev));
+      prev = b;
+    }
+    ARROW_RETURN_NOT_OK(writer->Write(batch));
+  }
+  ARROW_ASSIGN_OR_RAISE(FileFacts facts, writer->Finish());
+  seg.rows = facts.rows;
+  seg.bytes = facts.bytes;
+  seg.stored_bytes = facts.stored_bytes;
+  return seg;
+}
+
+Result<AppendResult> Appender::Commit(const TableInfo& table, const SegmentRecord& seg) {
+  const TableId& id = table.id;
+  std::lock_guard<std::mutex> append_lock(CommitMutex(id));
+  for (int attempt = 0;; ++attempt) {
+    ARROW_ASSIGN_OR_RAISE(Snapshot snap, registry_->TakeSnapshot(id));
+    AppendResult result;
+    result.segment = seg;
+    ARROW_ASSIGN_OR_RAISE(LiveSetChange change, PlanChange(table, seg, snap.segments, &result));
+    Status st = registry_->Commit(id, change, clock_->Now());
+    if (st.ok()) {
+      Committed(id, snap.segments, result);
+      return result;
+    }
+    if (result.rewritten) (void)blobs_->Delete(result.rewritten->path);
+    if (!IsPreconditionFailed(st) || attempt >= 5) return st;
+    // The live set moved under us (a merge swapped in): look again.
+  }
+}
+
+Result<LiveSetChange> Appender::PlanChange(const TableInfo& table, const SegmentRecord& seg,
+                                           const std::vector<SegmentRecord>& live, AppendResult* result) {
+  const TableId& id = table.id;
+  LiveSetChange change;
+  change.add.push_back(seg);
+  if (live.empty()) return change;
+  const SegmentRecord& last = live.back();
+  if (seg.start == last.end + 1) {
+    if (seg.parent_hash != last.end_hash) {
+      return Conflict(fmt::format(
+          "table {}: parent_hash {} does not match the hash {} of block {}; to replace blocks after a reorg, "
+          "send the segment from the first block that changed",
+          id.ToString(), seg.parent_hash, last.end_hash, last.end));
+    }
+    change.keep.push_back(last);  // the tail must still be the same when we commit
+    return change;
+  }
+  if (seg.start > last.end + 1) {
+    return Conflict(fmt::format("table {}: segment starts at block {} but the table ends at block {} (gap)",
+                                id.ToString(), seg.start, last.end));
+  }
+  // A reorg: every live segment with blocks at or after seg.start is replaced.
+  result->reorg = true;
+  for (const auto& s : live) {
+    if (s.end < seg.start) {
+      if (s.end + 1 == seg.start && s.end_hash != seg.parent_hash) {
+        return Conflict(fmt::format("table {}: parent_hash {} does not match the hash {} of block {}",
+                                    id.ToString(), seg.parent_hash, s.end_hash, s.end));
+      }
+      continue;
+    }
+    change.remove.push_back(s);
+    result->replaced.push_back(s);
+    if (s.start < seg.start) {
+      ARROW_ASSIGN_OR_RAISE(result->rewritten, RewriteWithout(table, s, seg.start, seg.parent_hash));
+      change.add.push_back(*result->rewritten);
+    }
+  }
+  return change;
+}
+
+void Appender::Committed(const TableId& id, const std::vector<SegmentRecord>& live, const AppendResult& result) {
+  const SegmentRecord& seg = result.segment;
+  const auto& rewritten = result.rewritten;
+  if (result.reorg) {
+    metrics_->reorgs.With(Labels(id)).Add();
+    bool into_merged = false;
+    for (const auto& r : result.replaced) into_merged |= r.generation > 0;
+    if (rewritten) metrics_->reorg_rewrites.With(Labels(id)).Add();
+    spdlog::info(
+        "table {}: reorg from block {} replaced {} file(s){}{}", id.ToString(), seg.start, result.replaced.size(),
+        into_merged ? ", reaching into a merged file" : "",
+        rewritten ? fmt::format("; {} rewritten to end at block {}", result.replaced.front().id, rewritten->end) : "");
+  }
+  std::vector<SegmentRecord> now_live;
+  for (const auto& s : live) {
+    if (s.end < seg.start) now_live.push_back(s);
+  }
+  if (rewritten) now_live.push_back(*rewritten);
+  now_live.push_back(seg);
+  metrics_->UpdateGauges(id, now_live);
+}
+
+Result<SegmentRecord> Appender::RewriteWithout(const TableInfo& table, const SegmentRecord& s, uint64_t cut_block,
+                                               const std::string& end_hash) {
+  ARROW_ASSIGN_OR_RAISE(int block_col, BlockColumn(*table.schema));
+  SegmentRecord out;
+  out.id = NewSegmentId(s.start);
+  out.path = TableRegistry::SegmentPath(table.id, out.id);
+  out.start = s.start;
+  out.end = cut_block - 1;
+  out.end_hash = end_hash;
+  out.parent_hash = s.parent_hash;
+  out.generation = s.generation;
+  out.parents = {s.id};
+  out.created_at_us = ToUnixMicros(clock_->Now());
+  ARROW_ASSIGN_OR_RAISE(auto reader, SegmentFileReader::Open(blobs_, s.path));
+  ARROW_ASSIGN_OR_RAISE(auto writer, SegmentFileWriter::Open(blobs_, out.path, table.schema, file_settings_,
+                                                             EncodeSegmentFileMetadata(out)));
+  bool done = false;
+  for (int rg = 0; rg < reader->num_row_groups() && !done; ++rg) {
+    ARROW_ASSIGN_OR_RAISE(auto t, reader->ReadRowGroup(rg));
+    arrow::TableBatchReader batches(*t);
+    std::shared_ptr<arrow::RecordBatch> batch;
+    while (!done) {
+      ARROW_RETURN_NOT_OK(batches.ReadNext(&batch));
+      if (!batch) break;
+      const auto& blocks = static_cast<const arrow::UInt64Array&>(*batch->column(block_col));
+      const uint64_t* v = blocks.raw_values();
+      int64_t keep = std::lower_bound(v, v + blocks.length(), cut_block) - v;
+      if (keep < batch->num_rows()) done = true;
+      if (keep > 0) ARROW_RETURN_NOT_OK(writer->Write(batch->Slice(0, keep)));
+    }
+  }
+  ARROW_ASSIGN_OR_RAISE(FileFacts facts, writer->Finish());
+  out.rows = facts.rows;
+  out.bytes = facts.bytes;
+  out.stored_bytes = facts.stored_bytes;
+  return out;
+}
+
+}  // namespace sediment::table

@@ -1,0 +1,69 @@
+#include "table/collector.h"
+
+#include <spdlog/spdlog.h>
+
+#include <set>
+#include <string>
+
+#include "table/table_metrics_internal.h"
+
+namespace sediment::table {
+
+Result<GcResult> Collector::RunGc(const TableId& id) {
+  GcResult result;
+  // The lease holder collects; others would only race it to the same deletes.
+  ARROW_ASSIGN_OR_RAISE(bool mine, leases_->Hold(id));
+  if (!mine) return result;
+  ARROW_RETURN_NOT_OK(
+      registry_->PruneHistory(id, ToUnixMicros(clock_->Now() - std::chrono::hours(24 * TableRegistry::kHistoryDays))));
+  ARROW_ASSIGN_OR_RAISE(auto entries, registry_->ListGc(id));
+  TimePoint now = clock_->Now();
+  for (const auto& e : entries) {
+    if (now - FromUnixMicros(e.removed_at_us) < grace_) {
+      result.waiting++;
+      continue;
+    }
+    // A file in the manifest is not live, so no snapshot taken from now on
+    // can hold it; one being taken right now might have read it while it
+    // was live, so wait for those too.
+    if (pins_->Held(e.path)) {
+      result.waiting++;
+      continue;
+    }
+    Status st = blobs_->Delete(e.path);
+    if (st.ok()) st = registry_->RemoveGcEntry(id, e.id);
+    if (st.ok()) {
+      result.deleted++;
+      metrics_->gc_deleted.With(Labels(id)).Add();
+    } else {
+      result.failed++;
+      metrics_->gc_failed.With(Labels(id)).Add();
+      spdlog::warn("table {}: cannot delete {} (will retry): {}", id.ToString(), e.path, st.ToString());
+    }
+  }
+  return result;
+}
+
+Result<int64_t> Collector::SweepOrphans(const TableId& id, TimePoint older_than) {
+  ARROW_ASSIGN_OR_RAISE(Snapshot snap, registry_->TakeSnapshot(id));
+  ARROW_ASSIGN_OR_RAISE(auto gc, registry_->ListGc(id));
+  std::set<std::string> known;
+  for (const auto& s : snap.segments) known.insert(s.path);
+  for (const auto& e : gc) known.insert(e.path);
+  ARROW_ASSIGN_OR_RAISE(auto objects, blobs_->List(TableRegistry::ObjectPrefix(id)));
+  int64_t removed = 0;
+  for (const auto& o : objects) {
+    if (known.count(o.path) || o.mtime >= older_than) continue;
+    Status st = blobs_->Delete(o.path);
+    if (!st.ok()) {
+      spdlog::warn("table {}: cannot delete orphan {}: {}", id.ToString(), o.path, st.ToString());
+      continue;
+    }
+    spdlog::info("table {}: deleted orphan {} (left by an interrupted write)", id.ToString(), o.path);
+    metrics_->orphans.With(Labels(id)).Add();
+    removed++;
+  }
+  return removed;
+}
+
+}  // namespace sediment::table

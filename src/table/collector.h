@@ -1,0 +1,61 @@
+// Collector: garbage collection of a table's files (spec: merged files are
+// handed to garbage collection, "which deletes them once queries that may
+// still read them have had time to finish").
+//
+// RunGc deletes each GC-manifest file once gc_manifest_grace_period has
+// passed since it left the live set and no snapshot on this server holds it
+// (SnapshotPins); only the holder of the table's lease collects. It also
+// prunes the append history past its retention. SweepOrphans deletes files
+// under the table's prefix that are neither live nor in the manifest — left
+// by a crash between writing a file and committing it.
+//
+// Thread-safety: safe from many threads.
+#pragma once
+
+#include <cstdint>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "blob/blob.h"
+#include "table/pins.h"
+#include "table/registry.h"
+#include "table/scheduler.h"
+
+namespace sediment::table {
+
+struct TableMetrics;
+
+struct GcResult {
+  int64_t deleted = 0;
+  int64_t failed = 0;
+  int64_t waiting = 0;  // grace not over, or held by a snapshot
+};
+
+class Collector {
+ public:
+  Collector(TableRegistry* registry, blob::BlobStore* blobs, Clock* clock, TableMetrics* metrics,
+            const SnapshotPins* pins, TableLeases* leases, Duration grace)
+      : registry_(registry),
+        blobs_(blobs),
+        clock_(clock),
+        metrics_(metrics),
+        pins_(pins),
+        leases_(leases),
+        grace_(grace) {}
+
+  Result<GcResult> RunGc(const TableId& id);
+  // Deletes files under the table's prefix that are neither live nor in the
+  // GC manifest and were last modified before `older_than` (storage time).
+  Result<int64_t> SweepOrphans(const TableId& id, TimePoint older_than);
+
+ private:
+  TableRegistry* const registry_;
+  blob::BlobStore* const blobs_;
+  Clock* const clock_;
+  TableMetrics* const metrics_;
+  const SnapshotPins* const pins_;
+  TableLeases* const leases_;
+  const Duration grace_;
+};
+
+}  // namespace sediment::table

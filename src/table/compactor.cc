@@ -1,0 +1,137 @@
+#include "table/compactor.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "table/histogram.h"
+#include "table/merge.h"
+#include "table/run_on_internal.h"
+#include "table/table_metrics_internal.h"
+
+namespace sediment::table {
+
+Compactor::Compactor(TableRegistry* registry, blob::BlobStore* blobs, Clock* clock, TableMetrics* metrics,
+                     const WriterConfig& writer, const WriterSettings& file_settings,
+                     const std::atomic<bool>* stopping)
+    : registry_(registry),
+      blobs_(blobs),
+      clock_(clock),
+      metrics_(metrics),
+      active_(writer.compactor.active),
+      planner_(PlannerSettings::FromConfig(writer)),
+      file_settings_(file_settings),
+      stopping_(stopping),
+      merge_pool_(std::make_unique<ThreadPool>("table-merge", static_cast<int>(writer.compactor.write_concurrency),
+                                               1 << 20)),
+      footer_pool_(std::make_unique<ThreadPool>(
+          "table-footers", static_cast<int>(writer.compactor.metadata_concurrency), 1 << 20)) {}
+
+Compactor::~Compactor() { Shutdown(); }
+
+void Compactor::Shutdown() {
+  merge_pool_->Shutdown();
+  footer_pool_->Shutdown();
+}
+
+Result<PassResult> Compactor::RunPass(const TableId& id, const ProgressFn& progress) {
+  PassResult result;
+  if (!active_) return result;
+  result.ran = true;
+  auto started = std::chrono::steady_clock::now();
+  ARROW_ASSIGN_OR_RAISE(TableInfo table, registry_->GetTable(id));
+  ARROW_ASSIGN_OR_RAISE(Snapshot snap, registry_->TakeSnapshot(id));
+  result.files_considered = static_cast<int64_t>(snap.segments.size());
+  auto groups = PlanCompaction(snap.segments, planner_, clock_->Now());
+  if (progress) progress({PassProgress::Kind::kPlanned, groups.size(), nullptr});
+
+  std::vector<std::future<MergeOutcome>> futures;
+  for (const auto& g : groups) {
+    std::vector<SegmentRecord> inputs(snap.segments.begin() + g.first, snap.segments.begin() + g.first + g.count);
+    futures.push_back(RunOn<MergeOutcome>(merge_pool_.get(),
+                                          [this, table, inputs]() { return MergeAndSwap(table, inputs); }));
+  }
+  for (auto& f : futures) {
+    MergeOutcome m = f.get();
+    Report(id, m, progress);
+    result.merges.push_back(std::move(m));
+  }
+  if (!groups.empty()) {
+    auto live = registry_->TakeSnapshot(id);
+    if (live.ok()) metrics_->UpdateGauges(id, live->segments);
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return result;
+}
+
+MergeOutcome Compactor::MergeAndSwap(const TableInfo& table, const std::vector<SegmentRecord>& inputs) {
+  MergeOutcome out;
+  for (const auto& s : inputs) out.inputs.push_back(s.id);
+  if (*stopping_) {
+    out.status = MergeStatus::kStopped;
+    out.error = "server stopping";
+    return out;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  MergeContext ctx{blobs_, footer_pool_.get(), &file_settings_, stopping_};
+  auto merged = MergeSegments(ctx, table, inputs, clock_->Now());
+  if (!merged.ok()) {
+    out.status = merged.status().IsCancelled() ? MergeStatus::kStopped : MergeStatus::kFailed;
+    out.error = merged.status().message();
+    return out;
+  }
+  LiveSetChange swap;
+  swap.remove = inputs;
+  swap.add = {*merged};
+  Status st = registry_->Commit(table.id, swap, clock_->Now());
+  if (!st.ok()) {
+    Status del = blobs_->Delete(merged->path);
+    if (!del.ok()) spdlog::warn("table {}: cannot delete {}: {}", table.id.ToString(), merged->path, del.ToString());
+    if (IsPreconditionFailed(st)) {
+      out.status = MergeStatus::kDiscarded;
+    } else {
+      out.status = MergeStatus::kFailed;
+      out.error = "swap failed: " + st.message();
+    }
+    return out;
+  }
+  int64_t read = 0;
+  for (const auto& s : inputs) read += s.bytes;
+  auto labels = Labels(table.id);
+  metrics_->bytes_read.With(labels).Add(static_cast<double>(read));
+  metrics_->bytes_written.With(labels).Add(static_cast<double>(merged->stored_bytes));
+  metrics_->files_read.With(labels).Add(static_cast<double>(inputs.size()));
+  metrics_->successful.With(labels).Add();
+  metrics_->duration.With(labels).Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  out.status = MergeStatus::kMerged;
+  out.output = *merged;
+  return out;
+}
+
+void Compactor::Report(const TableId& id, const MergeOutcome& m, const ProgressFn& progress) {
+  switch (m.status) {
+    case MergeStatus::kFailed:
+      metrics_->failed.With(Labels(id)).Add();
+      spdlog::error("table {}: merging {} file(s) starting at {} failed: {}", id.ToString(), m.inputs.size(),
+                    m.inputs.front(), m.error);
+      if (progress) progress({PassProgress::Kind::kFailed, 0, &m});
+      break;
+    case MergeStatus::kDiscarded:
+      metrics_->discarded.With(Labels(id)).Add();
+      spdlog::info("table {}: merge of {} file(s) from {} discarded: the files changed meanwhile", id.ToString(),
+                   m.inputs.size(), m.inputs.front());
+      if (progress) progress({PassProgress::Kind::kDiscarded, 0, &m});
+      break;
+    case MergeStatus::kMerged:
+      spdlog::info("table {}: merged {} file(s) into {} ({} rows, {} uncompressed, {} stored)", id.ToString(),
+                   m.inputs.size(), m.output->id, m.output->rows, FormatBytes(m.output->bytes),
+                   FormatBytes(m.output->stored_bytes));
+      if (progress) progress({PassProgress::Kind::kMerged, 0, &m});
+      break;
+    case MergeStatus::kStopped:
+      break;
+  }
+}
+
+}  // namespace sediment::table

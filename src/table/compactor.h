@@ -1,0 +1,94 @@
+// Compactor: one compaction pass on one table (spec/parquet-compaction.md,
+// "How it works") — the mechanism, as RocksDB's compaction job is to its
+// picker. It takes the live set, asks PlanCompaction (the policy) for groups,
+// merges up to write_concurrency groups at once (MergeSegments, reading
+// metadata_concurrency footers at a time), and swaps each merged file in with
+// one atomic registry commit as soon as it is written, so one failure doesn't
+// hold back the others. A swap whose inputs changed meanwhile (a reorg) is
+// discarded and its output deleted; a failed merge leaves its inputs live.
+//
+// It neither schedules passes nor holds leases (CompactionScheduler does) nor
+// deletes merged-away files (Collector does).
+//
+// Thread-safety: RunPass is safe from many threads, but two passes on one
+// table must not overlap (the scheduler serializes them).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/config.h"
+#include "base/executor.h"
+#include "blob/blob.h"
+#include "table/parquet_io.h"
+#include "table/planner.h"
+#include "table/registry.h"
+
+namespace sediment::table {
+
+struct TableMetrics;
+
+// The four ways a planned merge ends.
+enum class MergeStatus {
+  kMerged,     // written and swapped into the live set
+  kFailed,     // the merge or the swap failed; the inputs stay live
+  kDiscarded,  // merged, but the inputs changed before the swap (e.g. a reorg); output deleted
+  kStopped,    // the server stopped first; nothing published
+};
+
+struct MergeOutcome {
+  MergeStatus status = MergeStatus::kFailed;
+  std::vector<std::string> inputs;  // segment ids
+  std::optional<SegmentRecord> output;  // kMerged
+  std::string error;                    // kFailed, kStopped: why
+};
+
+struct PassResult {
+  bool ran = false;  // false if compaction is off
+  std::vector<MergeOutcome> merges;
+  int64_t files_considered = 0;
+  double seconds = 0;
+};
+
+// Progress events of a pass, for `sediment table compact`.
+struct PassProgress {
+  enum class Kind { kPlanned, kMerged, kFailed, kDiscarded } kind;
+  size_t groups = 0;  // for kPlanned
+  const MergeOutcome* merge = nullptr;
+};
+using ProgressFn = std::function<void(const PassProgress&)>;
+
+class Compactor {
+ public:
+  Compactor(TableRegistry* registry, blob::BlobStore* blobs, Clock* clock, TableMetrics* metrics,
+            const WriterConfig& writer, const WriterSettings& file_settings, const std::atomic<bool>* stopping);
+  ~Compactor();
+
+  // REQUIRES: no other pass on `id` runs (on any server: the caller holds the lease).
+  Result<PassResult> RunPass(const TableId& id, const ProgressFn& progress);
+  // Finishes queued merges and joins the pools.
+  void Shutdown();
+
+ private:
+  MergeOutcome MergeAndSwap(const TableInfo& table, const std::vector<SegmentRecord>& inputs);
+  // Counts and logs one outcome, and tells `progress`.
+  void Report(const TableId& id, const MergeOutcome& m, const ProgressFn& progress);
+
+  TableRegistry* const registry_;
+  blob::BlobStore* const blobs_;
+  Clock* const clock_;
+  TableMetrics* const metrics_;
+  const bool active_;
+  const PlannerSettings planner_;
+  const WriterSettings file_settings_;
+  const std::atomic<bool>* const stopping_;
+  std::unique_ptr<ThreadPool> merge_pool_;
+  std::unique_ptr<ThreadPool> footer_pool_;
+};
+
+}  // namespace sediment::table

@@ -1,0 +1,39 @@
+// MergeSegments: the merge itself — reads a group of adjacent segment files
+// and writes them as one new file in block order (spec: "merges each group
+// of two or more files into one new file"). It publishes nothing: the caller
+// (Compactor) swaps the output into the live set or deletes it.
+//
+// Footers are read metadata_concurrency at a time on `footer_pool`; then the
+// inputs are streamed one row group at a time, so memory holds one row group
+// per merge. A file whose schema or row count disagrees with the registry
+// fails the merge, named by its path.
+//
+// Thread-safety: a pure function of its inputs apart from the blob store;
+// safe to run many at once.
+#pragma once
+
+#include <atomic>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/executor.h"
+#include "base/status.h"
+#include "blob/blob.h"
+#include "table/parquet_io.h"
+#include "table/registry.h"
+
+namespace sediment::table {
+
+struct MergeContext {
+  blob::BlobStore* blobs = nullptr;
+  ThreadPool* footer_pool = nullptr;
+  const WriterSettings* file_settings = nullptr;
+  const std::atomic<bool>* stopping = nullptr;  // Cancelled once set
+};
+
+// The output's record (id, path, block range, hashes, generation, parents,
+// sizes), with its file written. Cancelled if `stopping` was set.
+Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& table,
+                                    const std::vector<SegmentRecord>& inputs, TimePoint now);
+
+}  // namespace sediment::table

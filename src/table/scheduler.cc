@@ -1,0 +1,128 @@
+#include "table/scheduler.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "kv/lease.h"
+
+namespace sediment::table {
+
+// ---------------------------------------------------------------- leases
+
+std::string TableLeases::Key(const TableId& id) { return fmt::format("t/lease/{}/{}", id.dataset, id.table); }
+
+Result<bool> TableLeases::Hold(const TableId& id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    taken_.insert(id);  // remembered, so ReleaseAll() releases it
+  }
+  kv::Lease lease(kv_, Key(id), server_id_, ttl_);
+  return lease.TryAcquire(clock_->Now());
+}
+
+Result<std::string> TableLeases::Holder(const TableId& id) {
+  kv::Lease lease(kv_, Key(id), server_id_, ttl_);
+  return lease.Holder(clock_->Now());
+}
+
+void TableLeases::ReleaseAll() {
+  std::set<TableId> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ids.swap(taken_);
+  }
+  for (const auto& id : ids) {
+    kv::Lease lease(kv_, Key(id), server_id_, ttl_);
+    Status st = lease.Release();
+    if (!st.ok()) spdlog::warn("table {}: cannot release the compaction lease: {}", id.ToString(), st.ToString());
+  }
+}
+
+// ---------------------------------------------------------------- scheduler
+
+CompactionScheduler::CompactionScheduler(const CompactorConfig& config, Clock* clock, TableLeases* leases,
+                                         PassFn pass)
+    : config_(config),
+      clock_(clock),
+      leases_(leases),
+      pass_(std::move(pass)),
+      pass_pool_(std::make_unique<ThreadPool>("table-passes", 2, 1024)) {}
+
+CompactionScheduler::~CompactionScheduler() { Stop(); }
+
+void CompactionScheduler::Start(std::function<void()> tick) {
+  started_ = true;
+  double interval = std::max(1.0, config_.min_interval);
+  timer_ = std::make_unique<PeriodicTask>(
+      "table-timer", std::chrono::milliseconds(static_cast<int64_t>(interval * 1000)), std::move(tick));
+  timer_->Start();
+}
+
+void CompactionScheduler::Stop() {
+  stopping_ = true;
+  if (timer_) timer_->Stop();
+  pass_pool_->Shutdown();
+}
+
+std::shared_ptr<CompactionScheduler::TableState> CompactionScheduler::State(const TableId& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& s = states_[id];
+  if (!s) s = std::make_shared<TableState>();
+  return s;
+}
+
+void CompactionScheduler::Request(const TableId& id) {
+  if (!config_.active || stopping_ || !started_) return;
+  auto state = State(id);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TimePoint now = clock_->Now();
+    if (state->scheduled) return;
+    if (state->last_started != TimePoint{} && now - state->last_started < SecondsToDuration(config_.min_interval)) {
+      return;
+    }
+    state->scheduled = true;
+    state->last_started = now;
+  }
+  Status st = pass_pool_->TrySubmit([this, id, state] { RunScheduled(id, state); });
+  if (!st.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    state->scheduled = false;
+  }
+}
+
+void CompactionScheduler::RunScheduled(const TableId& id, const std::shared_ptr<TableState>& state) {
+  {
+    std::unique_lock<std::mutex> pass(state->pass_mu, std::try_to_lock);
+    auto mine = leases_->Hold(id);  // one server at a time compacts a table
+    if (pass.owns_lock() && !stopping_ && mine.ok() && *mine) {
+      auto r = pass_(id, nullptr);
+      if (!r.ok()) spdlog::warn("table {}: compaction pass failed: {}", id.ToString(), r.status().ToString());
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  state->scheduled = false;
+}
+
+void CompactionScheduler::WaitIdle() { pass_pool_->WaitIdle(); }
+
+Result<PassResult> CompactionScheduler::RunNow(const TableId& id, const ProgressFn& progress) {
+  ARROW_ASSIGN_OR_RAISE(bool mine, leases_->Hold(id));
+  if (!mine) {
+    auto holder = leases_->Holder(id);
+    return Busy(fmt::format("table {} is being compacted by another server ({}); try again later", id.ToString(),
+                            holder.ok() ? *holder : "?"));
+  }
+  auto state = State(id);
+  std::lock_guard<std::mutex> pass(state->pass_mu);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    state->last_started = clock_->Now();
+  }
+  return pass_(id, progress);
+}
+
+}  // namespace sediment::table
