@@ -30,7 +30,11 @@ def rows(start, end, per_block=3, fork=0, schema=SCHEMA):
                             pa.array(value, pa.int64())], schema=schema)
 
 
-def ipc(*batches, schema=SCHEMA):
+def ipc(*batches, schema=SCHEMA, block_hashes=None):
+    """An Arrow IPC stream; block_hashes (hex, the segment's last blocks) go in
+    the schema metadata as sediment.block_hashes."""
+    if block_hashes:
+        schema = schema.with_metadata({"sediment.block_hashes": ",".join(block_hashes)})
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, schema) as w:
         for b in batches:
@@ -38,10 +42,15 @@ def ipc(*batches, schema=SCHEMA):
     return sink.getvalue().to_pybytes()
 
 
-def append(server, table, start, end, fork=0, parent_fork=None, per_block=3, body=None, ds="eth"):
+def append(server, table, start, end, fork=0, parent_fork=None, per_block=3, body=None, ds="eth",
+           parent_hash=None, force=None):
+    """Appends blocks [start, end] of `fork` with every block's hash, as a chain indexer does."""
     parent_fork = fork if parent_fork is None else parent_fork
     params = {"start_block": start, "end_block": end, "end_hash": block_hash(end, fork),
-              "parent_hash": block_hash(start - 1, parent_fork)}
+              "parent_hash": parent_hash or block_hash(start - 1, parent_fork)}
+    if force is not None:
+        params["force"] = force
     if body is None:
-        body = ipc(rows(start, end, per_block, fork))
+        body = ipc(rows(start, end, per_block, fork),
+                   block_hashes=[block_hash(b, fork) for b in range(start, end + 1)])
     return server.post(f"/api/v1/datasets/{ds}/tables/{table}/segments", params=params, data=body)

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import run_sediment
-from tables_util import SCHEMA, append, ipc, rows
+from tables_util import SCHEMA, append, block_hash, ipc, rows
 
 T = "/api/v1/datasets/eth/tables/logs"
 
@@ -127,6 +127,32 @@ def test_reorg_over_http(server):
     files = server.get(T + "/files").json()["files"]
     assert [(f["start_block"], f["end_block"]) for f in files] == [(0, 4), (5, 9), (10, 11), (12, 22)]
     assert "table_reorgs_total{dataset=\"eth\",table=\"logs\"} 1" in server.get("/metrics").text
+
+
+def test_unproven_reorg_is_refused_and_changes_nothing(server, tmp_path):
+    """Seen by trying: 40 one-block segments (80 rows), a compaction, then one
+    append at block 10 whose parent hash matches nothing: 201, and 21 rows left."""
+    create(server)
+    for b in range(40):
+        assert append(server, "logs", b, b, per_block=2).status_code == 201
+    assert server.post(T + "/compact").status_code == 200
+    before = server.get(T + "/files").json()
+    before_objects = object_files(server, tmp_path)
+    bogus = "ee" * 32
+    r = append(server, "logs", 10, 10, fork=1, parent_hash=bogus, per_block=2)
+    assert r.status_code == 409, r.text
+    message = r.json()["message"]
+    assert "block 9" in message and bogus in message and block_hash(9) in message, message
+    assert server.get(T + "/files").json() == before
+    assert object_files(server, tmp_path) == before_objects, "no file left behind"
+    assert sum(f["rows"] for f in before["files"]) == 80
+    r = append(server, "logs", 10, 10, fork=1, parent_hash=bogus, per_block=2, force="maybe")
+    assert r.status_code == 400 and "force must be true or false" in r.json()["message"], r.text
+    # force=true: the operator takes responsibility; logged and counted.
+    r = append(server, "logs", 10, 10, fork=1, parent_hash=bogus, per_block=2, force="true")
+    assert r.status_code == 201, r.text
+    assert r.json()["reorg"] is True
+    assert "table_forced_reorgs_total{dataset=\"eth\",table=\"logs\"} 1" in server.get("/metrics").text
 
 
 def test_compact_histogram_and_cli(server, tmp_path):

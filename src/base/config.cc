@@ -106,6 +106,7 @@ const std::vector<Option>& Options() {
          return r.ok() ? std::string() : r.status().message();
        })},
       {"writer.max_row_group_mb", FIELD(writer.max_row_group_mb), T::kInt, IntAtLeast(1)},
+      {"writer.max_reorg_depth", FIELD(writer.max_reorg_depth), T::kInt, IntAtLeast(1)},
       {"writer.compactor.active", FIELD(writer.compactor.active), T::kBool, Any()},
       {"writer.compactor.min_interval", FIELD(writer.compactor.min_interval), T::kDouble, DoubleAtLeast(0)},
       {"writer.compactor.skip_latest_segments", FIELD(writer.compactor.skip_latest_segments), T::kInt, IntAtLeast(0)},

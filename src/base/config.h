@@ -83,6 +83,10 @@ struct WriterConfig {
   double overflow = 1.0;
   std::string compression = "zstd(1)";
   int64_t max_row_group_mb = 128;
+  // How many of a table's newest blocks keep their hashes, so an append that
+  // replaces them (a reorg) is proven against the stored hash of the block
+  // before it. A deeper reorg is refused unless the request says force.
+  int64_t max_reorg_depth = 1024;
   CompactorConfig compactor;
 };
 

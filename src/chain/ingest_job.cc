@@ -164,6 +164,12 @@ Status IngestJob::PollTableLocked(ChainTable table, uint64_t head) {
     uint64_t end = next + blocks - 1;
     ChainBatchReader reader(&generator_, table, next, end, head);
     table::AppendRequest req{next, end, generator_.BlockHashHex(end, head), generator_.BlockHashHex(next - 1, head)};
+    // Every block's hash within the table's reorg window, so a later reorg
+    // from inside this segment can be proven.
+    uint64_t window = static_cast<uint64_t>(writer.max_reorg_depth);
+    for (uint64_t b = end >= next + window ? end - window + 1 : next; b <= end; ++b) {
+      req.block_hashes.push_back(generator_.BlockHashHex(b, head));
+    }
     auto result = tables_->Append(id, req, &reader);
     if (!result.ok())
       return WithContext(result.status(), fmt::format("job {}: appending {}", config_.dataset, id.ToString()));

@@ -45,6 +45,34 @@ Result<std::string> StrParam(const httplib::Request& req, const char* name) {
   return req.get_param_value(name);
 }
 
+// ?force=true|false (default false): accept a reorg that cannot be proven.
+Result<bool> ForceParam(const httplib::Request& req) {
+  if (!req.has_param("force")) return false;
+  std::string v = req.get_param_value("force");
+  if (v == "true" || v == "1") return true;
+  if (v == "false" || v == "0") return false;
+  return InvalidArgument(fmt::format("force must be true or false, not \"{}\"", v));
+}
+
+// Per-block hashes travel in the Arrow IPC stream's schema metadata:
+// sediment.block_hashes = "<hex>,<hex>,..." for the segment's last blocks,
+// ending with end_block's.
+Result<std::vector<std::string>> BlockHashesOf(const arrow::Schema& schema) {
+  std::vector<std::string> out;
+  const auto& md = schema.metadata();
+  if (!md) return out;
+  int i = md->FindKey("sediment.block_hashes");
+  if (i < 0) return out;
+  std::string_view list = md->value(i);
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    out.emplace_back(list.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
 json SegmentJson(const SegmentRecord& s) {
   return {{"id", s.id},
           {"path", s.path},
@@ -237,6 +265,16 @@ void RegisterTablesApi(HttpServer* http, TableService* tables) {
         if (!st.ok()) return ReplyError(res, st);
         auto stream = body.OpenArrowStream();
         if (!stream.ok()) return ReplyError(res, stream.status());
+        if (auto forced = ForceParam(req); forced.ok()) {
+          append.force = *forced;
+        } else {
+          return ReplyError(res, forced.status());
+        }
+        if (auto hashes = BlockHashesOf(*(*stream)->schema()); hashes.ok()) {
+          append.block_hashes = std::move(*hashes);
+        } else {
+          return ReplyError(res, hashes.status());
+        }
         auto result = tables->Append(*id, append, stream->get());
         if (!result.ok()) return ReplyError(res, result.status());
         json j = SegmentJson(result->segment);

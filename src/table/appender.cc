@@ -29,11 +29,15 @@ std::mutex& Appender::CommitMutex(const TableId& id) {
 Result<AppendResult> Appender::Append(const TableId& id, const AppendRequest& request,
                                       arrow::RecordBatchReader* batches) {
   ARROW_ASSIGN_OR_RAISE(TableInfo table, registry_->GetTable(id));
-  ARROW_ASSIGN_OR_RAISE(SegmentRecord seg, WriteSegment(table, request, batches));
-  auto result = Commit(table, seg);
+  ARROW_ASSIGN_OR_RAISE(SegmentRecord seg, NewSegment(table, request, batches));
+  ARROW_ASSIGN_OR_RAISE(auto hashes, RequestHashes(request, seg));
+  Status written = WriteSegment(table, request, batches, &seg);
+  auto result = written.ok() ? Commit(table, seg, hashes, request.force) : Result<AppendResult>(written);
   if (!result.ok()) {
     Status del = blobs_->Delete(seg.path);
-    if (!del.ok()) spdlog::warn("{}: cannot delete unused {}: {}", id.ToString(), seg.path, del.ToString());
+    if (!del.ok() && !IsNotFound(del)) {
+      spdlog::warn("{}: cannot delete unused {}: {}", id.ToString(), seg.path, del.ToString());
+    }
     return result.status();
   }
   metrics_->appends.With(Labels(id)).Add();
@@ -43,8 +47,8 @@ Result<AppendResult> Appender::Append(const TableId& id, const AppendRequest& re
   return result;
 }
 
-Result<SegmentRecord> Appender::WriteSegment(const TableInfo& table, const AppendRequest& request,
-                                             arrow::RecordBatchReader* batches) {
+Result<SegmentRecord> Appender::NewSegment(const TableInfo& table, const AppendRequest& request,
+                                           arrow::RecordBatchReader* batches) {
   const TableId& id = table.id;
   if (request.end_block < request.start_block) {
     return InvalidArgument(
@@ -57,16 +61,42 @@ Result<SegmentRecord> Appender::WriteSegment(const TableInfo& table, const Appen
     return InvalidArgument(fmt::format("the batches' schema does not match table {}: got {}; want {}", id.ToString(),
                                        batches->schema()->ToString(), table.schema->ToString()));
   }
-  ARROW_ASSIGN_OR_RAISE(int block_col, BlockColumn(*table.schema));
   seg.id = NewSegmentId(request.start_block);
   seg.path = TableRegistry::SegmentPath(id, seg.id);
   seg.start = request.start_block;
   seg.end = request.end_block;
   seg.generation = 0;
   seg.created_at_us = ToUnixMicros(clock_->Now());
+  return seg;
+}
 
-  ARROW_ASSIGN_OR_RAISE(auto writer, SegmentFileWriter::Open(blobs_, seg.path, table.schema, file_settings_,
-                                                             EncodeSegmentFileMetadata(seg)));
+Result<std::map<uint64_t, std::string>> Appender::RequestHashes(const AppendRequest& request,
+                                                                const SegmentRecord& seg) {
+  std::map<uint64_t, std::string> out;
+  const auto& given = request.block_hashes;
+  uint64_t blocks = seg.end - seg.start + 1;
+  if (given.size() > blocks) {
+    return InvalidArgument(fmt::format("block_hashes has {} hashes but the segment [{}, {}] has {} blocks",
+                                       given.size(), seg.start, seg.end, blocks));
+  }
+  for (size_t i = 0; i < given.size(); ++i) {
+    ARROW_ASSIGN_OR_RAISE(std::string h, NormalizeHash(fmt::format("block_hashes[{}]", i), given[i]));
+    out[seg.end - (given.size() - 1) + i] = std::move(h);
+  }
+  if (!given.empty() && out[seg.end] != seg.end_hash) {
+    return InvalidArgument(fmt::format("the last of block_hashes ({}) is not end_hash ({})", out[seg.end],
+                                       seg.end_hash));
+  }
+  out[seg.end] = seg.end_hash;
+  if (seg.start > 0) out[seg.start - 1] = seg.parent_hash;
+  return out;
+}
+
+Status Appender::WriteSegment(const TableInfo& table, const AppendRequest& request, arrow::RecordBatchReader* batches,
+                              SegmentRecord* seg) {
+  ARROW_ASSIGN_OR_RAISE(int block_col, BlockColumn(*table.schema));
+  ARROW_ASSIGN_OR_RAISE(auto writer, SegmentFileWriter::Open(blobs_, seg->path, table.schema, file_settings_,
+                                                             EncodeSegmentFileMetadata(*seg)));
   uint64_t prev = request.start_block;
   int64_t row = 0;
   while (true) {
@@ -88,37 +118,46 @@ Result<SegmentRecord> Appender::WriteSegment(const TableInfo& table, const Appen
     ARROW_RETURN_NOT_OK(writer->Write(batch));
   }
   ARROW_ASSIGN_OR_RAISE(FileFacts facts, writer->Finish());
-  seg.rows = facts.rows;
-  seg.bytes = facts.bytes;
-  seg.stored_bytes = facts.stored_bytes;
-  return seg;
+  seg->rows = facts.rows;
+  seg->bytes = facts.bytes;
+  seg->stored_bytes = facts.stored_bytes;
+  return Status::OK();
 }
 
-Result<AppendResult> Appender::Commit(const TableInfo& table, const SegmentRecord& seg) {
+Result<AppendResult> Appender::Commit(const TableInfo& table, const SegmentRecord& seg,
+                                      const std::map<uint64_t, std::string>& hashes, bool force) {
   const TableId& id = table.id;
   std::lock_guard<std::mutex> append_lock(CommitMutex(id));
   for (int attempt = 0;; ++attempt) {
     ARROW_ASSIGN_OR_RAISE(Snapshot snap, registry_->TakeSnapshot(id));
     AppendResult result;
     result.segment = seg;
-    ARROW_ASSIGN_OR_RAISE(LiveSetChange change, PlanChange(table, seg, snap.segments, &result));
+    ARROW_ASSIGN_OR_RAISE(LiveSetChange change, PlanChange(table, seg, snap, force, &result));
+    // Keep the hashes within the window below the new head (seg.end).
+    for (const auto& [block, hash] : hashes) {
+      if (block + max_reorg_depth_ > seg.end) change.put_hashes[block] = hash;
+    }
     Status st = registry_->Commit(id, change, clock_->Now());
     if (st.ok()) {
-      Committed(id, snap.segments, result);
+      Committed(id, snap.segments, result, force);
       return result;
     }
     if (result.rewritten) (void)blobs_->Delete(result.rewritten->path);
     if (!IsPreconditionFailed(st) || attempt >= 5) return st;
-    // The live set moved under us (a merge swapped in): look again.
+    // The live set moved under us (a merge swapped in, another append landed): look again.
   }
 }
 
-Result<LiveSetChange> Appender::PlanChange(const TableInfo& table, const SegmentRecord& seg,
-                                           const std::vector<SegmentRecord>& live, AppendResult* result) {
+Result<LiveSetChange> Appender::PlanChange(const TableInfo& table, const SegmentRecord& seg, const Snapshot& snap,
+                                           bool force, AppendResult* result) {
   const TableId& id = table.id;
+  const auto& live = snap.segments;
   LiveSetChange change;
   change.add.push_back(seg);
-  if (live.empty()) return change;
+  if (live.empty()) {
+    change.expect_version = snap.version;  // two first appends: one wins, the other looks again
+    return change;
+  }
   const SegmentRecord& last = live.back();
   if (seg.start == last.end + 1) {
     if (seg.parent_hash != last.end_hash) {
@@ -134,14 +173,14 @@ Result<LiveSetChange> Appender::PlanChange(const TableInfo& table, const Segment
     return Conflict(fmt::format("table {}: segment starts at block {} but the table ends at block {} (gap)",
                                 id.ToString(), seg.start, last.end));
   }
-  // A reorg: every live segment with blocks at or after seg.start is replaced.
+  // A reorg: proven against the stored hash of the block before it, then
+  // every live segment with blocks at or after seg.start is replaced.
+  ARROW_RETURN_NOT_OK(CheckReorg(id, seg, live, force));
   result->reorg = true;
+  ARROW_ASSIGN_OR_RAISE(change.drop_hashes, registry_->HashedBlocksFrom(id, seg.start));
   for (const auto& s : live) {
     if (s.end < seg.start) {
-      if (s.end + 1 == seg.start && s.end_hash != seg.parent_hash) {
-        return Conflict(fmt::format("table {}: parent_hash {} does not match the hash {} of block {}",
-                                    id.ToString(), seg.parent_hash, s.end_hash, s.end));
-      }
+      if (s.end + 1 == seg.start) change.keep.push_back(s);  // the proof must still hold when we commit
       continue;
     }
     change.remove.push_back(s);
@@ -154,17 +193,70 @@ Result<LiveSetChange> Appender::PlanChange(const TableInfo& table, const Segment
   return change;
 }
 
-void Appender::Committed(const TableId& id, const std::vector<SegmentRecord>& live, const AppendResult& result) {
+Result<std::optional<std::string>> Appender::StoredHash(const TableId& id, const std::vector<SegmentRecord>& live,
+                                                        uint64_t start) {
+  // The hash of block start - 1.
+  for (const auto& s : live) {
+    if (s.end + 1 == start) return std::optional<std::string>(s.end_hash);
+  }
+  if (!live.empty() && live.front().start == start) return std::optional<std::string>(live.front().parent_hash);
+  if (start == 0) return std::optional<std::string>();
+  return registry_->BlockHash(id, start - 1);
+}
+
+Status Appender::CheckReorg(const TableId& id, const SegmentRecord& seg, const std::vector<SegmentRecord>& live,
+                            bool force) {
+  const uint64_t head = live.back().end, first = live.front().start;
+  const std::string how = "nothing was changed; send force=true to replace the blocks anyway";
+  if (seg.start < first) {
+    if (force) return Status::OK();
+    return Conflict(fmt::format("table {}: the segment starts at block {}, before the table's first block {}; {}",
+                                id.ToString(), seg.start, first, how));
+  }
+  const uint64_t depth = head - seg.start + 1;
+  if (depth > max_reorg_depth_ && !force) {
+    return Conflict(fmt::format(
+        "table {}: a reorg from block {} replaces {} blocks (through block {}), more than max_reorg_depth {}; {}",
+        id.ToString(), seg.start, depth, head, max_reorg_depth_, how));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto stored, StoredHash(id, live, seg.start));
+  const std::string parent =
+      seg.start == 0 ? "the parent of block 0" : fmt::format("block {}", seg.start - 1);
+  if (!stored) {
+    if (force) return Status::OK();
+    return Conflict(fmt::format(
+        "table {}: no stored hash of {} to prove the reorg from block {} against (parent_hash {}); the table "
+        "keeps the hashes of segment ends and of the block_hashes writers send; {}",
+        id.ToString(), parent, seg.start, seg.parent_hash, how));
+  }
+  if (*stored != seg.parent_hash) {
+    if (force) {
+      spdlog::warn("table {}: forced reorg from block {}: parent_hash {} differs from the stored hash {} of {}",
+                   id.ToString(), seg.start, seg.parent_hash, *stored, parent);
+      return Status::OK();
+    }
+    return Conflict(fmt::format(
+        "table {}: parent_hash {} of the segment from block {} does not match the stored hash {} of {}; "
+        "nothing was changed",
+        id.ToString(), seg.parent_hash, seg.start, *stored, parent));
+  }
+  return Status::OK();
+}
+
+void Appender::Committed(const TableId& id, const std::vector<SegmentRecord>& live, const AppendResult& result,
+                         bool force) {
   const SegmentRecord& seg = result.segment;
   const auto& rewritten = result.rewritten;
   if (result.reorg) {
     metrics_->reorgs.With(Labels(id)).Add();
+    if (force) metrics_->forced_reorgs.With(Labels(id)).Add();
     bool into_merged = false;
     for (const auto& r : result.replaced) into_merged |= r.generation > 0;
     if (rewritten) metrics_->reorg_rewrites.With(Labels(id)).Add();
-    spdlog::info(
-        "table {}: reorg from block {} replaced {} file(s){}{}", id.ToString(), seg.start, result.replaced.size(),
-        into_merged ? ", reaching into a merged file" : "",
+    auto log = force ? spdlog::level::warn : spdlog::level::info;
+    spdlog::log(
+        log, "table {}: {}reorg from block {} replaced {} file(s){}{}", id.ToString(), force ? "forced " : "",
+        seg.start, result.replaced.size(), into_merged ? ", reaching into a merged file" : "",
         rewritten ? fmt::format("; {} rewritten to end at block {}", result.replaced.front().id, rewritten->end) : "");
   }
   std::vector<SegmentRecord> now_live;

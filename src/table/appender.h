@@ -5,10 +5,20 @@
 //
 // A segment that starts right after the table's last block must name that
 // block's hash as its parent_hash. A segment that starts at or before the
-// last block is a reorg: every live file with blocks at or after its start
-// is replaced, and a file that straddles the start is rewritten without the
-// replaced blocks. A race with a compaction swap (the live set moved) is
-// retried against the new live set.
+// last block is a reorg, and it must be proven: its parent_hash must be the
+// stored hash of block start_block - 1, and it may reach at most
+// max_reorg_depth blocks below the head (the table keeps the hashes of its
+// newest max_reorg_depth blocks: every segment's end and parent hash, and the
+// per-block hashes a writer sends). Anything else is refused with Conflict,
+// naming the block and both hashes, and changes nothing — unless the request
+// says `force`: then the reorg is accepted without proof (deeper than the
+// window, before the table's first block, where no hash is stored, or against
+// a hash that differs), logged as a warning and counted in
+// table_forced_reorgs_total. An accepted reorg replaces every live file with
+// blocks at or after its start, and a file that straddles the start is
+// rewritten without the replaced blocks. The first append to an empty table
+// requires the table to be still empty when it commits. A race with a
+// compaction swap (the live set moved) is retried against the new live set.
 //
 // Thread-safety: safe from many threads; appends to one table commit one at
 // a time on this server, and the registry's preconditions order them across
@@ -40,6 +50,12 @@ struct AppendRequest {
   uint64_t end_block = 0;
   std::string end_hash;     // hex
   std::string parent_hash;  // hex
+  // Optional: the hashes (hex) of the segment's last block_hashes.size()
+  // blocks, ending with end_block's (which must equal end_hash). Those within
+  // the reorg window are kept, so a later reorg from inside this segment can
+  // be proven.
+  std::vector<std::string> block_hashes{};
+  bool force = false;  // accept a reorg without proof (logged and counted)
 };
 
 struct AppendResult {
@@ -56,8 +72,13 @@ Result<int> BlockColumn(const arrow::Schema& schema);
 class Appender {
  public:
   Appender(TableRegistry* registry, blob::BlobStore* blobs, Clock* clock, TableMetrics* metrics,
-           const WriterSettings& file_settings)
-      : registry_(registry), blobs_(blobs), clock_(clock), metrics_(metrics), file_settings_(file_settings) {}
+           const WriterSettings& file_settings, uint64_t max_reorg_depth)
+      : registry_(registry),
+        blobs_(blobs),
+        clock_(clock),
+        metrics_(metrics),
+        file_settings_(file_settings),
+        max_reorg_depth_(max_reorg_depth) {}
 
   // Writes the batches as one segment covering [start_block, end_block]. The
   // batches must have the table's schema and block_num values inside the
@@ -65,15 +86,27 @@ class Appender {
   Result<AppendResult> Append(const TableId& id, const AppendRequest& request, arrow::RecordBatchReader* batches);
 
  private:
+  // The new segment's record, with the request checked (block range, hashes, schema).
+  Result<SegmentRecord> NewSegment(const TableInfo& table, const AppendRequest& request,
+                                   arrow::RecordBatchReader* batches);
   // Writes the segment's file from the batches, checking every block number.
-  Result<SegmentRecord> WriteSegment(const TableInfo& table, const AppendRequest& request,
-                                     arrow::RecordBatchReader* batches);
-  Result<AppendResult> Commit(const TableInfo& table, const SegmentRecord& seg);
-  // What committing `seg` over `live` changes; writes the straddling file's
+  Status WriteSegment(const TableInfo& table, const AppendRequest& request, arrow::RecordBatchReader* batches,
+                      SegmentRecord* seg);
+  // The block -> hash pairs the request proves (segment end and parent, and
+  // the per-block hashes), checked for form.
+  Result<std::map<uint64_t, std::string>> RequestHashes(const AppendRequest& request, const SegmentRecord& seg);
+  Result<AppendResult> Commit(const TableInfo& table, const SegmentRecord& seg,
+                              const std::map<uint64_t, std::string>& hashes, bool force);
+  // What committing `seg` over `snap` changes; writes the straddling file's
   // rewrite, if any, into result->rewritten.
-  Result<LiveSetChange> PlanChange(const TableInfo& table, const SegmentRecord& seg,
-                                   const std::vector<SegmentRecord>& live, AppendResult* result);
-  void Committed(const TableId& id, const std::vector<SegmentRecord>& live, const AppendResult& result);
+  Result<LiveSetChange> PlanChange(const TableInfo& table, const SegmentRecord& seg, const Snapshot& snap, bool force,
+                                   AppendResult* result);
+  // Conflict unless a reorg from seg.start is proven (or forced).
+  Status CheckReorg(const TableId& id, const SegmentRecord& seg, const std::vector<SegmentRecord>& live, bool force);
+  // The stored hash of `block`: a live segment's end or first parent, else the window.
+  Result<std::optional<std::string>> StoredHash(const TableId& id, const std::vector<SegmentRecord>& live,
+                                                uint64_t block);
+  void Committed(const TableId& id, const std::vector<SegmentRecord>& live, const AppendResult& result, bool force);
   Result<SegmentRecord> RewriteWithout(const TableInfo& table, const SegmentRecord& s, uint64_t cut_block,
                                        const std::string& end_hash);
   std::mutex& CommitMutex(const TableId& id);
@@ -83,6 +116,7 @@ class Appender {
   Clock* const clock_;
   TableMetrics* const metrics_;
   const WriterSettings file_settings_;
+  const uint64_t max_reorg_depth_;
   std::mutex mu_;
   std::map<TableId, std::unique_ptr<std::mutex>> commit_mu_;  // GUARDED_BY(mu_)
 };

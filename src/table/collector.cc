@@ -16,6 +16,10 @@ Result<GcResult> Collector::RunGc(const TableId& id) {
   if (!mine) return result;
   ARROW_RETURN_NOT_OK(
       registry_->PruneHistory(id, ToUnixMicros(clock_->Now() - std::chrono::hours(24 * TableRegistry::kHistoryDays))));
+  ARROW_ASSIGN_OR_RAISE(Snapshot live, registry_->TakeSnapshot(id));
+  if (!live.segments.empty() && live.segments.back().end + 1 > max_reorg_depth_) {
+    ARROW_RETURN_NOT_OK(registry_->PruneBlockHashes(id, live.segments.back().end + 1 - max_reorg_depth_));
+  }
   ARROW_ASSIGN_OR_RAISE(auto entries, registry_->ListGc(id));
   TimePoint now = clock_->Now();
   for (const auto& e : entries) {

@@ -5,7 +5,8 @@
 // RunGc deletes each GC-manifest file once gc_manifest_grace_period has
 // passed since it left the live set and no snapshot on this server holds it
 // (SnapshotPins); only the holder of the table's lease collects. It also
-// prunes the append history past its retention. SweepOrphans deletes files
+// prunes the append history past its retention and the block hashes that
+// fell out of the reorg window (max_reorg_depth). SweepOrphans deletes files
 // under the table's prefix that are neither live nor in the manifest — left
 // by a crash between writing a file and committing it.
 //
@@ -34,14 +35,15 @@ struct GcResult {
 class Collector {
  public:
   Collector(TableRegistry* registry, blob::BlobStore* blobs, Clock* clock, TableMetrics* metrics,
-            const SnapshotPins* pins, TableLeases* leases, Duration grace)
+            const SnapshotPins* pins, TableLeases* leases, Duration grace, uint64_t max_reorg_depth)
       : registry_(registry),
         blobs_(blobs),
         clock_(clock),
         metrics_(metrics),
         pins_(pins),
         leases_(leases),
-        grace_(grace) {}
+        grace_(grace),
+        max_reorg_depth_(max_reorg_depth) {}
 
   Result<GcResult> RunGc(const TableId& id);
   // Deletes files under the table's prefix that are neither live nor in the
@@ -56,6 +58,7 @@ class Collector {
   const SnapshotPins* const pins_;
   TableLeases* const leases_;
   const Duration grace_;
+  const uint64_t max_reorg_depth_;
 };
 
 }  // namespace sediment::table

@@ -25,6 +25,25 @@ std::string SegKey(const TableId& id, uint64_t start) { return SegPrefix(id) + f
 std::string GcPrefix(const TableId& id) { return fmt::format("t/gc/{}/{}/", id.dataset, id.table); }
 std::string HistPrefix(const TableId& id) { return fmt::format("t/hist/{}/{}/", id.dataset, id.table); }
 std::string VerKey(const TableId& id) { return fmt::format("t/ver/{}/{}", id.dataset, id.table); }
+std::string HashPrefix(const TableId& id) { return fmt::format("t/bh/{}/{}/", id.dataset, id.table); }
+std::string HashKey(const TableId& id, uint64_t block) { return HashPrefix(id) + fmt::format("{:020}", block); }
+
+// A stored block hash: {"v":1,"h":"<hex>"}.
+std::string EncodeBlockHash(const std::string& hex) { return json{{"v", 1}, {"h", hex}}.dump(); }
+
+Result<std::string> DecodeBlockHash(const std::string& key, const std::string& text) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.value("v", 0) != 1 || !j.contains("h") || !j["h"].is_string()) {
+    return Status::IOError(fmt::format("{}: malformed block hash record", key));
+  }
+  return j["h"].get<std::string>();
+}
+
+Result<uint64_t> BlockOfHashKey(const TableId& id, const std::string& key) {
+  std::string digits = key.substr(HashPrefix(id).size());
+  if (digits.size() != 20) return Status::IOError(fmt::format("{}: malformed block hash key", key));
+  return std::stoull(digits);
+}
 
 std::string NewToken() {
   thread_local std::mt19937_64 rng(std::random_device{}());
@@ -150,6 +169,12 @@ Status TableRegistry::Commit(const TableId& id, const LiveSetChange& change, Tim
     if (!freed.count(a.start)) batch.Require(kv::Precondition::Absent(key));
     batch.Put(key, EncodeSegmentRecord(a));
   }
+  if (change.expect_version) {
+    batch.Require(change.expect_version->empty() ? kv::Precondition::Absent(VerKey(id))
+                                                 : kv::Precondition::Equals(VerKey(id), *change.expect_version));
+  }
+  for (uint64_t b : change.drop_hashes) batch.Delete(HashKey(id, b));
+  for (const auto& [b, h] : change.put_hashes) batch.Put(HashKey(id, b), EncodeBlockHash(h));
   batch.Put(VerKey(id), NewToken());
   return kv_->Apply(batch);
 }
@@ -177,6 +202,37 @@ Status TableRegistry::PruneHistory(const TableId& id, int64_t before_us) {
   std::string end = HistPrefix(id) + fmt::format("{:020}", std::max<int64_t>(0, before_us));
   std::vector<std::string> old;
   ARROW_RETURN_NOT_OK(kv_->ScanAll(HistPrefix(id), "", [&](const kv::KeyValue& kv) -> Result<bool> {
+    if (kv.key >= end) return false;
+    old.push_back(kv.key);
+    return true;
+  }));
+  for (const auto& k : old) ARROW_RETURN_NOT_OK(kv_->Delete(k));
+  return Status::OK();
+}
+
+Result<std::optional<std::string>> TableRegistry::BlockHash(const TableId& id, uint64_t block) {
+  std::string key = HashKey(id, block);
+  auto raw = kv_->Get(key);
+  if (IsNotFound(raw.status())) return std::optional<std::string>();
+  ARROW_RETURN_NOT_OK(raw.status());
+  ARROW_ASSIGN_OR_RAISE(std::string hex, DecodeBlockHash(key, *raw));
+  return std::optional<std::string>(std::move(hex));
+}
+
+Result<std::vector<uint64_t>> TableRegistry::HashedBlocksFrom(const TableId& id, uint64_t from) {
+  std::vector<uint64_t> out;
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(HashPrefix(id), HashKey(id, from), [&](const kv::KeyValue& kv) -> Result<bool> {
+    ARROW_ASSIGN_OR_RAISE(uint64_t b, BlockOfHashKey(id, kv.key));
+    out.push_back(b);
+    return true;
+  }));
+  return out;
+}
+
+Status TableRegistry::PruneBlockHashes(const TableId& id, uint64_t before) {
+  std::string end = HashKey(id, before);
+  std::vector<std::string> old;
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(HashPrefix(id), "", [&](const kv::KeyValue& kv) -> Result<bool> {
     if (kv.key >= end) return false;
     old.push_back(kv.key);
     return true;

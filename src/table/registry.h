@@ -8,6 +8,7 @@
 //   t/ver/<ds>/<t>                token replaced by every change of the live set
 //   t/lease/<ds>/<t>              which server compacts the table (kv::Lease; TableService)
 //   t/hist/<ds>/<t>/<time:020>-<id>  one record per appended segment, for the simulator's replay
+//   t/bh/<ds>/<t>/<block:020>     a block's hash, kept within the reorg window ([writer] max_reorg_depth)
 //
 // Live segments never overlap, so the first block is a unique, ordered key.
 // Every change is one KV batch: each removed segment must still be live and
@@ -23,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +64,11 @@ struct LiveSetChange {
   std::vector<SegmentRecord> remove;  // must be live and unchanged; they enter the GC manifest
   std::vector<SegmentRecord> add;
   std::vector<SegmentRecord> keep;  // must be live and unchanged; stay live
+  // Set: the live set must still be the one of this snapshot version ("" = a
+  // table that never had a segment). Appends to an empty table use it.
+  std::optional<std::string> expect_version;
+  std::map<uint64_t, std::string> put_hashes;  // block -> hash (hex), stored in the same batch
+  std::vector<uint64_t> drop_hashes;           // blocks whose stored hashes a reorg replaced
 };
 
 class TableRegistry {
@@ -84,6 +91,13 @@ class TableRegistry {
   Result<std::vector<AppendRecord>> AppendHistory(const TableId& id, int64_t since_us);
   // Deletes history records older than `before_us`.
   Status PruneHistory(const TableId& id, int64_t before_us);
+
+  // The stored hash of `block` (hex), if the reorg window holds it.
+  Result<std::optional<std::string>> BlockHash(const TableId& id, uint64_t block);
+  // Blocks at or after `from` that have a stored hash, in order.
+  Result<std::vector<uint64_t>> HashedBlocksFrom(const TableId& id, uint64_t from);
+  // Deletes stored hashes of blocks before `before` (they left the window).
+  Status PruneBlockHashes(const TableId& id, uint64_t before);
 
   Result<std::vector<GcEntry>> ListGc(const TableId& id);
   Status RemoveGcEntry(const TableId& id, const std::string& segment_id);

@@ -28,6 +28,7 @@ struct TableMetrics {
   MetricFamily<CounterMetric>& gc_failed;
   MetricFamily<CounterMetric>& orphans;
   MetricFamily<CounterMetric>& reorgs;
+  MetricFamily<CounterMetric>& forced_reorgs;
   MetricFamily<CounterMetric>& reorg_rewrites;
   MetricFamily<CounterMetric>& appends;
   MetricFamily<GaugeMetric>& files;

@@ -41,11 +41,13 @@ TableService::TableService(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<blob
   const WriterSettings file_settings = FileSettings(writer);
   auto ttl = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(writer_.compactor.lease_ttl));
   leases_ = std::make_unique<TableLeases>(kv_, clock_.get(), NewServerId(), ttl);
-  appender_ = std::make_unique<Appender>(&registry_, blobs_.get(), clock_.get(), metrics_.get(), file_settings);
+  appender_ = std::make_unique<Appender>(&registry_, blobs_.get(), clock_.get(), metrics_.get(), file_settings,
+                                         static_cast<uint64_t>(writer_.max_reorg_depth));
   compactor_ = std::make_unique<Compactor>(&registry_, blobs_.get(), clock_.get(), metrics_.get(), writer_,
                                            file_settings, &stopping_);
   collector_ = std::make_unique<Collector>(&registry_, blobs_.get(), clock_.get(), metrics_.get(), &pins_,
-                                           leases_.get(), SecondsToDuration(writer_.compactor.gc_manifest_grace_period));
+                                           leases_.get(), SecondsToDuration(writer_.compactor.gc_manifest_grace_period),
+                                           static_cast<uint64_t>(writer_.max_reorg_depth));
   scheduler_ = std::make_unique<CompactionScheduler>(
       writer_.compactor, clock_.get(), leases_.get(),
       [this](const TableId& id, const ProgressFn& progress) { return RunPass(id, progress); });
