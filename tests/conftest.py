@@ -2,6 +2,7 @@
 import os
 import re
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -19,12 +20,12 @@ LISTENING = re.compile(r"listening on http://([^\s:]+):(\d+)")
 class Server:
     """A `sediment serve` process on a free port, with its stderr captured."""
 
-    def __init__(self, args, env=None, cwd=None):
+    def __init__(self, args, env=None, cwd=None, listen="127.0.0.1:0"):
         self.lines = []
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
         full_env.update(env or {})
         self.proc = subprocess.Popen(
-            [str(BINARY), "serve", "--listen", "127.0.0.1:0", *args],
+            [str(BINARY), "serve", "--listen", listen, *args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=full_env, cwd=cwd)
         self.port = None
         self._ready = threading.Event()
@@ -74,11 +75,12 @@ class Server:
 def start_server(tmp_path):
     servers = []
 
-    def start(*args, env=None, data_dir=None, cwd=None):
+    def start(*args, env=None, data_dir=None, cwd=None, listen="127.0.0.1:0"):
         args = list(args)
         if "--data-dir" not in args:
             args += ["--data-dir", str(data_dir or tmp_path / "data")]
-        s = Server(args, env=env, cwd=cwd)
+        s = Server(args, env=env, cwd=cwd, listen=listen)
+        s.data_dir = Path(args[args.index("--data-dir") + 1])
         servers.append(s)
         return s
 
@@ -86,6 +88,12 @@ def start_server(tmp_path):
     for s in servers:
         if s.proc.poll() is None:
             s.stop(signal.SIGKILL)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def run_sediment(*args, env=None, cwd=None, timeout=30):

@@ -102,8 +102,8 @@ def holder_of(servers):
     for s in servers:
         r = s.post(T + "/compact")
         if r.status_code == 503:
-            for other in servers:
-                if f"-{other.proc.pid}-" in r.json()["message"]:
+            for other in servers:  # a server's name in leases is kept in its data directory
+                if f"({(other.data_dir / 'server-id').read_text().strip()})" in r.json()["message"]:
                     return other
     return None
 

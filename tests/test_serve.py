@@ -1,10 +1,12 @@
 """`sediment serve`: health, metrics, shutdown, and start-up errors."""
 import signal
 import socket
+import time
 
 import pytest
+import requests
 
-from conftest import run_sediment
+from conftest import free_port, run_sediment
 
 
 def test_healthcheck_and_metrics(start_server, tmp_path):
@@ -42,6 +44,33 @@ def test_restart_on_same_data_dir(start_server, tmp_path):
     assert s.stop() == 0
     s2 = start_server()  # RocksDB lock released, data dir reused
     assert s2.get("/api/v1/healthcheck").status_code == 204
+
+
+def test_restart_right_after_sigkill_with_clients_connected(start_server):
+    """Seen by trying: after a SIGKILL, serve on the same address failed with
+    "Address already in use" for about a minute (connections in TIME_WAIT)."""
+    port = free_port()
+    for _ in range(3):
+        s = start_server(listen=f"127.0.0.1:{port}")
+        sessions = [requests.Session() for _ in range(8)]
+        for sess in sessions:  # keep-alive connections the server holds open
+            assert sess.get(s.url + "/api/v1/healthcheck", timeout=10).status_code == 204
+        s.stop(signal.SIGKILL)
+        for sess in sessions:
+            sess.close()
+        started = time.monotonic()
+        s2 = start_server(listen=f"127.0.0.1:{port}")
+        assert s2.get("/api/v1/healthcheck").status_code == 204
+        assert time.monotonic() - started < 10
+        s2.stop(signal.SIGKILL)
+
+
+def test_a_second_server_cannot_share_a_port(start_server, tmp_path):
+    port = free_port()
+    start_server(listen=f"127.0.0.1:{port}")
+    code, out = run_sediment("serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(tmp_path / "other"))
+    assert code != 0
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in out
 
 
 def test_env_override_and_json_logs(start_server):

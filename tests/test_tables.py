@@ -1,6 +1,7 @@
 """Tables over HTTP and the CLI: create, append, reorg, compact, GC, histogram."""
 import json
 import os
+import signal
 import time
 import uuid
 
@@ -153,6 +154,25 @@ def test_unproven_reorg_is_refused_and_changes_nothing(server, tmp_path):
     assert r.status_code == 201, r.text
     assert r.json()["reorg"] is True
     assert "table_forced_reorgs_total{dataset=\"eth\",table=\"logs\"} 1" in server.get("/metrics").text
+
+
+def test_a_restarted_server_compacts_at_once(start_server, tmp_path, backend):
+    """Seen by trying: a server restarted after a SIGKILL waited for its own dead
+    predecessor's table leases to expire (lease_ttl, 60 s) before it compacted."""
+    cfg = tmp_path / "sediment.toml"
+    cfg.write_text(CONFIG + backend)
+    s = start_server("--config", str(cfg))
+    create(s)
+    for start in range(0, 20, 4):
+        assert append(s, "logs", start, start + 3).status_code == 201
+    assert s.post(T + "/compact").status_code == 200  # takes the table's lease (60 s)
+    for start in range(20, 40, 4):
+        assert append(s, "logs", start, start + 3).status_code == 201
+    s.stop(signal.SIGKILL)
+    s2 = start_server("--config", str(cfg))  # same data directory: same server
+    r = s2.post(T + "/compact")
+    assert r.status_code == 200, r.text
+    assert any(m.get("output") for m in r.json()["merges"]), r.json()
 
 
 def test_compact_histogram_and_cli(server, tmp_path):

@@ -22,6 +22,7 @@
 #include "server/jobs_api.h"
 #include "server/lakefs_api.h"
 #include "server/scan_api.h"
+#include "server/server_identity.h"
 #include "server/tables_api.h"
 #include "table/table_service.h"
 
@@ -74,7 +75,11 @@ Status App::Start() {
     ARROW_ASSIGN_OR_RAISE(blobs_, blob::OpenBlobStore(config_.ObjectsUri(), config_.storage.s3));
   }
 
-  tables_ = std::make_unique<table::TableService>(kv_, blobs_, clock_, &metrics_, config_.writer);
+  // A stable name, so after a crash this server takes its own leases back at once.
+  std::error_code ignored;
+  std::filesystem::create_directories(config_.storage.data_dir, ignored);
+  identity_ = ServerIdentity::Claim(config_.storage.data_dir);
+  tables_ = std::make_unique<table::TableService>(kv_, blobs_, clock_, &metrics_, config_.writer, identity_->id());
   // A shared database means other servers may be publishing files right now:
   // only files older than an hour (far longer than any merge) are orphans then.
   bool shared = config_.database.type == "postgres";

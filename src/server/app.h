@@ -46,6 +46,7 @@ namespace server {
 
 class HttpServer;
 class AuthService;
+class ServerIdentity;
 
 struct AppDeps {
   // Each left null is created from the config.
@@ -84,6 +85,7 @@ class App {
   MetricsRegistry metrics_;
   std::shared_ptr<kv::KvStore> kv_;
   std::shared_ptr<blob::BlobStore> blobs_;
+  std::unique_ptr<ServerIdentity> identity_;
   std::unique_ptr<table::TableService> tables_;
   std::unique_ptr<chain::JobManager> jobs_;
   std::unique_ptr<catalog::Catalog> catalog_;

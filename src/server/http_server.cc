@@ -15,6 +15,15 @@
 namespace sediment::server {
 namespace {
 
+// The listener's socket options, for the probe and the real listener alike.
+// SO_REUSEADDR lets a restarted server bind at once while the connections of
+// its killed predecessor sit in TIME_WAIT; SO_REUSEPORT (httplib's default on
+// Linux) is left off, so a second live server cannot share the port.
+void ListenerSocketOptions(int fd) {
+  int yes = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+}
+
 // Tries to bind HOST:PORT ourselves to learn why it fails (httplib only says no).
 Status ProbeBind(const std::string& host, int port) {
   addrinfo hints{};
@@ -34,8 +43,7 @@ Status ProbeBind(const std::string& host, int port) {
       err = errno;
       continue;
     }
-    int yes = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    ListenerSocketOptions(fd);
     if (::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
       ::close(fd);
       ::freeaddrinfo(result);
@@ -186,6 +194,7 @@ void HttpServer::HandleStream(const std::string& method, const std::string& patt
 }
 
 Status HttpServer::Bind(const std::string& host, int port) {
+  server_.set_socket_options([](socket_t fd) { ListenerSocketOptions(fd); });
   ARROW_RETURN_NOT_OK(ProbeBind(host, port));
   if (port == 0) {
     int p = server_.bind_to_any_port(host);

@@ -30,7 +30,8 @@ ReadSnapshot::~ReadSnapshot() {
 }
 
 TableService::TableService(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<blob::BlobStore> blobs,
-                           std::shared_ptr<Clock> clock, MetricsRegistry* metrics, const WriterConfig& writer)
+                           std::shared_ptr<Clock> clock, MetricsRegistry* metrics, const WriterConfig& writer,
+                           std::string server_id)
     : kv_(kv),
       blobs_(std::move(blobs)),
       clock_(std::move(clock)),
@@ -40,7 +41,8 @@ TableService::TableService(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<blob
       registry_(kv) {
   const WriterSettings file_settings = FileSettings(writer);
   auto ttl = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(writer_.compactor.lease_ttl));
-  leases_ = std::make_unique<TableLeases>(kv_, clock_.get(), NewServerId(), ttl);
+  if (server_id.empty()) server_id = NewServerId();
+  leases_ = std::make_unique<TableLeases>(kv_, clock_.get(), std::move(server_id), ttl);
   appender_ = std::make_unique<Appender>(&registry_, blobs_.get(), clock_.get(), metrics_.get(), file_settings,
                                          static_cast<uint64_t>(writer_.max_reorg_depth));
   compactor_ = std::make_unique<Compactor>(&registry_, blobs_.get(), clock_.get(), metrics_.get(), writer_,

@@ -67,8 +67,11 @@ class ReadSnapshot {
 
 class TableService {
  public:
+  // `server_id` names this server in table leases; a server that keeps its
+  // name across restarts takes its own leases back at once. Empty: a fresh
+  // name for this process.
   TableService(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<blob::BlobStore> blobs, std::shared_ptr<Clock> clock,
-               MetricsRegistry* metrics, const WriterConfig& writer);
+               MetricsRegistry* metrics, const WriterConfig& writer, std::string server_id = "");
   ~TableService();
 
   // Removes orphaned files of every table (left by a crash), starts the timer.
