@@ -1,5 +1,6 @@
 // Catalog: construction, the background drop of dead staging tokens, and the
 // helpers every part of the catalog shares (see catalog.h for the split).
+#include "base/failpoint.h"
 #include "catalog/catalog.h"
 
 #include <fmt/format.h>
@@ -69,6 +70,7 @@ Status Catalog::DropDeadTokens() {
   for (const auto& item : page.items) {
     std::string token = item.key.substr(4);
     ARROW_RETURN_NOT_OK(internal::DeletePrefix(*kv_, StagingPrefix(token)));
+    SEDIMENT_FAILPOINT("catalog.tokens.after_drop");
     ARROW_RETURN_NOT_OK(kv_->Delete(item.key));
   }
   return Status::OK();

@@ -9,6 +9,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "base/failpoint.h"
 #include "base/executor.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
@@ -105,17 +106,20 @@ Result<CompactionResult> Catalog::CompactStaging(const std::string& repo_id, con
   // 1. Seal: writes from now on go to a fresh token and stay staged over the result.
   ARROW_ASSIGN_OR_RAISE(auto sealed, Seal(repo_id, branch));
   if (after_seal) after_seal();
+  SEDIMENT_FAILPOINT("catalog.compact.after_seal");
   const Branch& b = sealed.branch;
 
   // 2. Fold every sealed token into the base: the previous compaction, else the commit.
   ARROW_ASSIGN_OR_RAISE(auto mr, FoldSealed(repo, b, &result.stats));
   result.staged_entries = result.stats.changes;
+  SEDIMENT_FAILPOINT("catalog.compact.after_fold");
 
   // 3. Swap, unless a commit or reset made the work stale; later seals are kept.
   auto update = [&](Branch* next) { next->compacted_meta_range_id = mr->id; };
   ARROW_ASSIGN_OR_RAISE(auto swap, SwapFolded(repo_id, branch, b, update, kCasRetries));
   switch (swap.outcome) {
     case SwapOutcome::kSwapped:
+      SEDIMENT_FAILPOINT("catalog.compact.after_swap");
       result.outcome = CompactionOutcome::kCompleted;
       result.meta_range_id = mr->id;
       return result;
@@ -162,6 +166,7 @@ Result<Commit> Catalog::CommitOnce(const Repository& repo, const std::string& br
   }
   ARROW_ASSIGN_OR_RAISE(auto sealed, Seal(repo_id, branch));
   if (after_commit_seal_) after_commit_seal_();
+  SEDIMENT_FAILPOINT("catalog.commit.after_seal");
   const Branch& b = sealed.branch;
 
   // 2. Apply the sealed tokens to the base meta-range.
@@ -181,13 +186,17 @@ Result<Commit> Catalog::CommitOnce(const Repository& repo, const std::string& br
   c.metadata = params.metadata;
   c.generation = parent.generation + 1;
   ARROW_RETURN_NOT_OK(StoreCommit(repo_id, &c).status());
+  SEDIMENT_FAILPOINT("catalog.commit.after_fold");
   auto update = [&](Branch* next) {
     next->commit_id = c.id;
     next->compacted_meta_range_id.clear();
   };
   // One try: a lost compare-and-swap fails the commit like any other change.
   ARROW_ASSIGN_OR_RAISE(auto swap, SwapFolded(repo_id, branch, b, update, /*attempts=*/1));
-  if (swap.outcome == SwapOutcome::kSwapped) return c;
+  if (swap.outcome == SwapOutcome::kSwapped) {
+    SEDIMENT_FAILPOINT("catalog.commit.after_swap");
+    return c;
+  }
   // Another commit, hard reset or merge; a compaction (then a new try can
   // succeed); a reset (do not commit what it dropped); or a lost race.
   if (swap.outcome == SwapOutcome::kCompactionMoved) *raced_compaction = true;

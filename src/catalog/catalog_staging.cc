@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "base/failpoint.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
 #include "kv/kv.h"
@@ -17,6 +18,7 @@ Status Catalog::WriteStaged(const std::string& repo_id, const std::string& branc
   for (int i = 0; i < internal::kCasRetries; ++i) {
     std::string token = rec.branch.staging_token;
     ARROW_RETURN_NOT_OK(write(token));
+    SEDIMENT_FAILPOINT("catalog.stage.after_write");
     // A commit may have sealed the token meanwhile: then write again to the new one.
     ARROW_ASSIGN_OR_RAISE(rec, LoadBranch(repo_id, branch));
     if (rec.branch.staging_token == token) return Status::OK();

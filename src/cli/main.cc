@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "base/config.h"
+#include "base/failpoint.h"
 #include "base/logging.h"
 #include "base/version.h"
 #include "blob/blob.h"
@@ -61,6 +62,8 @@ int Serve(const ServeFlags& flags) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  // Failpoints for crash tests (docs/failpoints.md); inert unless set.
+  if (Status st = failpoint::ArmFromEnv(); !st.ok()) return Fail(kExitConfig, st.message());
   int code = 0;
   {
     server::App app(config);

@@ -1,5 +1,7 @@
 #include "kv/kv.h"
 
+#include "base/failpoint.h"
+
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 #include <sys/stat.h>
@@ -59,6 +61,27 @@ TEST(PostgresTest, RefusesANewerSchema) {
   ASSERT_FALSE(again.ok());
   EXPECT_NE(again.status().message().find("schema is version 99, newer than this build knows"), std::string::npos)
       << again.status().ToString();
+}
+
+// A COMMIT that lands but whose answer is lost (the connection drops) is
+// retried; the retry must learn that the first attempt landed rather than
+// re-run the batch, fail its preconditions and report a failure.
+TEST(PostgresTest, ABatchWhoseCommitAnswerIsLostReportsThatItLanded) {
+  auto store = OpenFreshPostgres();
+  if (!store) GTEST_SKIP() << "no PostgreSQL (scripts/test.sh starts one)";
+  ASSERT_TRUE(failpoint::Arm("kv.postgres.commit_lost", failpoint::Action::kError).ok());
+  Batch b;
+  b.Require(Precondition::Absent("k")).Put("k", "v1");
+  Status st = store->Apply(b);
+  EXPECT_EQ(failpoint::Hits("kv.postgres.commit_lost"), 1) << "the first COMMIT's answer was lost";
+  failpoint::DisarmAll();
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(*store->Get("k"), "v1");
+  // And a batch that really fails its precondition still fails.
+  Batch again;
+  again.Require(Precondition::Absent("k")).Put("k", "v2");
+  EXPECT_TRUE(IsPreconditionFailed(store->Apply(again)));
+  EXPECT_EQ(*store->Get("k"), "v1");
 }
 
 TEST(PostgresTest, UnreachableDatabaseIsUnavailable) {

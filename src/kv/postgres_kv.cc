@@ -6,19 +6,24 @@
 // checks: the loser gets a serialization failure and is retried (re-checking
 // its preconditions), bounded. Connection loss is retried too, on a fresh
 // connection; a database that stays down gives Unavailable, never a
-// half-applied batch (a transaction commits whole or not at all).
+// half-applied batch (a transaction commits whole or not at all), and a
+// batch whose COMMIT answer was lost is never applied twice (Apply).
 //
 // The schema is created and versioned on open (table sediment_schema); a
 // database whose schema is newer than this build knows is refused.
 #include <fmt/format.h>
 #include <libpq-fe.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
+#include <random>
 #include <deque>
 #include <mutex>
 #include <thread>
 
+#include "base/failpoint.h"
 #include "kv/kv.h"
 #include "kv/kv_internal.h"
 
@@ -33,6 +38,20 @@ struct PgResultDeleter {
   void operator()(PGresult* r) const { PQclear(r); }
 };
 using PgResult = std::unique_ptr<PGresult, PgResultDeleter>;
+
+bool IsUniqueViolation(const PGresult* r) {
+  const char* state = r == nullptr ? nullptr : PQresultErrorField(r, PG_DIAG_SQLSTATE);
+  return state != nullptr && std::string(state) == "23505";
+}
+
+std::string RandomBatchId() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  uint64_t a = rng(), b = rng();
+  std::string id(16, '\0');
+  std::memcpy(id.data(), &a, 8);
+  std::memcpy(id.data() + 8, &b, 8);
+  return id;
+}
 
 bool IsRetryable(const PGresult* r) {
   const char* state = r == nullptr ? nullptr : PQresultErrorField(r, PG_DIAG_SQLSTATE);
@@ -75,7 +94,10 @@ class PostgresStore final : public KvStore {
       std::string create = fmt::format(
           "CREATE SCHEMA IF NOT EXISTS {0};"
           "CREATE TABLE IF NOT EXISTS {0}.sediment_schema (version integer NOT NULL);"
-          "CREATE TABLE IF NOT EXISTS {0}.sediment_kv (key bytea PRIMARY KEY, value bytea NOT NULL);",
+          "CREATE TABLE IF NOT EXISTS {0}.sediment_kv (key bytea PRIMARY KEY, value bytea NOT NULL);"
+          // Added within schema version 1 (older builds ignore it): ids of
+          // committed batches, kept a day, so a retried COMMIT learns it landed.
+          "CREATE TABLE IF NOT EXISTS {0}.sediment_batches (id bytea PRIMARY KEY, at timestamptz NOT NULL);",
           schema_);
       PgResult r = c.Exec(create.c_str());
       if (PQresultStatus(r.get()) != PGRES_COMMAND_OK) return Error(c, "creating the schema", r.get());
@@ -142,10 +164,25 @@ class PostgresStore final : public KvStore {
     return page;
   }
 
+  // A batch commits whole or not at all, and exactly once: its first
+  // statement records a random batch id in sediment_batches. If a COMMIT's
+  // answer is lost (the connection drops), the retry's insert of the same id
+  // fails with a unique violation exactly when the first attempt landed —
+  // after waiting for it if it is still committing — so the caller learns the
+  // truth instead of re-running the batch against its own result.
   Status Apply(const Batch& batch) override {
+    const std::string id = RandomBatchId();
+    PruneBatchIdsNow();
     return WithConnection([&](Connection& c) -> Status {
       PgResult r = c.Exec("BEGIN ISOLATION LEVEL SERIALIZABLE");
       if (PQresultStatus(r.get()) != PGRES_COMMAND_OK) return Error(c, "begin", r.get());
+      r = c.Exec(sql_batch_id_.c_str(), {id});
+      if (PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
+        bool landed = IsUniqueViolation(r.get());
+        Status err = landed ? Status::OK() : Error(c, "recording the batch", r.get());
+        c.Exec("ROLLBACK");
+        return err;
+      }
       Status st = ApplyInTransaction(c, batch);
       if (!st.ok()) {
         c.Exec("ROLLBACK");
@@ -156,6 +193,9 @@ class PostgresStore final : public KvStore {
         Status err = Error(c, "commit", r.get());
         c.Exec("ROLLBACK");
         return err;
+      }
+      if (!failpoint::Hit("kv.postgres.commit_lost").ok()) {
+        return Status::Cancelled(kRetry, ": commit: the answer was lost (failpoint kv.postgres.commit_lost)");
       }
       return Status::OK();
     });
@@ -271,10 +311,24 @@ class PostgresStore final : public KvStore {
   const std::string sql_put_ =
       "INSERT INTO " + table_ + " (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value";
   const std::string sql_delete_ = "DELETE FROM " + table_ + " WHERE key = $1";
+  const std::string sql_batch_id_ = "INSERT INTO " + schema_ + ".sediment_batches (id, at) VALUES ($1, now())";
+  const std::string sql_prune_batches_ =
+      "DELETE FROM " + schema_ + ".sediment_batches WHERE at < now() - interval '1 day'";
   const std::string sql_scan_ =
       "SELECT key, value FROM " + table_ + " WHERE key >= $1 AND key < $2 ORDER BY key LIMIT $3";
   const std::string sql_scan_open_ = "SELECT key, value FROM " + table_ + " WHERE key >= $1 ORDER BY key LIMIT $2";
 
+  // Every 4096th batch of this process deletes batch ids older than a day.
+  void PruneBatchIdsNow() {
+    if (applied_.fetch_add(1, std::memory_order_relaxed) % 4096 != 4095) return;
+    Status st = WithConnection([&](Connection& c) -> Status {
+      PgResult r = c.Exec(sql_prune_batches_.c_str(), {});
+      return PQresultStatus(r.get()) == PGRES_COMMAND_OK ? Status::OK() : Error(c, "pruning batch ids", r.get());
+    });
+    (void)st;  // best effort: the next prune catches up
+  }
+
+  std::atomic<uint64_t> applied_{0};
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Connection>> idle_;  // GUARDED_BY(mu_)

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "base/failpoint.h"
 #include "base/version.h"
 #include "blob/blob.h"
 #include "catalog/catalog.h"
@@ -84,6 +85,7 @@ Status App::Start() {
   // only files older than an hour (far longer than any merge) are orphans then.
   bool shared = config_.database.type == "postgres";
   ARROW_RETURN_NOT_OK(tables_->Start(/*background=*/true, shared ? std::chrono::hours(1) : Duration::zero()));
+  SEDIMENT_FAILPOINT("server.start.after_sweep");
   catalog::CatalogOptions copts;
   copts.cache_dir = config_.RangeCacheDir();
   copts.cache_bytes = config_.catalog.cache_bytes;

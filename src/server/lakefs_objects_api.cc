@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "blob/blob.h"
+#include "base/failpoint.h"
 #include "server/errors.h"
 #include "server/lakefs_api_internal.h"
 
@@ -221,6 +222,7 @@ Status UploadObject(const Context& ctx, const Req& req, Res& res, const httplib:
   ARROW_RETURN_NOT_OK(out->Close());
   e.mtime = std::time(nullptr);
   e.metadata = UserMetadata(req);
+  SEDIMENT_FAILPOINT("catalog.upload.after_data");
   Status put = ctx.cat->PutEntry(repo, branch, path, e, if_none_match == "*");
   if (!put.ok()) {
     (void)ns->Delete(e.address);

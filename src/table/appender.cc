@@ -1,3 +1,4 @@
+#include "base/failpoint.h"
 #include "table/appender.h"
 
 #include <arrow/api.h>
@@ -6,6 +7,7 @@
 
 #include <algorithm>
 
+#include "table/discard.h"
 #include "table/table_metrics_internal.h"
 
 namespace sediment::table {
@@ -32,14 +34,13 @@ Result<AppendResult> Appender::Append(const TableId& id, const AppendRequest& re
   ARROW_ASSIGN_OR_RAISE(SegmentRecord seg, NewSegment(table, request, batches));
   ARROW_ASSIGN_OR_RAISE(auto hashes, RequestHashes(request, seg));
   Status written = WriteSegment(table, request, batches, &seg);
+  if (written.ok()) written = failpoint::Hit("table.append.after_write");
   auto result = written.ok() ? Commit(table, seg, hashes, request.force) : Result<AppendResult>(written);
   if (!result.ok()) {
-    Status del = blobs_->Delete(seg.path);
-    if (!del.ok() && !IsNotFound(del)) {
-      spdlog::warn("{}: cannot delete unused {}: {}", id.ToString(), seg.path, del.ToString());
-    }
+    (void)DiscardUnlessLive(registry_, blobs_, id, seg.path);
     return result.status();
   }
+  SEDIMENT_FAILPOINT(result->reorg ? "table.reorg.after_commit" : "table.append.after_commit");
   metrics_->appends.With(Labels(id)).Add();
   if (Status h = registry_->RecordAppend(id, result->segment); !h.ok()) {
     spdlog::warn("table {}: cannot record the append in the history: {}", id.ToString(), h.ToString());
@@ -61,7 +62,7 @@ Result<SegmentRecord> Appender::NewSegment(const TableInfo& table, const AppendR
     return InvalidArgument(fmt::format("the batches' schema does not match table {}: got {}; want {}", id.ToString(),
                                        batches->schema()->ToString(), table.schema->ToString()));
   }
-  seg.id = NewSegmentId(request.start_block);
+  seg.id = NewSegmentId(request.start_block, writer_tag_);
   seg.path = TableRegistry::SegmentPath(id, seg.id);
   seg.start = request.start_block;
   seg.end = request.end_block;
@@ -142,7 +143,7 @@ Result<AppendResult> Appender::Commit(const TableInfo& table, const SegmentRecor
       Committed(id, snap.segments, result, force);
       return result;
     }
-    if (result.rewritten) (void)blobs_->Delete(result.rewritten->path);
+    if (result.rewritten) (void)DiscardUnlessLive(registry_, blobs_, id, result.rewritten->path);
     if (!IsPreconditionFailed(st) || attempt >= 5) return st;
     // The live set moved under us (a merge swapped in, another append landed): look again.
   }
@@ -188,6 +189,7 @@ Result<LiveSetChange> Appender::PlanChange(const TableInfo& table, const Segment
     if (s.start < seg.start) {
       ARROW_ASSIGN_OR_RAISE(result->rewritten, RewriteWithout(table, s, seg.start, seg.parent_hash));
       change.add.push_back(*result->rewritten);
+      SEDIMENT_FAILPOINT("table.reorg.after_rewrite");
     }
   }
   return change;
@@ -272,7 +274,7 @@ Result<SegmentRecord> Appender::RewriteWithout(const TableInfo& table, const Seg
                                                const std::string& end_hash) {
   ARROW_ASSIGN_OR_RAISE(int block_col, BlockColumn(*table.schema));
   SegmentRecord out;
-  out.id = NewSegmentId(s.start);
+  out.id = NewSegmentId(s.start, writer_tag_);
   out.path = TableRegistry::SegmentPath(table.id, out.id);
   out.start = s.start;
   out.end = cut_block - 1;

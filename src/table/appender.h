@@ -72,13 +72,14 @@ Result<int> BlockColumn(const arrow::Schema& schema);
 class Appender {
  public:
   Appender(TableRegistry* registry, blob::BlobStore* blobs, Clock* clock, TableMetrics* metrics,
-           const WriterSettings& file_settings, uint64_t max_reorg_depth)
+           const WriterSettings& file_settings, uint64_t max_reorg_depth, uint32_t writer_tag)
       : registry_(registry),
         blobs_(blobs),
         clock_(clock),
         metrics_(metrics),
         file_settings_(file_settings),
-        max_reorg_depth_(max_reorg_depth) {}
+        max_reorg_depth_(max_reorg_depth),
+        writer_tag_(writer_tag) {}
 
   // Writes the batches as one segment covering [start_block, end_block]. The
   // batches must have the table's schema and block_num values inside the
@@ -117,6 +118,7 @@ class Appender {
   TableMetrics* const metrics_;
   const WriterSettings file_settings_;
   const uint64_t max_reorg_depth_;
+  const uint32_t writer_tag_;  // in the names of the files this server writes
   std::mutex mu_;
   std::map<TableId, std::unique_ptr<std::mutex>> commit_mu_;  // GUARDED_BY(mu_)
 };

@@ -5,13 +5,24 @@
 #include <set>
 #include <string>
 
+#include "base/failpoint.h"
 #include "table/table_metrics_internal.h"
 
 namespace sediment::table {
 
+std::mutex& Collector::TableMutex(const TableId& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& m = running_[id];
+  if (!m) m = std::make_unique<std::mutex>();
+  return *m;
+}
+
 Result<GcResult> Collector::RunGc(const TableId& id) {
   GcResult result;
-  // The lease holder collects; others would only race it to the same deletes.
+  // One collection per table at a time here (the timer and the end of a pass
+  // both start one); the lease holder collects, others would only race it.
+  std::unique_lock<std::mutex> running(TableMutex(id), std::try_to_lock);
+  if (!running.owns_lock()) return result;
   ARROW_ASSIGN_OR_RAISE(bool mine, leases_->Hold(id));
   if (!mine) return result;
   ARROW_RETURN_NOT_OK(
@@ -20,6 +31,8 @@ Result<GcResult> Collector::RunGc(const TableId& id) {
   if (!live.segments.empty() && live.segments.back().end + 1 > max_reorg_depth_) {
     ARROW_RETURN_NOT_OK(registry_->PruneBlockHashes(id, live.segments.back().end + 1 - max_reorg_depth_));
   }
+  std::set<std::string> live_paths;
+  for (const auto& s : live.segments) live_paths.insert(s.path);
   ARROW_ASSIGN_OR_RAISE(auto entries, registry_->ListGc(id));
   TimePoint now = clock_->Now();
   for (const auto& e : entries) {
@@ -34,11 +47,21 @@ Result<GcResult> Collector::RunGc(const TableId& id) {
       result.waiting++;
       continue;
     }
+    if (live_paths.count(e.path)) {
+      // Never delete what the live set references, whatever the manifest says.
+      spdlog::error("table {}: {} is in the GC manifest but live; dropping the entry, keeping the file",
+                    id.ToString(), e.path);
+      (void)registry_->RemoveGcEntry(id, e.id);
+      continue;
+    }
     Status st = blobs_->Delete(e.path);
+    if (st.ok()) st = failpoint::Hit("table.gc.after_delete");
     if (st.ok()) st = registry_->RemoveGcEntry(id, e.id);
     if (st.ok()) {
       result.deleted++;
       metrics_->gc_deleted.With(Labels(id)).Add();
+    } else if (IsPreconditionFailed(st)) {
+      continue;  // another collection removed it first: not ours to count
     } else {
       result.failed++;
       metrics_->gc_failed.With(Labels(id)).Add();
@@ -48,7 +71,7 @@ Result<GcResult> Collector::RunGc(const TableId& id) {
   return result;
 }
 
-Result<int64_t> Collector::SweepOrphans(const TableId& id, TimePoint older_than) {
+Result<int64_t> Collector::SweepOrphans(const TableId& id, TimePoint older_than, uint32_t own_tag) {
   ARROW_ASSIGN_OR_RAISE(Snapshot snap, registry_->TakeSnapshot(id));
   ARROW_ASSIGN_OR_RAISE(auto gc, registry_->ListGc(id));
   std::set<std::string> known;
@@ -57,7 +80,9 @@ Result<int64_t> Collector::SweepOrphans(const TableId& id, TimePoint older_than)
   ARROW_ASSIGN_OR_RAISE(auto objects, blobs_->List(TableRegistry::ObjectPrefix(id)));
   int64_t removed = 0;
   for (const auto& o : objects) {
-    if (known.count(o.path) || o.mtime >= older_than) continue;
+    if (known.count(o.path)) continue;
+    bool ours = own_tag != 0 && WriterTagOf(o.path.substr(o.path.rfind('/') + 1)) == own_tag;
+    if (!ours && o.mtime >= older_than) continue;
     Status st = blobs_->Delete(o.path);
     if (!st.ok()) {
       spdlog::warn("table {}: cannot delete orphan {}: {}", id.ToString(), o.path, st.ToString());

@@ -4,7 +4,9 @@
 //
 // RunGc deletes each GC-manifest file once gc_manifest_grace_period has
 // passed since it left the live set and no snapshot on this server holds it
-// (SnapshotPins); only the holder of the table's lease collects. It also
+// (SnapshotPins) and the live set does not hold it (whatever the manifest
+// says); only the holder of the table's lease collects, one collection per
+// table at a time, and a deletion is counted once. It also
 // prunes the append history past its retention and the block hashes that
 // fell out of the reorg window (max_reorg_depth). SweepOrphans deletes files
 // under the table's prefix that are neither live nor in the manifest — left
@@ -14,6 +16,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #include "base/clock.h"
 #include "base/status.h"
@@ -47,8 +52,10 @@ class Collector {
 
   Result<GcResult> RunGc(const TableId& id);
   // Deletes files under the table's prefix that are neither live nor in the
-  // GC manifest and were last modified before `older_than` (storage time).
-  Result<int64_t> SweepOrphans(const TableId& id, TimePoint older_than);
+  // GC manifest and were last modified before `older_than` (storage time) —
+  // or carry `own_tag` (segment.h), this server's own: nothing of ours is in
+  // flight while the sweep runs at start-up, so those are orphans at any age.
+  Result<int64_t> SweepOrphans(const TableId& id, TimePoint older_than, uint32_t own_tag = 0);
 
  private:
   TableRegistry* const registry_;
@@ -59,6 +66,9 @@ class Collector {
   TableLeases* const leases_;
   const Duration grace_;
   const uint64_t max_reorg_depth_;
+  std::mutex& TableMutex(const TableId& id);
+  std::mutex mu_;
+  std::map<TableId, std::unique_ptr<std::mutex>> running_;  // GUARDED_BY(mu_): one RunGc per table
 };
 
 }  // namespace sediment::table

@@ -1,3 +1,4 @@
+#include "base/failpoint.h"
 #include "table/compactor.h"
 
 #include <fmt/format.h>
@@ -5,6 +6,7 @@
 
 #include <chrono>
 
+#include "table/discard.h"
 #include "table/histogram.h"
 #include "table/merge.h"
 #include "table/run_on_internal.h"
@@ -14,7 +16,7 @@ namespace sediment::table {
 
 Compactor::Compactor(TableRegistry* registry, blob::BlobStore* blobs, Clock* clock, TableMetrics* metrics,
                      const WriterConfig& writer, const WriterSettings& file_settings,
-                     const std::atomic<bool>* stopping)
+                     const std::atomic<bool>* stopping, uint32_t writer_tag)
     : registry_(registry),
       blobs_(blobs),
       clock_(clock),
@@ -23,6 +25,7 @@ Compactor::Compactor(TableRegistry* registry, blob::BlobStore* blobs, Clock* clo
       planner_(PlannerSettings::FromConfig(writer)),
       file_settings_(file_settings),
       stopping_(stopping),
+      writer_tag_(writer_tag),
       merge_pool_(std::make_unique<ThreadPool>("table-merge", static_cast<int>(writer.compactor.write_concurrency),
                                                1 << 20)),
       footer_pool_(std::make_unique<ThreadPool>(
@@ -74,7 +77,7 @@ MergeOutcome Compactor::MergeAndSwap(const TableInfo& table, const std::vector<S
     return out;
   }
   auto t0 = std::chrono::steady_clock::now();
-  MergeContext ctx{blobs_, footer_pool_.get(), &file_settings_, stopping_};
+  MergeContext ctx{blobs_, footer_pool_.get(), &file_settings_, stopping_, writer_tag_};
   auto merged = MergeSegments(ctx, table, inputs, clock_->Now());
   if (!merged.ok()) {
     out.status = merged.status().IsCancelled() ? MergeStatus::kStopped : MergeStatus::kFailed;
@@ -84,17 +87,27 @@ MergeOutcome Compactor::MergeAndSwap(const TableInfo& table, const std::vector<S
   LiveSetChange swap;
   swap.remove = inputs;
   swap.add = {*merged};
-  Status st = registry_->Commit(table.id, swap, clock_->Now());
+  Status st = failpoint::Hit("table.merge.after_publish");
   if (!st.ok()) {
-    Status del = blobs_->Delete(merged->path);
-    if (!del.ok()) spdlog::warn("table {}: cannot delete {}: {}", table.id.ToString(), merged->path, del.ToString());
-    if (IsPreconditionFailed(st)) {
-      out.status = MergeStatus::kDiscarded;
-    } else {
-      out.status = MergeStatus::kFailed;
-      out.error = "swap failed: " + st.message();
-    }
+    (void)DiscardUnlessLive(registry_, blobs_, table.id, merged->path);
+    out.error = st.message();
     return out;
+  }
+  st = registry_->Commit(table.id, swap, clock_->Now());
+  if (st.ok()) st = failpoint::Hit("table.merge.after_swap");
+  if (!st.ok()) {
+    // Never delete a file the live set holds: a swap whose outcome is
+    // unknown may have landed.
+    auto live = DiscardUnlessLive(registry_, blobs_, table.id, merged->path);
+    if (!(live.ok() && *live)) {
+      if (IsPreconditionFailed(st)) {
+        out.status = MergeStatus::kDiscarded;
+      } else {
+        out.status = MergeStatus::kFailed;
+        out.error = "swap failed: " + st.message();
+      }
+      return out;
+    }
   }
   int64_t read = 0;
   for (const auto& s : inputs) read += s.bytes;

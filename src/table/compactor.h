@@ -66,7 +66,8 @@ using ProgressFn = std::function<void(const PassProgress&)>;
 class Compactor {
  public:
   Compactor(TableRegistry* registry, blob::BlobStore* blobs, Clock* clock, TableMetrics* metrics,
-            const WriterConfig& writer, const WriterSettings& file_settings, const std::atomic<bool>* stopping);
+            const WriterConfig& writer, const WriterSettings& file_settings, const std::atomic<bool>* stopping,
+            uint32_t writer_tag);
   ~Compactor();
 
   // REQUIRES: no other pass on `id` runs (on any server: the caller holds the lease).
@@ -87,6 +88,7 @@ class Compactor {
   const PlannerSettings planner_;
   const WriterSettings file_settings_;
   const std::atomic<bool>* const stopping_;
+  const uint32_t writer_tag_;
   std::unique_ptr<ThreadPool> merge_pool_;
   std::unique_ptr<ThreadPool> footer_pool_;
 };

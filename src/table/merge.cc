@@ -42,9 +42,10 @@ Result<std::vector<std::unique_ptr<SegmentFileReader>>> OpenInputs(const MergeCo
   return readers;
 }
 
-SegmentRecord OutputRecord(const TableInfo& table, const std::vector<SegmentRecord>& inputs, TimePoint now) {
+SegmentRecord OutputRecord(const TableInfo& table, const std::vector<SegmentRecord>& inputs, TimePoint now,
+                           uint32_t writer_tag) {
   SegmentRecord out;
-  out.id = NewSegmentId(inputs.front().start);
+  out.id = NewSegmentId(inputs.front().start, writer_tag);
   out.path = TableRegistry::SegmentPath(table.id, out.id);
   out.start = inputs.front().start;
   out.end = inputs.back().end;
@@ -63,7 +64,7 @@ SegmentRecord OutputRecord(const TableInfo& table, const std::vector<SegmentReco
 Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& table,
                                     const std::vector<SegmentRecord>& inputs, TimePoint now) {
   ARROW_ASSIGN_OR_RAISE(auto readers, OpenInputs(ctx, table, inputs));
-  SegmentRecord out = OutputRecord(table, inputs, now);
+  SegmentRecord out = OutputRecord(table, inputs, now, ctx.writer_tag);
   ARROW_ASSIGN_OR_RAISE(auto writer, SegmentFileWriter::Open(ctx.blobs, out.path, table.schema, *ctx.file_settings,
                                                              EncodeSegmentFileMetadata(out)));
   // Inputs are adjacent and each is in block order: their concatenation is

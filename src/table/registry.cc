@@ -252,7 +252,10 @@ Result<std::vector<GcEntry>> TableRegistry::ListGc(const TableId& id) {
 }
 
 Status TableRegistry::RemoveGcEntry(const TableId& id, const std::string& segment_id) {
-  return kv_->Delete(GcPrefix(id) + segment_id);
+  kv::Batch batch;
+  batch.Require(kv::Precondition::Present(GcPrefix(id) + segment_id));
+  batch.Delete(GcPrefix(id) + segment_id);
+  return kv_->Apply(batch);
 }
 
 }  // namespace sediment::table

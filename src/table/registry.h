@@ -100,6 +100,7 @@ class TableRegistry {
   Status PruneBlockHashes(const TableId& id, uint64_t before);
 
   Result<std::vector<GcEntry>> ListGc(const TableId& id);
+  // PreconditionFailed if the entry is gone already (another collection removed it).
   Status RemoveGcEntry(const TableId& id, const std::string& segment_id);
 
   // Object path prefix of a table's files, and a new segment's path.

@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <thread>
 #include <vector>
 
 #include "kv/lease.h"
@@ -40,6 +42,53 @@ void TableLeases::ReleaseAll() {
     if (!st.ok()) spdlog::warn("table {}: cannot release the compaction lease: {}", id.ToString(), st.ToString());
   }
 }
+
+// ---------------------------------------------------------------- lease keeper
+
+namespace {
+
+// Renews a table's lease every ttl/3 while a pass runs, so a pass longer
+// than the lease does not let another server run the same plan.
+class LeaseKeeper {
+ public:
+  LeaseKeeper(TableLeases* leases, TableId id) : leases_(leases), id_(std::move(id)) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~LeaseKeeper() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void Loop() {
+    auto period = std::max<Duration>(leases_->ttl() / 3, std::chrono::milliseconds(10));
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, period, [&] { return done_; })) {
+      lock.unlock();
+      auto held = leases_->Hold(id_);
+      if (!held.ok()) {
+        spdlog::warn("table {}: cannot renew the compaction lease: {}", id_.ToString(), held.status().ToString());
+      } else if (!*held) {
+        spdlog::error("table {}: lost the compaction lease during a pass; its swaps are checked by the registry",
+                      id_.ToString());
+      }
+      lock.lock();
+    }
+  }
+
+  TableLeases* const leases_;
+  const TableId id_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;  // GUARDED_BY(mu_)
+  std::thread thread_;
+};
+
+}  // namespace
 
 // ---------------------------------------------------------------- scheduler
 
@@ -98,7 +147,11 @@ void CompactionScheduler::RunScheduled(const TableId& id, const std::shared_ptr<
   {
     std::unique_lock<std::mutex> pass(state->pass_mu, std::try_to_lock);
     auto mine = leases_->Hold(id);  // one server at a time compacts a table
-    if (pass.owns_lock() && !stopping_ && mine.ok() && *mine) {
+    if (!mine.ok()) {
+      spdlog::warn("table {}: pass skipped: cannot take the compaction lease: {}", id.ToString(),
+                   mine.status().ToString());
+    } else if (pass.owns_lock() && !stopping_ && *mine) {
+      LeaseKeeper keeper(leases_, id);
       auto r = pass_(id, nullptr);
       if (!r.ok()) spdlog::warn("table {}: compaction pass failed: {}", id.ToString(), r.status().ToString());
     }
@@ -122,6 +175,7 @@ Result<PassResult> CompactionScheduler::RunNow(const TableId& id, const Progress
     std::lock_guard<std::mutex> lock(mu_);
     state->last_started = clock_->Now();
   }
+  LeaseKeeper keeper(leases_, id);
   return pass_(id, progress);
 }
 

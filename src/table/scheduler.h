@@ -10,7 +10,8 @@
 // CompactionScheduler: serializes passes per table on this server, starts a
 // background pass on request (Request, after each append and on the timer)
 // unless one is queued or running or min_interval has not passed, and runs a
-// pass at once on demand (RunNow, for POST .../compact). The pass itself is
+// pass at once on demand (RunNow, for POST .../compact), renewing the table's
+// lease every lease_ttl/3 while a pass runs. The pass itself is
 // a function it is given (Compactor plus GC); a timer calls `tick` every
 // max(1 s, min_interval) so tables compact even when no writer runs.
 //

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
 
 namespace sediment::table {
 namespace {
@@ -96,6 +97,25 @@ TEST(CompactionSchedulerTest, RequestsDoNothingWhenCompactionIsOff) {
   scheduler.Request(kTable);
   scheduler.WaitIdle();
   EXPECT_EQ(passes, 0);
+}
+
+// Read in the code: a pass longer than lease_ttl let another server take the
+// table and run the same plan.
+TEST(CompactionSchedulerTest, ThePassKeepsItsLeaseWhileItRuns) {
+  auto kv = kv::NewMemoryStore();
+  auto clock = SystemClock::Default();
+  TableLeases mine(kv, clock.get(), "server-a", std::chrono::milliseconds(300));
+  TableLeases other(kv, clock.get(), "server-b", std::chrono::milliseconds(300));
+  std::atomic<int> taken{0};
+  CompactionScheduler scheduler(CompactorConfig{}, clock.get(), &mine, [&](const TableId&, const ProgressFn&) {
+    for (int i = 0; i < 24; ++i) {  // 1.2 s, four TTLs
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (*other.Hold(kTable)) taken++;
+    }
+    return Result<PassResult>(PassResult{});
+  });
+  ASSERT_TRUE(scheduler.RunNow(kTable, nullptr).ok());
+  EXPECT_EQ(taken, 0) << "another server took the table during the pass";
 }
 
 }  // namespace

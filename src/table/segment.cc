@@ -94,9 +94,31 @@ Result<SegmentRecord> DecodeSegmentFileMetadata(std::string_view text) {
   return s;
 }
 
-std::string NewSegmentId(uint64_t start) {
+std::string NewSegmentId(uint64_t start, uint32_t writer_tag) {
   thread_local std::mt19937_64 rng(std::random_device{}());
-  return fmt::format("{:09}-{:016x}", start, rng());
+  uint64_t bits = rng();
+  if (writer_tag != 0) bits = (static_cast<uint64_t>(writer_tag) << 32) | (bits & 0xffffffffu);
+  return fmt::format("{:09}-{:016x}", start, bits);
+}
+
+uint32_t WriterTag(std::string_view server_id) {
+  uint32_t h = 2166136261u;  // FNV-1a
+  for (unsigned char c : server_id) h = (h ^ c) * 16777619u;
+  return h | 1u;  // never 0, which means "no tag"
+}
+
+std::optional<uint32_t> WriterTagOf(std::string_view name) {
+  // <start:09+>-<16 hex>.parquet
+  size_t dash = name.find('-');
+  if (dash == std::string_view::npos || name.size() < dash + 1 + 16) return std::nullopt;
+  uint32_t tag = 0;
+  for (size_t i = dash + 1; i < dash + 9; ++i) {
+    char c = name[i];
+    int v = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+    if (v < 0) return std::nullopt;
+    tag = (tag << 4) | static_cast<uint32_t>(v);
+  }
+  return tag;
 }
 
 Result<std::string> NormalizeHash(std::string_view what, std::string_view hex) {

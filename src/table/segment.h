@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,8 +47,14 @@ Result<SegmentRecord> DecodeSegmentRecord(std::string_view text);
 std::string EncodeSegmentFileMetadata(const SegmentRecord& s);
 Result<SegmentRecord> DecodeSegmentFileMetadata(std::string_view text);
 
-// "000000100-9f86d081884c7d65"
-std::string NewSegmentId(uint64_t start);
+// "000000100-9f86d081884c7d65": the first block, then 16 hex digits. With a
+// writer tag (WriterTag of the server's stable name) the first 8 of them are
+// the tag and the rest random, so a restarted server recognizes the files it
+// wrote itself (its orphans) whatever their age.
+std::string NewSegmentId(uint64_t start, uint32_t writer_tag = 0);
+uint32_t WriterTag(std::string_view server_id);
+// The writer tag a segment file name ("<id>.parquet") carries, if it has the form.
+std::optional<uint32_t> WriterTagOf(std::string_view file_name);
 
 // InvalidArgument unless `hex` is 2..128 lowercase or uppercase hex digits
 // (an even number); returns it lowercased.

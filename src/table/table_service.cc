@@ -43,10 +43,11 @@ TableService::TableService(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<blob
   auto ttl = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(writer_.compactor.lease_ttl));
   if (server_id.empty()) server_id = NewServerId();
   leases_ = std::make_unique<TableLeases>(kv_, clock_.get(), std::move(server_id), ttl);
+  writer_tag_ = WriterTag(leases_->server_id());
   appender_ = std::make_unique<Appender>(&registry_, blobs_.get(), clock_.get(), metrics_.get(), file_settings,
-                                         static_cast<uint64_t>(writer_.max_reorg_depth));
+                                         static_cast<uint64_t>(writer_.max_reorg_depth), writer_tag_);
   compactor_ = std::make_unique<Compactor>(&registry_, blobs_.get(), clock_.get(), metrics_.get(), writer_,
-                                           file_settings, &stopping_);
+                                           file_settings, &stopping_, writer_tag_);
   collector_ = std::make_unique<Collector>(&registry_, blobs_.get(), clock_.get(), metrics_.get(), &pins_,
                                            leases_.get(), SecondsToDuration(writer_.compactor.gc_manifest_grace_period),
                                            static_cast<uint64_t>(writer_.max_reorg_depth));
@@ -62,7 +63,7 @@ Status TableService::Start(bool background, Duration orphan_min_age) {
   TimePoint start = std::chrono::system_clock::now() - orphan_min_age;
   ARROW_ASSIGN_OR_RAISE(auto tables, registry_.ListTables());
   for (const auto& t : tables) {
-    auto swept = SweepOrphans(t.id, start);
+    auto swept = collector_->SweepOrphans(t.id, start, writer_tag_);
     if (!swept.ok()) spdlog::warn("table {}: orphan sweep failed: {}", t.id.ToString(), swept.status().ToString());
     auto live = registry_.TakeSnapshot(t.id);
     if (live.ok()) metrics_->UpdateGauges(t.id, live->segments);

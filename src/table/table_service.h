@@ -74,7 +74,9 @@ class TableService {
                MetricsRegistry* metrics, const WriterConfig& writer, std::string server_id = "");
   ~TableService();
 
-  // Removes orphaned files of every table (left by a crash), starts the timer.
+  // Removes orphaned files of every table (left by a crash: files older than
+  // orphan_min_age, and files this server wrote under its stable name at any
+  // age), starts the timer.
   // Without `background`, passes run only through CompactNow (tests).
   // `orphan_min_age`: only files at least that old count as orphans — when
   // other servers share the store, a file another one just published and is
@@ -136,6 +138,7 @@ class TableService {
   const PlannerSettings planner_;
   TableRegistry registry_;
   std::atomic<bool> stopping_{false};
+  uint32_t writer_tag_ = 0;  // WriterTag(server_id): marks the files this server writes
   SnapshotPins pins_;
   std::unique_ptr<TableLeases> leases_;
   std::unique_ptr<Appender> appender_;

@@ -1,0 +1,29 @@
+#include "table/discard.h"
+
+#include <spdlog/spdlog.h>
+
+namespace sediment::table {
+
+Result<bool> DiscardUnlessLive(TableRegistry* registry, blob::BlobStore* blobs, const TableId& id,
+                               const std::string& path) {
+  auto snap = registry->TakeSnapshot(id);
+  if (!snap.ok()) {
+    spdlog::warn("table {}: keeping {}: cannot tell whether it is live ({}); the start-up sweep removes it if not",
+                 id.ToString(), path, snap.status().ToString());
+    return snap.status();
+  }
+  for (const auto& s : snap->segments) {
+    if (s.path == path) {
+      spdlog::warn("table {}: {} is live after all (the commit landed); kept", id.ToString(), path);
+      return true;
+    }
+  }
+  Status del = blobs->Delete(path);
+  if (!del.ok() && !IsNotFound(del)) {
+    spdlog::warn("table {}: cannot delete unused {}: {}", id.ToString(), path, del.ToString());
+    return del;
+  }
+  return false;
+}
+
+}  // namespace sediment::table
