@@ -484,3 +484,82 @@ def test_bad_api_input_is_a_clear_400_and_changes_nothing(lakefs):
     assert [o.path for o in c.objects_api.list_objects("repo1", "main").results] == ["a"]
     assert c.tags_api.list_tags("repo1").results == []
     assert [x.message for x in c.refs_api.log_commits("repo1", "main").results] == ["Repository created"]
+
+
+def test_huge_ancestor_count_is_a_clear_400(lakefs):
+    c = lakefs
+    make_repo(c)
+    auth = (ADMIN_KEY, ADMIN_SECRET)
+    base = c.server.url + "/api/v1/repositories/repo1/refs"
+    for ref, count in [("main~99999999999", "~99999999999"), ("main^99999999999", "^99999999999"),
+                       ("main~" + "9" * 40, "~" + "9" * 40)]:
+        r = requests.get(f"{base}/{ref}/objects/ls", auth=auth, timeout=10)
+        assert r.status_code == 400, (ref, r.status_code, r.text)
+        assert ref in r.json()["message"] and count + " is too large" in r.json()["message"], r.json()
+    assert requests.get(f"{base}/main~5/objects/ls", auth=auth, timeout=10).status_code == 404  # as before
+
+
+def test_a_deleted_policy_is_not_granted_to_its_old_holders(lakefs):
+    c = lakefs
+    make_repo(c)
+    upload(c, "a", b"1")
+    c.auth_api.create_user(m.UserCreation(id="holder"))
+    creds = c.auth_api.create_credentials("holder")
+    holder = client_for(c.server.url, creds.access_key_id, creds.secret_access_key)
+    read = m.Policy(id="Read", statement=[m.Statement(effect="allow", action=["fs:*"], resource="*")])
+    c.auth_api.create_policy(read)
+    c.auth_api.attach_policy_to_user("holder", "Read")
+    assert [o.path for o in holder.objects_api.list_objects("repo1", "main").results] == ["a"]
+    c.auth_api.delete_policy("Read")
+    c.auth_api.create_policy(read)  # the same id again: granted to nobody
+    assert c.auth_api.list_user_policies("holder").results == []
+    assert status_of(holder.objects_api.list_objects, "repo1", "main") == 403
+
+
+def test_a_recreated_branch_starts_without_the_old_ones_compaction_state(lakefs):
+    c = lakefs
+    make_repo(c)
+    c.branches_api.create_branch("repo1", m.BranchCreation(name="dev", source="main"))
+    upload(c, "a", b"1", branch="dev")
+    auth = (ADMIN_KEY, ADMIN_SECRET)
+    assert requests.post(compact_url(c, "dev"), auth=auth, timeout=10).status_code == 202
+    assert wait_compacted(c, "dev")["last_compaction"]["state"] == "completed"
+    c.branches_api.delete_branch("repo1", "dev")
+    c.branches_api.create_branch("repo1", m.BranchCreation(name="dev", source="main"))
+    j = requests.get(compact_url(c, "dev"), auth=auth, timeout=10).json()
+    assert j["last_compaction"]["state"] == "" and j["compacted"] is False, j
+
+
+def test_concurrent_if_none_match_uploads_have_one_winner(lakefs):
+    from concurrent.futures import ThreadPoolExecutor
+    c = lakefs
+    make_repo(c)
+    url = c.server.url + "/api/v1/repositories/repo1/branches/main/objects"
+
+    def put(args):
+        path, i = args
+        return requests.post(url, params={"path": path}, data=f"writer {i}".encode(), headers={"If-None-Match": "*"},
+                             auth=(ADMIN_KEY, ADMIN_SECRET), timeout=30).status_code
+
+    paths = [f"p{n}" for n in range(20)]
+    with ThreadPoolExecutor(8) as pool:
+        codes = list(pool.map(put, [(p, i) for p in paths for i in range(8)]))
+    for n, p in enumerate(paths):
+        got = sorted(codes[n * 8:(n + 1) * 8])
+        assert got == [201] + [412] * 7, (p, got)
+
+
+def test_concurrent_setups_create_one_admin(start_server):
+    from concurrent.futures import ThreadPoolExecutor
+    server = start_server()
+
+    def setup(i):
+        return requests.post(server.url + "/api/v1/setup_lakefs", timeout=30, json={
+            "username": f"admin{i}", "key": {"access_key_id": f"AKIASETUP{i}", "secret_access_key": f"secret-{i}-xx"}})
+
+    with ThreadPoolExecutor(8) as pool:
+        replies = list(pool.map(setup, range(8)))
+    assert sorted(r.status_code for r in replies) == [200] + [409] * 7, [r.text for r in replies]
+    working = [i for i in range(8) if requests.get(server.url + "/api/v1/user", timeout=10,
+                                                   auth=(f"AKIASETUP{i}", f"secret-{i}-xx")).status_code == 200]
+    assert len(working) == 1, working

@@ -1,5 +1,6 @@
-// Catalog: construction, the background drop of dead staging tokens, and the
-// helpers every part of the catalog shares (see catalog.h for the split).
+// Catalog: construction, the background drop of dead staging tokens (and the
+// cleanup of deleted repositories), and the helpers every part of the catalog
+// shares (see catalog.h for the split).
 #include "base/failpoint.h"
 #include "catalog/catalog.h"
 
@@ -14,15 +15,26 @@ namespace sediment::catalog {
 
 namespace internal {
 
-Status DeletePrefix(kv::KvStore& kv, const std::string& prefix) {
+namespace {
+
+Status DeletePrefixImpl(kv::KvStore& kv, const std::string& prefix, const std::optional<kv::Precondition>& still) {
   while (true) {
     ARROW_ASSIGN_OR_RAISE(auto page, kv.Scan(prefix, "", 1000));
     if (page.items.empty()) return Status::OK();
     kv::Batch b;
+    if (still) b.Require(*still);
     for (const auto& item : page.items) b.Delete(item.key);
     ARROW_RETURN_NOT_OK(kv.Apply(b));
     if (!page.has_more) return Status::OK();
   }
+}
+
+}  // namespace
+
+Status DeletePrefix(kv::KvStore& kv, const std::string& prefix) { return DeletePrefixImpl(kv, prefix, std::nullopt); }
+
+Status DeletePrefixWhile(kv::KvStore& kv, const std::string& prefix, const kv::Precondition& still) {
+  return DeletePrefixImpl(kv, prefix, still);
 }
 
 Result<bool> HasStagedEntries(kv::KvStore& kv, const Branch& branch, StagedProbe probe) {
@@ -66,6 +78,9 @@ void Catalog::Stop() {
 }
 
 Status Catalog::DropDeadTokens() {
+  // Repository deletions cut off before their cleanup finished (it queues their tokens).
+  ARROW_ASSIGN_OR_RAISE(auto deletions, kv_->Scan("c/rd/", "", 100));
+  for (const auto& item : deletions.items) ARROW_RETURN_NOT_OK(FinishRepositoryDeletion(item.key.substr(5)));
   ARROW_ASSIGN_OR_RAISE(auto page, kv_->Scan("c/d/", "", 100));
   for (const auto& item : page.items) {
     std::string token = item.key.substr(4);

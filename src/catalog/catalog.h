@@ -6,7 +6,8 @@
 // KV layout (docs/formats.md): c/r/<repo> repository, c/n/<namespace> its
 // owner, c/b/<repo>/<branch>, c/c/<repo>/<commit>, c/t/<repo>/<tag>,
 // c/s/<token>/<path> staged entry ("" = tombstone), c/d/<token> a staging
-// token to drop in the background.
+// token to drop in the background, c/rd/<repo> a deleted repository whose
+// bulk cleanup is not finished.
 //
 // A branch's view is its staging token over its sealed tokens (newest first)
 // over its base meta-range (the compacted one, if any, else its commit's).
@@ -156,7 +157,9 @@ class Catalog {
   Status Start(bool background = true);
   void Stop();
 
-  // Repositories.
+  // Repositories. Deleting one is one atomic batch (the record, its namespace,
+  // branches and tags) followed by a bulk cleanup of commits and bookkeeping that
+  // the background task finishes if it is cut off; the name is free at once.
   Result<Repository> CreateRepository(const std::string& id, const std::string& storage_namespace,
                                       const std::string& default_branch, bool read_only);
   Result<Repository> GetRepository(const std::string& id);
@@ -178,7 +181,9 @@ class Catalog {
 
   // Objects.
   Result<Entry> GetEntry(const std::string& repo, const std::string& ref, const std::string& path);
-  // PreconditionFailed if `if_absent` and the path exists on the branch.
+  // PreconditionFailed if `if_absent` and the path exists on the branch, checked
+  // and written atomically (the branch record and the staged key are
+  // preconditions of the write).
   Status PutEntry(const std::string& repo, const std::string& branch, const std::string& path, const Entry& entry,
                   bool if_absent = false);
   // The same, for a repository record the caller already read.
@@ -241,7 +246,8 @@ class Catalog {
 
   RangeStore& ranges() { return *ranges_; }
   kv::KvStore& kv() { return *kv_; }
-  // Drops dead staging tokens now (the background task does it periodically).
+  // Finishes the cleanup of deleted repositories and drops dead staging tokens
+  // now (the background task does it periodically).
   Status DropDeadTokens();
 
   // Validation shared with the API layer.
@@ -257,12 +263,36 @@ class Catalog {
     Branch branch;
     std::string raw;  // the stored bytes, for compare-and-swap
   };
+  struct RepositoryRecord {
+    Repository repo;
+    std::string raw;  // the stored bytes, a precondition of refs created in it
+  };
+  Result<RepositoryRecord> LoadRepository(const std::string& id);
   Result<BranchRecord> LoadBranch(const std::string& repo, const std::string& name);
-  // Runs `write(token)` on the branch's current staging token, then re-loads the
-  // branch: if a commit or compaction sealed that token meanwhile, writes again
-  // to the new one. Busy ("... retry the <what>") if the token kept changing.
+  // Runs `write(branch)`, which writes into branch.staging_token, then re-loads
+  // the branch: if a commit or compaction sealed that token, or the branch moved
+  // to another commit, meanwhile, writes again on the branch as it is now. A
+  // token the write may have landed in after it was dropped is queued for
+  // dropping again. Busy ("... retry the <what>") if the branch kept changing.
   Status WriteStaged(const std::string& repo, const std::string& branch,
-                     const std::function<Status(const std::string& token)>& write, const char* what);
+                     const std::function<Status(const Branch& branch)>& write, const char* what);
+  // Queues `token` for the background dropper.
+  Status QueueDrop(const std::string& token);
+  // One pass of ResetPath on the branch as loaded (see catalog_reset.cc).
+  Status ResetPathOn(const Repository& repo, const Branch& branch, const std::string& path, bool prefix);
+  // PutEntry with if_absent: one atomic check-and-write on the current token.
+  Status PutIfAbsent(const Repository& repo, const std::string& branch, const std::string& path,
+                     const std::string& value);
+  // The encoded entry of `path` on `branch` (tokens, then its base meta-range),
+  // nullopt if absent or deleted. Skips the current token unless `include_current`.
+  Result<std::optional<std::string>> LookupOnBranch(const Repository& repo, const Branch& branch,
+                                                    const std::string& path, bool include_current);
+  // Why creating a branch or tag named `name` failed its preconditions.
+  enum class RefKind { kBranch, kTag };
+  Status RefCollision(const std::string& repo, const std::string& name, RefKind creating);
+  // The bulk cleanup of a deleted repository (c/rd/<repo>); stops without error
+  // if another cleanup finished it first.
+  Status FinishRepositoryDeletion(const std::string& repo);
 
   // Commit and CompactStaging both seal, fold and swap:
   // Moves the staging token to the front of the sealed tokens and starts a fresh one.

@@ -27,6 +27,22 @@ inline std::string NewToken() { return RandomHex(16); }
 // c/d/<token>: a staging token for the background dropper to delete.
 inline std::string DropKey(const std::string& token) { return "c/d/" + token; }
 
+// c/rd/<repo>: a repository whose deletion is decided and whose bulk cleanup is
+// not finished (catalog_refs.cc); its value names the deletion.
+inline std::string RepoDeletionKey(const std::string& repo) { return "c/rd/" + repo; }
+
+// The staging-compaction bookkeeping of a branch (staging_compactor.cc): the
+// mutation counter, the last compaction's status and the compaction lease.
+inline std::string CounterKey(const std::string& repo, const std::string& branch) {
+  return "c/m/" + repo + "/" + branch;
+}
+inline std::string StatusKey(const std::string& repo, const std::string& branch) {
+  return "c/cs/" + repo + "/" + branch;
+}
+inline std::string LeaseKey(const std::string& repo, const std::string& branch) {
+  return "c/cl/" + repo + "/" + branch;
+}
+
 // The branch record, version 1 (docs/formats.md). Defined in catalog_refs.cc.
 std::string BranchJson(const Branch& b);
 Result<Branch> ParseBranch(const std::string& name, const std::string& raw);
@@ -41,6 +57,9 @@ inline int64_t ClampAmount(int64_t amount) {
 
 // Deletes every key under `prefix`, in batches. Defined in catalog.cc.
 Status DeletePrefix(kv::KvStore& kv, const std::string& prefix);
+// The same, each batch only while `still` holds; PreconditionFailed (having
+// deleted some batches, or none) once it does not.
+Status DeletePrefixWhile(kv::KvStore& kv, const std::string& prefix, const kv::Precondition& still);
 
 enum class StagedProbe {
   kStopAtFirst,  // IsDirty: return at the first token that holds an entry

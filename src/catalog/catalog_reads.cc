@@ -48,30 +48,37 @@ Result<std::unique_ptr<ValueIterator>> Catalog::View(const Repository& repo, con
 // ---------------------------------------------------------------------------
 // Objects
 
+Result<std::optional<std::string>> Catalog::LookupOnBranch(const Repository& repo, const Branch& branch,
+                                                           const std::string& path, bool include_current) {
+  std::vector<std::string> tokens;
+  if (include_current) tokens.push_back(branch.staging_token);
+  tokens.insert(tokens.end(), branch.sealed_tokens.begin(), branch.sealed_tokens.end());
+  for (const auto& t : tokens) {
+    auto v = kv_->Get(StagingPrefix(t) + path);
+    if (v.ok()) {
+      if (v->empty()) return std::nullopt;  // a tombstone hides what is below
+      return std::move(*v);
+    }
+    if (!IsNotFound(v.status())) return v.status();
+  }
+  ARROW_ASSIGN_OR_RAISE(auto mr, BaseMetaRange(repo, branch));
+  ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
+  return ranges_->Get(ns, *mr, path);
+}
+
 Result<Entry> Catalog::GetEntry(const std::string& repo_id, const std::string& ref, const std::string& path) {
   ARROW_RETURN_NOT_OK(ValidatePath(path));
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
   ARROW_ASSIGN_OR_RAISE(auto resolved, ResolveRef(repo_id, ref));
-  auto not_found = [&] { return NotFound(fmt::format("object \"{}\" not found at \"{}\"", path, ref)); };
-  std::shared_ptr<const MetaRange> mr;
+  std::optional<std::string> v;
   if (resolved.branch) {
-    std::vector<std::string> tokens = {resolved.branch->staging_token};
-    tokens.insert(tokens.end(), resolved.branch->sealed_tokens.begin(), resolved.branch->sealed_tokens.end());
-    for (const auto& t : tokens) {
-      auto v = kv_->Get(StagingPrefix(t) + path);
-      if (v.ok()) {
-        if (v->empty()) return not_found();
-        return DecodeEntry(*v);
-      }
-      if (!IsNotFound(v.status())) return v.status();
-    }
-    ARROW_ASSIGN_OR_RAISE(mr, BaseMetaRange(repo, *resolved.branch));
+    ARROW_ASSIGN_OR_RAISE(v, LookupOnBranch(repo, *resolved.branch, path, /*include_current=*/true));
   } else {
-    ARROW_ASSIGN_OR_RAISE(mr, CommitMetaRange(repo, resolved.commit_id));
+    ARROW_ASSIGN_OR_RAISE(auto mr, CommitMetaRange(repo, resolved.commit_id));
+    ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
+    ARROW_ASSIGN_OR_RAISE(v, ranges_->Get(ns, *mr, path));
   }
-  ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
-  ARROW_ASSIGN_OR_RAISE(auto v, ranges_->Get(ns, *mr, path));
-  if (!v) return not_found();
+  if (!v) return NotFound(fmt::format("object \"{}\" not found at \"{}\"", path, ref));
   return DecodeEntry(*v);
 }
 

@@ -1,6 +1,7 @@
 // Catalog, refs and names: validation of names and paths, repositories,
 // branches, commit records, ResolveRef and tags.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -45,14 +46,18 @@ Result<Branch> ParseBranch(const std::string& name, const std::string& raw) {
 
 using internal::BranchJson;
 using internal::ClampAmount;
-using internal::DeletePrefix;
+using internal::DeletePrefixWhile;
 using internal::DropKey;
+using internal::kCasRetries;
 using internal::NewToken;
 using internal::ParseBranch;
+using internal::RepoDeletionKey;
 
 namespace {
 
 constexpr int64_t kMaxPathBytes = 1024;
+// The largest N of a ref's "~N" or "^N".
+constexpr int64_t kMaxAncestorCount = 1'000'000;
 
 std::string NamespaceKey(const std::string& ns) { return "c/n/" + ns; }
 std::string CommitKey(const std::string& repo, const std::string& id) { return "c/c/" + repo + "/" + id; }
@@ -186,6 +191,9 @@ Result<Repository> Catalog::CreateRepository(const std::string& id, const std::s
     return Status::OK();
   };
   ARROW_RETURN_NOT_OK(conflict());
+  // A deletion of a repository of this name that was cut off: finish it first,
+  // so nothing of the old repository shows through the new one.
+  ARROW_RETURN_NOT_OK(FinishRepositoryDeletion(id));
   // Reachability first: a namespace we cannot write to fails before anything is recorded.
   ARROW_ASSIGN_OR_RAISE(auto store, RepositoryNamespace(repo));
   ARROW_RETURN_NOT_OK(WithContext(store->Put("_lakefs/dummy", ""), "storage_namespace " + ns + " is not writable"));
@@ -193,36 +201,47 @@ Result<Repository> Catalog::CreateRepository(const std::string& id, const std::s
   Commit initial;
   initial.message = "Repository created";
   initial.creation_date = repo.creation_date;
-  // The commit record may outlive a lost race below; it is tiny and unreachable.
-  ARROW_ASSIGN_OR_RAISE(auto commit_id, StoreCommit(id, &initial));
-  Branch b{default_branch, commit_id, NewToken(), {}, ""};
+  std::string initial_body = CommitBody(initial).dump();
+  initial.id = Sha256Hex(initial_body);
+  Branch b{default_branch, initial.id, NewToken(), {}, ""};
   kv::Batch batch;
   batch.Require(kv::Precondition::Absent(RepoKey(id)))
       .Require(kv::Precondition::Absent(NamespaceKey(ns)))
+      .Require(kv::Precondition::Absent(RepoDeletionKey(id)))
+      .Put(CommitKey(id, initial.id), initial_body)
       .Put(RepoKey(id), RepoJson(repo).dump())
       .Put(NamespaceKey(ns), id)
       .Put(BranchKey(id, default_branch), BranchJson(b));
   Status st = kv_->Apply(batch);
   if (IsPreconditionFailed(st)) {
     ARROW_RETURN_NOT_OK(conflict());
+    if (kv_->Get(RepoDeletionKey(id)).ok()) {
+      return Conflict(fmt::format("repository \"{}\" is being deleted concurrently; retry", id));
+    }
     return Conflict(fmt::format("repository \"{}\" was created concurrently", id));
   }
   ARROW_RETURN_NOT_OK(st);
   return repo;
 }
 
-Result<Repository> Catalog::GetRepository(const std::string& id) {
+Result<Catalog::RepositoryRecord> Catalog::LoadRepository(const std::string& id) {
   ARROW_RETURN_NOT_OK(ValidateRepositoryName(id));
   auto raw = kv_->Get(RepoKey(id));
   if (IsNotFound(raw.status())) return NotFound(fmt::format("repository \"{}\" not found", id));
   ARROW_RETURN_NOT_OK(raw.status());
   try {
     auto j = json::parse(*raw);
-    return Repository{id, j.at("storage_namespace").get<std::string>(), j.at("default_branch").get<std::string>(),
-                      j.at("creation_date").get<int64_t>(), j.value("read_only", false)};
+    Repository repo{id, j.at("storage_namespace").get<std::string>(), j.at("default_branch").get<std::string>(),
+                    j.at("creation_date").get<int64_t>(), j.value("read_only", false)};
+    return RepositoryRecord{std::move(repo), std::move(*raw)};
   } catch (const std::exception& e) {
     return Status::IOError(fmt::format("corrupt repository record {}: {}", id, e.what()));
   }
+}
+
+Result<Repository> Catalog::GetRepository(const std::string& id) {
+  ARROW_ASSIGN_OR_RAISE(auto rec, LoadRepository(id));
+  return std::move(rec.repo);
 }
 
 Result<Page<Repository>> Catalog::ListRepositories(const std::string& prefix, const std::string& after,
@@ -237,26 +256,93 @@ Result<Page<Repository>> Catalog::ListRepositories(const std::string& prefix, co
   return out;
 }
 
+// Deciding is one atomic batch: the repository record (as read), its namespace,
+// every branch (as read; its tokens queued for the dropper) and tag, and a
+// deletion record c/rd/<repo>. From then on the repository is gone for every
+// call, and its name and namespace are free. The bulk cleanup follows
+// (FinishRepositoryDeletion); if it is cut off, DropDeadTokens or a re-create of
+// the name finishes it.
 Status Catalog::DeleteRepository(const std::string& id) {
-  ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(id));
-  // Branch tokens go to the background dropper; then refs; the repository record last.
-  ARROW_RETURN_NOT_OK(kv_->ScanAll("c/b/" + id + "/", "", [&](const kv::KeyValue& item) -> Result<bool> {
-    ARROW_ASSIGN_OR_RAISE(auto b, ParseBranch(item.key, item.value));
+  for (int attempt = 0;; ++attempt) {
+    ARROW_ASSIGN_OR_RAISE(auto rec, LoadRepository(id));
     kv::Batch batch;
-    batch.Put(DropKey(b.staging_token), "");
-    for (const auto& t : b.sealed_tokens) batch.Put(DropKey(t), "");
-    ARROW_RETURN_NOT_OK(kv_->Apply(batch));
-    return true;
-  }));
-  kv::Batch batch;
-  batch.Require(kv::Precondition::Present(RepoKey(id)))
-      .Delete(RepoKey(id))
-      .Delete(NamespaceKey(repo.storage_namespace));
-  ARROW_RETURN_NOT_OK(kv_->Apply(batch));
-  // Refs, then the staging-compaction bookkeeping (counters, last status, leases).
-  for (const auto& p : {"c/b/", "c/c/", "c/t/", "c/m/", "c/cs/", "c/cl/"}) {
-    ARROW_RETURN_NOT_OK(DeletePrefix(*kv_, p + id + "/"));
+    batch.Require(kv::Precondition::Equals(RepoKey(id), rec.raw))
+        .Delete(RepoKey(id))
+        .Delete(NamespaceKey(rec.repo.storage_namespace))
+        .Put(RepoDeletionKey(id), RandomHex(8));
+    ARROW_RETURN_NOT_OK(kv_->ScanAll(BranchKey(id, ""), "", [&](const kv::KeyValue& item) -> Result<bool> {
+      ARROW_ASSIGN_OR_RAISE(auto b, ParseBranch(item.key, item.value));
+      batch.Require(kv::Precondition::Equals(item.key, item.value)).Delete(item.key).Put(DropKey(b.staging_token), "");
+      for (const auto& t : b.sealed_tokens) batch.Put(DropKey(t), "");
+      return true;
+    }));
+    ARROW_RETURN_NOT_OK(kv_->ScanAll(TagKey(id, ""), "", [&](const kv::KeyValue& item) -> Result<bool> {
+      batch.Delete(item.key);
+      return true;
+    }));
+    Status st = kv_->Apply(batch);
+    if (st.ok()) break;
+    if (!IsPreconditionFailed(st)) return st;
+    if (attempt + 1 >= kCasRetries) {
+      return Busy(fmt::format("repository \"{}\" kept changing while being deleted; retry", id));
+    }
   }
+  if (dropper_) dropper_->Trigger();
+  // The repository is deleted; what remains is cleanup, which the background task retries.
+  Status cleanup = FinishRepositoryDeletion(id);
+  if (!cleanup.ok()) {
+    spdlog::warn("catalog: repository \"{}\" deleted; its cleanup failed and will be retried: {}", id,
+                 cleanup.ToString());
+  }
+  return Status::OK();
+}
+
+Status Catalog::FinishRepositoryDeletion(const std::string& id) {
+  auto deletion = kv_->Get(RepoDeletionKey(id));
+  if (IsNotFound(deletion.status())) return Status::OK();
+  ARROW_RETURN_NOT_OK(deletion.status());
+  // Every batch requires this deletion still pending: once another cleanup has
+  // finished it (and the name may be in use again), this one deletes nothing.
+  const auto still = kv::Precondition::Equals(RepoDeletionKey(id), *deletion);
+  auto finished_elsewhere = [&](const Status& st) {
+    if (!IsPreconditionFailed(st)) return false;
+    auto now = kv_->Get(RepoDeletionKey(id));
+    return IsNotFound(now.status()) || (now.ok() && *now != *deletion);
+  };
+  {
+    std::lock_guard<std::mutex> lock(commits_mu_);
+    std::erase_if(commits_, [&](const auto& c) { return c.first.rfind(id + "/", 0) == 0; });
+  }
+  // Branches created while the deletion was decided: their tokens go to the dropper too.
+  for (int failures = 0;;) {
+    ARROW_ASSIGN_OR_RAISE(auto page, kv_->Scan(BranchKey(id, ""), "", 1000));
+    if (page.items.empty()) break;
+    kv::Batch batch;
+    batch.Require(still);
+    for (const auto& item : page.items) {
+      ARROW_ASSIGN_OR_RAISE(auto b, ParseBranch(item.key, item.value));
+      batch.Require(kv::Precondition::Equals(item.key, item.value)).Delete(item.key).Put(DropKey(b.staging_token), "");
+      for (const auto& t : b.sealed_tokens) batch.Put(DropKey(t), "");
+    }
+    Status st = kv_->Apply(batch);
+    if (finished_elsewhere(st)) return Status::OK();
+    if (st.ok()) continue;
+    if (!IsPreconditionFailed(st)) return st;
+    if (++failures >= kCasRetries) {
+      return Busy(fmt::format("branches of deleted repository \"{}\" kept changing; the cleanup will retry", id));
+    }
+  }
+  // Tags, commits, then the staging-compaction bookkeeping (counters, last status, leases).
+  for (const auto& p : {"c/t/", "c/c/", "c/m/", "c/cs/", "c/cl/"}) {
+    Status st = DeletePrefixWhile(*kv_, p + id + "/", still);
+    if (finished_elsewhere(st)) return Status::OK();
+    ARROW_RETURN_NOT_OK(st);
+  }
+  kv::Batch done;
+  done.Require(still).Delete(RepoDeletionKey(id));
+  Status st = kv_->Apply(done);
+  if (IsPreconditionFailed(st)) return Status::OK();
+  ARROW_RETURN_NOT_OK(st);
   if (dropper_) dropper_->Trigger();
   return Status::OK();
 }
@@ -311,9 +397,17 @@ Result<ResolvedRef> Catalog::ResolveRef(const std::string& repo, const std::stri
       char op = tail[i++];
       if (op != '~' && op != '^') return InvalidArgument(fmt::format("invalid ref \"{}\"", ref_in));
       size_t j = i;
-      while (j < tail.size() && isdigit(static_cast<unsigned char>(tail[j]))) ++j;
-      int n = j > i ? std::stoi(tail.substr(i, j - i)) : 1;
-      mods.emplace_back(op, n);
+      int64_t n = 0;
+      while (j < tail.size() && isdigit(static_cast<unsigned char>(tail[j]))) {
+        n = std::min(n * 10 + (tail[j] - '0'), kMaxAncestorCount + 1);  // saturates: never overflows
+        ++j;
+      }
+      if (j == i) n = 1;
+      if (n > kMaxAncestorCount) {
+        return InvalidArgument(fmt::format("invalid ref \"{}\": {}{} is too large (at most {}{})", ref_in, op,
+                                           tail.substr(i, j - i), op, kMaxAncestorCount));
+      }
+      mods.emplace_back(op, static_cast<int>(n));
       i = j;
     }
   }
@@ -373,20 +467,35 @@ Result<ResolvedRef> Catalog::ResolveRef(const std::string& repo, const std::stri
 
 Result<Branch> Catalog::CreateBranch(const std::string& repo_id, const std::string& name,
                                      const std::string& source_ref) {
-  ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
+  ARROW_ASSIGN_OR_RAISE(auto repo, LoadRepository(repo_id));
   ARROW_RETURN_NOT_OK(ValidateBranchName(name));
   ARROW_ASSIGN_OR_RAISE(auto src, ResolveRef(repo_id, source_ref));
   Branch b{name, src.commit_id, NewToken(), {}, ""};
+  // The name must be free of branches and tags, in the same batch as the write,
+  // in a repository that is still the one we read (not deleted meanwhile).
   kv::Batch batch;
-  batch.Require(kv::Precondition::Absent(BranchKey(repo_id, name))).Put(BranchKey(repo_id, name), BranchJson(b));
-  if (kv_->Get(TagKey(repo_id, name)).ok()) {
-    return Conflict(fmt::format("a tag named \"{}\" already exists in \"{}\"", name, repo_id));
-  }
+  batch.Require(kv::Precondition::Equals(RepoKey(repo_id), repo.raw))
+      .Require(kv::Precondition::Absent(BranchKey(repo_id, name)))
+      .Require(kv::Precondition::Absent(TagKey(repo_id, name)))
+      .Put(BranchKey(repo_id, name), BranchJson(b));
   Status st = kv_->Apply(batch);
-  if (IsPreconditionFailed(st)) return Conflict(fmt::format("branch \"{}\" already exists in \"{}\"", name, repo_id));
+  if (IsPreconditionFailed(st)) return RefCollision(repo_id, name, RefKind::kBranch);
   ARROW_RETURN_NOT_OK(st);
-  (void)repo;
   return b;
+}
+
+Status Catalog::RefCollision(const std::string& repo_id, const std::string& name, RefKind creating) {
+  ARROW_RETURN_NOT_OK(GetRepository(repo_id).status());  // NotFound if deleted meanwhile
+  bool tag = creating == RefKind::kTag;
+  if (kv_->Get(BranchKey(repo_id, name)).ok()) {
+    return Conflict(
+        fmt::format("{} \"{}\" already exists in \"{}\"", tag ? "a branch named" : "branch", name, repo_id));
+  }
+  if (kv_->Get(TagKey(repo_id, name)).ok()) {
+    return Conflict(fmt::format("{} \"{}\" already exists in \"{}\"", tag ? "tag" : "a tag named", name, repo_id));
+  }
+  return Conflict(
+      fmt::format("repository \"{}\" changed while creating {} \"{}\"; retry", repo_id, tag ? "tag" : "branch", name));
 }
 
 Result<Branch> Catalog::GetBranch(const std::string& repo, const std::string& name) {
@@ -417,7 +526,11 @@ Status Catalog::DeleteBranch(const std::string& repo_id, const std::string& name
   }
   ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo_id, name));
   kv::Batch batch;
-  batch.Require(kv::Precondition::Equals(BranchKey(repo_id, name), rec.raw)).Delete(BranchKey(repo_id, name));
+  batch.Require(kv::Precondition::Equals(BranchKey(repo_id, name), rec.raw))
+      .Delete(BranchKey(repo_id, name))
+      .Delete(internal::CounterKey(repo_id, name))
+      .Delete(internal::StatusKey(repo_id, name))
+      .Delete(internal::LeaseKey(repo_id, name));
   batch.Put(DropKey(rec.branch.staging_token), "");
   for (const auto& t : rec.branch.sealed_tokens) batch.Put(DropKey(t), "");
   Status st = kv_->Apply(batch);
@@ -437,17 +550,19 @@ Result<bool> Catalog::IsDirty(const std::string& repo, const Branch& branch) {
 // Tags
 
 Result<Tag> Catalog::CreateTag(const std::string& repo_id, const std::string& id, const std::string& ref, bool force) {
-  ARROW_RETURN_NOT_OK(GetRepository(repo_id).status());
+  ARROW_ASSIGN_OR_RAISE(auto repo, LoadRepository(repo_id));
   if (!ValidateBranchName(id).ok()) {
     return InvalidArgument(fmt::format("invalid tag name \"{}\": use letters, digits, '_' and '-'", id));
   }
   ARROW_ASSIGN_OR_RAISE(auto target, ResolveRef(repo_id, ref));
-  if (kv_->Get(BranchKey(repo_id, id)).ok()) {
-    return Conflict(fmt::format("a branch named \"{}\" already exists in \"{}\"", id, repo_id));
-  }
-  Status st = force ? kv_->Set(TagKey(repo_id, id), target.commit_id)
-                    : kv_->SetIf(TagKey(repo_id, id), target.commit_id, std::nullopt);
-  if (IsPreconditionFailed(st)) return Conflict(fmt::format("tag \"{}\" already exists in \"{}\"", id, repo_id));
+  // As for branches: no branch of that name (nor, unless forced, a tag), checked in the write's batch.
+  kv::Batch batch;
+  batch.Require(kv::Precondition::Equals(RepoKey(repo_id), repo.raw))
+      .Require(kv::Precondition::Absent(BranchKey(repo_id, id)));
+  if (!force) batch.Require(kv::Precondition::Absent(TagKey(repo_id, id)));
+  batch.Put(TagKey(repo_id, id), target.commit_id);
+  Status st = kv_->Apply(batch);
+  if (IsPreconditionFailed(st)) return RefCollision(repo_id, id, RefKind::kTag);
   ARROW_RETURN_NOT_OK(st);
   return Tag{id, target.commit_id};
 }

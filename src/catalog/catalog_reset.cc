@@ -39,44 +39,60 @@ Status Catalog::ResetBranch(const std::string& repo_id, const std::string& branc
   return Busy(fmt::format("branch \"{}\" kept changing; retry the reset", branch));
 }
 
+// A reset never touches sealed tokens: a commit or compaction may be folding
+// them, and would then carry the change back over the reset when it swaps. It
+// deletes the path (or prefix) from the current token and, where the sealed
+// tokens or a compacted meta-range still change a path, stages the committed
+// value (or a tombstone) over them in the current token — written like any
+// staged write, re-checked against a concurrent seal or commit (WriteStaged).
 Status Catalog::ResetPath(const std::string& repo_id, const std::string& branch, const std::string& path, bool prefix) {
   if (!prefix) ARROW_RETURN_NOT_OK(ValidatePath(path));
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
   ARROW_RETURN_NOT_OK(CheckWritable(repo));
-  ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo_id, branch));
-  const Branch& b = rec.branch;
-  std::vector<std::string> tokens = b.sealed_tokens;
-  tokens.push_back(b.staging_token);
-  for (const auto& t : tokens) {
-    if (prefix) {
-      kv::Batch batch;
-      ARROW_RETURN_NOT_OK(kv_->ScanAll(StagingPrefix(t) + path, "", [&](const kv::KeyValue& item) -> Result<bool> {
-        batch.Delete(item.key);
-        if (batch.mutations.size() >= 1000) {
-          ARROW_RETURN_NOT_OK(kv_->Apply(batch));
-          batch = {};
-        }
-        return true;
-      }));
-      if (!batch.mutations.empty()) ARROW_RETURN_NOT_OK(kv_->Apply(batch));
-    } else {
-      ARROW_RETURN_NOT_OK(kv_->Delete(StagingPrefix(t) + path));
-    }
+  auto reset = [&](const Branch& b) { return ResetPathOn(repo, b, path, prefix); };
+  return WriteStaged(repo_id, branch, reset, "reset");
+}
+
+Status Catalog::ResetPathOn(const Repository& repo, const Branch& b, const std::string& path, bool prefix) {
+  auto in_scope = [&](const std::string& key) { return prefix ? key.compare(0, path.size(), path) == 0 : key == path; };
+  const std::string token_prefix = StagingPrefix(b.staging_token);
+  kv::Batch batch;
+  auto flush = [&]() -> Status {
+    if (batch.mutations.empty()) return Status::OK();
+    ARROW_RETURN_NOT_OK(kv_->Apply(batch));
+    batch = {};
+    return Status::OK();
+  };
+  // 1. The current token's own changes.
+  if (prefix) {
+    ARROW_RETURN_NOT_OK(kv_->ScanAll(token_prefix + path, "", [&](const kv::KeyValue& item) -> Result<bool> {
+      batch.Delete(item.key);
+      if (batch.mutations.size() >= 1000) ARROW_RETURN_NOT_OK(flush());
+      return true;
+    }));
+  } else {
+    batch.Delete(token_prefix + path);
   }
+  ARROW_RETURN_NOT_OK(flush());
+  if (b.sealed_tokens.empty() && b.compacted_meta_range_id.empty()) return Status::OK();
+
+  // 2. What the sealed tokens over the base still change: the committed value over it.
+  ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
+  ARROW_ASSIGN_OR_RAISE(auto commit_mr, CommitMetaRange(repo, b.commit_id));
+  std::vector<std::unique_ptr<ValueIterator>> below;
+  below.push_back(StagingView(b, /*include_current=*/false));
   if (!b.compacted_meta_range_id.empty()) {
-    // The compacted meta-range still carries the change: restage the committed value over it.
-    ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
-    ARROW_ASSIGN_OR_RAISE(auto commit_mr, CommitMetaRange(repo, b.commit_id));
     ARROW_ASSIGN_OR_RAISE(auto compacted, ranges_->LoadMetaRange(ns, b.compacted_meta_range_id));
-    auto diff = DiffMetaRanges(*ranges_, ns, commit_mr, compacted);
-    diff->SeekGE(path);
-    while (diff->Next()) {
-      if (prefix ? diff->key().compare(0, path.size(), path) != 0 : diff->key() != path) break;
-      ARROW_RETURN_NOT_OK(kv_->Set(StagingPrefix(b.staging_token) + diff->key(), diff->left()));
-    }
-    ARROW_RETURN_NOT_OK(diff->status());
+    below.push_back(DiffAsChanges(DiffMetaRanges(*ranges_, ns, commit_mr, compacted)));
   }
-  return Status::OK();
+  auto diff = NewLookupDiff(NewCombinedIterator(std::move(below)), ranges_->NewIterator(ns, commit_mr));
+  diff->SeekGE(path);
+  while (diff->Next() && in_scope(diff->key())) {
+    batch.Put(token_prefix + diff->key(), diff->left());  // "" (a tombstone) where not committed
+    if (batch.mutations.size() >= 1000) ARROW_RETURN_NOT_OK(flush());
+  }
+  ARROW_RETURN_NOT_OK(diff->status());
+  return flush();
 }
 
 Status Catalog::HardReset(const std::string& repo_id, const std::string& branch, const std::string& ref) {

@@ -1,10 +1,12 @@
 // Catalog, staged writes: PutEntry, PutEntries, DeleteEntry and DeleteEntries.
 // Writes never touch the branch record; each goes to the current staging token
-// and is re-checked against a concurrent seal (WriteStaged).
+// and is re-checked against a concurrent seal (WriteStaged), except a write
+// if absent, which requires the branch record unchanged in its batch.
 #include <fmt/format.h>
 
 #include <algorithm>
 
+#include "base/executor.h"
 #include "base/failpoint.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
@@ -13,17 +15,39 @@
 namespace sediment::catalog {
 
 Status Catalog::WriteStaged(const std::string& repo_id, const std::string& branch,
-                            const std::function<Status(const std::string& token)>& write, const char* what) {
+                            const std::function<Status(const Branch& branch)>& write, const char* what) {
   ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo_id, branch));
   for (int i = 0; i < internal::kCasRetries; ++i) {
-    std::string token = rec.branch.staging_token;
-    ARROW_RETURN_NOT_OK(write(token));
+    const Branch& wrote_on = rec.branch;
+    ARROW_RETURN_NOT_OK(write(wrote_on));
     SEDIMENT_FAILPOINT("catalog.stage.after_write");
-    // A commit may have sealed the token meanwhile: then write again to the new one.
-    ARROW_ASSIGN_OR_RAISE(rec, LoadBranch(repo_id, branch));
-    if (rec.branch.staging_token == token) return Status::OK();
+    auto now = LoadBranch(repo_id, branch);
+    if (IsNotFound(now.status())) {
+      // Deleted meanwhile: the write may have landed after its token was dropped.
+      ARROW_RETURN_NOT_OK(QueueDrop(wrote_on.staging_token));
+      return now.status();
+    }
+    ARROW_RETURN_NOT_OK(now.status());
+    if (now->branch.staging_token == wrote_on.staging_token && now->branch.commit_id == wrote_on.commit_id) {
+      return Status::OK();
+    }
+    // A commit or compaction sealed the token (write again to the new one), or
+    // a commit, merge or reset moved the branch. If the token is not even sealed
+    // any more, it was dropped, maybe before the write landed: drop it again.
+    const auto& sealed = now->branch.sealed_tokens;
+    if (now->branch.staging_token != wrote_on.staging_token &&
+        std::find(sealed.begin(), sealed.end(), wrote_on.staging_token) == sealed.end()) {
+      ARROW_RETURN_NOT_OK(QueueDrop(wrote_on.staging_token));
+    }
+    rec = std::move(*now);
   }
   return Busy(fmt::format("branch \"{}\" kept changing; retry the {}", branch, what));
+}
+
+Status Catalog::QueueDrop(const std::string& token) {
+  ARROW_RETURN_NOT_OK(kv_->Set(internal::DropKey(token), ""));
+  if (dropper_) dropper_->Trigger();
+  return Status::OK();
 }
 
 Status Catalog::PutEntry(const std::string& repo_id, const std::string& branch, const std::string& path,
@@ -39,14 +63,46 @@ Status Catalog::PutEntry(const Repository& repo, const std::string& branch, cons
   ARROW_RETURN_NOT_OK(CheckWritable(repo));
   std::string value = EncodeEntry(entry);
   if (if_absent) {
-    auto existing = GetEntry(repo_id, branch, path);
-    if (existing.ok()) return PreconditionFailed(fmt::format("object \"{}\" already exists", path));
-    if (!IsNotFound(existing.status())) return existing.status();
+    ARROW_RETURN_NOT_OK(PutIfAbsent(repo, branch, path, value));
+  } else {
+    auto write = [&](const Branch& b) { return kv_->Set(StagingPrefix(b.staging_token) + path, value); };
+    ARROW_RETURN_NOT_OK(WriteStaged(repo_id, branch, write, "write"));
   }
-  auto write = [&](const std::string& token) { return kv_->Set(StagingPrefix(token) + path, value); };
-  ARROW_RETURN_NOT_OK(WriteStaged(repo_id, branch, write, "write"));
   if (on_mutation_) on_mutation_(repo_id, branch, 1);
   return Status::OK();
+}
+
+// The check and the write are one batch: it requires the branch record as read
+// (so the token is still current and the sealed tokens and base checked below
+// are the branch's) and the staged key as read (absent, or a tombstone). A
+// write that loses either race re-reads and checks again; no re-check after the
+// write is needed, since it cannot land in a token that was sealed meanwhile.
+Status Catalog::PutIfAbsent(const Repository& repo, const std::string& branch, const std::string& path,
+                            const std::string& value) {
+  auto exists = [&] {
+    return PreconditionFailed(fmt::format("object \"{}\" already exists on branch \"{}\"", path, branch));
+  };
+  for (int i = 0; i < internal::kCasRetries; ++i) {
+    ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo.id, branch));
+    std::string key = StagingPrefix(rec.branch.staging_token) + path;
+    auto staged = kv_->Get(key);
+    kv::Batch batch;
+    batch.Require(kv::Precondition::Equals(BranchKey(repo.id, branch), rec.raw));
+    if (staged.ok()) {
+      if (!staged->empty()) return exists();
+      batch.Require(kv::Precondition::Equals(key, ""));  // deleted in staging: absent, whatever is below
+    } else if (IsNotFound(staged.status())) {
+      ARROW_ASSIGN_OR_RAISE(auto below, LookupOnBranch(repo, rec.branch, path, /*include_current=*/false));
+      if (below) return exists();
+      batch.Require(kv::Precondition::Absent(key));
+    } else {
+      return staged.status();
+    }
+    batch.Put(key, value);
+    Status st = kv_->Apply(batch);
+    if (!IsPreconditionFailed(st)) return st;
+  }
+  return Busy(fmt::format("branch \"{}\" kept changing; retry the write of \"{}\"", branch, path));
 }
 
 Status Catalog::PutEntries(const std::string& repo_id, const std::string& branch,
@@ -57,10 +113,10 @@ Status Catalog::PutEntries(const std::string& repo_id, const std::string& branch
   constexpr size_t kBatch = 1000;
   for (size_t start = 0; start < entries.size(); start += kBatch) {
     size_t end = std::min(entries.size(), start + kBatch);
-    auto write = [&](const std::string& token) {
+    auto write = [&](const Branch& b) {
       kv::Batch batch;
       for (size_t j = start; j < end; ++j) {
-        batch.Put(StagingPrefix(token) + entries[j].first, EncodeEntry(entries[j].second));
+        batch.Put(StagingPrefix(b.staging_token) + entries[j].first, EncodeEntry(entries[j].second));
       }
       return kv_->Apply(batch);
     };
@@ -87,7 +143,7 @@ Result<int64_t> Catalog::DeleteEntries(const std::string& repo_id, const std::st
     auto e = GetEntry(repo_id, branch, p);
     if (IsNotFound(e.status())) continue;
     ARROW_RETURN_NOT_OK(e.status());
-    auto write = [&](const std::string& token) { return kv_->Set(StagingPrefix(token) + p, ""); };
+    auto write = [&](const Branch& b) { return kv_->Set(StagingPrefix(b.staging_token) + p, ""); };
     ARROW_RETURN_NOT_OK(WriteStaged(repo_id, branch, write, "delete"));
     ++deleted;
   }

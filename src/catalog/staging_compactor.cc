@@ -8,6 +8,7 @@
 #include "base/executor.h"
 #include "base/metrics.h"
 #include "catalog/catalog.h"
+#include "catalog/catalog_internal.h"
 #include "catalog/entry.h"
 #include "kv/kv.h"
 #include "kv/lease.h"
@@ -18,9 +19,9 @@ using nlohmann::json;
 
 namespace {
 
-std::string CounterKey(const std::string& repo, const std::string& branch) { return "c/m/" + repo + "/" + branch; }
-std::string StatusKey(const std::string& repo, const std::string& branch) { return "c/cs/" + repo + "/" + branch; }
-std::string LeaseKey(const std::string& repo, const std::string& branch) { return "c/cl/" + repo + "/" + branch; }
+using internal::CounterKey;
+using internal::LeaseKey;
+using internal::StatusKey;
 
 const char* OutcomeName(CompactionOutcome o) {
   switch (o) {
@@ -135,7 +136,13 @@ Status StagingCompactor::Flush() {
         } else if (!IsNotFound(raw.status())) {
           return raw.status();
         }
-        Status set = kv_->SetIf(CounterKey(repo, branch), json{{"epoch", *epoch}, {"count", count}}.dump(), expected);
+        // Only while the branch exists: a count must not outlive a deleted branch.
+        kv::Batch batch;
+        batch.Require(kv::Precondition::Present(catalog::BranchKey(repo, branch)))
+            .Require(expected ? kv::Precondition::Equals(CounterKey(repo, branch), *expected)
+                              : kv::Precondition::Absent(CounterKey(repo, branch)))
+            .Put(CounterKey(repo, branch), json{{"epoch", *epoch}, {"count", count}}.dump());
+        Status set = kv_->Apply(batch);
         if (!IsPreconditionFailed(set)) return set;
       }
       return Busy("mutation counter contended");
@@ -188,10 +195,16 @@ Status StagingCompactor::Submit(const std::string& repo_id, const std::string& b
 Status StagingCompactor::CompactNow(const std::string& repo, const std::string& branch) { return Run(repo, branch); }
 
 Status StagingCompactor::WriteStatus(const std::string& repo, const std::string& branch, const CompactionStatus& st) {
-  return kv_->Set(
-      StatusKey(repo, branch),
-      json{{"state", st.state}, {"started_us", st.started_us}, {"finished_us", st.finished_us}, {"message", st.message}}
-          .dump());
+  // Only while the branch exists: DeleteBranch removes the status with the branch.
+  kv::Batch batch;
+  batch.Require(kv::Precondition::Present(catalog::BranchKey(repo, branch)))
+      .Put(StatusKey(repo, branch), json{{"state", st.state},
+                                         {"started_us", st.started_us},
+                                         {"finished_us", st.finished_us},
+                                         {"message", st.message}}
+                                        .dump());
+  Status s = kv_->Apply(batch);
+  return IsPreconditionFailed(s) ? Status::OK() : s;
 }
 
 Result<CompactionStatus> StagingCompactor::LastStatus(const std::string& repo, const std::string& branch) {

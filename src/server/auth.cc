@@ -15,6 +15,25 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kAdminPolicy = "AdminAccess";
+// Tries of a change whose batch requires records it read unchanged.
+constexpr int kRetries = 20;
+
+std::string UserKey(const std::string& user) { return "a/u/" + user; }
+std::string PolicyKey(const std::string& policy) { return "a/p/" + policy; }
+std::string KeyKey(const std::string& key_id) { return "a/k/" + key_id; }
+std::string UserKeyIndex(const std::string& user, const std::string& key_id) { return "a/uk/" + user + "/" + key_id; }
+std::string AttachmentKey(const std::string& user, const std::string& policy) { return "a/up/" + user + "/" + policy; }
+
+// The record with a fresh "rev". Every change that adds something hanging off a
+// user or policy (a key, an attachment) rewrites its record this way in the
+// same batch, so a deletion whose batch requires the record as it read it —
+// when it listed what hangs off it — fails and lists again instead of missing it.
+Result<std::string> WithNewRev(const std::string& what, const std::string& raw) {
+  auto j = json::parse(raw, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Status::IOError(fmt::format("corrupt {} record", what));
+  j["rev"] = catalog::RandomHex(8);
+  return j.dump();
+}
 
 std::string Base64Decode(std::string_view in) {
   static const std::string chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -57,6 +76,8 @@ Status ValidateId(const std::string& what, const std::string& id) {
   }
   return Status::OK();
 }
+
+std::string UserJson(int64_t creation_date) { return json{{"creation_date", creation_date}}.dump(); }
 
 json PolicyJson(const Policy& p) {
   json st = json::array();
@@ -130,22 +151,31 @@ Result<bool> AuthService::IsSetUp() {
   return true;
 }
 
+// One batch, on the condition that the set-up marker is absent: of concurrent
+// set-ups exactly one creates its admin, and the others write nothing.
 Result<Credentials> AuthService::Setup(const std::string& username, const std::string& access_key_id,
                                        const std::string& secret_access_key) {
   ARROW_RETURN_NOT_OK(ValidateId("user", username));
   ARROW_ASSIGN_OR_RAISE(bool done, IsSetUp());
   if (done) return Conflict("Sediment is already set up");
-  Policy admin{kAdminPolicy, {{"allow", {"*"}, "*"}}, 0};
-  auto existing = GetPolicy(kAdminPolicy);
-  if (IsNotFound(existing.status())) ARROW_RETURN_NOT_OK(CreatePolicy(admin).status());
-  auto user = CreateUser(username);
-  if (!user.ok() && !IsConflict(user.status())) return user.status();
-  ARROW_RETURN_NOT_OK(AttachPolicy(username, kAdminPolicy));
-  ARROW_ASSIGN_OR_RAISE(auto creds, CreateCredentials(username, access_key_id, secret_access_key));
-  Status st = kv_->SetIf("a/setup", username, std::nullopt);
-  if (IsPreconditionFailed(st)) return Conflict("Sediment is already set up");
+  ARROW_ASSIGN_OR_RAISE(auto creds, NewCredentials(username, access_key_id, secret_access_key));
+  Policy admin{kAdminPolicy, {{"allow", {"*"}, "*"}}, creds.first.creation_date};
+  kv::Batch b;
+  b.Require(kv::Precondition::Absent("a/setup"));
+  ARROW_RETURN_NOT_OK(DeleteWhatHangsOffUser(username, &b));  // left by an interrupted older set-up
+  b.Put("a/setup", username)
+      .Put(PolicyKey(kAdminPolicy), PolicyJson(admin).dump())
+      .Put(UserKey(username), UserJson(creds.first.creation_date))
+      .Put(AttachmentKey(username, kAdminPolicy), "");
+  AddCredentials(creds, &b);
+  Status st = kv_->Apply(b);
+  if (IsPreconditionFailed(st)) {
+    ARROW_ASSIGN_OR_RAISE(done, IsSetUp());
+    if (done) return Conflict("Sediment is already set up");
+    return Conflict(fmt::format("access key \"{}\" already exists", creds.first.access_key_id));
+  }
   ARROW_RETURN_NOT_OK(st);
-  return creds;
+  return creds.first;
 }
 
 Result<std::string> AuthService::Authenticate(const std::string& header) {
@@ -166,12 +196,16 @@ Result<std::string> AuthService::Authenticate(const std::string& header) {
     }
   }
   if (!cached) {
-    auto raw = kv_->Get("a/k/" + key_id);
+    auto raw = kv_->Get(KeyKey(key_id));
     if (IsNotFound(raw.status())) return Unauthorized("invalid access key id or secret");
     ARROW_RETURN_NOT_OK(raw.status());
     auto j = json::parse(*raw, nullptr, false);
     if (j.is_discarded()) return Status::IOError("corrupt credentials record");
     key = {j.value("user", ""), j.value("salt", ""), j.value("hash", ""), clock_->Now() + cache_ttl_};
+    // A key is only as alive as its user (older versions could leave keys of deleted users behind).
+    auto user = kv_->Get(UserKey(key.user));
+    if (IsNotFound(user.status())) return Unauthorized("invalid access key id or secret");
+    ARROW_RETURN_NOT_OK(user.status());
     std::lock_guard<std::mutex> lock(mu_);
     if (keys_.size() > 10000) keys_.clear();
     keys_[key_id] = key;
@@ -220,14 +254,19 @@ Status AuthService::Authorize(const std::string& user, const std::string& action
 Result<User> AuthService::CreateUser(const std::string& id) {
   ARROW_RETURN_NOT_OK(ValidateId("user", id));
   User u{id, ToUnixMicros(clock_->Now()) / 1000000};
-  Status st = kv_->SetIf("a/u/" + id, json{{"creation_date", u.creation_date}}.dump(), std::nullopt);
+  kv::Batch b;
+  b.Require(kv::Precondition::Absent(UserKey(id)));
+  // Keys and attachments an older version left behind a deleted user of this name.
+  ARROW_RETURN_NOT_OK(DeleteWhatHangsOffUser(id, &b));
+  b.Put(UserKey(id), UserJson(u.creation_date));
+  Status st = kv_->Apply(b);
   if (IsPreconditionFailed(st)) return Conflict(fmt::format("user \"{}\" already exists", id));
   ARROW_RETURN_NOT_OK(st);
   return u;
 }
 
 Result<User> AuthService::GetUser(const std::string& id) {
-  auto raw = kv_->Get("a/u/" + id);
+  auto raw = kv_->Get(UserKey(id));
   if (IsNotFound(raw.status())) return NotFound(fmt::format("user \"{}\" not found", id));
   ARROW_RETURN_NOT_OK(raw.status());
   auto j = json::parse(*raw, nullptr, false);
@@ -244,23 +283,45 @@ Result<std::vector<User>> AuthService::ListUsers() {
   return out;
 }
 
-Status AuthService::DeleteUser(const std::string& id) {
-  ScopedCacheClear clear(this);
-  ARROW_RETURN_NOT_OK(GetUser(id).status());
-  ARROW_ASSIGN_OR_RAISE(auto creds, ListCredentials(id));
-  kv::Batch b;
-  for (const auto& c : creds) b.Delete("a/k/" + c.access_key_id).Delete("a/uk/" + id + "/" + c.access_key_id);
-  ARROW_RETURN_NOT_OK(kv_->ScanAll("a/up/" + id + "/", "", [&](const kv::KeyValue& item) -> Result<bool> {
-    b.Delete(item.key);
+Status AuthService::DeleteWhatHangsOffUser(const std::string& user, kv::Batch* b) {
+  std::string keys = "a/uk/" + user + "/";
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(keys, "", [&](const kv::KeyValue& item) -> Result<bool> {
+    std::string key_id = item.key.substr(keys.size());
+    b->Delete(item.key);
+    auto raw = kv_->Get(KeyKey(key_id));
+    if (IsNotFound(raw.status())) return true;
+    ARROW_RETURN_NOT_OK(raw.status());
+    auto j = json::parse(*raw, nullptr, false);
+    if (!j.is_discarded() && j.value("user", "") == user) b->Delete(KeyKey(key_id));
     return true;
   }));
-  b.Delete("a/u/" + id);
-  return kv_->Apply(b);
+  return kv_->ScanAll("a/up/" + user + "/", "", [&](const kv::KeyValue& item) -> Result<bool> {
+    b->Delete(item.key);
+    return true;
+  });
 }
 
-Result<Credentials> AuthService::CreateCredentials(const std::string& user, const std::string& key_in,
-                                                   const std::string& secret_in) {
-  ARROW_RETURN_NOT_OK(GetUser(user).status());
+// One batch that requires the user record as read: a key or attachment added
+// since rewrote it (WithNewRev), so the batch fails and is built again with it.
+Status AuthService::DeleteUser(const std::string& id) {
+  ScopedCacheClear clear(this);
+  for (int i = 0; i < kRetries; ++i) {
+    auto raw = kv_->Get(UserKey(id));
+    if (IsNotFound(raw.status())) return NotFound(fmt::format("user \"{}\" not found", id));
+    ARROW_RETURN_NOT_OK(raw.status());
+    kv::Batch b;
+    b.Require(kv::Precondition::Equals(UserKey(id), *raw));
+    ARROW_RETURN_NOT_OK(DeleteWhatHangsOffUser(id, &b));
+    b.Delete(UserKey(id));
+    Status st = kv_->Apply(b);
+    if (!IsPreconditionFailed(st)) return st;
+  }
+  return Busy(fmt::format("user \"{}\" kept changing while being deleted; retry", id));
+}
+
+Result<std::pair<Credentials, std::string>> AuthService::NewCredentials(const std::string& user,
+                                                                        const std::string& key_in,
+                                                                        const std::string& secret_in) {
   Credentials c;
   c.user = user;
   c.access_key_id = key_in.empty() ? "AKIAJ" + RandomAlnum(15, true) : key_in;
@@ -270,18 +331,43 @@ Result<Credentials> AuthService::CreateCredentials(const std::string& user, cons
   }
   c.creation_date = ToUnixMicros(clock_->Now()) / 1000000;
   std::string salt = catalog::RandomHex(8);
-  kv::Batch b;
-  b.Require(kv::Precondition::Absent("a/k/" + c.access_key_id))
-      .Put("a/k/" + c.access_key_id, json{{"user", user},
-                                          {"salt", salt},
-                                          {"hash", SecretHash(salt, c.secret_access_key)},
-                                          {"creation_date", c.creation_date}}
-                                         .dump())
-      .Put("a/uk/" + user + "/" + c.access_key_id, "");
-  Status st = kv_->Apply(b);
-  if (IsPreconditionFailed(st)) return Conflict(fmt::format("access key \"{}\" already exists", c.access_key_id));
-  ARROW_RETURN_NOT_OK(st);
-  return c;
+  json record = {{"user", user},
+                 {"salt", salt},
+                 {"hash", SecretHash(salt, c.secret_access_key)},
+                 {"creation_date", c.creation_date}};
+  return std::make_pair(std::move(c), record.dump());
+}
+
+void AuthService::AddCredentials(const std::pair<Credentials, std::string>& creds, kv::Batch* b) {
+  const Credentials& c = creds.first;
+  b->Require(kv::Precondition::Absent(KeyKey(c.access_key_id)))
+      .Put(KeyKey(c.access_key_id), creds.second)
+      .Put(UserKeyIndex(c.user, c.access_key_id), "");
+}
+
+// One batch that requires the user record as read (and rewrites it): a key
+// never outlives a user deleted meanwhile.
+Result<Credentials> AuthService::CreateCredentials(const std::string& user, const std::string& key_in,
+                                                   const std::string& secret_in) {
+  auto not_found = [&] { return NotFound(fmt::format("user \"{}\" not found", user)); };
+  if (IsNotFound(kv_->Get(UserKey(user)).status())) return not_found();
+  ARROW_ASSIGN_OR_RAISE(auto creds, NewCredentials(user, key_in, secret_in));
+  for (int i = 0; i < kRetries; ++i) {
+    auto raw = kv_->Get(UserKey(user));
+    if (IsNotFound(raw.status())) return not_found();
+    ARROW_RETURN_NOT_OK(raw.status());
+    ARROW_ASSIGN_OR_RAISE(auto bumped, WithNewRev("user", *raw));
+    kv::Batch b;
+    b.Require(kv::Precondition::Equals(UserKey(user), *raw)).Put(UserKey(user), bumped);
+    AddCredentials(creds, &b);
+    Status st = kv_->Apply(b);
+    if (st.ok()) return creds.first;
+    if (!IsPreconditionFailed(st)) return st;
+    if (kv_->Get(KeyKey(creds.first.access_key_id)).ok()) {
+      return Conflict(fmt::format("access key \"{}\" already exists", creds.first.access_key_id));
+    }
+  }
+  return Busy(fmt::format("user \"{}\" kept changing; retry creating the access key", user));
 }
 
 Result<std::vector<Credentials>> AuthService::ListCredentials(const std::string& user) {
@@ -292,7 +378,7 @@ Result<std::vector<Credentials>> AuthService::ListCredentials(const std::string&
     Credentials c;
     c.access_key_id = item.key.substr(prefix.size());
     c.user = user;
-    auto raw = kv_->Get("a/k/" + c.access_key_id);
+    auto raw = kv_->Get(KeyKey(c.access_key_id));
     if (raw.ok()) {
       auto j = json::parse(*raw, nullptr, false);
       if (!j.is_discarded()) c.creation_date = j.value("creation_date", int64_t{0});
@@ -306,9 +392,9 @@ Result<std::vector<Credentials>> AuthService::ListCredentials(const std::string&
 Status AuthService::DeleteCredentials(const std::string& user, const std::string& key_id) {
   ScopedCacheClear clear(this);
   kv::Batch b;
-  b.Require(kv::Precondition::Present("a/uk/" + user + "/" + key_id))
-      .Delete("a/uk/" + user + "/" + key_id)
-      .Delete("a/k/" + key_id);
+  b.Require(kv::Precondition::Present(UserKeyIndex(user, key_id)))
+      .Delete(UserKeyIndex(user, key_id))
+      .Delete(KeyKey(key_id));
   Status st = kv_->Apply(b);
   if (IsPreconditionFailed(st)) return NotFound(fmt::format("user \"{}\" has no access key \"{}\"", user, key_id));
   return st;
@@ -325,14 +411,19 @@ Result<Policy> AuthService::CreatePolicy(const Policy& policy_in) {
     if (s.actions.empty() || s.resource.empty()) return InvalidArgument("each statement needs action and resource");
   }
   p.creation_date = ToUnixMicros(clock_->Now()) / 1000000;
-  Status st = kv_->SetIf("a/p/" + p.id, PolicyJson(p).dump(), std::nullopt);
+  kv::Batch b;
+  b.Require(kv::Precondition::Absent(PolicyKey(p.id)));
+  // Attachments an older version left behind a deleted policy of this id grant nothing new.
+  ARROW_RETURN_NOT_OK(DeleteAttachmentsOf(p.id, &b));
+  b.Put(PolicyKey(p.id), PolicyJson(p).dump());
+  Status st = kv_->Apply(b);
   if (IsPreconditionFailed(st)) return Conflict(fmt::format("policy \"{}\" already exists", p.id));
   ARROW_RETURN_NOT_OK(st);
   return p;
 }
 
 Result<Policy> AuthService::GetPolicy(const std::string& id) {
-  auto raw = kv_->Get("a/p/" + id);
+  auto raw = kv_->Get(PolicyKey(id));
   if (IsNotFound(raw.status())) return NotFound(fmt::format("policy \"{}\" not found", id));
   ARROW_RETURN_NOT_OK(raw.status());
   return ParsePolicy(id, *raw);
@@ -348,22 +439,62 @@ Result<std::vector<Policy>> AuthService::ListPolicies() {
   return out;
 }
 
-Status AuthService::DeletePolicy(const std::string& id) {
-  ScopedCacheClear clear(this);
-  ARROW_RETURN_NOT_OK(GetPolicy(id).status());
-  return kv_->Delete("a/p/" + id);
+Status AuthService::DeleteAttachmentsOf(const std::string& policy, kv::Batch* b) {
+  // a/up/<user>/<policy>; neither id contains '/'.
+  return kv_->ScanAll("a/up/", "", [&](const kv::KeyValue& item) -> Result<bool> {
+    auto slash = item.key.find('/', 5);
+    if (slash != std::string::npos && item.key.compare(slash + 1, std::string::npos, policy) == 0) {
+      b->Delete(item.key);
+    }
+    return true;
+  });
 }
 
+// One batch with every attachment, requiring the policy record as read: an
+// attachment added since rewrote it (WithNewRev), so the batch is built again.
+Status AuthService::DeletePolicy(const std::string& id) {
+  ScopedCacheClear clear(this);
+  for (int i = 0; i < kRetries; ++i) {
+    auto raw = kv_->Get(PolicyKey(id));
+    if (IsNotFound(raw.status())) return NotFound(fmt::format("policy \"{}\" not found", id));
+    ARROW_RETURN_NOT_OK(raw.status());
+    kv::Batch b;
+    b.Require(kv::Precondition::Equals(PolicyKey(id), *raw)).Delete(PolicyKey(id));
+    ARROW_RETURN_NOT_OK(DeleteAttachmentsOf(id, &b));
+    Status st = kv_->Apply(b);
+    if (!IsPreconditionFailed(st)) return st;
+  }
+  return Busy(fmt::format("policy \"{}\" kept changing while being deleted; retry", id));
+}
+
+// One batch that requires (and rewrites) both records as read: an attachment
+// never outlives a user or policy deleted meanwhile.
 Status AuthService::AttachPolicy(const std::string& user, const std::string& policy) {
   ScopedCacheClear clear(this);
-  ARROW_RETURN_NOT_OK(GetUser(user).status());
-  ARROW_RETURN_NOT_OK(GetPolicy(policy).status());
-  return kv_->Set("a/up/" + user + "/" + policy, "");
+  for (int i = 0; i < kRetries; ++i) {
+    auto uraw = kv_->Get(UserKey(user));
+    if (IsNotFound(uraw.status())) return NotFound(fmt::format("user \"{}\" not found", user));
+    ARROW_RETURN_NOT_OK(uraw.status());
+    auto praw = kv_->Get(PolicyKey(policy));
+    if (IsNotFound(praw.status())) return NotFound(fmt::format("policy \"{}\" not found", policy));
+    ARROW_RETURN_NOT_OK(praw.status());
+    ARROW_ASSIGN_OR_RAISE(auto ubumped, WithNewRev("user", *uraw));
+    ARROW_ASSIGN_OR_RAISE(auto pbumped, WithNewRev("policy", *praw));
+    kv::Batch b;
+    b.Require(kv::Precondition::Equals(UserKey(user), *uraw))
+        .Require(kv::Precondition::Equals(PolicyKey(policy), *praw))
+        .Put(AttachmentKey(user, policy), "")
+        .Put(UserKey(user), ubumped)
+        .Put(PolicyKey(policy), pbumped);
+    Status st = kv_->Apply(b);
+    if (!IsPreconditionFailed(st)) return st;
+  }
+  return Busy(fmt::format("user \"{}\" or policy \"{}\" kept changing; retry the attachment", user, policy));
 }
 
 Status AuthService::DetachPolicy(const std::string& user, const std::string& policy) {
   ScopedCacheClear clear(this);
-  return kv_->Delete("a/up/" + user + "/" + policy);
+  return kv_->Delete(AttachmentKey(user, policy));
 }
 
 Result<std::vector<Policy>> AuthService::ListUserPolicies(const std::string& user) {

@@ -15,6 +15,13 @@
 // KV layout: a/setup, a/u/<user>, a/k/<access key id>, a/uk/<user>/<key id>,
 // a/p/<policy>, a/up/<user>/<policy>.
 //
+// Integrity: each change is one atomic KV batch. Set-up requires a/setup absent
+// (one admin, whatever races). A key or attachment requires its user (and
+// policy) record unchanged and rewrites it with a new "rev"; deleting a user or
+// policy requires its record unchanged and removes, in the same batch, every
+// key and attachment hanging off it — so none survives a racing creation. A key
+// whose user record is gone does not authenticate.
+//
 // Thread-safety: all methods are safe from many threads.
 #pragma once
 #include <map>
@@ -22,6 +29,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/clock.h"
@@ -29,7 +37,8 @@
 
 namespace sediment::kv {
 class KvStore;
-}
+struct Batch;
+}  // namespace sediment::kv
 
 namespace sediment::server {
 
@@ -95,6 +104,15 @@ class AuthService {
   class ScopedCacheClear;  // clears the cache on entry and on exit of a change
 
   void ClearCache();
+  // A new key for `user` (given or random id and secret, validated) and its a/k record.
+  Result<std::pair<Credentials, std::string>> NewCredentials(const std::string& user, const std::string& key_id,
+                                                             const std::string& secret);
+  // Adds the key's records to `b`, on the condition that the key id is free.
+  void AddCredentials(const std::pair<Credentials, std::string>& creds, kv::Batch* b);
+  // Adds deletes of the user's keys and policy attachments to `b`.
+  Status DeleteWhatHangsOffUser(const std::string& user, kv::Batch* b);
+  // Adds deletes of every attachment of the policy to `b`.
+  Status DeleteAttachmentsOf(const std::string& policy, kv::Batch* b);
 
   std::shared_ptr<kv::KvStore> kv_;
   std::shared_ptr<Clock> clock_;

@@ -133,7 +133,15 @@ Result<AppendResult> Appender::Commit(const TableInfo& table, const SegmentRecor
     ARROW_ASSIGN_OR_RAISE(Snapshot snap, registry_->TakeSnapshot(id));
     AppendResult result;
     result.segment = seg;
-    ARROW_ASSIGN_OR_RAISE(LiveSetChange change, PlanChange(table, seg, snap, force, &result));
+    auto planned = PlanChange(table, seg, snap, force, &result);
+    if (!planned.ok()) {
+      // Planning reads the file a reorg straddles; if the live set moved
+      // meanwhile, that file may have been merged away and collected: plan again.
+      auto now = registry_->TakeSnapshot(id);
+      if (attempt < 5 && now.ok() && now->version != snap.version) continue;
+      return planned.status();
+    }
+    LiveSetChange change = std::move(*planned);
     // Keep the hashes within the window below the new head (seg.end).
     for (const auto& [block, hash] : hashes) {
       if (block + max_reorg_depth_ > seg.end) change.put_hashes[block] = hash;

@@ -1,0 +1,144 @@
+// Integrity rules of AuthService under concurrency: the racing operation is run
+// to completion at the exact moment the other one writes (HookedKv).
+#include "server/auth.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "base/clock.h"
+#include "catalog/hooked_kv_testing.h"
+#include "kv/kv.h"
+
+namespace sediment::server {
+namespace {
+
+using sediment::testing::HookedKv;
+
+#define ASSERT_OK(expr) ASSERT_TRUE((expr).ok()) << (expr).ToString()
+
+std::string Basic(const std::string& key, const std::string& secret) {
+  static const char* kChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string in = key + ":" + secret, out;
+  unsigned val = 0;
+  int bits = -6;
+  for (unsigned char c : in) {
+    val = ((val & 0xffffu) << 8) + c;
+    bits += 8;
+    while (bits >= 0) {
+      out.push_back(kChars[(val >> bits) & 0x3f]);
+      bits -= 6;
+    }
+  }
+  if (bits > -6) out.push_back(kChars[((val << 8) >> (bits + 8)) & 0x3f]);
+  while (out.size() % 4) out.push_back('=');
+  return "Basic " + out;
+}
+
+class AuthIntegrityTest : public ::testing::Test {
+ protected:
+  std::vector<std::string> KeysUnder(const std::string& prefix) {
+    std::vector<std::string> out;
+    EXPECT_TRUE(kv_->ScanAll(prefix, "",
+                             [&](const kv::KeyValue& kv) -> Result<bool> {
+                               out.push_back(kv.key);
+                               return true;
+                             })
+                    .ok());
+    return out;
+  }
+  bool Granted(const std::string& user, const std::string& policy) {
+    auto ps = auth_.ListUserPolicies(user);
+    EXPECT_TRUE(ps.ok()) << ps.status().ToString();
+    if (!ps.ok()) return false;
+    for (const auto& p : *ps) {
+      if (p.id == policy) return true;
+    }
+    return false;
+  }
+  Policy ReadAll(const std::string& id) { return Policy{id, {{"allow", {"fs:Read*"}, "*"}}, 0}; }
+
+  std::shared_ptr<HookedKv> kv_ = std::make_shared<HookedKv>(kv::NewMemoryStore());
+  AuthService auth_{kv_, std::make_shared<ManualClock>(), Duration::zero()};
+};
+
+// --- 7. setup_lakefs ----------------------------------------------------------------
+
+TEST_F(AuthIntegrityTest, TwoConcurrentSetupsCreateOneAdmin) {
+  // The second set-up runs to completion just before the first writes its key.
+  kv_->BeforeWrite(HookedKv::Prefix("a/k/"),
+                   [&] { ASSERT_OK(auth_.Setup("second", "AKIASECOND", "second-secret").status()); });
+  auto first = auth_.Setup("first", "AKIAFIRST", "first-secret");
+  EXPECT_TRUE(IsConflict(first.status())) << first.status().ToString();
+  EXPECT_TRUE(IsUnauthorized(auth_.Authenticate(Basic("AKIAFIRST", "first-secret")).status()))
+      << "the losing set-up left a working admin key";
+  EXPECT_EQ(*auth_.Authenticate(Basic("AKIASECOND", "second-secret")), "second");
+  auto users = auth_.ListUsers();
+  ASSERT_EQ(users->size(), 1u);
+  EXPECT_EQ((*users)[0].id, "second");
+  EXPECT_EQ(KeysUnder("a/up/"), (std::vector<std::string>{"a/up/second/AdminAccess"}));
+  EXPECT_TRUE(IsConflict(auth_.Setup("third", "AKIATHIRD", "third-secret").status()));
+}
+
+// --- 8. Deleting a policy ------------------------------------------------------------
+
+TEST_F(AuthIntegrityTest, DeletingAPolicyRevokesItFromEveryHolder) {
+  ASSERT_OK(auth_.CreateUser("alice").status());
+  ASSERT_OK(auth_.CreateUser("bob").status());
+  ASSERT_OK(auth_.CreatePolicy(ReadAll("P")).status());
+  ASSERT_OK(auth_.AttachPolicy("alice", "P"));
+  // bob's attachment lands between the deletion's look-up and its write.
+  kv_->BeforeWrite(HookedKv::Exactly("a/p/P"), [&] { ASSERT_OK(auth_.AttachPolicy("bob", "P")); });
+  ASSERT_OK(auth_.DeletePolicy("P"));
+  EXPECT_TRUE(KeysUnder("a/up/").empty()) << "attachments outlived their policy";
+  // A new policy with the same id is granted to nobody.
+  ASSERT_OK(auth_.CreatePolicy(ReadAll("P")).status());
+  EXPECT_FALSE(Granted("alice", "P"));
+  EXPECT_FALSE(Granted("bob", "P"));
+  EXPECT_TRUE(IsForbidden(auth_.Authorize("alice", "fs:ReadObject", "arn:x")));
+
+  // An attachment left by an older version is not inherited by a new policy either.
+  ASSERT_OK(auth_.DeletePolicy("P"));
+  ASSERT_OK(kv_->Set("a/up/alice/P", ""));
+  ASSERT_OK(auth_.CreatePolicy(ReadAll("P")).status());
+  EXPECT_FALSE(Granted("alice", "P"));
+
+  // Attaching a policy that is deleted meanwhile fails and leaves nothing.
+  kv_->BeforeWrite(HookedKv::Exactly("a/up/bob/P"), [&] { ASSERT_OK(auth_.DeletePolicy("P")); });
+  EXPECT_TRUE(IsNotFound(auth_.AttachPolicy("bob", "P")));
+  EXPECT_TRUE(KeysUnder("a/up/").empty());
+}
+
+// --- 9. Credentials and their user ---------------------------------------------------
+
+TEST_F(AuthIntegrityTest, CredentialsNeverOutliveTheirUser) {
+  ASSERT_OK(auth_.CreateUser("carol").status());
+  // A key created between the user deletion's look-up and its write.
+  kv_->BeforeWrite(HookedKv::Exactly("a/u/carol"),
+                   [&] { ASSERT_OK(auth_.CreateCredentials("carol", "AKIACAROL1", "carol-secret").status()); });
+  ASSERT_OK(auth_.DeleteUser("carol"));
+  EXPECT_TRUE(IsUnauthorized(auth_.Authenticate(Basic("AKIACAROL1", "carol-secret")).status()))
+      << "a key of a deleted user still authenticates";
+  EXPECT_TRUE(KeysUnder("a/k/").empty());
+  EXPECT_TRUE(KeysUnder("a/uk/").empty());
+
+  // A key whose user is deleted between its check and its write is refused.
+  ASSERT_OK(auth_.CreateUser("dave").status());
+  kv_->BeforeWrite(HookedKv::Exactly("a/k/AKIADAVE1"), [&] { ASSERT_OK(auth_.DeleteUser("dave")); });
+  auto creds = auth_.CreateCredentials("dave", "AKIADAVE1", "dave-secret");
+  EXPECT_TRUE(IsNotFound(creds.status())) << creds.status().ToString();
+  EXPECT_NE(creds.status().message().find("user \"dave\""), std::string::npos) << creds.status().message();
+  EXPECT_TRUE(IsUnauthorized(auth_.Authenticate(Basic("AKIADAVE1", "dave-secret")).status()));
+  EXPECT_TRUE(KeysUnder("a/k/").empty());
+
+  // A policy attached while its user is deleted does not pass to a new user of that name.
+  ASSERT_OK(auth_.CreateUser("erin").status());
+  ASSERT_OK(auth_.CreatePolicy(ReadAll("R")).status());
+  kv_->BeforeWrite(HookedKv::Exactly("a/u/erin"), [&] { ASSERT_OK(auth_.AttachPolicy("erin", "R")); });
+  ASSERT_OK(auth_.DeleteUser("erin"));
+  ASSERT_OK(auth_.CreateUser("erin").status());
+  EXPECT_FALSE(Granted("erin", "R"));
+}
+
+}  // namespace
+}  // namespace sediment::server
