@@ -66,6 +66,8 @@ max_eager_bytes = 100000
 cooldown_duration = 0
 min_interval = 0
 gc_manifest_grace_period = 0
+[catalog]
+dropped_token_grace = 0
 """
 
 
@@ -219,6 +221,10 @@ def workload(p, model, namespace):
             time.sleep(0.05)
     put_object(p, model, "c/after-compaction", b"third")
     commit(p, model, "second")
+    # Catalog GC, no grace: the superseded compaction and anything orphaned go; nothing reachable may.
+    r = p.call("POST", REPO + "/gc", params={"grace_seconds": 0})
+    if r.status_code != 200:
+        model.violations.append(f"catalog gc: {r.status_code} {r.text[:200]}")
     time.sleep(2.5)  # the dead-token dropper runs every 2 s
     p.call("GET", "/api/v1/healthcheck")
 
@@ -327,7 +333,7 @@ def backends():
 def backend_config(kind, dsn, workdir):
     """Config text, the repository's storage namespace, and the S3 view for orphan checks."""
     if kind == "rocksdb":
-        return CONFIG, f"local://{workdir}/data/ns", None
+        return CONFIG, f"local://{workdir}/data/namespaces/ns", None  # under the default root
     from pyarrow import fs
     bucket = os.environ["SEDIMENT_TEST_S3_BUCKET"]
     prefix = f"crash-{uuid.uuid4().hex[:10]}"

@@ -1,7 +1,9 @@
 """The catalog through the official lakeFS Python SDK (lakefs-sdk) against a real server:
 repositories, branches, objects, listing, commits, diff, merge, reset, revert, tags, log, auth."""
 import base64
+import os
 import uuid
+from pathlib import Path
 
 import lakefs_sdk
 import pytest
@@ -27,7 +29,13 @@ def status_of(fn, *args, **kw):
 @pytest.fixture
 def lakefs(start_server, tmp_path, backend):
     cfg = tmp_path / "sediment.toml"
-    cfg.write_text(backend)
+    # Namespaces: local ones next to the data dir, so the root is the test's directory; on S3 under
+    # the test's prefix of the bucket, the only place allowed.
+    base = backend.split('objects = "')[1].split('"')[0] if 'objects = "s3://' in backend else None
+    settings = f'[catalog]\nlocal_namespace_roots = ["{tmp_path}"]\n'
+    if base:
+        settings += f's3_namespace_prefixes = ["{base}"]\n'
+    cfg.write_text(backend + settings)
     server = start_server("--config", str(cfg))
     setup = LakeFSClient(lakefs_sdk.Configuration(host=server.url + "/api/v1"))
     assert setup.internal_api.get_setup_state().state == "not_initialized"
@@ -36,8 +44,7 @@ def lakefs(start_server, tmp_path, backend):
     assert creds.access_key_id == ADMIN_KEY
     client = client_for(server.url, ADMIN_KEY, ADMIN_SECRET)
     client.server = server
-    if 'objects = "s3://' in backend:
-        base = backend.split('objects = "')[1].split('"')[0]
+    if base:
         client.namespace = lambda name: f"{base}/{name}"
     else:
         client.namespace = lambda name: f"local://{tmp_path}/ns-{name}"
@@ -264,7 +271,8 @@ def test_cli_repo_branch_object_commit(start_server, tmp_path):
     code, out = run_sediment("setup", "--access-key-id", "AKIACLI", "--secret-access-key", "cli-secret-1", env=env)
     assert code == 0, out
     env.update(SEDIMENT_ACCESS_KEY_ID="AKIACLI", SEDIMENT_SECRET_ACCESS_KEY="cli-secret-1")
-    assert run_sediment("repo", "create", "cli-repo", f"local://{tmp_path}/ns", env=env)[0] == 0
+    ns = f"local://{server.data_dir}/namespaces/cli-repo"  # under the default root
+    assert run_sediment("repo", "create", "cli-repo", ns, env=env)[0] == 0
     f = tmp_path / "f.txt"
     f.write_bytes(b"payload")
     assert run_sediment("object", "put", "cli-repo", "main", "dir/f.txt", str(f), env=env)[0] == 0
@@ -376,7 +384,8 @@ def test_cli_branch_compact_wait_and_status(lakefs):
 
 def test_auto_trigger_from_the_environment(start_server, tmp_path):
     server = start_server(env={"LAKEFS_GRAVELER_COMPACTION_AUTO_TRIGGER": "true",
-                               "LAKEFS_GRAVELER_COMPACTION_THRESHOLD": "20"})
+                               "LAKEFS_GRAVELER_COMPACTION_THRESHOLD": "20",
+                               "SEDIMENT_CATALOG_LOCAL_NAMESPACE_ROOTS": str(tmp_path)})
     setup = LakeFSClient(lakefs_sdk.Configuration(host=server.url + "/api/v1"))
     setup.internal_api.setup(m.Setup(username="admin", key=m.AccessKeyCredentials(
         access_key_id=ADMIN_KEY, secret_access_key=ADMIN_SECRET)))
@@ -563,3 +572,203 @@ def test_concurrent_setups_create_one_admin(start_server):
     working = [i for i in range(8) if requests.get(server.url + "/api/v1/user", timeout=10,
                                                    auth=(f"AKIASETUP{i}", f"secret-{i}-xx")).status_code == 200]
     assert len(working) == 1, working
+
+
+# --- storage namespaces: where a repository may keep its files (docs/catalog.md) ---------------------
+
+def admin_client(server):
+    LakeFSClient(lakefs_sdk.Configuration(host=server.url + "/api/v1")).internal_api.setup(
+        m.Setup(username="admin", key=m.AccessKeyCredentials(access_key_id=ADMIN_KEY, secret_access_key=ADMIN_SECRET)))
+    c = client_for(server.url, ADMIN_KEY, ADMIN_SECRET)
+    c.server = server
+    return c
+
+
+def create_repo_raw(c, name, ns):
+    return requests.post(c.server.url + "/api/v1/repositories", auth=(ADMIN_KEY, ADMIN_SECRET), timeout=30,
+                         json={"name": name, "storage_namespace": ns})
+
+
+def tree(d):
+    """Every path under `d`, relative and sorted; None if `d` does not exist."""
+    d = Path(d)
+    if not d.exists():
+        return None
+    return sorted(str(p.relative_to(d)) for p in d.rglob("*"))
+
+
+def test_local_namespaces_outside_the_roots_are_refused_and_nothing_is_written(start_server, tmp_path):
+    server = start_server(cwd=tmp_path)  # the default root: <data_dir>/namespaces
+    c = admin_client(server)
+    root = server.data_dir / "namespaces"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "theirs.txt").write_text("someone else's")
+    root.mkdir(parents=True)
+    (root / "link").symlink_to(outside, target_is_directory=True)
+    cases = [
+        f"local://{outside}/repo",  # plainly elsewhere
+        f"local://{outside}",  # elsewhere, and someone's files are there
+        str(outside / "bare"),  # a plain path
+        f"file://{outside}/uri",
+        f"local://{root}/../../outside/dotdot",  # '..' out of the root
+        f"local://{root}/link/through",  # a symlink inside the root that leads out
+        f"local://{root}/link",
+        f"local://{root}",  # the root itself holds every namespace, it is none
+        f"local://{server.data_dir}/kv",  # the server's own files
+    ]
+    for i, ns in enumerate(cases):
+        r = create_repo_raw(c, f"bad{i}", ns)
+        assert r.status_code == 400, (ns, r.status_code, r.text)
+        message = r.json()["message"]
+        assert ns in message and str(root) in message, (ns, message)
+    r = create_repo_raw(c, "relative", "local://relative/path")
+    assert r.status_code == 400 and "local://relative/path" in r.json()["message"], r.text
+    assert not (tmp_path / "relative").exists()
+    # Nothing was recorded or written anywhere.
+    assert c.repositories_api.list_repositories().results == []
+    assert tree(outside) == ["theirs.txt"]
+    assert tree(root) == ["link"]
+    assert tree(server.data_dir / "kv" / "_lakefs") is None
+    # The same name works with a namespace under the root.
+    assert create_repo_raw(c, "bad0", f"local://{root}/good").status_code == 201
+
+
+def test_a_namespace_that_already_holds_files_is_refused_and_left_untouched(start_server):
+    server = start_server()
+    c = admin_client(server)
+    root = server.data_dir / "namespaces"
+    taken = root / "taken"
+    (taken / "sub").mkdir(parents=True)
+    (taken / "sub" / "report.csv").write_text("a,b\n")
+    r = create_repo_raw(c, "repo1", f"local://{taken}")
+    assert r.status_code == 409, r.text
+    assert f"local://{taken}" in r.json()["message"] and "sub/report.csv" in r.json()["message"], r.text
+    assert tree(taken) == ["sub", "sub/report.csv"]
+    assert c.repositories_api.list_repositories().results == []
+    # An empty directory, one that does not exist yet, and the bare marker a creation cut off left are fine.
+    (root / "empty").mkdir()
+    (root / "leftover" / "_lakefs").mkdir(parents=True)
+    (root / "leftover" / "_lakefs" / "dummy").write_bytes(b"")
+    assert create_repo_raw(c, "repo1", f"local://{root}/empty").status_code == 201
+    assert create_repo_raw(c, "repo2", f"local://{root}/new/deeper").status_code == 201
+    assert create_repo_raw(c, "repo3", f"local://{root}/leftover").status_code == 201
+    # Inside another repository's namespace, or around one: refused, nothing written.
+    r = create_repo_raw(c, "repo4", f"local://{root}/empty/data")
+    assert r.status_code == 409 and '"repo1"' in r.json()["message"], r.text
+    assert not (root / "empty" / "data").exists()
+    r = create_repo_raw(c, "repo4", f"local://{root}/new")
+    assert r.status_code == 409 and '"repo2"' in r.json()["message"], r.text
+    # A deleted repository's files stay behind, so its namespace is not reused.
+    upload(c, "a.txt", b"x", repo="repo1")
+    c.repositories_api.delete_repository("repo1")
+    before = tree(root / "empty")
+    r = create_repo_raw(c, "repo1", f"local://{root}/empty")
+    assert r.status_code == 409 and "already holds" in r.json()["message"], r.text
+    assert tree(root / "empty") == before
+    assert [x.id for x in c.repositories_api.list_repositories().results] == ["repo2", "repo3"]
+
+
+def test_bucket_namespaces_outside_the_configured_prefixes_are_refused(start_server, tmp_path):
+    cfg = tmp_path / "sediment.toml"
+    cfg.write_text('[catalog]\ns3_namespace_prefixes = ["s3://lake/repos", "s3://scratch"]\n')
+    server = start_server("--config", str(cfg))
+    c = admin_client(server)
+    for ns in ["s3://other/repos/x", "s3://lake/x", "s3://lake/reposx/y", "s3://lake"]:
+        r = create_repo_raw(c, "repo1", ns)
+        assert r.status_code == 400, (ns, r.status_code, r.text)
+        message = r.json()["message"]
+        assert ns in message and "s3://lake/repos, s3://scratch" in message, (ns, message)
+    # '.', '..' and empty parts, which S3 takes literally and a prefix check would not.
+    for ns in ["s3://lake/repos/../x", "s3://lake/repos//x", "s3://scratch/./x"]:
+        r = create_repo_raw(c, "repo1", ns)
+        assert r.status_code == 400 and ns in r.json()["message"], (ns, r.status_code, r.text)
+    assert c.repositories_api.list_repositories().results == []
+
+
+
+def test_a_namespace_holding_objects_is_refused_on_every_backend(lakefs):
+    c = lakefs
+    ns = c.namespace("taken")
+    if ns.startswith("s3://"):
+        from pyarrow import fs
+        s3 = fs.S3FileSystem(access_key=os.environ["SEDIMENT_TEST_S3_ACCESS_KEY"],
+                             secret_key=os.environ["SEDIMENT_TEST_S3_SECRET_KEY"], scheme="http",
+                             endpoint_override=os.environ["SEDIMENT_TEST_S3_ENDPOINT"])
+        with s3.open_output_stream(ns[len("s3://"):] + "/theirs/report.csv") as f:
+            f.write(b"a,b\n")
+
+        def listing():
+            infos = s3.get_file_info(fs.FileSelector(ns[len("s3://"):], recursive=True))
+            return sorted(i.path for i in infos if i.type == fs.FileType.File)
+    else:
+        root = Path(ns[len("local://"):])
+        (root / "theirs").mkdir(parents=True)
+        (root / "theirs" / "report.csv").write_text("a,b\n")
+
+        def listing():
+            return tree(root)
+    before = listing()
+    r = create_repo_raw(c, "taken", ns)
+    assert r.status_code == 409 and "theirs/report.csv" in r.json()["message"], r.text
+    assert listing() == before, "nothing written into someone else's namespace"
+    assert c.repositories_api.list_repositories().results == []
+    make_repo(c, "fresh")  # an empty namespace next to it is fine
+    if ns.startswith("s3://"):  # the fixture allows only the test's prefix
+        r = create_repo_raw(c, "elsewhere", ns.rsplit("/", 2)[0] + "/elsewhere/x")
+        assert r.status_code == 400 and "not under a prefix" in r.json()["message"], r.text
+
+BAD_NAMESPACE_SETTINGS = [
+    ("SEDIMENT_CATALOG_LOCAL_NAMESPACE_ROOTS", "relative/dir",
+     'catalog.local_namespace_roots: "relative/dir" is not an absolute directory'),
+    ("SEDIMENT_CATALOG_LOCAL_NAMESPACE_ROOTS", "/ok,,/also",
+     "catalog.local_namespace_roots: an entry is empty"),
+    ("SEDIMENT_CATALOG_S3_NAMESPACE_PREFIXES", "/srv/lake",
+     'catalog.s3_namespace_prefixes: "/srv/lake" is not s3://bucket or s3://bucket/prefix'),
+]
+
+
+@pytest.mark.parametrize("name,value,expect", BAD_NAMESPACE_SETTINGS, ids=["relative", "empty-entry", "not-bucket"])
+def test_bad_namespace_settings_stop_start_up(tmp_path, name, value, expect):
+    from conftest import run_sediment
+    data = tmp_path / "data"
+    code, out = run_sediment("serve", "--listen", "127.0.0.1:0", "--data-dir", str(data), env={name: value})
+    assert code == 2 and out == f"sediment: environment variable {name}: {expect}", out
+    assert not data.exists()
+    cfg = tmp_path / "sediment.toml"
+    key = name.removeprefix("SEDIMENT_CATALOG_").lower()
+    for text, problem in [(f"[catalog]\n{key} = \"/a\"\n", "must be a list of strings"),
+                          (f"[catalog]\n{key} = [\"/a\", 5]\n", "must be a list of strings")]:
+        cfg.write_text(text)
+        code, out = run_sediment("serve", "--listen", "127.0.0.1:0", "--data-dir", str(data), "--config", str(cfg))
+        assert code == 2 and f"sediment.toml:2: catalog.{key}: {problem}" in out and len(out.splitlines()) == 1, out
+    assert not data.exists()
+
+
+def test_garbage_collection_of_a_repository(lakefs):
+    """POST .../gc: a dry run lists what nothing references, a real run deletes it, and every
+    reachable object still reads back; bad parameters are a 400 that deletes nothing."""
+    c = lakefs
+    make_repo(c)
+    auth = (ADMIN_KEY, ADMIN_SECRET)
+    gc = c.server.url + "/api/v1/repositories/repo1/gc"
+    upload(c, "kept/a", b"a")
+    c.commits_api.commit("repo1", "main", m.CommitCreation(message="one"))
+    upload(c, "kept/b", b"b")
+    upload(c, "discarded", b"never committed")
+    c.branches_api.reset_branch("repo1", "main", m.ResetCreation(type="object", path="discarded"))
+    r = requests.post(gc, params={"grace_seconds": "soon"}, auth=auth, timeout=30)
+    assert r.status_code == 400 and "grace_seconds" in r.json()["message"], r.text
+    dry = requests.post(gc, params={"dry_run": "true", "grace_seconds": 0}, auth=auth, timeout=30)
+    assert dry.status_code == 200, dry.text
+    assert dry.json()["dry_run"] is True and dry.json()["deleted"] >= 1, dry.json()
+    young = requests.post(gc, auth=auth, timeout=30).json()  # default grace: 6 hours
+    assert young["deleted"] == 0 and young["kept_young"] >= 1, young
+    real = requests.post(gc, params={"grace_seconds": 0}, auth=auth, timeout=30).json()
+    assert real["deleted"] == dry.json()["deleted"] and real["paths"] == dry.json()["paths"], (real, dry.json())
+    for path, data in [("kept/a", b"a"), ("kept/b", b"b")]:
+        assert c.objects_api.get_object("repo1", "main", path) == data
+    assert c.objects_api.get_object("repo1", "main@", "kept/a") == b"a"
+    assert requests.post(gc, params={"grace_seconds": 0}, auth=auth, timeout=30).json()["deleted"] == 0
+    assert 'catalog_gc_runs_total{repository="repo1",outcome="completed"}' in requests.get(
+        c.server.url + "/metrics", timeout=10).text

@@ -172,7 +172,7 @@ def test_postgres_restart_under_write_load(start_server, tmp_path, own_postgres)
     LakeFSClient(lakefs_sdk.Configuration(host=server.url + "/api/v1")).internal_api.setup(
         m.Setup(username="admin", key=m.AccessKeyCredentials(access_key_id=KEY, secret_access_key=SECRET)))
     c = sdk(server)
-    c.repositories_api.create_repository(m.RepositoryCreation(name="busy", storage_namespace=f"local://{tmp_path}/ns"))
+    c.repositories_api.create_repository(m.RepositoryCreation(name="busy", storage_namespace=f"local://{server.data_dir}/namespaces/ns"))
 
     acknowledged, statuses, stop = [], [], threading.Event()
 

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <variant>
 
@@ -18,7 +19,7 @@ namespace {
 struct Option {
   std::string key;
   std::function<void*(Config&)> field;
-  enum class Type { kBool, kInt, kDouble, kString } type;
+  enum class Type { kBool, kInt, kDouble, kString, kStringList } type;
   // Returns an empty string if the value is fine, else what is wrong.
   std::function<std::string(const void*)> check;
   std::vector<std::string> env_aliases = {};
@@ -53,6 +54,29 @@ std::function<std::string(const void*)> OneOf(std::vector<std::string> allowed) 
     for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
     return fmt::format("must be one of {}, got \"{}\"", list, v);
   });
+}
+
+// A list setting whose every entry passes `f`.
+std::function<std::string(const void*)> EachEntry(std::function<std::string(const std::string&)> f) {
+  return Check<std::vector<std::string>>([f](const std::vector<std::string>& v) {
+    for (const auto& entry : v) {
+      if (entry.empty()) return std::string("an entry is empty");
+      std::string problem = f(entry);
+      if (!problem.empty()) return problem;
+    }
+    return std::string();
+  });
+}
+
+std::string AbsoluteDirectory(const std::string& v) {
+  if (v.front() != '/' || v.find('\0') != std::string::npos) {
+    return fmt::format("\"{}\" is not an absolute directory", v);
+  }
+  return std::string();
+}
+
+std::string S3Prefix(const std::string& v) {
+  return ParseS3Uri(v).ok() ? std::string() : fmt::format("\"{}\" is not s3://bucket or s3://bucket/prefix", v);
 }
 
 std::function<std::string(const void*)> Any() {
@@ -125,6 +149,13 @@ const std::vector<Option>& Options() {
       {"catalog.range_min_bytes", FIELD(catalog.range_min_bytes), T::kInt, IntAtLeast(1)},
       {"catalog.range_max_bytes", FIELD(catalog.range_max_bytes), T::kInt, IntAtLeast(1024)},
       {"catalog.range_split_modulus", FIELD(catalog.range_split_modulus), T::kInt, IntAtLeast(1)},
+      {"catalog.local_namespace_roots", FIELD(catalog.local_namespace_roots), T::kStringList,
+       EachEntry(AbsoluteDirectory)},
+      {"catalog.s3_namespace_prefixes", FIELD(catalog.s3_namespace_prefixes), T::kStringList, EachEntry(S3Prefix)},
+      {"catalog.dropped_token_grace", FIELD(catalog.dropped_token_grace), T::kDouble, DoubleAtLeast(0)},
+      {"catalog.gc_interval", FIELD(catalog.gc_interval), T::kDouble, DoubleAtLeast(0)},
+      {"catalog.gc_retention_days", FIELD(catalog.gc_retention_days), T::kDouble, DoubleAtLeast(0)},
+      {"catalog.gc_grace", FIELD(catalog.gc_grace), T::kDouble, DoubleAtLeast(0)},
       {"graveler.compaction.auto_trigger",
        FIELD(graveler.compaction.auto_trigger),
        T::kBool,
@@ -174,6 +205,8 @@ const char* TypeName(Option::Type t) {
       return "a number";
     case Option::Type::kString:
       return "a string";
+    case Option::Type::kStringList:
+      return "a list of strings";
   }
   return "?";
 }
@@ -189,6 +222,23 @@ Status Store(Config* config, const Option& opt, V value, const std::string& orig
   if (!problem.empty()) return ConfigError(origin, opt.key, problem);
   *static_cast<V*>(opt.field(*config)) = std::move(value);
   return Status::OK();
+}
+
+// A list in text form (environment, flags): comma-separated, spaces around
+// entries ignored; "" is the empty list.
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> out;
+  if (text.find_first_not_of(" \t") == std::string::npos) return out;
+  size_t start = 0;
+  while (true) {
+    size_t end = text.find(',', start);
+    std::string entry = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    size_t b = entry.find_first_not_of(" \t");
+    size_t e = entry.find_last_not_of(" \t");
+    out.push_back(b == std::string::npos ? std::string() : entry.substr(b, e - b + 1));
+    if (end == std::string::npos) return out;
+    start = end + 1;
+  }
 }
 
 Status SetFromText(Config* config, const Option& opt, const std::string& text, const std::string& origin) {
@@ -218,6 +268,8 @@ Status SetFromText(Config* config, const Option& opt, const std::string& text, c
     }
     case Option::Type::kString:
       return Store(config, opt, text, origin);
+    case Option::Type::kStringList:
+      return Store(config, opt, SplitList(text), origin);
   }
   return ConfigError(origin, opt.key, fmt::format("must be {}, got \"{}\"", TypeName(opt.type), text));
 }
@@ -236,6 +288,17 @@ Status SetFromToml(Config* config, const Option& opt, const toml::node& node, co
       break;
     case Option::Type::kString:
       if (auto v = node.value_exact<std::string>()) return Store(config, opt, *v, origin);
+      break;
+    case Option::Type::kStringList:
+      if (const toml::array* arr = node.as_array()) {
+        std::vector<std::string> v;
+        for (const auto& item : *arr) {
+          auto str = item.value_exact<std::string>();
+          if (!str) return ConfigError(origin, opt.key, fmt::format("must be {}", TypeName(opt.type)));
+          v.push_back(*str);
+        }
+        return Store(config, opt, std::move(v), origin);
+      }
       break;
   }
   std::string shown;
@@ -414,6 +477,26 @@ Result<CompressionSetting> ParseCompression(const std::string& text) {
       fmt::format("compression \"{}\": unknown codec (use zstd(N), snappy, lz4, gzip(N), brotli(N) or none)", text));
 }
 
+Result<S3Uri> ParseS3Uri(const std::string& text) {
+  auto bad = [&] { return InvalidArgument(fmt::format("\"{}\" is not s3://bucket or s3://bucket/prefix", text)); };
+  if (text.rfind("s3://", 0) != 0 || text.find('\0') != std::string::npos) return bad();
+  std::string rest = text.substr(5);
+  while (!rest.empty() && rest.back() == '/') rest.pop_back();
+  S3Uri uri;
+  size_t slash = rest.find('/');
+  uri.bucket = rest.substr(0, slash);
+  if (uri.bucket.empty() || uri.bucket == "." || uri.bucket == "..") return bad();
+  if (slash == std::string::npos) return uri;
+  uri.prefix = rest.substr(slash + 1);
+  for (size_t start = 0; start <= uri.prefix.size();) {
+    size_t end = std::min(uri.prefix.find('/', start), uri.prefix.size());
+    std::string_view part(uri.prefix.data() + start, end - start);
+    if (part.empty() || part == "." || part == "..") return bad();
+    start = end + 1;
+  }
+  return uri;
+}
+
 Result<Config> Config::Load(const std::string& path, const std::map<std::string, std::string>& env) {
   Config config;
   if (!path.empty()) {
@@ -494,6 +577,15 @@ std::string Config::RangeCacheDir() const {
   return storage.data_dir + "/range-cache";
 }
 
+std::vector<std::string> Config::LocalNamespaceRoots() const {
+  if (!catalog.local_namespace_roots.empty()) return catalog.local_namespace_roots;
+  std::error_code ec;  // absolute() only reads the working directory; on failure keep the path as it is
+  std::filesystem::path data = std::filesystem::absolute(storage.data_dir, ec);
+  if (ec) data = storage.data_dir;
+  std::string root = (data / "namespaces").lexically_normal().string();
+  return {root};
+}
+
 std::string Config::Dump() const {
   std::string out;
   Config copy = *this;
@@ -513,6 +605,13 @@ std::string Config::Dump() const {
       case Option::Type::kString: {
         const auto& s = *static_cast<std::string*>(f);
         v = "\"" + (opt.secret && !s.empty() ? std::string("***") : s) + "\"";
+        break;
+      }
+      case Option::Type::kStringList: {
+        std::string items;
+        for (const auto& s : *static_cast<std::vector<std::string>*>(f))
+          items += (items.empty() ? "\"" : ", \"") + s + "\"";
+        v = "[" + items + "]";
         break;
       }
     }

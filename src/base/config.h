@@ -97,6 +97,13 @@ struct CatalogConfig {
   int64_t range_min_bytes = 256 << 10;     // content-defined split: not below this...
   int64_t range_max_bytes = 8 << 20;       // ...and always at this size
   int64_t range_split_modulus = 512;       // split after a key whose hash is 0 mod this
+  double dropped_token_grace = 60.0;       // seconds retired staging tokens stay readable
+  double gc_interval = 86400.0;            // seconds between garbage collections (0 = on demand only)
+  double gc_retention_days = 21.0;         // commits younger than this keep their objects
+  double gc_grace = 21600.0;               // seconds an unreferenced file is kept after it was written
+  // Where repositories' storage namespaces may be (docs/catalog.md, "Storage namespaces").
+  std::vector<std::string> local_namespace_roots;  // absolute directories; empty = <data_dir>/namespaces
+  std::vector<std::string> s3_namespace_prefixes;  // s3://bucket[/prefix]; empty = anywhere
 };
 
 // [graveler.compaction], spec staging-compaction.md.
@@ -157,6 +164,8 @@ struct Config {
   std::string ObjectsUri() const;
   std::string RocksDbPath() const;
   std::string RangeCacheDir() const;
+  // catalog.local_namespace_roots, or <data_dir>/namespaces (made absolute) if it is empty.
+  std::vector<std::string> LocalNamespaceRoots() const;
 
   // Every setting as "key = value" lines in TOML-ish form (secrets masked).
   std::string Dump() const;
@@ -174,5 +183,14 @@ struct CompressionSetting {
   std::optional<int> level;  // only zstd, gzip and brotli take one
 };
 Result<CompressionSetting> ParseCompression(const std::string& text);
+
+// "s3://bucket" or "s3://bucket/prefix" (trailing '/' ignored). InvalidArgument
+// if the bucket is empty or the prefix has an empty, '.' or '..' part, since
+// those would not name the place a prefix check seems to allow.
+struct S3Uri {
+  std::string bucket;
+  std::string prefix;  // "" = the whole bucket; no leading or trailing '/'
+};
+Result<S3Uri> ParseS3Uri(const std::string& text);
 
 }  // namespace sediment

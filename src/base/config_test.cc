@@ -122,6 +122,92 @@ TEST_F(ConfigTest, BadFilesNameKeyFileAndLine) {
   }
 }
 
+// [catalog] local_namespace_roots and s3_namespace_prefixes: lists, from TOML
+// arrays or comma-separated environment values, checked at start-up.
+TEST_F(ConfigTest, NamespaceSettings) {
+  auto config = Config::Load("", {{"SEDIMENT_STORAGE_DATA_DIR", "/srv/sediment/"}});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_TRUE(config->catalog.local_namespace_roots.empty());
+  EXPECT_EQ(config->LocalNamespaceRoots(), std::vector<std::string>{"/srv/sediment/namespaces"});
+  EXPECT_TRUE(config->catalog.s3_namespace_prefixes.empty()) << "empty = any bucket";
+  auto relative = Config::Load("", {});
+  ASSERT_TRUE(relative.ok());
+  EXPECT_EQ(relative->LocalNamespaceRoots(),
+            std::vector<std::string>{(fs::current_path() / "data" / "namespaces").lexically_normal().string()})
+      << "the default root is absolute even when the data dir is not";
+
+  config = Config::Load(Write("[catalog]\nlocal_namespace_roots = [\"/srv/a\", \"/srv/b/\"]\n"
+                              "s3_namespace_prefixes = [\"s3://lake/repos\", \"s3://scratch\"]\n"),
+                        {});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->LocalNamespaceRoots(), (std::vector<std::string>{"/srv/a", "/srv/b/"}));
+  EXPECT_EQ(config->catalog.s3_namespace_prefixes, (std::vector<std::string>{"s3://lake/repos", "s3://scratch"}));
+  EXPECT_NE(config->Dump().find("catalog.local_namespace_roots = [\"/srv/a\", \"/srv/b/\"]"), std::string::npos)
+      << config->Dump();
+
+  config = Config::Load(Write("[catalog]\nlocal_namespace_roots = [\"/srv/a\"]\n"),
+                        {{"SEDIMENT_CATALOG_LOCAL_NAMESPACE_ROOTS", "/env/a, /env/b"},
+                         {"SEDIMENT_CATALOG_S3_NAMESPACE_PREFIXES", "s3://lake"}});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->catalog.local_namespace_roots, (std::vector<std::string>{"/env/a", "/env/b"}));
+  EXPECT_EQ(config->catalog.s3_namespace_prefixes, std::vector<std::string>{"s3://lake"});
+  config = Config::Load("", {{"SEDIMENT_CATALOG_S3_NAMESPACE_PREFIXES", ""}});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_TRUE(config->catalog.s3_namespace_prefixes.empty());
+
+  std::vector<BadCase> bad_files = {
+      {"[catalog]\nlocal_namespace_roots = \"/srv\"\n",
+       "config.toml:2: catalog.local_namespace_roots: must be a list of strings, got \"/srv\""},
+      {"[catalog]\nlocal_namespace_roots = [\"/srv\", 5]\n",
+       "catalog.local_namespace_roots: must be a list of strings"},
+      {"[catalog]\nlocal_namespace_roots = [\"repos\"]\n",
+       "config.toml:2: catalog.local_namespace_roots: \"repos\" is not an absolute directory"},
+      {"[catalog]\nlocal_namespace_roots = [\"local:///srv\"]\n", "\"local:///srv\" is not an absolute directory"},
+      {"[catalog]\ns3_namespace_prefixes = [\"gs://lake\"]\n",
+       "catalog.s3_namespace_prefixes: \"gs://lake\" is not s3://bucket or s3://bucket/prefix"},
+      {"[catalog]\ns3_namespace_prefixes = [\"s3://\"]\n", "\"s3://\" is not s3://bucket or s3://bucket/prefix"},
+      {"[catalog]\ns3_namespace_prefixes = [\"s3://lake/a/../b\"]\n", "\"s3://lake/a/../b\" is not s3://bucket"},
+  };
+  for (const auto& c : bad_files) {
+    auto bad = Config::Load(Write(c.toml), {});
+    ASSERT_FALSE(bad.ok()) << c.toml;
+    EXPECT_TRUE(IsInvalidArgument(bad.status()));
+    EXPECT_NE(bad.status().message().find(c.expect), std::string::npos)
+        << "toml: " << c.toml << "\nerror: " << bad.status().message();
+  }
+  std::vector<std::pair<std::map<std::string, std::string>, std::string>> bad_env = {
+      {{{"SEDIMENT_CATALOG_LOCAL_NAMESPACE_ROOTS", "relative/dir"}},
+       "environment variable SEDIMENT_CATALOG_LOCAL_NAMESPACE_ROOTS: catalog.local_namespace_roots: "
+       "\"relative/dir\" is not an absolute directory"},
+      {{{"SEDIMENT_CATALOG_LOCAL_NAMESPACE_ROOTS", "/a,,/b"}},
+       "environment variable SEDIMENT_CATALOG_LOCAL_NAMESPACE_ROOTS: catalog.local_namespace_roots: an entry is empty"},
+      {{{"SEDIMENT_CATALOG_S3_NAMESPACE_PREFIXES", "s3://lake,/srv"}},
+       "environment variable SEDIMENT_CATALOG_S3_NAMESPACE_PREFIXES: catalog.s3_namespace_prefixes: \"/srv\" is not "
+       "s3://bucket or s3://bucket/prefix"},
+  };
+  for (const auto& [env, expect] : bad_env) {
+    auto bad = Config::Load("", env);
+    ASSERT_FALSE(bad.ok()) << expect;
+    EXPECT_EQ(bad.status().message(), expect);
+  }
+}
+
+TEST(ParseS3UriTest, SplitsBucketAndPrefix) {
+  auto loc = ParseS3Uri("s3://lake/repos/a/");
+  ASSERT_TRUE(loc.ok()) << loc.status().ToString();
+  EXPECT_EQ(loc->bucket, "lake");
+  EXPECT_EQ(loc->prefix, "repos/a");
+  loc = ParseS3Uri("s3://lake");
+  ASSERT_TRUE(loc.ok());
+  EXPECT_EQ(loc->bucket, "lake");
+  EXPECT_EQ(loc->prefix, "");
+  for (const std::string& bad :
+       std::vector<std::string>{"s3://", "s3:///x", "lake/x", "s3://lake//x", "s3://lake/./x", "s3://lake/x/..",
+                                "local:///x", std::string("s3://la\0ke", 10)}) {
+    EXPECT_FALSE(ParseS3Uri(bad).ok()) << bad;
+  }
+}
+
 TEST_F(ConfigTest, UnreadableFile) {
   auto config = Config::Load((dir_ / "missing.toml").string(), {});
   ASSERT_FALSE(config.ok());

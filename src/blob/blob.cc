@@ -4,6 +4,7 @@
 #include <arrow/filesystem/localfs.h>
 #include <arrow/filesystem/s3fs.h>
 #include <arrow/io/interfaces.h>
+#include <arrow/util/future.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -270,7 +272,13 @@ std::string Env(const char* name) {
   return v == nullptr ? "" : v;
 }
 
-Result<std::shared_ptr<BlobStore>> OpenS3(const std::string& uri, const S3Config& config) {
+struct S3Root {
+  std::shared_ptr<arrow::fs::S3FileSystem> fs;
+  std::string root;  // "bucket/prefix"
+};
+
+// An S3 filesystem for `uri`, once its bucket is known to exist.
+Result<S3Root> ConnectS3(const std::string& uri, const S3Config& config) {
   std::string rest = uri.substr(5);
   while (!rest.empty() && rest.back() == '/') rest.pop_back();
   if (rest.empty() || rest.front() == '/') {
@@ -309,9 +317,58 @@ Result<std::shared_ptr<BlobStore>> OpenS3(const std::string& uri, const S3Config
   if (info->type() == arrow::fs::FileType::NotFound) {
     return InvalidArgument(fmt::format("bucket {} does not exist ({})", bucket, uri));
   }
+  return S3Root{std::move(fs), rest};
+}
+
+Result<std::shared_ptr<BlobStore>> OpenS3(const std::string& uri, const S3Config& config) {
+  ARROW_ASSIGN_OR_RAISE(S3Root s3, ConnectS3(uri, config));
   std::shared_ptr<BlobStore> store =
-      std::make_shared<FsBlobStore>(std::move(fs), rest, /*local=*/false, "s3://" + rest);
+      std::make_shared<FsBlobStore>(std::move(s3.fs), s3.root, /*local=*/false, "s3://" + s3.root);
   return store;
+}
+
+// The first object under bucket/prefix not in `ignore`; stops listing there.
+Result<std::optional<std::string>> FindS3Object(const std::string& uri, const S3Config& config,
+                                                const std::vector<std::string>& ignore) {
+  ARROW_ASSIGN_OR_RAISE(S3Root s3, ConnectS3(uri, config));
+  arrow::fs::FileSelector sel;
+  sel.base_dir = s3.root;
+  sel.recursive = true;
+  sel.allow_not_found = true;
+  auto pages = s3.fs->GetFileInfoGenerator(sel);
+  const std::string root_slash = s3.root + "/";
+  while (true) {
+    auto next = pages();
+    const auto& listed = next.result();  // waits for the page
+    ARROW_RETURN_NOT_OK(listed.status());
+    const arrow::fs::FileInfoVector& page = *listed;
+    if (page.empty()) return std::nullopt;  // the end of the listing
+    for (const auto& info : page) {
+      if (info.type() != arrow::fs::FileType::File) continue;
+      std::string rel = info.path().rfind(root_slash, 0) == 0 ? info.path().substr(root_slash.size()) : info.path();
+      if (std::find(ignore.begin(), ignore.end(), rel) == ignore.end()) return rel;
+    }
+  }
+}
+
+Result<std::optional<std::string>> FindLocalObject(const std::string& root, const std::vector<std::string>& ignore) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::file_status st = fs::symlink_status(root, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    return Status::IOError(fmt::format("cannot look at {}: {}", root, ec.message()));
+  }
+  if (!fs::exists(st)) return std::nullopt;
+  if (!fs::is_directory(st)) return InvalidArgument(fmt::format("{} exists and is not a directory", root));
+  // Links are not followed: a link is itself something stored here.
+  fs::recursive_directory_iterator it(root, fs::directory_options::none, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    if (fs::is_directory(it->symlink_status(ec))) continue;  // directories alone are no data
+    std::string rel = fs::path(it->path()).lexically_relative(root).string();
+    if (std::find(ignore.begin(), ignore.end(), rel) == ignore.end()) return rel;
+  }
+  if (ec) return Status::IOError(fmt::format("cannot list {}: {}", root, ec.message()));
+  return std::nullopt;
 }
 
 }  // namespace
@@ -389,6 +446,20 @@ Result<std::shared_ptr<BlobStore>> OpenBlobStore(const std::string& uri, const S
   std::shared_ptr<BlobStore> store = std::make_shared<FsBlobStore>(std::make_shared<arrow::fs::LocalFileSystem>(), root,
                                                                    /*local=*/true, "local:" + root);
   return store;
+}
+
+Result<std::optional<std::string>> FindStoredObject(const std::string& uri, const S3Config& s3,
+                                                    const std::vector<std::string>& ignore) {
+  if (uri.rfind("s3://", 0) == 0) return FindS3Object(uri, s3, ignore);
+  std::string path = uri;
+  for (const char* scheme : {"file://", "local://"}) {
+    if (uri.rfind(scheme, 0) == 0) path = uri.substr(std::strlen(scheme));
+  }
+  if (path.empty() || path.front() != '/' || path.find("://") != std::string::npos) {
+    return InvalidArgument(fmt::format("\"{}\" is not an absolute local path or s3:// URI", uri));
+  }
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return FindLocalObject(path, ignore);
 }
 
 void FinalizeS3() {

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +66,13 @@ class BlobStore {
 // Opens the store at `uri`. Local roots are created if missing; S3 settings
 // come from `s3` with the standard AWS environment variables as fallback.
 Result<std::shared_ptr<BlobStore>> OpenBlobStore(const std::string& uri, const S3Config& s3);
+
+// The path, relative to `uri`, of some object stored under `uri` that is not
+// in `ignore`, or nullopt when there is none. Creates and changes nothing: a
+// missing local directory holds nothing, and directories alone are no objects
+// (a symbolic link is one). Lists no further than the first find.
+Result<std::optional<std::string>> FindStoredObject(const std::string& uri, const S3Config& s3,
+                                                    const std::vector<std::string>& ignore = {});
 
 // InvalidArgument unless `path` is a clean relative object path: not empty,
 // no leading '/', no empty, '.' or '..' components, no NUL or backslash.

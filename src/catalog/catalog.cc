@@ -81,8 +81,29 @@ Status Catalog::DropDeadTokens() {
   // Repository deletions cut off before their cleanup finished (it queues their tokens).
   ARROW_ASSIGN_OR_RAISE(auto deletions, kv_->Scan("c/rd/", "", 100));
   for (const auto& item : deletions.items) ARROW_RETURN_NOT_OK(FinishRepositoryDeletion(item.key.substr(5)));
-  ARROW_ASSIGN_OR_RAISE(auto page, kv_->Scan("c/d/", "", 100));
-  for (const auto& item : page.items) {
+  // A retired token stays readable for dropped_token_grace: a reader that
+  // loaded the branch just before a commit or compaction swapped still reads
+  // it. The grace runs from the dropper's first sight of the record, which it
+  // stamps (records are written without a time by every retiring batch).
+  std::vector<kv::KeyValue> records;
+  ARROW_RETURN_NOT_OK(kv_->ScanAll("c/d/", "", [&](const kv::KeyValue& item) -> Result<bool> {
+    records.push_back(item);
+    return true;
+  }));
+  const int64_t now_us = ToUnixMicros(clock_->Now());
+  const int64_t grace_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(options_.dropped_token_grace).count();
+  for (const auto& item : records) {
+    int64_t seen_us = internal::DropRecordTime(item.value);
+    if (seen_us < 0) {
+      if (grace_us > 0) {
+        Status st = kv_->SetIf(item.key, internal::DropRecord(now_us), item.value);
+        if (!st.ok() && !IsPreconditionFailed(st)) return st;
+        continue;
+      }
+    } else if (now_us - seen_us < grace_us) {
+      continue;
+    }
     std::string token = item.key.substr(4);
     ARROW_RETURN_NOT_OK(internal::DeletePrefix(*kv_, StagingPrefix(token)));
     SEDIMENT_FAILPOINT("catalog.tokens.after_drop");

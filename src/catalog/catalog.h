@@ -41,6 +41,7 @@
 #include "catalog/committed.h"
 #include "catalog/entry.h"
 #include "catalog/range_store.h"
+#include "catalog/storage_namespace.h"
 
 namespace sediment {
 class PeriodicTask;
@@ -52,12 +53,18 @@ class KvStore;
 
 namespace sediment::catalog {
 
+struct GcOptions;
+struct GcReport;
+
 struct Repository {
   std::string id;
-  std::string storage_namespace;
+  std::string storage_namespace;  // as the creator wrote it
   std::string default_branch;
   int64_t creation_date = 0;
   bool read_only = false;
+  // Where its files are: the namespace as resolved and checked at creation
+  // (NamespaceLocation::Uri). "" = storage_namespace (records written before).
+  std::string location;
 };
 
 struct Branch {
@@ -139,6 +146,14 @@ struct CatalogOptions {
   int64_t cache_bytes = int64_t{1} << 30;
   RangeSettings ranges;
   S3Config s3;
+  // Where repositories' storage namespaces may be. The default allows no local
+  // namespace; the server sets [catalog] local_namespace_roots, which defaults
+  // to <data_dir>/namespaces. The cache directory is always reserved.
+  NamespaceRules namespaces;
+  // How long the staging tokens a commit, compaction or reset retired stay
+  // readable before the dropper deletes their keys: a reader that loaded the
+  // branch just before the swap still reads them ([catalog] dropped_token_grace).
+  Duration dropped_token_grace = std::chrono::seconds(60);
 };
 
 // What a ref names: a commit, and the branch when the ref is a branch name
@@ -165,8 +180,9 @@ class Catalog {
   Result<Repository> GetRepository(const std::string& id);
   Result<Page<Repository>> ListRepositories(const std::string& prefix, const std::string& after, int64_t amount);
   Status DeleteRepository(const std::string& id);
-  // The blob store behind a repository's storage namespace.
+  // The blob store behind a repository's storage namespace (its location).
   Result<Namespace> RepositoryNamespace(const Repository& repo);
+  const NamespaceRules& namespace_rules() const { return options_.namespaces; }
 
   // Branches.
   Result<Branch> CreateBranch(const std::string& repo, const std::string& name, const std::string& source_ref);
@@ -290,6 +306,9 @@ class Catalog {
   // Why creating a branch or tag named `name` failed its preconditions.
   enum class RefKind { kBranch, kTag };
   Status RefCollision(const std::string& repo, const std::string& name, RefKind creating);
+  // Conflict if `where` is, contains or lies inside another repository's
+  // namespace (c/n/ keys), or already holds an object (storage_namespace.h, rule 4).
+  Status CheckNamespaceFree(const std::string& ns, const NamespaceLocation& where);
   // The bulk cleanup of a deleted repository (c/rd/<repo>); stops without error
   // if another cleanup finished it first.
   Status FinishRepositoryDeletion(const std::string& repo);
@@ -337,6 +356,9 @@ class Catalog {
   Result<BranchRecord> RequireClean(const Repository& repo, const std::string& branch);
   Result<Page<DiffItem>> CollectDiff(DiffIterator& diff, const ListOptions& opts);
   Status CheckWritable(const Repository& repo);
+
+  // Garbage collection (catalog_gc.cc) reads the range files and staging directly.
+  friend Result<GcReport> CollectGarbage(Catalog* catalog, const std::string& repo, const GcOptions& options);
 
   std::shared_ptr<kv::KvStore> kv_;
   std::shared_ptr<Clock> clock_;

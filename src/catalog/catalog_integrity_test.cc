@@ -46,7 +46,9 @@ class CatalogIntegrityTest : public ::testing::Test {
   void SetUp() override {
     kv_ = std::make_shared<HookedKv>(kv::NewMemoryStore());
     CatalogOptions opts;
+    opts.dropped_token_grace = Duration::zero();  // these tests watch the dropper work at once
     opts.cache_dir = dir_.Sub("cache");
+    opts.namespaces.local_roots = {dir_.path()};
     opts.ranges = {512, 4096, 8};
     catalog_ = std::make_unique<Catalog>(kv_, clock_, opts);
     ASSERT_OK(catalog_->Start(/*background=*/false));
@@ -331,8 +333,10 @@ TEST_F(CatalogIntegrityTest, DeleteRepositoryCutOffAfterItDecidesIsInvisibleAndT
   EXPECT_TRUE(IsNotFound(catalog_->GetBranch("repo", "dev").status()));
   EXPECT_TRUE(IsNotFound(catalog_->GetTag("repo", "v1").status()));
 
-  // Re-created with the same name (and namespace): a fresh repository, nothing of the old one.
-  ASSERT_OK(catalog_->CreateRepository("repo", dir_.Sub("ns"), "main", false).status());
+  // The old namespace still holds the old files, so it is not reused (docs/catalog.md).
+  EXPECT_TRUE(IsConflict(catalog_->CreateRepository("repo", dir_.Sub("ns"), "main", false).status()));
+  // Re-created with the same name: a fresh repository, nothing of the old one.
+  ASSERT_OK(catalog_->CreateRepository("repo", dir_.Sub("ns-again"), "main", false).status());
   auto branches = catalog_->ListBranches("repo", "", "", 100);
   ASSERT_OK(branches.status());
   ASSERT_EQ(branches->items.size(), 1u);

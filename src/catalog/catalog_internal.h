@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <optional>
 #include <string>
 
@@ -26,6 +27,18 @@ inline std::string NewToken() { return RandomHex(16); }
 
 // c/d/<token>: a staging token for the background dropper to delete.
 inline std::string DropKey(const std::string& token) { return "c/d/" + token; }
+// A drop record's value: "" when a batch retires the token, then
+// {"v":1,"seen_us":…} once the dropper has seen it (the grace runs from there).
+inline std::string DropRecord(int64_t seen_us) { return fmt::format("{{\"v\":1,\"seen_us\":{}}}", seen_us); }
+// The time a drop record was first seen, or -1 if not yet (or unreadable).
+inline int64_t DropRecordTime(const std::string& value) {
+  constexpr std::string_view kPrefix = "{\"v\":1,\"seen_us\":";
+  if (value.rfind(kPrefix, 0) != 0 || value.back() != '}') return -1;
+  int64_t t = -1;
+  const char* end = value.data() + value.size() - 1;
+  auto [p, ec] = std::from_chars(value.data() + kPrefix.size(), end, t);
+  return ec == std::errc() && p == end ? t : -1;
+}
 
 // c/rd/<repo>: a repository whose deletion is decided and whose bulk cleanup is
 // not finished (catalog_refs.cc); its value names the deletion.

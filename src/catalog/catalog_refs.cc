@@ -1,5 +1,5 @@
-// Catalog, refs and names: validation of names and paths, repositories,
-// branches, commit records, ResolveRef and tags.
+// Catalog, refs and names: validation of names and paths, branches, commit
+// records, ResolveRef and tags (repositories: catalog_repositories.cc).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -10,6 +10,7 @@
 #include "blob/blob.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
+#include "catalog/catalog_refs_internal.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
@@ -53,73 +54,8 @@ using internal::NewToken;
 using internal::ParseBranch;
 using internal::RepoDeletionKey;
 
-namespace {
+using namespace refs_internal;  // NOLINT: the helpers of this file
 
-constexpr int64_t kMaxPathBytes = 1024;
-// The largest N of a ref's "~N" or "^N".
-constexpr int64_t kMaxAncestorCount = 1'000'000;
-
-std::string NamespaceKey(const std::string& ns) { return "c/n/" + ns; }
-std::string CommitKey(const std::string& repo, const std::string& id) { return "c/c/" + repo + "/" + id; }
-std::string TagKey(const std::string& repo, const std::string& id) { return "c/t/" + repo + "/" + id; }
-
-json RepoJson(const Repository& r) {
-  return {{"version", 1},
-          {"storage_namespace", r.storage_namespace},
-          {"default_branch", r.default_branch},
-          {"creation_date", r.creation_date},
-          {"read_only", r.read_only}};
-}
-
-json CommitBody(const Commit& c) {
-  return {{"version", 1},
-          {"parents", c.parents},
-          {"committer", c.committer},
-          {"message", c.message},
-          {"creation_date", c.creation_date},
-          {"meta_range_id", c.meta_range_id},
-          {"metadata", c.metadata},
-          {"generation", c.generation}};
-}
-
-Result<Commit> ParseCommit(const std::string& id, const std::string& raw) {
-  try {
-    auto j = json::parse(raw);
-    Commit c;
-    c.id = id;
-    c.parents = j.at("parents").get<std::vector<std::string>>();
-    c.committer = j.at("committer").get<std::string>();
-    c.message = j.at("message").get<std::string>();
-    c.creation_date = j.at("creation_date").get<int64_t>();
-    c.meta_range_id = j.at("meta_range_id").get<std::string>();
-    c.metadata = j.at("metadata").get<std::map<std::string, std::string>>();
-    c.generation = j.at("generation").get<int64_t>();
-    return c;
-  } catch (const std::exception& e) {
-    return Status::IOError(fmt::format("corrupt commit record {}: {}", id, e.what()));
-  }
-}
-
-// Strips one trailing '/' so "s3://b/p/" and "s3://b/p" name the same namespace.
-std::string NormalizeNamespace(std::string ns) {
-  while (ns.size() > 1 && ns.back() == '/') ns.pop_back();
-  return ns;
-}
-
-// Lists keys under `prefix` after `after` (exclusive), up to `amount`.
-Result<Page<kv::KeyValue>> ListKeys(kv::KvStore& kv, const std::string& prefix, const std::string& name_prefix,
-                                    const std::string& after, int64_t amount) {
-  std::string from = prefix + name_prefix;
-  if (!after.empty() && prefix + after >= from) from = prefix + after + '\0';
-  ARROW_ASSIGN_OR_RAISE(auto page, kv.Scan(prefix + name_prefix, from, static_cast<size_t>(amount) + 1));
-  Page<kv::KeyValue> out;
-  out.has_more = page.items.size() > static_cast<size_t>(amount) || page.has_more;
-  if (page.items.size() > static_cast<size_t>(amount)) page.items.resize(static_cast<size_t>(amount));
-  out.items = std::move(page.items);
-  return out;
-}
-
-}  // namespace
 
 // ---------------------------------------------------------------------------
 // Validation
@@ -149,201 +85,6 @@ Status Catalog::ValidatePath(const std::string& path) {
     return InvalidArgument(fmt::format("invalid path: {} bytes, at most {} allowed", path.size(), kMaxPathBytes));
   }
   if (path.find('\0') != std::string::npos) return InvalidArgument("invalid path: contains a NUL byte");
-  return Status::OK();
-}
-
-// ---------------------------------------------------------------------------
-// Repositories
-
-Result<Namespace> Catalog::RepositoryNamespace(const Repository& repo) {
-  std::lock_guard<std::mutex> lock(ns_mu_);
-  auto it = namespaces_.find(repo.storage_namespace);
-  if (it != namespaces_.end()) return it->second;
-  ARROW_ASSIGN_OR_RAISE(auto store, blob::OpenBlobStore(repo.storage_namespace, options_.s3));
-  namespaces_[repo.storage_namespace] = store;
-  return store;
-}
-
-Result<Repository> Catalog::CreateRepository(const std::string& id, const std::string& storage_namespace,
-                                             const std::string& default_branch_in, bool read_only) {
-  ARROW_RETURN_NOT_OK(ValidateRepositoryName(id));
-  std::string default_branch = default_branch_in.empty() ? "main" : default_branch_in;
-  ARROW_RETURN_NOT_OK(ValidateBranchName(default_branch));
-  std::string ns = NormalizeNamespace(storage_namespace);
-  if (ns.empty()) return InvalidArgument("storage_namespace is required");
-  auto scheme_end = ns.find("://");
-  if (scheme_end != std::string::npos) {
-    std::string scheme = ns.substr(0, scheme_end);
-    if (scheme != "local" && scheme != "s3" && scheme != "file") {
-      return InvalidArgument(
-          fmt::format("storage_namespace \"{}\": unsupported scheme (use s3://, local:// or a path)", ns));
-    }
-  } else if (ns[0] != '/') {
-    return InvalidArgument(fmt::format("storage_namespace \"{}\": a local namespace must be an absolute path", ns));
-  }
-  Repository repo{id, ns, default_branch, ToUnixMicros(clock_->Now()) / 1000000, read_only};
-  auto conflict = [&]() -> Status {
-    if (kv_->Get(RepoKey(id)).ok()) return Conflict(fmt::format("repository \"{}\" already exists", id));
-    auto owner = kv_->Get(NamespaceKey(ns));
-    if (owner.ok()) {
-      return Conflict(fmt::format("storage namespace \"{}\" is already used by repository \"{}\"", ns, *owner));
-    }
-    return Status::OK();
-  };
-  ARROW_RETURN_NOT_OK(conflict());
-  // A deletion of a repository of this name that was cut off: finish it first,
-  // so nothing of the old repository shows through the new one.
-  ARROW_RETURN_NOT_OK(FinishRepositoryDeletion(id));
-  // Reachability first: a namespace we cannot write to fails before anything is recorded.
-  ARROW_ASSIGN_OR_RAISE(auto store, RepositoryNamespace(repo));
-  ARROW_RETURN_NOT_OK(WithContext(store->Put("_lakefs/dummy", ""), "storage_namespace " + ns + " is not writable"));
-
-  Commit initial;
-  initial.message = "Repository created";
-  initial.creation_date = repo.creation_date;
-  std::string initial_body = CommitBody(initial).dump();
-  initial.id = Sha256Hex(initial_body);
-  Branch b{default_branch, initial.id, NewToken(), {}, ""};
-  kv::Batch batch;
-  batch.Require(kv::Precondition::Absent(RepoKey(id)))
-      .Require(kv::Precondition::Absent(NamespaceKey(ns)))
-      .Require(kv::Precondition::Absent(RepoDeletionKey(id)))
-      .Put(CommitKey(id, initial.id), initial_body)
-      .Put(RepoKey(id), RepoJson(repo).dump())
-      .Put(NamespaceKey(ns), id)
-      .Put(BranchKey(id, default_branch), BranchJson(b));
-  Status st = kv_->Apply(batch);
-  if (IsPreconditionFailed(st)) {
-    ARROW_RETURN_NOT_OK(conflict());
-    if (kv_->Get(RepoDeletionKey(id)).ok()) {
-      return Conflict(fmt::format("repository \"{}\" is being deleted concurrently; retry", id));
-    }
-    return Conflict(fmt::format("repository \"{}\" was created concurrently", id));
-  }
-  ARROW_RETURN_NOT_OK(st);
-  return repo;
-}
-
-Result<Catalog::RepositoryRecord> Catalog::LoadRepository(const std::string& id) {
-  ARROW_RETURN_NOT_OK(ValidateRepositoryName(id));
-  auto raw = kv_->Get(RepoKey(id));
-  if (IsNotFound(raw.status())) return NotFound(fmt::format("repository \"{}\" not found", id));
-  ARROW_RETURN_NOT_OK(raw.status());
-  try {
-    auto j = json::parse(*raw);
-    Repository repo{id, j.at("storage_namespace").get<std::string>(), j.at("default_branch").get<std::string>(),
-                    j.at("creation_date").get<int64_t>(), j.value("read_only", false)};
-    return RepositoryRecord{std::move(repo), std::move(*raw)};
-  } catch (const std::exception& e) {
-    return Status::IOError(fmt::format("corrupt repository record {}: {}", id, e.what()));
-  }
-}
-
-Result<Repository> Catalog::GetRepository(const std::string& id) {
-  ARROW_ASSIGN_OR_RAISE(auto rec, LoadRepository(id));
-  return std::move(rec.repo);
-}
-
-Result<Page<Repository>> Catalog::ListRepositories(const std::string& prefix, const std::string& after,
-                                                   int64_t amount) {
-  ARROW_ASSIGN_OR_RAISE(auto keys, ListKeys(*kv_, "c/r/", prefix, after, ClampAmount(amount)));
-  Page<Repository> out;
-  out.has_more = keys.has_more;
-  for (const auto& kv : keys.items) {
-    ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(kv.key.substr(4)));
-    out.items.push_back(std::move(repo));
-  }
-  return out;
-}
-
-// Deciding is one atomic batch: the repository record (as read), its namespace,
-// every branch (as read; its tokens queued for the dropper) and tag, and a
-// deletion record c/rd/<repo>. From then on the repository is gone for every
-// call, and its name and namespace are free. The bulk cleanup follows
-// (FinishRepositoryDeletion); if it is cut off, DropDeadTokens or a re-create of
-// the name finishes it.
-Status Catalog::DeleteRepository(const std::string& id) {
-  for (int attempt = 0;; ++attempt) {
-    ARROW_ASSIGN_OR_RAISE(auto rec, LoadRepository(id));
-    kv::Batch batch;
-    batch.Require(kv::Precondition::Equals(RepoKey(id), rec.raw))
-        .Delete(RepoKey(id))
-        .Delete(NamespaceKey(rec.repo.storage_namespace))
-        .Put(RepoDeletionKey(id), RandomHex(8));
-    ARROW_RETURN_NOT_OK(kv_->ScanAll(BranchKey(id, ""), "", [&](const kv::KeyValue& item) -> Result<bool> {
-      ARROW_ASSIGN_OR_RAISE(auto b, ParseBranch(item.key, item.value));
-      batch.Require(kv::Precondition::Equals(item.key, item.value)).Delete(item.key).Put(DropKey(b.staging_token), "");
-      for (const auto& t : b.sealed_tokens) batch.Put(DropKey(t), "");
-      return true;
-    }));
-    ARROW_RETURN_NOT_OK(kv_->ScanAll(TagKey(id, ""), "", [&](const kv::KeyValue& item) -> Result<bool> {
-      batch.Delete(item.key);
-      return true;
-    }));
-    Status st = kv_->Apply(batch);
-    if (st.ok()) break;
-    if (!IsPreconditionFailed(st)) return st;
-    if (attempt + 1 >= kCasRetries) {
-      return Busy(fmt::format("repository \"{}\" kept changing while being deleted; retry", id));
-    }
-  }
-  if (dropper_) dropper_->Trigger();
-  // The repository is deleted; what remains is cleanup, which the background task retries.
-  Status cleanup = FinishRepositoryDeletion(id);
-  if (!cleanup.ok()) {
-    spdlog::warn("catalog: repository \"{}\" deleted; its cleanup failed and will be retried: {}", id,
-                 cleanup.ToString());
-  }
-  return Status::OK();
-}
-
-Status Catalog::FinishRepositoryDeletion(const std::string& id) {
-  auto deletion = kv_->Get(RepoDeletionKey(id));
-  if (IsNotFound(deletion.status())) return Status::OK();
-  ARROW_RETURN_NOT_OK(deletion.status());
-  // Every batch requires this deletion still pending: once another cleanup has
-  // finished it (and the name may be in use again), this one deletes nothing.
-  const auto still = kv::Precondition::Equals(RepoDeletionKey(id), *deletion);
-  auto finished_elsewhere = [&](const Status& st) {
-    if (!IsPreconditionFailed(st)) return false;
-    auto now = kv_->Get(RepoDeletionKey(id));
-    return IsNotFound(now.status()) || (now.ok() && *now != *deletion);
-  };
-  {
-    std::lock_guard<std::mutex> lock(commits_mu_);
-    std::erase_if(commits_, [&](const auto& c) { return c.first.rfind(id + "/", 0) == 0; });
-  }
-  // Branches created while the deletion was decided: their tokens go to the dropper too.
-  for (int failures = 0;;) {
-    ARROW_ASSIGN_OR_RAISE(auto page, kv_->Scan(BranchKey(id, ""), "", 1000));
-    if (page.items.empty()) break;
-    kv::Batch batch;
-    batch.Require(still);
-    for (const auto& item : page.items) {
-      ARROW_ASSIGN_OR_RAISE(auto b, ParseBranch(item.key, item.value));
-      batch.Require(kv::Precondition::Equals(item.key, item.value)).Delete(item.key).Put(DropKey(b.staging_token), "");
-      for (const auto& t : b.sealed_tokens) batch.Put(DropKey(t), "");
-    }
-    Status st = kv_->Apply(batch);
-    if (finished_elsewhere(st)) return Status::OK();
-    if (st.ok()) continue;
-    if (!IsPreconditionFailed(st)) return st;
-    if (++failures >= kCasRetries) {
-      return Busy(fmt::format("branches of deleted repository \"{}\" kept changing; the cleanup will retry", id));
-    }
-  }
-  // Tags, commits, then the staging-compaction bookkeeping (counters, last status, leases).
-  for (const auto& p : {"c/t/", "c/c/", "c/m/", "c/cs/", "c/cl/"}) {
-    Status st = DeletePrefixWhile(*kv_, p + id + "/", still);
-    if (finished_elsewhere(st)) return Status::OK();
-    ARROW_RETURN_NOT_OK(st);
-  }
-  kv::Batch done;
-  done.Require(still).Delete(RepoDeletionKey(id));
-  Status st = kv_->Apply(done);
-  if (IsPreconditionFailed(st)) return Status::OK();
-  ARROW_RETURN_NOT_OK(st);
-  if (dropper_) dropper_->Trigger();
   return Status::OK();
 }
 

@@ -109,7 +109,9 @@ class CatalogTest : public ::testing::Test {
     kv_ = kv::NewMemoryStore();
     clock_ = std::make_shared<ManualClock>();
     CatalogOptions opts;
+    opts.dropped_token_grace = Duration::zero();  // these tests watch the dropper work at once
     opts.cache_dir = dir_.Sub("cache");
+    opts.namespaces.local_roots = {dir_.path()};
     // Small ranges so a few hundred keys span many of them.
     opts.ranges = {512, 4096, 8};
     catalog_ = std::make_unique<Catalog>(kv_, clock_, opts);
@@ -429,7 +431,9 @@ TEST(RangeCacheTest, KeepsToItsBudgetAndRefetchesEvictedFiles) {
   testing::TempDir dir;
   auto kv = kv::NewMemoryStore();
   CatalogOptions opts;
+  opts.dropped_token_grace = Duration::zero();  // these tests watch the dropper work at once
   opts.cache_dir = dir.Sub("cache");
+  opts.namespaces.local_roots = {dir.path()};
   opts.cache_bytes = 4096;  // a few range files
   opts.ranges = {512, 2048, 8};
   Catalog catalog(kv, std::make_shared<ManualClock>(), opts);

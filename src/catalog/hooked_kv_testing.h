@@ -43,6 +43,7 @@ class HookedKv : public kv::KvStore {
   void Clear() {
     std::lock_guard<std::mutex> lock(mu_);
     hooks_.clear();
+    read_hooks_.clear();
   }
 
   static KeyMatch Prefix(std::string prefix) {
@@ -52,7 +53,35 @@ class HookedKv : public kv::KvStore {
     return [want = std::move(want)](const std::string& key) { return key == want; };
   }
 
-  Result<std::string> Get(std::string_view key) override { return inner_->Get(key); }
+  // Runs `action` once, just before the first Get of a key (or Scan of a
+  // prefix) `match` accepts: a reader paused between two of its reads.
+  void BeforeRead(KeyMatch match, std::function<void()> action) {
+    std::lock_guard<std::mutex> lock(mu_);
+    read_hooks_.push_back({std::move(match), std::move(action), Status::OK()});
+  }
+
+  Result<std::string> Get(std::string_view key) override {
+    BeforeReading(key);
+    return inner_->Get(key);
+  }
+
+ private:
+  void BeforeReading(std::string_view key) {
+    std::function<void()> action;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto it = read_hooks_.begin(); it != read_hooks_.end(); ++it) {
+        if (it->match(std::string(key))) {
+          action = std::move(it->action);
+          read_hooks_.erase(it);
+          break;
+        }
+      }
+    }
+    if (action) action();
+  }
+
+ public:
   Status Set(std::string_view key, std::string_view value) override {
     ARROW_RETURN_NOT_OK(Fire({std::string(key)}));
     return inner_->Set(key, value);
@@ -66,6 +95,7 @@ class HookedKv : public kv::KvStore {
     return inner_->Delete(key);
   }
   Result<kv::ScanPage> Scan(std::string_view prefix, std::string_view from, size_t limit) override {
+    BeforeReading(prefix);
     return inner_->Scan(prefix, from, limit);
   }
   Status Apply(const kv::Batch& batch) override {
@@ -104,7 +134,8 @@ class HookedKv : public kv::KvStore {
 
   std::shared_ptr<kv::KvStore> inner_;
   std::mutex mu_;
-  std::vector<Hook> hooks_;  // GUARDED_BY(mu_)
+  std::vector<Hook> hooks_;       // GUARDED_BY(mu_)
+  std::vector<Hook> read_hooks_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace sediment::testing

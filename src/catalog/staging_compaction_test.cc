@@ -43,7 +43,9 @@ class StagingCompactionTest : public ::testing::Test {
 
   std::unique_ptr<Catalog> NewCatalog() {
     CatalogOptions opts;
+    opts.dropped_token_grace = Duration::zero();  // these tests watch the dropper work at once
     opts.cache_dir = dir_.Sub(fmt::format("cache{}", n_catalogs_++));
+    opts.namespaces.local_roots = {dir_.path()};
     opts.ranges = {512, 4096, 8};
     auto c = std::make_unique<Catalog>(kv_, clock_, opts);
     EXPECT_TRUE(c->Start(/*background=*/false).ok());

@@ -65,7 +65,7 @@ class Bench {
     app_ = std::make_unique<server::App>(config);
     ARROW_RETURN_NOT_OK(app_->Start());
     ARROW_RETURN_NOT_OK(app_->auth().Setup("admin", "AKIABENCH", "bench-secret-key").status());
-    ARROW_RETURN_NOT_OK(app_->catalog().CreateRepository("bench", dir + "/ns", "main", false).status());
+    ARROW_RETURN_NOT_OK(app_->catalog().CreateRepository("bench", dir + "/namespaces/bench", "main", false).status());
     out_ = {{"entries", n_}, {"kv", config.database.type}};
 
     if (f_.uploads > 0) ARROW_RETURN_NOT_OK(Uploads());

@@ -14,6 +14,7 @@
 #include "base/version.h"
 #include "blob/blob.h"
 #include "catalog/catalog.h"
+#include "catalog/catalog_gc.h"
 #include "catalog/staging_compactor.h"
 #include "chain/ingest_job.h"
 #include "kv/kv.h"
@@ -39,6 +40,20 @@ Status PrepareDataDir(const std::string& dir) {
     return Status::IOError(fmt::format("data directory {} is not writable: {}", dir, std::strerror(errno)));
   }
   return Status::OK();
+}
+
+// The server's own files and directories: no storage namespace may be in or around them.
+std::vector<std::string> ServerOwnedPaths(const Config& c) {
+  std::vector<std::string> out = {c.storage.data_dir + "/server-id", c.RangeCacheDir()};
+  if (c.database.type == "rocksdb") out.push_back(c.RocksDbPath());
+  std::string objects = c.ObjectsUri();
+  if (objects.rfind("s3://", 0) != 0) {
+    for (const char* scheme : {"file://", "local://"}) {
+      if (objects.rfind(scheme, 0) == 0) objects = objects.substr(std::strlen(scheme));
+    }
+    out.push_back(objects);
+  }
+  return out;
 }
 
 }  // namespace
@@ -89,9 +104,13 @@ Status App::Start() {
   catalog::CatalogOptions copts;
   copts.cache_dir = config_.RangeCacheDir();
   copts.cache_bytes = config_.catalog.cache_bytes;
+  copts.dropped_token_grace = SecondsToDuration(config_.catalog.dropped_token_grace);
   copts.ranges = {config_.catalog.range_min_bytes, config_.catalog.range_max_bytes,
                   static_cast<uint64_t>(config_.catalog.range_split_modulus)};
   copts.s3 = config_.storage.s3;
+  copts.namespaces.local_roots = config_.LocalNamespaceRoots();
+  copts.namespaces.s3_prefixes = config_.catalog.s3_namespace_prefixes;
+  copts.namespaces.reserved_paths = ServerOwnedPaths(config_);
   catalog_ = std::make_unique<catalog::Catalog>(kv_, clock_, copts);
   ARROW_RETURN_NOT_OK(catalog_->Start());
   catalog::StagingCompactorOptions sopts;
@@ -101,6 +120,12 @@ Status App::Start() {
   sopts.owner = fmt::format("{}:{}", host, http_->port());
   staging_compactor_ = std::make_unique<catalog::StagingCompactor>(catalog_.get(), kv_, clock_, &metrics_, sopts);
   ARROW_RETURN_NOT_OK(staging_compactor_->Start());
+  catalog_collector_ =
+      std::make_unique<catalog::CatalogCollector>(catalog_.get(), kv_, clock_, &metrics_, identity_->id());
+  catalog::GcOptions gc;
+  gc.retention = SecondsToDuration(config_.catalog.gc_retention_days * 86400);
+  gc.grace = SecondsToDuration(config_.catalog.gc_grace);
+  catalog_collector_->Start(SecondsToDuration(config_.catalog.gc_interval), gc);
   auth_ = std::make_unique<AuthService>(kv_, clock_);
   jobs_ = std::make_unique<chain::JobManager>(config_, tables_.get(), kv_, clock_, &metrics_);
 
@@ -169,7 +194,7 @@ void App::RegisterRoutes() {
   RegisterTablesApi(http_.get(), tables_.get());
   RegisterScanApi(http_.get(), tables_.get());
   RegisterJobsApi(http_.get(), jobs_.get());
-  RegisterLakeFsApi(http_.get(), catalog_.get(), staging_compactor_.get(), auth_.get(),
+  RegisterLakeFsApi(http_.get(), catalog_.get(), staging_compactor_.get(), catalog_collector_.get(), auth_.get(),
                     config_.ObjectsUri().rfind("s3://", 0) == 0 ? "s3" : "local");
   http_->Handle("GET", "/metrics", "/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.RenderPrometheus(), "text/plain; version=0.0.4; charset=utf-8");
@@ -183,6 +208,7 @@ void App::Stop() {
   if (jobs_) jobs_->Stop();
   http_->Stop();
   if (tables_) tables_->Stop();
+  if (catalog_collector_) catalog_collector_->Stop();
   if (staging_compactor_) staging_compactor_->Stop();
   if (catalog_) catalog_->Stop();
   spdlog::info("sediment stopped");

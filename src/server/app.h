@@ -40,6 +40,7 @@ class JobManager;
 namespace catalog {
 class Catalog;
 class StagingCompactor;
+class CatalogCollector;
 }  // namespace catalog
 
 namespace server {
@@ -90,6 +91,7 @@ class App {
   std::unique_ptr<chain::JobManager> jobs_;
   std::unique_ptr<catalog::Catalog> catalog_;
   std::unique_ptr<catalog::StagingCompactor> staging_compactor_;
+  std::unique_ptr<catalog::CatalogCollector> catalog_collector_;
   std::unique_ptr<AuthService> auth_;
   std::unique_ptr<HttpServer> http_;
   bool started_ = false;

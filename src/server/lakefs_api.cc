@@ -64,6 +64,7 @@ std::vector<Route> Routes() {
       {"POST",   "/api/v1/repositories",          CreateRepository},
       {"GET",    repo,                            GetRepository},
       {"DELETE", repo,                            DeleteRepository},
+      {"POST",   repo + "/gc",                    CollectGarbage},
       // Branches (lakefs_branches_api.cc; revert and cherry-pick in lakefs_commits_api.cc)
       {"GET",    branches,                        ListBranches},
       {"POST",   branches,                        CreateBranch},
@@ -130,8 +131,8 @@ void Register(HttpServer* http, const std::shared_ptr<const Context>& ctx, const
 }  // namespace
 
 void RegisterLakeFsApi(HttpServer* http, catalog::Catalog* catalog, catalog::StagingCompactor* compactor,
-                       AuthService* auth, const std::string& blockstore_type) {
-  auto ctx = std::make_shared<const Context>(Context{catalog, compactor, auth, blockstore_type});
+                       catalog::CatalogCollector* collector, AuthService* auth, const std::string& blockstore_type) {
+  auto ctx = std::make_shared<const Context>(Context{catalog, compactor, collector, auth, blockstore_type});
   for (const Route& route : Routes()) Register(http, ctx, route);
 }
 

@@ -9,6 +9,7 @@
 namespace sediment::catalog {
 class Catalog;
 class StagingCompactor;
+class CatalogCollector;
 }  // namespace sediment::catalog
 
 namespace sediment::server {
@@ -16,7 +17,8 @@ class HttpServer;
 class AuthService;
 
 // `blockstore_type` ("s3" or "local") is what GET /config reports as the default storage.
+// `collector` serves POST /api/v1/repositories/{repo}/gc.
 void RegisterLakeFsApi(HttpServer* http, catalog::Catalog* catalog, catalog::StagingCompactor* compactor,
-                       AuthService* auth, const std::string& blockstore_type);
+                       catalog::CatalogCollector* collector, AuthService* auth, const std::string& blockstore_type);
 
 }  // namespace sediment::server

@@ -31,9 +31,16 @@ namespace sediment::server::lakefs {
 using nlohmann::json;
 
 // What handlers share. Lives as long as the server's routes.
+}  // namespace sediment::server::lakefs
+namespace sediment::catalog {
+class CatalogCollector;
+}  // namespace sediment::catalog
+namespace sediment::server::lakefs {
+
 struct Context {
   catalog::Catalog* cat;
   catalog::StagingCompactor* compactor;
+  catalog::CatalogCollector* collector;
   AuthService* auth;
   std::string blockstore_type;  // "s3" or "local", as GET /config reports it
 
@@ -122,6 +129,7 @@ Status ListRepositories(const Context& ctx, const Req& req, Res& res, const std:
 Status CreateRepository(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status GetRepository(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status DeleteRepository(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status CollectGarbage(const Context& ctx, const Req& req, Res& res, const std::string& me);
 
 // lakefs_branches_api.cc
 Status ListBranches(const Context& ctx, const Req& req, Res& res, const std::string& me);

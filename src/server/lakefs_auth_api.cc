@@ -54,11 +54,20 @@ Status SetupLakeFs(const Context& ctx, const Req& req, Res& res) {
 // pre-signed URLs or imports; namespaces may be on S3 or local disk whatever the default is.
 Status GetConfig(const Context& ctx, const Req&, Res& res, const std::string&) {
   bool s3 = ctx.blockstore_type == "s3";
+  // An example the server would accept: under the first allowed prefix or root.
+  const auto& rules = ctx.cat->namespace_rules();
+  std::string example = s3 ? "s3://example-bucket/prefix" : "local:///var/lib/sediment/repo";
+  auto under = [](std::string dir) {
+    while (!dir.empty() && dir.back() == '/') dir.pop_back();
+    return dir + "/repo";
+  };
+  if (s3 && !rules.s3_prefixes.empty()) example = under(rules.s3_prefixes.front());
+  if (!s3 && !rules.local_roots.empty()) example = "local://" + under(rules.local_roots.front());
   ReplyJson(res, 200,
             {{"version_config", {{"version", kVersion}}},
              {"storage_config",
               {{"blockstore_type", ctx.blockstore_type},
-               {"blockstore_namespace_example", s3 ? "s3://example-bucket/prefix" : "local:///var/lib/sediment/repo"},
+               {"blockstore_namespace_example", example},
                {"blockstore_namespace_ValidityRegex", "^(s3|local|file)://|^/"},
                {"pre_sign_support", false},
                {"pre_sign_support_ui", false},

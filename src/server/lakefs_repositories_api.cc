@@ -1,4 +1,7 @@
-// lakeFS API handlers for repositories.
+// lakeFS API handlers for repositories, and their garbage collection.
+#include <charconv>
+
+#include "catalog/catalog_gc.h"
 #include "server/lakefs_api_internal.h"
 
 namespace sediment::server::lakefs {
@@ -39,6 +42,45 @@ Status DeleteRepository(const Context& ctx, const Req& req, Res& res, const std:
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:DeleteRepository", RepoArn(req.matches[1])));
   ARROW_RETURN_NOT_OK(ctx.cat->DeleteRepository(req.matches[1]));
   res.status = 204;
+  return Status::OK();
+}
+
+namespace {
+
+// A non-negative number of `unit`s from the query, or `def`.
+Result<Duration> DurationParam(const Req& req, const char* name, double unit_seconds, Duration def) {
+  if (!req.has_param(name)) return def;
+  std::string v = req.get_param_value(name);
+  double x = -1;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || end != v.data() + v.size() || x < 0) {
+    return InvalidArgument(fmt::format("{} must be a non-negative number, not \"{}\"", name, v));
+  }
+  return SecondsToDuration(x * unit_seconds);
+}
+
+}  // namespace
+
+// POST /api/v1/repositories/{repo}/gc[?dry_run=true][&retention_days=N][&grace_seconds=N]:
+// collects the repository's unreferenced files now (catalog_gc.h) and reports them.
+Status CollectGarbage(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  const std::string repo = req.matches[1];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "retention:RunGarbageCollection", RepoArn(repo)));
+  ARROW_RETURN_NOT_OK(ctx.cat->GetRepository(repo).status());
+  catalog::GcOptions o = ctx.collector->defaults();
+  ARROW_ASSIGN_OR_RAISE(o.dry_run, BoolParam(req, "dry_run"));
+  ARROW_ASSIGN_OR_RAISE(o.retention, DurationParam(req, "retention_days", 86400, o.retention));
+  ARROW_ASSIGN_OR_RAISE(o.grace, DurationParam(req, "grace_seconds", 1, o.grace));
+  ARROW_ASSIGN_OR_RAISE(auto report, ctx.collector->Run(repo, o));
+  ReplyJson(res, 200,
+            {{"dry_run", o.dry_run},
+             {"reachable_files", report.marked_files},
+             {"scanned_files", report.scanned_files},
+             {"kept_young", report.kept_young},
+             {"deleted", report.deleted},
+             {"deleted_bytes", report.deleted_bytes},
+             {"failed", report.failed},
+             {"paths", report.paths}});
   return Status::OK();
 }
 

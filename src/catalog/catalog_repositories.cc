@@ -1,0 +1,256 @@
+// Catalog, repositories: their namespaces (checked before anything is
+// written), creation, listing, and deletion in one deciding batch with a
+// cleanup that finishes even if cut off.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "base/executor.h"
+#include "blob/blob.h"
+#include "catalog/catalog.h"
+#include "catalog/catalog_internal.h"
+#include "catalog/catalog_refs_internal.h"
+#include "kv/kv.h"
+
+namespace sediment::catalog {
+
+
+using nlohmann::json;
+using internal::BranchJson;
+using internal::ClampAmount;
+using internal::DeletePrefixWhile;
+using internal::DropKey;
+using internal::kCasRetries;
+using internal::NewToken;
+using internal::ParseBranch;
+using internal::RepoDeletionKey;
+using namespace refs_internal;  // NOLINT: the shared helpers
+
+// ---------------------------------------------------------------------------
+// Repositories
+
+Result<Namespace> Catalog::RepositoryNamespace(const Repository& repo) {
+  const std::string& location = LocationOf(repo);
+  std::lock_guard<std::mutex> lock(ns_mu_);
+  auto it = namespaces_.find(location);
+  if (it != namespaces_.end()) return it->second;
+  ARROW_ASSIGN_OR_RAISE(auto store, blob::OpenBlobStore(location, options_.s3));
+  namespaces_[location] = store;
+  return store;
+}
+
+Status Catalog::CheckNamespaceFree(const std::string& ns, const NamespaceLocation& where) {
+  for (const auto& outer : where.Ancestors()) {
+    auto owner = kv_->Get(NamespaceKey(outer.Uri()));
+    if (owner.ok()) {
+      return Conflict(fmt::format("storage namespace \"{}\" lies inside {}, the namespace of repository \"{}\"", ns,
+                                  outer.Uri(), *owner));
+    }
+    if (!IsNotFound(owner.status())) return owner.status();
+  }
+  ARROW_ASSIGN_OR_RAISE(auto inner, kv_->Scan(NamespaceKey(where.Uri() + "/"), "", 1));
+  if (!inner.items.empty()) {
+    return Conflict(fmt::format("storage namespace \"{}\" holds {}, the namespace of repository \"{}\"", ns,
+                                inner.items[0].key.substr(NamespaceKey("").size()), inner.items[0].value));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto found, blob::FindStoredObject(where.Uri(), options_.s3, {kNamespaceMarker}));
+  if (found) {
+    return Conflict(fmt::format(
+        "storage namespace \"{}\" already holds data (\"{}\"); a new repository needs an empty namespace", ns, *found));
+  }
+  return Status::OK();
+}
+
+Result<Repository> Catalog::CreateRepository(const std::string& id, const std::string& storage_namespace,
+                                             const std::string& default_branch_in, bool read_only) {
+  ARROW_RETURN_NOT_OK(ValidateRepositoryName(id));
+  std::string default_branch = default_branch_in.empty() ? "main" : default_branch_in;
+  ARROW_RETURN_NOT_OK(ValidateBranchName(default_branch));
+  std::string ns = NormalizeNamespace(storage_namespace);
+  if (ns.empty()) return InvalidArgument("storage_namespace is required");
+  // Everything is checked before anything is written: where the namespace is
+  // and that it may be there (rules 1-3 of storage_namespace.h), then that it
+  // is free and empty (rule 4). A refused creation leaves no trace.
+  NamespaceRules rules = options_.namespaces;
+  if (!options_.cache_dir.empty()) rules.reserved_paths.push_back(options_.cache_dir);
+  ARROW_ASSIGN_OR_RAISE(NamespaceLocation where, ResolveNamespace(ns, rules));
+  Repository repo{id, ns, default_branch, ToUnixMicros(clock_->Now()) / 1000000, read_only, where.Uri()};
+  auto conflict = [&]() -> Status {
+    if (kv_->Get(RepoKey(id)).ok()) return Conflict(fmt::format("repository \"{}\" already exists", id));
+    auto owner = kv_->Get(NamespaceKey(repo.location));
+    if (owner.ok()) {
+      return Conflict(fmt::format("storage namespace \"{}\" is already used by repository \"{}\"", ns, *owner));
+    }
+    return Status::OK();
+  };
+  ARROW_RETURN_NOT_OK(conflict());
+  ARROW_RETURN_NOT_OK(CheckNamespaceFree(ns, where));
+  // A deletion of a repository of this name that was cut off: finish it first,
+  // so nothing of the old repository shows through the new one.
+  ARROW_RETURN_NOT_OK(FinishRepositoryDeletion(id));
+  // Reachability: a namespace we cannot write to fails before anything is recorded.
+  ARROW_ASSIGN_OR_RAISE(auto store, RepositoryNamespace(repo));
+  ARROW_RETURN_NOT_OK(WithContext(store->Put(kNamespaceMarker, ""), "storage_namespace " + ns + " is not writable"));
+
+  Commit initial;
+  initial.message = "Repository created";
+  initial.creation_date = repo.creation_date;
+  std::string initial_body = CommitBody(initial).dump();
+  initial.id = Sha256Hex(initial_body);
+  Branch b{default_branch, initial.id, NewToken(), {}, ""};
+  kv::Batch batch;
+  batch.Require(kv::Precondition::Absent(RepoKey(id)))
+      .Require(kv::Precondition::Absent(NamespaceKey(repo.location)))
+      .Require(kv::Precondition::Absent(RepoDeletionKey(id)))
+      .Put(CommitKey(id, initial.id), initial_body)
+      .Put(RepoKey(id), RepoJson(repo).dump())
+      .Put(NamespaceKey(repo.location), id)
+      .Put(BranchKey(id, default_branch), BranchJson(b));
+  // A repository created meanwhile around this one fails the batch; one created
+  // meanwhile inside it is not caught here, as no key names every namespace below.
+  for (const auto& outer : where.Ancestors()) batch.Require(kv::Precondition::Absent(NamespaceKey(outer.Uri())));
+  Status st = kv_->Apply(batch);
+  if (IsPreconditionFailed(st)) {
+    ARROW_RETURN_NOT_OK(conflict());
+    ARROW_RETURN_NOT_OK(CheckNamespaceFree(ns, where));
+    if (kv_->Get(RepoDeletionKey(id)).ok()) {
+      return Conflict(fmt::format("repository \"{}\" is being deleted concurrently; retry", id));
+    }
+    return Conflict(fmt::format("repository \"{}\" was created concurrently", id));
+  }
+  ARROW_RETURN_NOT_OK(st);
+  return repo;
+}
+
+Result<Catalog::RepositoryRecord> Catalog::LoadRepository(const std::string& id) {
+  ARROW_RETURN_NOT_OK(ValidateRepositoryName(id));
+  auto raw = kv_->Get(RepoKey(id));
+  if (IsNotFound(raw.status())) return NotFound(fmt::format("repository \"{}\" not found", id));
+  ARROW_RETURN_NOT_OK(raw.status());
+  try {
+    auto j = json::parse(*raw);
+    Repository repo{id,
+                    j.at("storage_namespace").get<std::string>(),
+                    j.at("default_branch").get<std::string>(),
+                    j.at("creation_date").get<int64_t>(),
+                    j.value("read_only", false),
+                    j.value("location", "")};
+    if (repo.location.empty()) repo.location = repo.storage_namespace;
+    return RepositoryRecord{std::move(repo), std::move(*raw)};
+  } catch (const std::exception& e) {
+    return Status::IOError(fmt::format("corrupt repository record {}: {}", id, e.what()));
+  }
+}
+
+Result<Repository> Catalog::GetRepository(const std::string& id) {
+  ARROW_ASSIGN_OR_RAISE(auto rec, LoadRepository(id));
+  return std::move(rec.repo);
+}
+
+Result<Page<Repository>> Catalog::ListRepositories(const std::string& prefix, const std::string& after,
+                                                   int64_t amount) {
+  ARROW_ASSIGN_OR_RAISE(auto keys, ListKeys(*kv_, "c/r/", prefix, after, ClampAmount(amount)));
+  Page<Repository> out;
+  out.has_more = keys.has_more;
+  for (const auto& kv : keys.items) {
+    ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(kv.key.substr(4)));
+    out.items.push_back(std::move(repo));
+  }
+  return out;
+}
+
+// Deciding is one atomic batch: the repository record (as read), its namespace,
+// every branch (as read; its tokens queued for the dropper) and tag, and a
+// deletion record c/rd/<repo>. From then on the repository is gone for every
+// call, and its name and namespace are free. The bulk cleanup follows
+// (FinishRepositoryDeletion); if it is cut off, DropDeadTokens or a re-create of
+// the name finishes it.
+Status Catalog::DeleteRepository(const std::string& id) {
+  for (int attempt = 0;; ++attempt) {
+    ARROW_ASSIGN_OR_RAISE(auto rec, LoadRepository(id));
+    kv::Batch batch;
+    batch.Require(kv::Precondition::Equals(RepoKey(id), rec.raw))
+        .Delete(RepoKey(id))
+        .Delete(NamespaceKey(LocationOf(rec.repo)))
+        .Put(RepoDeletionKey(id), RandomHex(8));
+    ARROW_RETURN_NOT_OK(kv_->ScanAll(BranchKey(id, ""), "", [&](const kv::KeyValue& item) -> Result<bool> {
+      ARROW_ASSIGN_OR_RAISE(auto b, ParseBranch(item.key, item.value));
+      batch.Require(kv::Precondition::Equals(item.key, item.value)).Delete(item.key).Put(DropKey(b.staging_token), "");
+      for (const auto& t : b.sealed_tokens) batch.Put(DropKey(t), "");
+      return true;
+    }));
+    ARROW_RETURN_NOT_OK(kv_->ScanAll(TagKey(id, ""), "", [&](const kv::KeyValue& item) -> Result<bool> {
+      batch.Delete(item.key);
+      return true;
+    }));
+    Status st = kv_->Apply(batch);
+    if (st.ok()) break;
+    if (!IsPreconditionFailed(st)) return st;
+    if (attempt + 1 >= kCasRetries) {
+      return Busy(fmt::format("repository \"{}\" kept changing while being deleted; retry", id));
+    }
+  }
+  if (dropper_) dropper_->Trigger();
+  // The repository is deleted; what remains is cleanup, which the background task retries.
+  Status cleanup = FinishRepositoryDeletion(id);
+  if (!cleanup.ok()) {
+    spdlog::warn("catalog: repository \"{}\" deleted; its cleanup failed and will be retried: {}", id,
+                 cleanup.ToString());
+  }
+  return Status::OK();
+}
+
+Status Catalog::FinishRepositoryDeletion(const std::string& id) {
+  auto deletion = kv_->Get(RepoDeletionKey(id));
+  if (IsNotFound(deletion.status())) return Status::OK();
+  ARROW_RETURN_NOT_OK(deletion.status());
+  // Every batch requires this deletion still pending: once another cleanup has
+  // finished it (and the name may be in use again), this one deletes nothing.
+  const auto still = kv::Precondition::Equals(RepoDeletionKey(id), *deletion);
+  auto finished_elsewhere = [&](const Status& st) {
+    if (!IsPreconditionFailed(st)) return false;
+    auto now = kv_->Get(RepoDeletionKey(id));
+    return IsNotFound(now.status()) || (now.ok() && *now != *deletion);
+  };
+  {
+    std::lock_guard<std::mutex> lock(commits_mu_);
+    std::erase_if(commits_, [&](const auto& c) { return c.first.rfind(id + "/", 0) == 0; });
+  }
+  // Branches created while the deletion was decided: their tokens go to the dropper too.
+  for (int failures = 0;;) {
+    ARROW_ASSIGN_OR_RAISE(auto page, kv_->Scan(BranchKey(id, ""), "", 1000));
+    if (page.items.empty()) break;
+    kv::Batch batch;
+    batch.Require(still);
+    for (const auto& item : page.items) {
+      ARROW_ASSIGN_OR_RAISE(auto b, ParseBranch(item.key, item.value));
+      batch.Require(kv::Precondition::Equals(item.key, item.value)).Delete(item.key).Put(DropKey(b.staging_token), "");
+      for (const auto& t : b.sealed_tokens) batch.Put(DropKey(t), "");
+    }
+    Status st = kv_->Apply(batch);
+    if (finished_elsewhere(st)) return Status::OK();
+    if (st.ok()) continue;
+    if (!IsPreconditionFailed(st)) return st;
+    if (++failures >= kCasRetries) {
+      return Busy(fmt::format("branches of deleted repository \"{}\" kept changing; the cleanup will retry", id));
+    }
+  }
+  // Tags, commits, then the staging-compaction bookkeeping (counters, last status, leases).
+  for (const auto& p : {"c/t/", "c/c/", "c/m/", "c/cs/", "c/cl/"}) {
+    Status st = DeletePrefixWhile(*kv_, p + id + "/", still);
+    if (finished_elsewhere(st)) return Status::OK();
+    ARROW_RETURN_NOT_OK(st);
+  }
+  kv::Batch done;
+  done.Require(still).Delete(RepoDeletionKey(id));
+  Status st = kv_->Apply(done);
+  if (IsPreconditionFailed(st)) return Status::OK();
+  ARROW_RETURN_NOT_OK(st);
+  if (dropper_) dropper_->Trigger();
+  return Status::OK();
+}
+
+
+}  // namespace sediment::catalog
