@@ -60,104 +60,138 @@ Status ForEachPage(Fn fetch, const std::function<Status(const T&)>& visit) {
   }
 }
 
+// One collection: marks, then sweeps. REQUIRES: used by one thread.
+class GcRun {
+ public:
+  GcRun(Catalog* catalog, std::string repo, Namespace ns, RangeStore* ranges, kv::KvStore* kv,
+        const GcOptions& options, int64_t oldest_kept_s)
+      : catalog_(catalog),
+        repo_(std::move(repo)),
+        ns_(std::move(ns)),
+        ranges_(ranges),
+        kv_(kv),
+        options_(options),
+        oldest_kept_s_(oldest_kept_s) {}
+
+  // Every branch (head history, compacted meta-range, staged entries) and tag.
+  Status MarkRefs() {
+    ARROW_RETURN_NOT_OK(ForEachPage<Branch>(
+        [&](const std::string& after) { return catalog_->ListBranches(repo_, "", after, 1000); },
+        [&](const Branch& b) { return MarkBranch(b); }));
+    return ForEachPage<Tag>([&](const std::string& after) { return catalog_->ListTags(repo_, "", after, 1000); },
+                            [&](const Tag& t) { return MarkHistory(t.commit_id, /*head=*/true); });
+  }
+
+  // Meta-ranges written within the grace may belong to a commit or compaction
+  // not yet swapped in: the old ranges they reuse stay.
+  void MarkYoungMetaRanges(const std::vector<blob::ObjectInfo>& files, TimePoint young) {
+    for (const auto& f : files) {
+      if (f.mtime < young || f.path.rfind(kRangeDir, 0) != 0 || m_.files.count(f.path)) continue;
+      Status st = MarkMetaRange(f.path.substr(std::string(kRangeDir).size()));
+      (void)st;  // not a meta-range (a range file), or unreadable: it is young, so it stays anyway
+    }
+  }
+
+  GcReport Sweep(const std::vector<blob::ObjectInfo>& files, TimePoint young) {
+    GcReport report;
+    report.marked_files = static_cast<int64_t>(m_.files.size());
+    for (const auto& f : files) {
+      report.scanned_files++;
+      if (m_.files.count(f.path) || !Collectable(f.path)) continue;
+      if (f.mtime >= young) {
+        report.kept_young++;
+        continue;
+      }
+      if (!options_.dry_run) {
+        Status st = ns_->Delete(f.path);
+        if (st.ok()) st = failpoint::Hit("catalog.gc.after_delete");
+        if (!st.ok()) {
+          report.failed++;
+          spdlog::warn("catalog GC {}: cannot delete {}: {}", repo_, f.path, st.ToString());
+          continue;
+        }
+      }
+      report.deleted++;
+      report.deleted_bytes += f.size;
+      if (report.paths.size() < kReportedPaths) report.paths.push_back(f.path);
+    }
+    return report;
+  }
+
+ private:
+  Status MarkBranch(const Branch& b) {
+    ARROW_RETURN_NOT_OK(MarkHistory(b.commit_id, /*head=*/true));
+    ARROW_RETURN_NOT_OK(MarkMetaRange(b.compacted_meta_range_id));
+    std::vector<std::string> tokens = b.sealed_tokens;
+    tokens.push_back(b.staging_token);
+    for (const auto& t : tokens) {
+      ARROW_RETURN_NOT_OK(kv_->ScanAll(StagingPrefix(t), "", [&](const kv::KeyValue& e) -> Result<bool> {
+        MarkAddress(&m_, e.value);
+        return true;
+      }));
+    }
+    return Status::OK();
+  }
+
+  Status MarkMetaRange(const std::string& id) {
+    if (id.empty()) return Status::OK();
+    ARROW_ASSIGN_OR_RAISE(auto mr, ranges_->LoadMetaRange(ns_, id));
+    m_.files.insert(kRangeDir + id);
+    for (const auto& r : mr->ranges) {
+      m_.files.insert(kRangeDir + r.id);
+      if (!m_.ranges_done.insert(r.id).second) continue;
+      ARROW_ASSIGN_OR_RAISE(auto it, ranges_->NewRangeIterator(ns_, r.id));
+      while (it->Next()) MarkAddress(&m_, it->value());
+      ARROW_RETURN_NOT_OK(it->status());
+    }
+    return Status::OK();
+  }
+
+  // A commit and, within retention, its ancestors; heads and tags always.
+  Status MarkHistory(const std::string& id, bool head) {
+    std::vector<std::pair<std::string, bool>> todo = {{id, head}};
+    while (!todo.empty()) {
+      auto [cid, is_head] = todo.back();
+      todo.pop_back();
+      if (cid.empty() || m_.commits_seen.count(cid)) continue;
+      ARROW_ASSIGN_OR_RAISE(Commit c, catalog_->GetCommit(repo_, cid));
+      // Older than retention: not kept through this path (nor its parents,
+      // which are older), but a tag or head that names it still keeps it.
+      if (!is_head && c.creation_date < oldest_kept_s_) continue;
+      m_.commits_seen.insert(cid);
+      ARROW_RETURN_NOT_OK(MarkMetaRange(c.meta_range_id));
+      for (const auto& p : c.parents) todo.emplace_back(p, false);
+    }
+    return Status::OK();
+  }
+
+  Catalog* const catalog_;
+  const std::string repo_;
+  const Namespace ns_;
+  RangeStore* const ranges_;
+  kv::KvStore* const kv_;
+  const GcOptions options_;
+  const int64_t oldest_kept_s_;
+  Marks m_;
+};
+
 }  // namespace
 
 Result<GcReport> CollectGarbage(Catalog* catalog, const std::string& repo_id, const GcOptions& options) {
   ARROW_ASSIGN_OR_RAISE(Repository repo, catalog->GetRepository(repo_id));
   ARROW_ASSIGN_OR_RAISE(Namespace ns, catalog->RepositoryNamespace(repo));
-  RangeStore& ranges = *catalog->ranges_;
-  kv::KvStore& kv = *catalog->kv_;
-  const TimePoint now = catalog->clock_->Now();
-  const int64_t oldest_kept = ToUnixMicros(now - options.retention) / 1000000;
-  Marks m;
-
+  const int64_t oldest_kept_s = ToUnixMicros(catalog->clock_->Now() - options.retention) / 1000000;
+  GcRun run(catalog, repo_id, ns, catalog->ranges_.get(), catalog->kv_.get(), options, oldest_kept_s);
   // Storage time decides "young", whatever clock drives retention; list first,
   // so everything written after the listing is simply not a candidate.
   ARROW_ASSIGN_OR_RAISE(auto files, ns->List(""));
   const TimePoint young = std::chrono::system_clock::now() - options.grace;
-
-  auto mark_meta_range = [&](const std::string& id) -> Status {
-    if (id.empty()) return Status::OK();
-    ARROW_ASSIGN_OR_RAISE(auto mr, ranges.LoadMetaRange(ns, id));
-    m.files.insert(kRangeDir + id);
-    for (const auto& r : mr->ranges) {
-      m.files.insert(kRangeDir + r.id);
-      if (!m.ranges_done.insert(r.id).second) continue;
-      ARROW_ASSIGN_OR_RAISE(auto it, ranges.NewRangeIterator(ns, r.id));
-      while (it->Next()) MarkAddress(&m, it->value());
-      ARROW_RETURN_NOT_OK(it->status());
-    }
-    return Status::OK();
-  };
-  // A commit and, within retention, its ancestors; heads and tags always.
-  std::function<Status(const std::string&, bool)> mark_history = [&](const std::string& id, bool head) -> Status {
-    std::vector<std::pair<std::string, bool>> todo = {{id, head}};
-    while (!todo.empty()) {
-      auto [cid, is_head] = todo.back();
-      todo.pop_back();
-      if (cid.empty() || m.commits_seen.count(cid)) continue;
-      ARROW_ASSIGN_OR_RAISE(Commit c, catalog->GetCommit(repo_id, cid));
-      // Older than retention: not kept through this path (nor its parents,
-      // which are older), but a tag or head that names it still keeps it.
-      if (!is_head && c.creation_date < oldest_kept) continue;
-      m.commits_seen.insert(cid);
-      ARROW_RETURN_NOT_OK(mark_meta_range(c.meta_range_id));
-      for (const auto& p : c.parents) todo.emplace_back(p, false);
-    }
-    return Status::OK();
-  };
-
-  // Branches: head history, compacted meta-range, staged entries.
-  ARROW_RETURN_NOT_OK(ForEachPage<Branch>(
-      [&](const std::string& after) { return catalog->ListBranches(repo_id, "", after, 1000); },
-      [&](const Branch& b) -> Status {
-        ARROW_RETURN_NOT_OK(mark_history(b.commit_id, true));
-        ARROW_RETURN_NOT_OK(mark_meta_range(b.compacted_meta_range_id));
-        std::vector<std::string> tokens = b.sealed_tokens;
-        tokens.push_back(b.staging_token);
-        for (const auto& t : tokens) {
-          ARROW_RETURN_NOT_OK(kv.ScanAll(StagingPrefix(t), "", [&](const kv::KeyValue& e) -> Result<bool> {
-            MarkAddress(&m, e.value);
-            return true;
-          }));
-        }
-        return Status::OK();
-      }));
-  ARROW_RETURN_NOT_OK(ForEachPage<Tag>(
-      [&](const std::string& after) { return catalog->ListTags(repo_id, "", after, 1000); },
-      [&](const Tag& t) { return mark_history(t.commit_id, true); }));
-  // Meta-ranges written within the grace may belong to a commit or compaction
-  // not yet swapped in: the old ranges they reuse stay.
-  for (const auto& f : files) {
-    if (f.mtime < young || f.path.rfind(kRangeDir, 0) != 0 || m.files.count(f.path)) continue;
-    Status st = mark_meta_range(f.path.substr(std::string(kRangeDir).size()));
-    (void)st;  // not a meta-range (a range file), or unreadable: it is young, so it stays anyway
-  }
-
-  GcReport report;
-  report.marked_files = static_cast<int64_t>(m.files.size());
-  for (const auto& f : files) {
-    report.scanned_files++;
-    if (m.files.count(f.path)) continue;
-    if (!Collectable(f.path)) continue;
-    if (f.mtime >= young) {
-      report.kept_young++;
-      continue;
-    }
-    if (!options.dry_run) {
-      Status st = ns->Delete(f.path);
-      if (st.ok()) st = failpoint::Hit("catalog.gc.after_delete");
-      if (!st.ok()) {
-        report.failed++;
-        spdlog::warn("catalog GC {}: cannot delete {}: {}", repo_id, f.path, st.ToString());
-        continue;
-      }
-    }
-    report.deleted++;
-    report.deleted_bytes += f.size;
-    if (report.paths.size() < kReportedPaths) report.paths.push_back(f.path);
-  }
-  return report;
+  ARROW_RETURN_NOT_OK(run.MarkRefs());
+  run.MarkYoungMetaRanges(files, young);
+  // Refs created or moved while marking (a branch made from an old commit)
+  // are marked again just before the sweep.
+  ARROW_RETURN_NOT_OK(run.MarkRefs());
+  return run.Sweep(files, young);
 }
 
 // ---------------------------------------------------------------------------

@@ -116,36 +116,43 @@ Status IngestJob::PollOnce() {
   return st;
 }
 
+uint64_t IngestJob::ResumePointLocked(ChainTable table, const std::vector<table::SegmentRecord>& live, uint64_t head,
+                                      bool* reorg) {
+  auto& cache = written_hashes_[table];
+  uint64_t next = static_cast<uint64_t>(config_.start_block);
+  *reorg = false;
+  if (live.empty()) return next;
+  const auto& last = live.back();
+  next = last.end + 1;
+  if (last.end <= head && generator_.BlockHashHex(last.end, head) != last.end_hash) {
+    // The chain changed under the tables: find the first block that differs.
+    *reorg = true;
+    next = live.front().start;
+    for (size_t i = live.size(); i-- > 0;) {
+      const auto& seg = live[i];
+      if (generator_.BlockHashHex(seg.start - 1, head) != seg.parent_hash) continue;
+      next = seg.start;
+      // Inside that segment, blocks this job wrote itself are known by hash.
+      for (uint64_t b = seg.start; b <= seg.end; ++b) {
+        auto it = cache.find(b);
+        if (it == cache.end() || it->second != generator_.BlockHashHex(b, head)) break;
+        next = b + 1;
+      }
+      break;
+    }
+    std::lock_guard<std::mutex> s(status_mu_);
+    status_.reorgs++;
+  }
+  return next;
+}
+
 Status IngestJob::PollTableLocked(ChainTable table, uint64_t head) {
   table::TableId id{config_.dataset, TableName(table)};
   ARROW_ASSIGN_OR_RAISE(auto snap, tables_->LiveSegments(id));
   const auto& live = snap.segments;
   auto& cache = written_hashes_[table];
-  uint64_t next = static_cast<uint64_t>(config_.start_block);
   bool reorg = false;
-  if (!live.empty()) {
-    const auto& last = live.back();
-    next = last.end + 1;
-    if (last.end <= head && generator_.BlockHashHex(last.end, head) != last.end_hash) {
-      // The chain changed under the tables: find the first block that differs.
-      reorg = true;
-      next = live.front().start;
-      for (size_t i = live.size(); i-- > 0;) {
-        const auto& seg = live[i];
-        if (generator_.BlockHashHex(seg.start - 1, head) != seg.parent_hash) continue;
-        next = seg.start;
-        // Inside that segment, blocks this job wrote itself are known by hash.
-        for (uint64_t b = seg.start; b <= seg.end; ++b) {
-          auto it = cache.find(b);
-          if (it == cache.end() || it->second != generator_.BlockHashHex(b, head)) break;
-          next = b + 1;
-        }
-        break;
-      }
-      std::lock_guard<std::mutex> s(status_mu_);
-      status_.reorgs++;
-    }
-  }
+  uint64_t next = ResumePointLocked(table, live, head, &reorg);
   {
     std::lock_guard<std::mutex> s(status_mu_);
     status_.last_block[TableName(table)] =

@@ -66,6 +66,11 @@ class IngestJob {
   Result<std::optional<uint64_t>> HeadAtLocked(TimePoint now);
   // REQUIRES: poll_mu_ held.
   Status EnsureTablesLocked();
+  // Where to continue writing `table`: after its last block, or — when the
+  // chain reorganized under it — at the first block that differs (*reorg).
+  // REQUIRES: poll_mu_ held.
+  uint64_t ResumePointLocked(ChainTable table, const std::vector<table::SegmentRecord>& live, uint64_t head,
+                             bool* reorg);
   Status PollTableLocked(ChainTable table, uint64_t head);
 
   const JobConfig config_;
