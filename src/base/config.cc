@@ -155,7 +155,7 @@ const std::vector<Option>& Options() {
       {"catalog.dropped_token_grace", FIELD(catalog.dropped_token_grace), T::kDouble, DoubleAtLeast(0)},
       {"catalog.gc_interval", FIELD(catalog.gc_interval), T::kDouble, DoubleAtLeast(0)},
       {"catalog.gc_retention_days", FIELD(catalog.gc_retention_days), T::kDouble, DoubleAtLeast(0)},
-      {"catalog.gc_grace", FIELD(catalog.gc_grace), T::kDouble, DoubleAtLeast(0)},
+      {"catalog.gc_grace", FIELD(catalog.gc_grace), T::kDouble, DoubleAtLeast(60)},
       {"graveler.compaction.auto_trigger",
        FIELD(graveler.compaction.auto_trigger),
        T::kBool,

@@ -22,16 +22,20 @@ constexpr size_t kReportedPaths = 1000;
 struct Marks {
   std::unordered_set<std::string> files;
   std::unordered_set<std::string> ranges_done;  // range ids whose entries were marked
-  std::unordered_set<std::string> commits_seen;
+  std::unordered_set<std::string> commits_seen;    // marked (objects kept)
+  std::unordered_set<std::string> commits_walked;  // expired, passed through
 };
 
 // An entry's data, if it lives in the namespace (an address with a scheme is
 // someone else's storage and never ours to delete).
-void MarkAddress(Marks* m, const std::string& encoded) {
-  if (encoded.empty()) return;  // a tombstone
+Status MarkAddress(Marks* m, const std::string& encoded) {
+  if (encoded.empty()) return Status::OK();  // a tombstone
   auto e = DecodeEntry(encoded);
-  if (!e.ok() || e->address.find("://") != std::string::npos) return;
-  m->files.insert(e->address);
+  // An entry we cannot read (a newer format, corruption) stops the collection:
+  // its data must not be taken for garbage.
+  if (!e.ok()) return Status::IOError("catalog GC: an entry it cannot decode: ", e.status().message());
+  if (e->address.find("://") == std::string::npos) m->files.insert(e->address);
+  return Status::OK();
 }
 
 // Files GC may take: object data, and range/meta-range files (`_lakefs/` and
@@ -73,6 +77,26 @@ class GcRun {
         options_(options),
         oldest_kept_s_(oldest_kept_s) {}
 
+  // Every commit record's meta-range and ranges stay (metadata, as lakeFS
+  // keeps it): a branch or tag made later from any commit id still opens.
+  // Only its objects' data follows retention.
+  Status MarkCommitMetadata() {
+    std::vector<std::string> ids;
+    std::string prefix = "c/c/" + repo_ + "/";
+    ARROW_RETURN_NOT_OK(kv_->ScanAll(prefix, "", [&](const kv::KeyValue& e) -> Result<bool> {
+      ids.push_back(e.key.substr(prefix.size()));
+      return true;
+    }));
+    for (const auto& id : ids) {
+      ARROW_ASSIGN_OR_RAISE(Commit c, catalog_->GetCommit(repo_, id));
+      if (c.meta_range_id.empty()) continue;
+      ARROW_ASSIGN_OR_RAISE(auto mr, ranges_->LoadMetaRange(ns_, c.meta_range_id));
+      m_.files.insert(kRangeDir + c.meta_range_id);
+      for (const auto& r : mr->ranges) m_.files.insert(kRangeDir + r.id);
+    }
+    return Status::OK();
+  }
+
   // Every branch (head history, compacted meta-range, staged entries) and tag.
   Status MarkRefs() {
     ARROW_RETURN_NOT_OK(ForEachPage<Branch>(
@@ -103,6 +127,14 @@ class GcRun {
         continue;
       }
       if (!options_.dry_run) {
+        // Written again since the listing (a content-addressed file rebuilt
+        // with the same bytes): no longer garbage.
+        // (S3 listings and HEAD answers differ in precision: a second's slack.)
+        auto now = ns_->Stat(f.path);
+        if (now.ok() && now->mtime > f.mtime + std::chrono::seconds(1)) {
+          report.kept_young++;
+          continue;
+        }
         Status st = ns_->Delete(f.path);
         if (st.ok()) st = failpoint::Hit("catalog.gc.after_delete");
         if (!st.ok()) {
@@ -119,18 +151,32 @@ class GcRun {
   }
 
  private:
-  Status MarkBranch(const Branch& b) {
-    ARROW_RETURN_NOT_OK(MarkHistory(b.commit_id, /*head=*/true));
-    ARROW_RETURN_NOT_OK(MarkMetaRange(b.compacted_meta_range_id));
-    std::vector<std::string> tokens = b.sealed_tokens;
-    tokens.push_back(b.staging_token);
-    for (const auto& t : tokens) {
-      ARROW_RETURN_NOT_OK(kv_->ScanAll(StagingPrefix(t), "", [&](const kv::KeyValue& e) -> Result<bool> {
-        MarkAddress(&m_, e.value);
-        return true;
-      }));
+  // Marks a branch as it is now, again and again until it did not change
+  // while being marked: a token is dropped only after the branch points at
+  // what holds its entries, so a stable state misses nothing.
+  Status MarkBranch(const Branch& listed) {
+    ARROW_ASSIGN_OR_RAISE(Branch b, catalog_->GetBranch(repo_, listed.id));
+    for (int round = 0;; ++round) {
+      std::vector<std::string> tokens = b.sealed_tokens;
+      tokens.push_back(b.staging_token);
+      for (const auto& t : tokens) {
+        ARROW_RETURN_NOT_OK(kv_->ScanAll(StagingPrefix(t), "", [&](const kv::KeyValue& e) -> Result<bool> {
+          ARROW_RETURN_NOT_OK(MarkAddress(&m_, e.value));
+          return true;
+        }));
+      }
+      ARROW_RETURN_NOT_OK(MarkHistory(b.commit_id, /*head=*/true));
+      ARROW_RETURN_NOT_OK(MarkMetaRange(b.compacted_meta_range_id));
+      auto again = catalog_->GetBranch(repo_, listed.id);
+      if (IsNotFound(again.status())) return Status::OK();  // deleted meanwhile
+      ARROW_RETURN_NOT_OK(again.status());
+      if (again->commit_id == b.commit_id && again->staging_token == b.staging_token &&
+          again->sealed_tokens == b.sealed_tokens && again->compacted_meta_range_id == b.compacted_meta_range_id) {
+        return Status::OK();
+      }
+      if (round >= 100) return Busy(fmt::format("catalog GC: branch \"{}\" keeps changing", listed.id));
+      b = std::move(*again);
     }
-    return Status::OK();
   }
 
   Status MarkMetaRange(const std::string& id) {
@@ -141,13 +187,15 @@ class GcRun {
       m_.files.insert(kRangeDir + r.id);
       if (!m_.ranges_done.insert(r.id).second) continue;
       ARROW_ASSIGN_OR_RAISE(auto it, ranges_->NewRangeIterator(ns_, r.id));
-      while (it->Next()) MarkAddress(&m_, it->value());
+      while (it->Next()) ARROW_RETURN_NOT_OK(MarkAddress(&m_, it->value()));
       ARROW_RETURN_NOT_OK(it->status());
     }
     return Status::OK();
   }
 
-  // A commit and, within retention, its ancestors; heads and tags always.
+  // A commit and its ancestors: heads and tags keep their objects, others
+  // only within retention. The walk goes on through expired commits (a commit
+  // may carry an old date while its parents are younger).
   Status MarkHistory(const std::string& id, bool head) {
     std::vector<std::pair<std::string, bool>> todo = {{id, head}};
     while (!todo.empty()) {
@@ -155,11 +203,13 @@ class GcRun {
       todo.pop_back();
       if (cid.empty() || m_.commits_seen.count(cid)) continue;
       ARROW_ASSIGN_OR_RAISE(Commit c, catalog_->GetCommit(repo_, cid));
-      // Older than retention: not kept through this path (nor its parents,
-      // which are older), but a tag or head that names it still keeps it.
-      if (!is_head && c.creation_date < oldest_kept_s_) continue;
-      m_.commits_seen.insert(cid);
-      ARROW_RETURN_NOT_OK(MarkMetaRange(c.meta_range_id));
+      bool keep = is_head || c.creation_date >= oldest_kept_s_;
+      if (keep) {
+        m_.commits_seen.insert(cid);
+        ARROW_RETURN_NOT_OK(MarkMetaRange(c.meta_range_id));
+      } else if (!m_.commits_walked.insert(cid).second) {
+        continue;
+      }
       for (const auto& p : c.parents) todo.emplace_back(p, false);
     }
     return Status::OK();
@@ -186,6 +236,7 @@ Result<GcReport> CollectGarbage(Catalog* catalog, const std::string& repo_id, co
   // so everything written after the listing is simply not a candidate.
   ARROW_ASSIGN_OR_RAISE(auto files, ns->List(""));
   const TimePoint young = std::chrono::system_clock::now() - options.grace;
+  ARROW_RETURN_NOT_OK(run.MarkCommitMetadata());
   ARROW_RETURN_NOT_OK(run.MarkRefs());
   run.MarkYoungMetaRanges(files, young);
   // Refs created or moved while marking (a branch made from an old commit)

@@ -1,8 +1,15 @@
 // Garbage collection of a repository's storage namespace: range and
-// meta-range files (`_lakefs/<id>`) and object data (`data/...`) that nothing
-// within retention references any more — superseded staging compactions,
-// discarded work, objects overwritten or deleted before a commit, history
-// older than the retention period.
+// meta-range files (`_lakefs/<id>`) that no commit record and no branch
+// references (superseded staging compactions, discarded work), and object
+// data (`data/...`) that nothing within retention references (objects
+// overwritten or deleted before a commit, history older than the retention
+// period). Commit metadata is kept, as lakeFS keeps it: a branch made later
+// from an old commit id opens, though its expired objects may be gone.
+//
+// Each branch is marked until it did not change while being marked (a
+// retired staging token is dropped only after its branch points at what holds
+// its entries), the refs are marked a second time just before the sweep, and
+// a file whose mtime moved since the listing is not deleted.
 //
 // Mark: what every branch (its head commit, compacted meta-range and staged
 // entries), every tag, and every commit within `retention` of now reaches,

@@ -37,9 +37,10 @@ Status ReadFile(const std::string& path, std::string* out) {
   return Status::OK();
 }
 
+using Registry = std::vector<std::pair<CLI::App*, std::function<Status(Client&)>>>;
+
 // Adds a subcommand whose body gets a client for --server.
-CLI::App* Command(CLI::App* parent, const std::string& name, const std::string& help, Args* a,
-                  std::vector<std::pair<CLI::App*, std::function<Status(Client&)>>>* registry,
+CLI::App* Command(CLI::App* parent, const std::string& name, const std::string& help, Args* a, Registry* registry,
                   std::function<Status(Client&)> body) {
   auto* cmd = parent->add_subcommand(name, help);
   AddServerOption(cmd, &a->server);
@@ -47,14 +48,39 @@ CLI::App* Command(CLI::App* parent, const std::string& name, const std::string& 
   return cmd;
 }
 
-}  // namespace
+// `branch compact`: starts a compaction of the branch's staging; with --wait, polls until it is over.
+Status CompactBranch(const Args& a, Client& c) {
+  std::string path = RepoPath(a) + "/branches/" + a.branch + "/compact";
+  ARROW_ASSIGN_OR_RAISE(auto before, c.Get(path));
+  int64_t prev = before["last_compaction"]["started_us"].get<int64_t>();
+  ARROW_RETURN_NOT_OK(c.Post(path, "").status());
+  if (!a.all) {
+    std::cout << "compaction of " << a.repo << "/" << a.branch << " started\n";
+    return Status::OK();
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  while (true) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ARROW_ASSIGN_OR_RAISE(auto j, c.Get(path));
+    const auto& last = j["last_compaction"];
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::string state = last["state"].get<std::string>();
+    bool finished = last["started_us"].get<int64_t>() != prev && state != "running";
+    std::cerr << fmt::format("\rcompacting {}/{}: {} {:.1f}s", a.repo, a.branch,
+                             last["started_us"].get<int64_t>() != prev ? state : "queued", secs)
+              << std::flush;
+    if (finished) {
+      std::cerr << "\n";
+      Print(j);
+      if (state == "failed") return Status::IOError("compaction failed: ", last["message"].get<std::string>());
+      return Status::OK();
+    }
+    if (secs > static_cast<double>(a.amount)) return Status::IOError("timed out waiting for the compaction");
+  }
+}
 
-std::function<int()> AddCatalogCommands(CLI::App& app) {
-  auto a = std::make_shared<Args>();
-  auto reg = std::make_shared<std::vector<std::pair<CLI::App*, std::function<Status(Client&)>>>>();
-  auto* R = reg.get();
-  Args* A = a.get();
-
+// `setup`: the first admin user and its access key.
+void AddSetupCommand(CLI::App& app, Args* A, Registry* R) {
   auto* setup = Command(&app, "setup", "Create the first admin user and print its access key", A, R, [A](Client& c) {
     json body = {{"username", A->user}};
     if (!A->key_id.empty()) body["key"] = {{"access_key_id", A->key_id}, {"secret_access_key", A->secret}};
@@ -65,7 +91,10 @@ std::function<int()> AddCatalogCommands(CLI::App& app) {
   setup->add_option("--user", A->user, "Admin user name");
   setup->add_option("--access-key-id", A->key_id, "Use this access key id (default: generated)");
   setup->add_option("--secret-access-key", A->secret, "Use this secret (default: generated)");
+}
 
+// `repo create|list|delete|gc`.
+void AddRepoCommands(CLI::App& app, Args* A, Registry* R) {
   auto* repo = app.add_subcommand("repo", "Repositories of the catalog (lakeFS API)");
   repo->require_subcommand(1);
   auto* rc = Command(repo, "create", "Create a repository", A, R, [A](Client& c) {
@@ -104,7 +133,10 @@ std::function<int()> AddCatalogCommands(CLI::App& app) {
   rgc->add_flag("--dry-run", A->all, "List what would be deleted, delete nothing");
   rgc->add_option("--retention-days", A->message, "Commits younger than this keep their objects (server default 21)");
   rgc->add_option("--grace-seconds", A->prefix, "Files younger than this stay (server default 21600)");
+}
 
+// `branch create|list|delete|reset|compact|compaction-status`.
+void AddBranchCommands(CLI::App& app, Args* A, Registry* R) {
   auto* branch = app.add_subcommand("branch", "Branches of a repository");
   branch->require_subcommand(1);
   auto* bc = Command(branch, "create", "Create a branch from a ref", A, R, [A](Client& c) {
@@ -139,35 +171,8 @@ std::function<int()> AddCatalogCommands(CLI::App& app) {
   br->add_option("--path", A->path, "Only this path (or prefix with --prefix)");
   br->add_flag("--prefix", A->reset_prefix, "Treat --path as a prefix");
 
-  auto* bcomp = Command(branch, "compact", "Compact a branch's staging (runs in the background)", A, R, [A](Client& c) {
-    std::string path = RepoPath(*A) + "/branches/" + A->branch + "/compact";
-    ARROW_ASSIGN_OR_RAISE(auto before, c.Get(path));
-    int64_t prev = before["last_compaction"]["started_us"].get<int64_t>();
-    ARROW_RETURN_NOT_OK(c.Post(path, "").status());
-    if (!A->all) {
-      std::cout << "compaction of " << A->repo << "/" << A->branch << " started\n";
-      return Status::OK();
-    }
-    auto t0 = std::chrono::steady_clock::now();
-    while (true) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      ARROW_ASSIGN_OR_RAISE(auto j, c.Get(path));
-      const auto& last = j["last_compaction"];
-      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::string state = last["state"].get<std::string>();
-      bool finished = last["started_us"].get<int64_t>() != prev && state != "running";
-      std::cerr << fmt::format("\rcompacting {}/{}: {} {:.1f}s", A->repo, A->branch,
-                               last["started_us"].get<int64_t>() != prev ? state : "queued", secs)
-                << std::flush;
-      if (finished) {
-        std::cerr << "\n";
-        Print(j);
-        if (state == "failed") return Status::IOError("compaction failed: ", last["message"].get<std::string>());
-        return Status::OK();
-      }
-      if (secs > static_cast<double>(A->amount)) return Status::IOError("timed out waiting for the compaction");
-    }
-  });
+  auto* bcomp = Command(branch, "compact", "Compact a branch's staging (runs in the background)", A, R,
+                        [A](Client& c) { return CompactBranch(*A, c); });
   bcomp->add_option("repo", A->repo)->required();
   bcomp->add_option("branch", A->branch)->required();
   bcomp->add_flag("--wait", A->all, "Wait for it to finish, showing progress");
@@ -180,7 +185,10 @@ std::function<int()> AddCatalogCommands(CLI::App& app) {
       });
   bstat->add_option("repo", A->repo)->required();
   bstat->add_option("branch", A->branch)->required();
+}
 
+// `object put|get|stat|ls|rm`.
+void AddObjectCommands(CLI::App& app, Args* A, Registry* R) {
   auto* object = app.add_subcommand("object", "Objects on a branch or ref");
   object->require_subcommand(1);
   auto* op = Command(object, "put", "Upload a file to a path on a branch", A, R, [A](Client& c) {
@@ -249,7 +257,10 @@ std::function<int()> AddCatalogCommands(CLI::App& app) {
   orm->add_option("repo", A->repo)->required();
   orm->add_option("branch", A->branch)->required();
   orm->add_option("path", A->path)->required();
+}
 
+// `commit`, `log`, `diff` and `merge`: commits and how refs differ.
+void AddHistoryCommands(CLI::App& app, Args* A, Registry* R) {
   auto* commit = Command(&app, "commit", "Commit a branch's uncommitted changes", A, R, [A](Client& c) {
     ARROW_ASSIGN_OR_RAISE(
         auto j, c.Post(RepoPath(*A) + "/branches/" + A->branch + "/commits", json{{"message", A->message}}.dump()));
@@ -296,7 +307,10 @@ std::function<int()> AddCatalogCommands(CLI::App& app) {
   merge->add_option("source", A->ref)->required();
   merge->add_option("dest", A->branch)->required();
   merge->add_option("--strategy", A->strategy)->check(CLI::IsMember({"source-wins", "dest-wins"}));
+}
 
+// `tag create|list|delete`.
+void AddTagCommands(CLI::App& app, Args* A, Registry* R) {
   auto* tag = app.add_subcommand("tag", "Tags of a repository");
   tag->require_subcommand(1);
   auto* tc = Command(tag, "create", "Tag a ref", A, R, [A](Client& c) {
@@ -319,6 +333,19 @@ std::function<int()> AddCatalogCommands(CLI::App& app) {
                      [A](Client& c) { return c.Send("DELETE", RepoPath(*A) + "/tags/" + A->name).status(); });
   td->add_option("repo", A->repo)->required();
   td->add_option("tag", A->name)->required();
+}
+
+}  // namespace
+
+std::function<int()> AddCatalogCommands(CLI::App& app) {
+  auto a = std::make_shared<Args>();
+  auto reg = std::make_shared<Registry>();
+  AddSetupCommand(app, a.get(), reg.get());
+  AddRepoCommands(app, a.get(), reg.get());
+  AddBranchCommands(app, a.get(), reg.get());
+  AddObjectCommands(app, a.get(), reg.get());
+  AddHistoryCommands(app, a.get(), reg.get());
+  AddTagCommands(app, a.get(), reg.get());
 
   return [a, reg]() -> int {
     for (auto& [cmd, body] : *reg) {

@@ -5,6 +5,7 @@
 #include "chain/ingest_job.h"
 #include "server/errors.h"
 #include "server/http_server.h"
+#include "server/routes_internal.h"
 
 namespace sediment::server {
 namespace {
@@ -28,26 +29,38 @@ void Reply(httplib::Response& res, const json& j) {
   res.set_content(j.dump(), "application/json");
 }
 
+Status ListJobs(chain::JobManager* jobs, const httplib::Request&, httplib::Response& res) {
+  json out = json::array();
+  for (const auto& s : jobs->List()) out.push_back(JobJson(s));
+  Reply(res, {{"jobs", out}});
+  return Status::OK();
+}
+
+Status StartJob(chain::JobManager* jobs, const httplib::Request& req, httplib::Response& res) {
+  ARROW_ASSIGN_OR_RAISE(auto s, jobs->StartJob(req.matches[1].str()));
+  Reply(res, JobJson(s));
+  return Status::OK();
+}
+
+Status StopJob(chain::JobManager* jobs, const httplib::Request& req, httplib::Response& res) {
+  ARROW_ASSIGN_OR_RAISE(auto s, jobs->StopJob(req.matches[1].str()));
+  Reply(res, JobJson(s));
+  return Status::OK();
+}
+
+// Every route of the jobs API: {method, pattern, label in metrics, handler}.
+std::vector<ApiRoute<chain::JobManager>> Routes() {
+  // clang-format off
+  return {
+      {"GET",  "/api/v1/jobs",                 "/api/v1/jobs",                 ListJobs},
+      {"POST", R"(/api/v1/jobs/([^/]+)/start)", "/api/v1/jobs/{dataset}/start", StartJob},
+      {"POST", R"(/api/v1/jobs/([^/]+)/stop)",  "/api/v1/jobs/{dataset}/stop",  StopJob},
+  };
+  // clang-format on
+}
+
 }  // namespace
 
-void RegisterJobsApi(HttpServer* http, chain::JobManager* jobs) {
-  http->Handle("GET", "/api/v1/jobs", "/api/v1/jobs", [jobs](const httplib::Request&, httplib::Response& res) {
-    json out = json::array();
-    for (const auto& s : jobs->List()) out.push_back(JobJson(s));
-    Reply(res, {{"jobs", out}});
-  });
-  http->Handle("POST", R"(/api/v1/jobs/([^/]+)/start)", "/api/v1/jobs/{dataset}/start",
-               [jobs](const httplib::Request& req, httplib::Response& res) {
-                 auto s = jobs->StartJob(req.matches[1].str());
-                 if (!s.ok()) return ReplyError(res, s.status());
-                 Reply(res, JobJson(*s));
-               });
-  http->Handle("POST", R"(/api/v1/jobs/([^/]+)/stop)", "/api/v1/jobs/{dataset}/stop",
-               [jobs](const httplib::Request& req, httplib::Response& res) {
-                 auto s = jobs->StopJob(req.matches[1].str());
-                 if (!s.ok()) return ReplyError(res, s.status());
-                 Reply(res, JobJson(*s));
-               });
-}
+void RegisterJobsApi(HttpServer* http, chain::JobManager* jobs) { RegisterRoutes(http, jobs, Routes()); }
 
 }  // namespace sediment::server

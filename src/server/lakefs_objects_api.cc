@@ -225,7 +225,12 @@ Status UploadObject(const Context& ctx, const Req& req, Res& res, const httplib:
   SEDIMENT_FAILPOINT("catalog.upload.after_data");
   Status put = ctx.cat->PutEntry(repo, branch, path, e, if_none_match == "*");
   if (!put.ok()) {
-    (void)ns->Delete(e.address);
+    // Only an answer that proves nothing was staged frees the data; after any
+    // other error the entry may have landed, and catalog GC takes the data
+    // once nothing references it.
+    if (IsPreconditionFailed(put) || IsForbidden(put) || IsInvalidArgument(put) || IsNotFound(put)) {
+      (void)ns->Delete(e.address);
+    }
     return put;
   }
   ReplyJson(res, 201, ObjectJson(repo, path, e));

@@ -9,6 +9,7 @@
 #include "base/logging.h"
 #include "server/errors.h"
 #include "server/http_server.h"
+#include "server/routes_internal.h"
 #include "table/scan.h"
 #include "table/table_service.h"
 
@@ -134,6 +135,66 @@ Result<table::ScanRequest> ParseRequest(const httplib::Request& req) {
   return r;
 }
 
+// The scan's rows as an Arrow IPC stream.
+Status StreamArrow(table::Scan& scan, httplib::DataSink& sink) {
+  auto stream = std::make_shared<SinkStream>(&sink);
+  ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeStreamWriter(stream, scan.schema()));
+  while (true) {
+    ARROW_ASSIGN_OR_RAISE(auto batch, scan.Next());
+    if (!batch) break;
+    ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(*batch));
+  }
+  return writer->Close();
+}
+
+// The scan's rows as JSON lines, one object per row.
+Status StreamJsonLines(table::Scan& scan, httplib::DataSink& sink) {
+  std::string buf;
+  while (true) {
+    ARROW_ASSIGN_OR_RAISE(auto batch, scan.Next());
+    if (!batch) return Status::OK();
+    buf.clear();
+    AppendJsonLines(*batch, &buf);
+    if (!sink.write(buf.data(), buf.size())) return Status::IOError("the client went away");
+  }
+}
+
+// GET .../scan?format=arrow|jsonl&from_block=&to_block=&limit=&columns=&filter=: the table's rows in block order.
+Status ScanTable(table::TableService* tables, const httplib::Request& req, httplib::Response& res) {
+  ARROW_ASSIGN_OR_RAISE(auto id, table::MakeTableId(req.matches[1].str(), req.matches[2].str()));
+  std::string format = req.has_param("format") ? req.get_param_value("format") : "jsonl";
+  if (format != "arrow" && format != "jsonl") {
+    return InvalidArgument(fmt::format("format \"{}\": use arrow or jsonl", format));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto request, ParseRequest(req));
+  // Everything that can be refused is refused here, before the first byte.
+  ARROW_ASSIGN_OR_RAISE(std::shared_ptr<table::Scan> scan, table::Scan::Open(tables, id, request));
+  std::string name = id.ToString();
+  auto provider = [scan, format, name](size_t, httplib::DataSink& sink) {
+    Status st = format == "arrow" ? StreamArrow(*scan, sink) : StreamJsonLines(*scan, sink);
+    if (!st.ok()) {
+      // The status line is gone: end the stream short, which the client sees as an error.
+      spdlog::warn("scan of {} failed mid-stream: {}", name, st.ToString());
+      return false;
+    }
+    sink.done();
+    return true;
+  };
+  res.set_chunked_content_provider(format == "arrow" ? "application/vnd.apache.arrow.stream" : "application/x-ndjson",
+                                   provider);
+  return Status::OK();
+}
+
+// The scan API's route: {method, pattern, label in metrics, handler}.
+std::vector<ApiRoute<table::TableService>> Routes() {
+  // clang-format off
+  return {
+      {"GET", R"(/api/v1/datasets/([^/]+)/tables/([^/]+)/scan)", "/api/v1/datasets/{dataset}/tables/{table}/scan",
+       ScanTable},
+  };
+  // clang-format on
+}
+
 }  // namespace
 
 void AppendJsonLines(const arrow::RecordBatch& batch, std::string* out) {
@@ -151,64 +212,6 @@ void AppendJsonLines(const arrow::RecordBatch& batch, std::string* out) {
   }
 }
 
-void RegisterScanApi(HttpServer* http, table::TableService* tables) {
-  http->Handle("GET", R"(/api/v1/datasets/([^/]+)/tables/([^/]+)/scan)",
-               "/api/v1/datasets/{dataset}/tables/{table}/scan",
-               [tables](const httplib::Request& req, httplib::Response& res) {
-                 auto id = table::MakeTableId(req.matches[1].str(), req.matches[2].str());
-                 if (!id.ok()) return ReplyError(res, id.status());
-                 std::string format = req.has_param("format") ? req.get_param_value("format") : "jsonl";
-                 if (format != "arrow" && format != "jsonl") {
-                   return ReplyError(res, InvalidArgument(fmt::format("format \"{}\": use arrow or jsonl", format)));
-                 }
-                 auto request = ParseRequest(req);
-                 if (!request.ok()) return ReplyError(res, request.status());
-                 // Everything that can be refused is refused here, before the first byte.
-                 auto opened = table::Scan::Open(tables, *id, *request);
-                 if (!opened.ok()) return ReplyError(res, opened.status());
-                 std::shared_ptr<table::Scan> scan = std::move(*opened);
-                 std::string name = id->ToString();
-                 auto provider = [scan, format, name](size_t, httplib::DataSink& sink) {
-                   Status st;
-                   if (format == "arrow") {
-                     auto stream = std::make_shared<SinkStream>(&sink);
-                     auto writer = arrow::ipc::MakeStreamWriter(stream, scan->schema());
-                     st = writer.status();
-                     while (st.ok()) {
-                       auto batch = scan->Next();
-                       if (!batch.ok()) st = batch.status();
-                       if (!st.ok() || !*batch) break;
-                       st = (*writer)->WriteRecordBatch(**batch);
-                     }
-                     if (st.ok()) st = (*writer)->Close();
-                   } else {
-                     std::string buf;
-                     while (true) {
-                       auto batch = scan->Next();
-                       if (!batch.ok()) {
-                         st = batch.status();
-                         break;
-                       }
-                       if (!*batch) break;
-                       buf.clear();
-                       AppendJsonLines(**batch, &buf);
-                       if (!sink.write(buf.data(), buf.size())) {
-                         st = Status::IOError("the client went away");
-                         break;
-                       }
-                     }
-                   }
-                   if (!st.ok()) {
-                     // The status line is gone: end the stream short, which the client sees as an error.
-                     spdlog::warn("scan of {} failed mid-stream: {}", name, st.ToString());
-                     return false;
-                   }
-                   sink.done();
-                   return true;
-                 };
-                 res.set_chunked_content_provider(
-                     format == "arrow" ? "application/vnd.apache.arrow.stream" : "application/x-ndjson", provider);
-               });
-}
+void RegisterScanApi(HttpServer* http, table::TableService* tables) { RegisterRoutes(http, tables, Routes()); }
 
 }  // namespace sediment::server

@@ -13,6 +13,7 @@
 
 #include "server/errors.h"
 #include "server/http_server.h"
+#include "server/routes_internal.h"
 #include "table/table_service.h"
 
 namespace sediment::server {
@@ -190,191 +191,193 @@ class SpooledBody {
   size_t size_ = 0;
 };
 
+// --- handlers, one per route -------------------------------------------------
+
+// The tables of `dataset` (every table if empty), each with its live files' totals.
+Status ReplyTables(TableService* tables, const std::string& dataset, httplib::Response& res) {
+  ARROW_ASSIGN_OR_RAISE(auto all, tables->ListTables());
+  json out = json::array();
+  for (const auto& t : all) {
+    if (!dataset.empty() && t.id.dataset != dataset) continue;
+    auto live = tables->LiveSegments(t.id);
+    out.push_back(TableJson(t, live.ok() ? &live->segments : nullptr));
+  }
+  ReplyJson(res, 200, {{"tables", out}});
+  return Status::OK();
+}
+
+Status ListTables(TableService* tables, const httplib::Request&, httplib::Response& res) {
+  return ReplyTables(tables, "", res);
+}
+
+Status ListDatasetTables(TableService* tables, const httplib::Request& req, httplib::Response& res) {
+  ARROW_RETURN_NOT_OK(table::ValidateName("dataset", req.matches[1].str()));
+  return ReplyTables(tables, req.matches[1].str(), res);
+}
+
+// Creates the table with the schema of the Arrow IPC stream in the body: 201, or 200 if it exists.
+Status PutTable(TableService* tables, const httplib::Request& req, httplib::Response& res,
+                const httplib::ContentReader& reader) {
+  ARROW_ASSIGN_OR_RAISE(auto id, IdFrom(req));
+  SpooledBody body;
+  ARROW_RETURN_NOT_OK(body.Read(reader));
+  ARROW_ASSIGN_OR_RAISE(auto stream, body.OpenArrowStream());
+  ARROW_ASSIGN_OR_RAISE(bool created, tables->CreateTable(id, stream->schema()));
+  ARROW_ASSIGN_OR_RAISE(auto info, tables->GetTable(id));
+  ReplyJson(res, created ? 201 : 200, TableJson(info, nullptr));
+  return Status::OK();
+}
+
+Status GetTable(TableService* tables, const httplib::Request& req, httplib::Response& res) {
+  ARROW_ASSIGN_OR_RAISE(auto id, IdFrom(req));
+  ARROW_ASSIGN_OR_RAISE(auto info, tables->GetTable(id));
+  ARROW_ASSIGN_OR_RAISE(auto live, tables->LiveSegments(id));
+  ReplyJson(res, 200, TableJson(info, &live.segments));
+  return Status::OK();
+}
+
+// The block range and hashes of an append, from the query (?force= is read after the body).
+Result<table::AppendRequest> AppendParams(const httplib::Request& req) {
+  table::AppendRequest append;
+  ARROW_ASSIGN_OR_RAISE(append.start_block, U64Param(req, "start_block"));
+  ARROW_ASSIGN_OR_RAISE(append.end_block, U64Param(req, "end_block"));
+  ARROW_ASSIGN_OR_RAISE(append.end_hash, StrParam(req, "end_hash"));
+  ARROW_ASSIGN_OR_RAISE(append.parent_hash, StrParam(req, "parent_hash"));
+  return append;
+}
+
+json AppendResultJson(const table::AppendResult& result) {
+  json j = SegmentJson(result.segment);
+  j["reorg"] = result.reorg;
+  if (result.reorg) {
+    json replaced = json::array();
+    for (const auto& r : result.replaced) replaced.push_back(r.id);
+    j["replaced"] = replaced;
+    if (result.rewritten) j["rewritten"] = SegmentJson(*result.rewritten);
+  }
+  return j;
+}
+
+// Appends the segment in the body (an Arrow IPC stream): 201 with the new segment, and what a reorg replaced.
+Status AppendSegment(TableService* tables, const httplib::Request& req, httplib::Response& res,
+                     const httplib::ContentReader& reader) {
+  ARROW_ASSIGN_OR_RAISE(auto id, IdFrom(req));
+  ARROW_ASSIGN_OR_RAISE(auto append, AppendParams(req));
+  // Unknown table: answer before reading the body.
+  ARROW_RETURN_NOT_OK(tables->GetTable(id).status());
+  SpooledBody body;
+  ARROW_RETURN_NOT_OK(body.Read(reader));
+  ARROW_ASSIGN_OR_RAISE(auto stream, body.OpenArrowStream());
+  ARROW_ASSIGN_OR_RAISE(append.force, ForceParam(req));
+  ARROW_ASSIGN_OR_RAISE(append.block_hashes, BlockHashesOf(*stream->schema()));
+  ARROW_ASSIGN_OR_RAISE(auto result, tables->Append(id, append, stream.get()));
+  ReplyJson(res, 201, AppendResultJson(result));
+  return Status::OK();
+}
+
+Status ListFiles(TableService* tables, const httplib::Request& req, httplib::Response& res) {
+  ARROW_ASSIGN_OR_RAISE(auto id, IdFrom(req));
+  ARROW_ASSIGN_OR_RAISE(auto live, tables->LiveSegments(id));
+  json files = json::array();
+  for (const auto& s : live.segments) files.push_back(SegmentJson(s));
+  ReplyJson(res, 200, {{"files", files}});
+  return Status::OK();
+}
+
+// Runs a compaction pass and replies with its outcome once it is over.
+Status ReplyCompactPass(TableService* tables, const TableId& id, httplib::Response& res) {
+  ARROW_ASSIGN_OR_RAISE(auto pass, tables->CompactNow(id));
+  json merges = json::array();
+  for (const auto& m : pass.merges) merges.push_back(MergeJson(m));
+  ReplyJson(
+      res, 200,
+      {{"ran", pass.ran}, {"files_considered", pass.files_considered}, {"merges", merges}, {"seconds", pass.seconds}});
+  return Status::OK();
+}
+
+// Runs a compaction pass while the response is sent: JSON lines, one per event, as the pass goes.
+void StreamCompactPass(TableService* tables, const TableId& id, httplib::Response& res) {
+  res.set_chunked_content_provider("application/x-ndjson", [tables, id](size_t, httplib::DataSink& sink) {
+    auto emit = [&](const json& j) {
+      std::string line = j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+      sink.write(line.data(), line.size());
+    };
+    auto pass = tables->CompactNow(id, [&](const table::PassProgress& p) {
+      using K = table::PassProgress::Kind;
+      if (p.kind == K::kPlanned) {
+        emit({{"event", "planned"}, {"groups", p.groups}});
+      } else {
+        const char* names[] = {"planned", "merged", "failed", "discarded"};
+        json j = MergeJson(*p.merge);
+        j["event"] = names[static_cast<int>(p.kind)];
+        emit(j);
+      }
+    });
+    if (pass.ok()) {
+      emit({{"event", "done"},
+            {"ran", pass->ran},
+            {"files_considered", pass->files_considered},
+            {"seconds", pass->seconds}});
+    } else {
+      emit({{"event", "error"}, {"message", pass.status().message()}});
+    }
+    sink.done();
+    return true;
+  });
+}
+
+// ?stream=true: the pass's events as they happen; otherwise its outcome at the end.
+Status Compact(TableService* tables, const httplib::Request& req, httplib::Response& res) {
+  ARROW_ASSIGN_OR_RAISE(auto id, IdFrom(req));
+  ARROW_RETURN_NOT_OK(tables->GetTable(id).status());
+  if (req.get_param_value("stream") != "true") return ReplyCompactPass(tables, id, res);
+  StreamCompactPass(tables, id, res);
+  return Status::OK();
+}
+
+Status GetHistory(TableService* tables, const httplib::Request& req, httplib::Response& res) {
+  ARROW_ASSIGN_OR_RAISE(auto id, IdFrom(req));
+  ARROW_ASSIGN_OR_RAISE(auto since, U64QueryParam(req, "since_us"));
+  ARROW_ASSIGN_OR_RAISE(auto history, tables->AppendHistory(id, static_cast<int64_t>(since.value_or(0))));
+  json appends = json::array();
+  for (const auto& a : history) {
+    appends.push_back(
+        {{"t_us", a.t_us}, {"bytes", a.bytes}, {"rows", a.rows}, {"start_block", a.start}, {"end_block", a.end}});
+  }
+  ReplyJson(res, 200, {{"appends", appends}});
+  return Status::OK();
+}
+
+Status GetHistogram(TableService* tables, const httplib::Request& req, httplib::Response& res) {
+  ARROW_ASSIGN_OR_RAISE(auto id, IdFrom(req));
+  ARROW_ASSIGN_OR_RAISE(auto h, tables->Histogram(id));
+  json j = HistogramJson(h);
+  j["table"] = id.ToString();
+  j["cooldown_duration"] = tables->writer_config().compactor.cooldown_duration;
+  ReplyJson(res, 200, j);
+  return Status::OK();
+}
+
+// Every route of the tables API: {method, pattern, label in metrics, handler}.
+std::vector<ApiRoute<TableService>> Routes() {
+  const std::string tbl = kTablePath, tbl_label = "/api/v1/datasets/{dataset}/tables/{table}";
+  // clang-format off
+  return {
+      {"GET",  "/api/v1/tables",                     "/api/v1/tables",                    ListTables},
+      {"GET",  R"(/api/v1/datasets/([^/]+)/tables)", "/api/v1/datasets/{dataset}/tables", ListDatasetTables},
+      {"PUT",  tbl,                                  tbl_label,                           PutTable},
+      {"GET",  tbl,                                  tbl_label,                           GetTable},
+      {"POST", tbl + "/segments",                    tbl_label + "/segments",             AppendSegment},
+      {"GET",  tbl + "/files",                       tbl_label + "/files",                ListFiles},
+      {"POST", tbl + "/compact",                     tbl_label + "/compact",              Compact},
+      {"GET",  tbl + "/history",                     tbl_label + "/history",              GetHistory},
+      {"GET",  tbl + "/histogram",                   tbl_label + "/histogram",            GetHistogram},
+  };
+  // clang-format on
+}
+
 }  // namespace
 
-void RegisterTablesApi(HttpServer* http, TableService* tables) {
-  auto list = [tables](const std::string& dataset, httplib::Response& res) {
-    auto all = tables->ListTables();
-    if (!all.ok()) return ReplyError(res, all.status());
-    json out = json::array();
-    for (const auto& t : *all) {
-      if (!dataset.empty() && t.id.dataset != dataset) continue;
-      auto live = tables->LiveSegments(t.id);
-      out.push_back(TableJson(t, live.ok() ? &live->segments : nullptr));
-    }
-    ReplyJson(res, 200, {{"tables", out}});
-  };
-  http->Handle("GET", "/api/v1/tables", "/api/v1/tables",
-               [list](const httplib::Request&, httplib::Response& res) { list("", res); });
-  http->Handle("GET", R"(/api/v1/datasets/([^/]+)/tables)", "/api/v1/datasets/{dataset}/tables",
-               [list](const httplib::Request& req, httplib::Response& res) {
-                 Status st = table::ValidateName("dataset", req.matches[1].str());
-                 if (!st.ok()) return ReplyError(res, st);
-                 list(req.matches[1].str(), res);
-               });
-
-  http->HandleStream(
-      "PUT", kTablePath, "/api/v1/datasets/{dataset}/tables/{table}",
-      [tables](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-        auto id = IdFrom(req);
-        if (!id.ok()) return ReplyError(res, id.status());
-        SpooledBody body;
-        Status st = body.Read(reader);
-        if (!st.ok()) return ReplyError(res, st);
-        auto stream = body.OpenArrowStream();
-        if (!stream.ok()) return ReplyError(res, stream.status());
-        auto created = tables->CreateTable(*id, (*stream)->schema());
-        if (!created.ok()) return ReplyError(res, created.status());
-        auto info = tables->GetTable(*id);
-        if (!info.ok()) return ReplyError(res, info.status());
-        ReplyJson(res, *created ? 201 : 200, TableJson(*info, nullptr));
-      });
-
-  http->Handle("GET", kTablePath, "/api/v1/datasets/{dataset}/tables/{table}",
-               [tables](const httplib::Request& req, httplib::Response& res) {
-                 auto id = IdFrom(req);
-                 if (!id.ok()) return ReplyError(res, id.status());
-                 auto info = tables->GetTable(*id);
-                 if (!info.ok()) return ReplyError(res, info.status());
-                 auto live = tables->LiveSegments(*id);
-                 if (!live.ok()) return ReplyError(res, live.status());
-                 ReplyJson(res, 200, TableJson(*info, &live->segments));
-               });
-
-  http->HandleStream(
-      "POST", std::string(kTablePath) + "/segments", "/api/v1/datasets/{dataset}/tables/{table}/segments",
-      [tables](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-        auto id = IdFrom(req);
-        if (!id.ok()) return ReplyError(res, id.status());
-        table::AppendRequest append;
-        auto start = U64Param(req, "start_block");
-        auto end = U64Param(req, "end_block");
-        auto end_hash = StrParam(req, "end_hash");
-        auto parent_hash = StrParam(req, "parent_hash");
-        for (const Status& st : {start.status(), end.status(), end_hash.status(), parent_hash.status()}) {
-          if (!st.ok()) return ReplyError(res, st);
-        }
-        append.start_block = *start;
-        append.end_block = *end;
-        append.end_hash = *end_hash;
-        append.parent_hash = *parent_hash;
-        // Unknown table: answer before reading the body.
-        if (auto info = tables->GetTable(*id); !info.ok()) return ReplyError(res, info.status());
-        SpooledBody body;
-        Status st = body.Read(reader);
-        if (!st.ok()) return ReplyError(res, st);
-        auto stream = body.OpenArrowStream();
-        if (!stream.ok()) return ReplyError(res, stream.status());
-        if (auto forced = ForceParam(req); forced.ok()) {
-          append.force = *forced;
-        } else {
-          return ReplyError(res, forced.status());
-        }
-        if (auto hashes = BlockHashesOf(*(*stream)->schema()); hashes.ok()) {
-          append.block_hashes = std::move(*hashes);
-        } else {
-          return ReplyError(res, hashes.status());
-        }
-        auto result = tables->Append(*id, append, stream->get());
-        if (!result.ok()) return ReplyError(res, result.status());
-        json j = SegmentJson(result->segment);
-        j["reorg"] = result->reorg;
-        if (result->reorg) {
-          json replaced = json::array();
-          for (const auto& r : result->replaced) replaced.push_back(r.id);
-          j["replaced"] = replaced;
-          if (result->rewritten) j["rewritten"] = SegmentJson(*result->rewritten);
-        }
-        ReplyJson(res, 201, j);
-      });
-
-  http->Handle("GET", std::string(kTablePath) + "/files", "/api/v1/datasets/{dataset}/tables/{table}/files",
-               [tables](const httplib::Request& req, httplib::Response& res) {
-                 auto id = IdFrom(req);
-                 if (!id.ok()) return ReplyError(res, id.status());
-                 auto live = tables->LiveSegments(*id);
-                 if (!live.ok()) return ReplyError(res, live.status());
-                 json files = json::array();
-                 for (const auto& s : live->segments) files.push_back(SegmentJson(s));
-                 ReplyJson(res, 200, {{"files", files}});
-               });
-
-  http->Handle("POST", std::string(kTablePath) + "/compact", "/api/v1/datasets/{dataset}/tables/{table}/compact",
-               [tables](const httplib::Request& req, httplib::Response& res) {
-                 auto id = IdFrom(req);
-                 if (!id.ok()) return ReplyError(res, id.status());
-                 if (auto info = tables->GetTable(*id); !info.ok()) return ReplyError(res, info.status());
-                 if (req.get_param_value("stream") != "true") {
-                   auto pass = tables->CompactNow(*id);
-                   if (!pass.ok()) return ReplyError(res, pass.status());
-                   json merges = json::array();
-                   for (const auto& m : pass->merges) merges.push_back(MergeJson(m));
-                   return ReplyJson(res, 200,
-                                    {{"ran", pass->ran},
-                                     {"files_considered", pass->files_considered},
-                                     {"merges", merges},
-                                     {"seconds", pass->seconds}});
-                 }
-                 // JSON lines, one per event, as the pass goes.
-                 TableId tid = *id;
-                 res.set_chunked_content_provider(
-                     "application/x-ndjson", [tables, tid](size_t, httplib::DataSink& sink) {
-                       auto emit = [&](const json& j) {
-                         std::string line = j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-                         sink.write(line.data(), line.size());
-                       };
-                       auto pass = tables->CompactNow(tid, [&](const table::PassProgress& p) {
-                         using K = table::PassProgress::Kind;
-                         if (p.kind == K::kPlanned) {
-                           emit({{"event", "planned"}, {"groups", p.groups}});
-                         } else {
-                           const char* names[] = {"planned", "merged", "failed", "discarded"};
-                           json j = MergeJson(*p.merge);
-                           j["event"] = names[static_cast<int>(p.kind)];
-                           emit(j);
-                         }
-                       });
-                       if (pass.ok()) {
-                         emit({{"event", "done"},
-                               {"ran", pass->ran},
-                               {"files_considered", pass->files_considered},
-                               {"seconds", pass->seconds}});
-                       } else {
-                         emit({{"event", "error"}, {"message", pass.status().message()}});
-                       }
-                       sink.done();
-                       return true;
-                     });
-               });
-
-  http->Handle(
-      "GET", std::string(kTablePath) + "/history", "/api/v1/datasets/{dataset}/tables/{table}/history",
-      [tables](const httplib::Request& req, httplib::Response& res) {
-        auto id = IdFrom(req);
-        if (!id.ok()) return ReplyError(res, id.status());
-        auto since = U64QueryParam(req, "since_us");
-        if (!since.ok()) return ReplyError(res, since.status());
-        auto history = tables->AppendHistory(*id, static_cast<int64_t>(since->value_or(0)));
-        if (!history.ok()) return ReplyError(res, history.status());
-        json appends = json::array();
-        for (const auto& a : *history) {
-          appends.push_back(
-              {{"t_us", a.t_us}, {"bytes", a.bytes}, {"rows", a.rows}, {"start_block", a.start}, {"end_block", a.end}});
-        }
-        ReplyJson(res, 200, {{"appends", appends}});
-      });
-
-  http->Handle("GET", std::string(kTablePath) + "/histogram", "/api/v1/datasets/{dataset}/tables/{table}/histogram",
-               [tables](const httplib::Request& req, httplib::Response& res) {
-                 auto id = IdFrom(req);
-                 if (!id.ok()) return ReplyError(res, id.status());
-                 auto h = tables->Histogram(*id);
-                 if (!h.ok()) return ReplyError(res, h.status());
-                 json j = HistogramJson(*h);
-                 j["table"] = id->ToString();
-                 j["cooldown_duration"] = tables->writer_config().compactor.cooldown_duration;
-                 ReplyJson(res, 200, j);
-               });
-}
+void RegisterTablesApi(HttpServer* http, TableService* tables) { RegisterRoutes(http, tables, Routes()); }
 
 }  // namespace sediment::server

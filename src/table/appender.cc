@@ -144,7 +144,7 @@ Result<AppendResult> Appender::Commit(const TableInfo& table, const SegmentRecor
     LiveSetChange change = std::move(*planned);
     // Keep the hashes within the window below the new head (seg.end).
     for (const auto& [block, hash] : hashes) {
-      if (block + max_reorg_depth_ > seg.end) change.put_hashes[block] = hash;
+      if (block + max_reorg_depth_ >= seg.end) change.put_hashes[block] = hash;  // a reorg D deep needs head - D
     }
     Status st = registry_->Commit(id, change, clock_->Now());
     if (st.ok()) {
@@ -186,6 +186,9 @@ Result<LiveSetChange> Appender::PlanChange(const TableInfo& table, const Segment
   // every live segment with blocks at or after seg.start is replaced.
   ARROW_RETURN_NOT_OK(CheckReorg(id, seg, live, force));
   result->reorg = true;
+  // Nothing may have landed meanwhile: a tail another server appended after
+  // our snapshot would otherwise survive next to the blocks that replace it.
+  change.expect_version = snap.version;
   ARROW_ASSIGN_OR_RAISE(change.drop_hashes, registry_->HashedBlocksFrom(id, seg.start));
   for (const auto& s : live) {
     if (s.end < seg.start) {

@@ -150,7 +150,7 @@ TEST_F(AppenderTest, HashesThatLeaveTheWindowArePrunedByGc) {
   TableRegistry reg(kv_);
   auto kept = reg.HashedBlocksFrom(id_, 0);
   ASSERT_TRUE(kept.ok());
-  EXPECT_EQ(*kept, (std::vector<uint64_t>{6, 7, 8, 9}));
+  EXPECT_EQ(*kept, (std::vector<uint64_t>{5, 6, 7, 8, 9})) << "a reorg 4 deep (from block 6) needs block 5";
 }
 
 // Two servers appending the first segments of an empty table: without a
@@ -177,6 +177,26 @@ TEST_F(AppenderTest, TheFirstAppendRequiresTheTableStillEmpty) {
   ASSERT_TRUE(reg.Commit(id_, a, clock_->Now()).ok());
   EXPECT_TRUE(IsPreconditionFailed(reg.Commit(id_, b, clock_->Now())));
   EXPECT_EQ(reg.TakeSnapshot(id_)->segments.size(), 1u);
+}
+
+}  // namespace
+}  // namespace sediment::table
+
+namespace sediment::table {
+namespace {
+
+// Found in review: the window kept D blocks' hashes but a reorg D deep needs
+// the hash of the block before them, which GC pruned after a merge.
+TEST_F(AppenderTest, AReorgExactlyMaxReorgDepthDeepIsProvenAfterAMerge) {
+  config_.writer.max_reorg_depth = 4;
+  Restart();
+  Create();
+  for (uint64_t b = 0; b < 10; ++b) ASSERT_TRUE(Append(b, b, 0).ok());
+  ASSERT_TRUE(service_->CompactNow(id_).ok());  // one merged file: block 5 is no segment end
+  ASSERT_TRUE(service_->RunGc(id_).ok());
+  auto r = Append(6, 9, 1, 0);  // replaces 6..9: 4 blocks deep
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->reorg);
 }
 
 }  // namespace

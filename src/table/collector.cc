@@ -28,8 +28,9 @@ Result<GcResult> Collector::RunGc(const TableId& id) {
   ARROW_RETURN_NOT_OK(
       registry_->PruneHistory(id, ToUnixMicros(clock_->Now() - std::chrono::hours(24 * TableRegistry::kHistoryDays))));
   ARROW_ASSIGN_OR_RAISE(Snapshot live, registry_->TakeSnapshot(id));
-  if (!live.segments.empty() && live.segments.back().end + 1 > max_reorg_depth_) {
-    ARROW_RETURN_NOT_OK(registry_->PruneBlockHashes(id, live.segments.back().end + 1 - max_reorg_depth_));
+  // A reorg max_reorg_depth deep needs the hash of block head - max_reorg_depth.
+  if (!live.segments.empty() && live.segments.back().end > max_reorg_depth_) {
+    ARROW_RETURN_NOT_OK(registry_->PruneBlockHashes(id, live.segments.back().end - max_reorg_depth_));
   }
   std::set<std::string> live_paths;
   for (const auto& s : live.segments) live_paths.insert(s.path);

@@ -13,6 +13,156 @@ const TimePoint kEpoch = FromUnixMicros(1'700'000'000'000'000);
 
 TimePoint At(double t) { return kEpoch + SecondsToDuration(t); }
 
+// One run of the simulator: the clock, the ingest and the passes, as named steps.
+class Simulation {
+ public:
+  explicit Simulation(const SimulationOptions& o)
+      : o_(o),
+        rng_(o.seed),
+        size_dist_(std::log(std::max(1.0, o.file_bytes)), o.file_bytes_spread),
+        uniform_(0, 1),
+        tick_(std::max(1.0, o.min_interval)),
+        next_tick_(tick_),
+        next_report_(o.report_every) {}
+
+  // Steps the clock to each next event (report, arrival, timer tick) until the duration is over.
+  SimulationResult Run() {
+    while (true) {
+      double t_arrival = NextArrivalTime();
+      double now = std::min({t_arrival, next_tick_, next_report_});
+      if (now > o_.duration) break;
+      if (now == next_report_) {
+        Report(now);
+        next_report_ += o_.report_every;
+        continue;
+      }
+      if (now == t_arrival) {
+        Arrive(now);
+        continue;
+      }
+      // Timer tick.
+      if (now - last_pass_ >= o_.min_interval) Pass(now);
+      next_tick_ += tick_;
+    }
+    if (result_.points.empty() || result_.points.back().t < o_.duration) Report(o_.duration);
+    return std::move(result_);
+  }
+
+ private:
+  double NextArrivalTime() const {
+    if (!o_.arrivals.empty()) {
+      return arrival_index_ < o_.arrivals.size() ? o_.arrivals[arrival_index_].t : INFINITY;
+    }
+    return static_cast<double>(arrival_count_ + 1) / o_.files_per_second;
+  }
+
+  // A new file lands at `now` (replayed, or synthetic with maybe a reorg); a pass follows unless one ran
+  // less than min_interval ago.
+  void Arrive(double now) {
+    int64_t bytes, rows;
+    if (!o_.arrivals.empty()) {
+      bytes = o_.arrivals[arrival_index_].bytes;
+      rows = o_.arrivals[arrival_index_].rows;
+      arrival_index_++;
+    } else {
+      SyntheticArrival(&bytes, &rows);
+    }
+    SegmentRecord s;
+    s.start = next_block_;
+    s.end = next_block_;
+    next_block_++;
+    s.bytes = bytes;
+    s.rows = rows;
+    s.created_at_us = ToUnixMicros(At(now));
+    live().push_back(s);
+    stats_.bytes_ingested += bytes;
+    if (now - last_pass_ >= o_.min_interval) Pass(now);
+  }
+
+  // Draws a new file's size; with reorg_rate's chance it also takes back the last 1-3 files.
+  void SyntheticArrival(int64_t* bytes, int64_t* rows) {
+    auto& live = this->live();
+    *bytes = std::max<int64_t>(1, static_cast<int64_t>(o_.file_bytes_spread > 0 ? size_dist_(rng_) : o_.file_bytes));
+    *rows = static_cast<int64_t>(static_cast<double>(*bytes) * o_.rows_per_byte);
+    arrival_count_++;
+    if (o_.reorg_rate > 0 && !live.empty() && uniform_(rng_) < o_.reorg_rate) {
+      // The last 1-3 files' blocks come back in this file.
+      int64_t k = std::min<int64_t>(static_cast<int64_t>(live.size()), 1 + static_cast<int64_t>(rng_() % 3));
+      for (int64_t r = 0; r < k; ++r) {
+        *bytes += live.back().bytes;
+        *rows += live.back().rows;
+        next_block_ = live.back().start;
+        live.pop_back();
+      }
+    }
+  }
+
+  // A compaction pass at `now`: the planner's groups, each merged instantly into one file.
+  void Pass(double now) {
+    auto& live = this->live();
+    last_pass_ = now;
+    auto groups = PlanCompaction(live, o_.planner, At(now));
+    if (groups.empty()) return;
+    stats_.passes_merged++;
+    std::vector<SegmentRecord> next;
+    size_t i = 0;
+    for (const auto& g : groups) {
+      for (; i < g.first; ++i) next.push_back(live[i]);
+      next.push_back(Merged(g, now));
+      stats_.bytes_written += g.bytes;
+      i = g.first + g.count;
+    }
+    for (; i < live.size(); ++i) next.push_back(live[i]);
+    live = std::move(next);
+  }
+
+  SegmentRecord Merged(const CompactionGroup& g, double now) const {
+    const auto& live = result_.live;
+    SegmentRecord merged;
+    merged.start = live[g.first].start;
+    merged.end = live[g.first + g.count - 1].end;
+    merged.bytes = g.bytes;
+    merged.rows = g.rows;
+    merged.created_at_us = ToUnixMicros(At(now));
+    for (size_t k = g.first; k < g.first + g.count; ++k) {
+      merged.generation = std::max(merged.generation, live[k].generation + 1);
+    }
+    return merged;
+  }
+
+  // Appends a point of the report: the counters so far and the live files at `now`.
+  void Report(double now) {
+    SimulationPoint p = stats_;
+    p.t = now;
+    p.write_amplification = stats_.bytes_ingested > 0
+                                ? static_cast<double>(stats_.bytes_written) / static_cast<double>(stats_.bytes_ingested)
+                                : 0;
+    p.live_files = static_cast<int64_t>(live().size());
+    for (const auto& s : live()) {
+      if (o_.planner.max_eager_bytes > 0 && s.bytes <= o_.planner.max_eager_bytes) p.files_below_eager++;
+      if (s.bytes < o_.planner.bytes / 2) p.files_below_half_target++;
+      p.largest_file = std::max(p.largest_file, s.bytes);
+    }
+    result_.points.push_back(p);
+  }
+
+  std::vector<SegmentRecord>& live() { return result_.live; }
+
+  const SimulationOptions& o_;
+  std::mt19937_64 rng_;
+  std::lognormal_distribution<double> size_dist_;
+  std::uniform_real_distribution<double> uniform_;
+  SimulationResult result_;
+  SimulationPoint stats_;  // the counters; a report copies them
+  uint64_t next_block_ = 0;
+  size_t arrival_index_ = 0;   // into o_.arrivals, when replaying
+  int64_t arrival_count_ = 0;  // synthetic files so far
+  const double tick_;
+  double next_tick_;
+  double next_report_;
+  double last_pass_ = -1e300;
+};
+
 }  // namespace
 
 Status ValidateSimulation(const SimulationOptions& o) {
@@ -41,117 +191,7 @@ Status ValidateSimulation(const SimulationOptions& o) {
 
 Result<SimulationResult> Simulate(const SimulationOptions& o) {
   ARROW_RETURN_NOT_OK(ValidateSimulation(o));
-  std::mt19937_64 rng(o.seed);
-  std::lognormal_distribution<double> size_dist(std::log(std::max(1.0, o.file_bytes)), o.file_bytes_spread);
-  std::uniform_real_distribution<double> uniform(0, 1);
-
-  SimulationResult result;
-  std::vector<SegmentRecord>& live = result.live;
-  SimulationPoint stats;
-  uint64_t next_block = 0;
-  size_t arrival_index = 0;
-  int64_t arrival_count = 0;
-  const double tick = std::max(1.0, o.min_interval);
-  double next_tick = tick;
-  double next_report = o.report_every;
-  double last_pass = -1e300;
-
-  auto next_arrival_time = [&]() -> double {
-    if (!o.arrivals.empty()) {
-      return arrival_index < o.arrivals.size() ? o.arrivals[arrival_index].t : INFINITY;
-    }
-    return static_cast<double>(arrival_count + 1) / o.files_per_second;
-  };
-
-  auto pass = [&](double now) {
-    last_pass = now;
-    auto groups = PlanCompaction(live, o.planner, At(now));
-    if (groups.empty()) return;
-    stats.passes_merged++;
-    std::vector<SegmentRecord> next;
-    size_t i = 0;
-    for (const auto& g : groups) {
-      for (; i < g.first; ++i) next.push_back(live[i]);
-      SegmentRecord merged;
-      merged.start = live[g.first].start;
-      merged.end = live[g.first + g.count - 1].end;
-      merged.bytes = g.bytes;
-      merged.rows = g.rows;
-      merged.created_at_us = ToUnixMicros(At(now));
-      for (size_t k = g.first; k < g.first + g.count; ++k) {
-        merged.generation = std::max(merged.generation, live[k].generation + 1);
-      }
-      stats.bytes_written += g.bytes;
-      next.push_back(merged);
-      i = g.first + g.count;
-    }
-    for (; i < live.size(); ++i) next.push_back(live[i]);
-    live = std::move(next);
-  };
-
-  auto report = [&](double now) {
-    SimulationPoint p = stats;
-    p.t = now;
-    p.write_amplification = stats.bytes_ingested > 0
-                                ? static_cast<double>(stats.bytes_written) / static_cast<double>(stats.bytes_ingested)
-                                : 0;
-    p.live_files = static_cast<int64_t>(live.size());
-    for (const auto& s : live) {
-      if (o.planner.max_eager_bytes > 0 && s.bytes <= o.planner.max_eager_bytes) p.files_below_eager++;
-      if (s.bytes < o.planner.bytes / 2) p.files_below_half_target++;
-      p.largest_file = std::max(p.largest_file, s.bytes);
-    }
-    result.points.push_back(p);
-  };
-
-  while (true) {
-    double t_arrival = next_arrival_time();
-    double now = std::min({t_arrival, next_tick, next_report});
-    if (now > o.duration) break;
-    if (now == next_report) {
-      report(now);
-      next_report += o.report_every;
-      continue;
-    }
-    if (now == t_arrival) {
-      int64_t bytes, rows;
-      if (!o.arrivals.empty()) {
-        bytes = o.arrivals[arrival_index].bytes;
-        rows = o.arrivals[arrival_index].rows;
-        arrival_index++;
-      } else {
-        bytes = std::max<int64_t>(1, static_cast<int64_t>(o.file_bytes_spread > 0 ? size_dist(rng) : o.file_bytes));
-        rows = static_cast<int64_t>(static_cast<double>(bytes) * o.rows_per_byte);
-        arrival_count++;
-        if (o.reorg_rate > 0 && !live.empty() && uniform(rng) < o.reorg_rate) {
-          // The last 1-3 files' blocks come back in this file.
-          int64_t k = std::min<int64_t>(static_cast<int64_t>(live.size()), 1 + static_cast<int64_t>(rng() % 3));
-          for (int64_t r = 0; r < k; ++r) {
-            bytes += live.back().bytes;
-            rows += live.back().rows;
-            next_block = live.back().start;
-            live.pop_back();
-          }
-        }
-      }
-      SegmentRecord s;
-      s.start = next_block;
-      s.end = next_block;
-      next_block++;
-      s.bytes = bytes;
-      s.rows = rows;
-      s.created_at_us = ToUnixMicros(At(now));
-      live.push_back(s);
-      stats.bytes_ingested += bytes;
-      if (now - last_pass >= o.min_interval) pass(now);
-      continue;
-    }
-    // Timer tick.
-    if (now - last_pass >= o.min_interval) pass(now);
-    next_tick += tick;
-  }
-  if (result.points.empty() || result.points.back().t < o.duration) report(o.duration);
-  return result;
+  return Simulation(o).Run();
 }
 
 }  // namespace sediment::table
