@@ -43,9 +43,7 @@ inline constexpr std::array<std::string_view, 19> kAll = {
     "catalog.commit.after_seal",  // the staging token is sealed into the branch record
     "catalog.commit.after_fold",  // ranges and meta-range are written, the branch not swapped
     "catalog.commit.after_swap",  // the branch points at the new commit, not yet acknowledged
-    "catalog.compact.after_seal",
-    "catalog.compact.after_fold",
-    "catalog.compact.after_swap",
+    "catalog.compact.after_seal", "catalog.compact.after_fold", "catalog.compact.after_swap",
     "catalog.tokens.after_drop",  // a dead staging token's keys are deleted, its record not yet
     "catalog.gc.after_delete",    // catalog GC deleted an unreferenced file, and goes on
     // KV and start-up.

@@ -1,13 +1,13 @@
 // Catalog: construction, the background drop of dead staging tokens (and the
 // cleanup of deleted repositories), and the helpers every part of the catalog
 // shares (see catalog.h for the split).
-#include "base/failpoint.h"
 #include "catalog/catalog.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "base/executor.h"
+#include "base/failpoint.h"
 #include "catalog/catalog_internal.h"
 #include "kv/kv.h"
 
@@ -91,8 +91,7 @@ Status Catalog::DropDeadTokens() {
     return true;
   }));
   const int64_t now_us = ToUnixMicros(clock_->Now());
-  const int64_t grace_us =
-      std::chrono::duration_cast<std::chrono::microseconds>(options_.dropped_token_grace).count();
+  const int64_t grace_us = std::chrono::duration_cast<std::chrono::microseconds>(options_.dropped_token_grace).count();
   for (const auto& item : records) {
     int64_t seen_us = internal::DropRecordTime(item.value);
     if (seen_us < 0) {

@@ -9,8 +9,8 @@
 #include <set>
 #include <unordered_set>
 
-#include "base/failpoint.h"
 #include "base/executor.h"
+#include "base/failpoint.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
 #include "catalog/committed.h"

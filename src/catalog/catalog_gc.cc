@@ -21,7 +21,7 @@ constexpr size_t kReportedPaths = 1000;
 // What the mark phase found reachable, as paths relative to the namespace.
 struct Marks {
   std::unordered_set<std::string> files;
-  std::unordered_set<std::string> ranges_done;  // range ids whose entries were marked
+  std::unordered_set<std::string> ranges_done;     // range ids whose entries were marked
   std::unordered_set<std::string> commits_seen;    // marked (objects kept)
   std::unordered_set<std::string> commits_walked;  // expired, passed through
 };
@@ -67,8 +67,8 @@ Status ForEachPage(Fn fetch, const std::function<Status(const T&)>& visit) {
 // One collection: marks, then sweeps. REQUIRES: used by one thread.
 class GcRun {
  public:
-  GcRun(Catalog* catalog, std::string repo, Namespace ns, RangeStore* ranges, kv::KvStore* kv,
-        const GcOptions& options, int64_t oldest_kept_s)
+  GcRun(Catalog* catalog, std::string repo, Namespace ns, RangeStore* ranges, kv::KvStore* kv, const GcOptions& options,
+        int64_t oldest_kept_s)
       : catalog_(catalog),
         repo_(std::move(repo)),
         ns_(std::move(ns)),
@@ -99,9 +99,9 @@ class GcRun {
 
   // Every branch (head history, compacted meta-range, staged entries) and tag.
   Status MarkRefs() {
-    ARROW_RETURN_NOT_OK(ForEachPage<Branch>(
-        [&](const std::string& after) { return catalog_->ListBranches(repo_, "", after, 1000); },
-        [&](const Branch& b) { return MarkBranch(b); }));
+    ARROW_RETURN_NOT_OK(
+        ForEachPage<Branch>([&](const std::string& after) { return catalog_->ListBranches(repo_, "", after, 1000); },
+                            [&](const Branch& b) { return MarkBranch(b); }));
     return ForEachPage<Tag>([&](const std::string& after) { return catalog_->ListTags(repo_, "", after, 1000); },
                             [&](const Tag& t) { return MarkHistory(t.commit_id, /*head=*/true); });
   }
@@ -265,8 +265,8 @@ CatalogCollector::~CatalogCollector() { Stop(); }
 void CatalogCollector::Start(Duration interval, GcOptions options) {
   scheduled_ = options;
   if (interval <= Duration::zero()) return;
-  timer_ = std::make_unique<PeriodicTask>(
-      "catalog-gc", std::chrono::duration_cast<std::chrono::milliseconds>(interval), [this] { Tick(); });
+  timer_ = std::make_unique<PeriodicTask>("catalog-gc", std::chrono::duration_cast<std::chrono::milliseconds>(interval),
+                                          [this] { Tick(); });
   timer_->Start();
 }
 

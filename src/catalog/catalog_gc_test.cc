@@ -3,26 +3,20 @@
 // retained commit reaches stays, also while writers and compactions run.
 #include "catalog/catalog_gc.h"
 
+#include <arrow/buffer.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <set>
 #include <thread>
 
-#include <arrow/buffer.h>
-
 #include "base/test_util.h"
 #include "blob/blob.h"
 #include "catalog/catalog.h"
+#include "catalog/catalog_testing.h"
 
 namespace sediment::catalog {
 namespace {
-
-#define ASSERT_OK(expr)                      \
-  do {                                       \
-    auto _st = (expr);                       \
-    ASSERT_TRUE(_st.ok()) << _st.ToString(); \
-  } while (0)
 
 class CatalogGcTest : public ::testing::Test {
  protected:

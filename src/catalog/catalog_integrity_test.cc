@@ -11,6 +11,7 @@
 #include "base/metrics.h"
 #include "base/test_util.h"
 #include "catalog/catalog.h"
+#include "catalog/catalog_testing.h"
 #include "catalog/hooked_kv_testing.h"
 #include "catalog/staging_compactor.h"
 #include "kv/kv.h"
@@ -19,19 +20,9 @@
 namespace sediment::catalog {
 namespace {
 
+using fixtures::MakeEntry;
+
 using sediment::testing::HookedKv;
-
-#define ASSERT_OK(expr) ASSERT_TRUE((expr).ok()) << (expr).ToString()
-
-Entry MakeEntry(const std::string& checksum) {
-  Entry e;
-  e.address = "data/" + checksum;
-  e.checksum = checksum;
-  e.size = static_cast<int64_t>(checksum.size());
-  e.mtime = 1700000000;
-  e.content_type = "application/octet-stream";
-  return e;
-}
 
 // A write to the staged entry of `path`, in any token.
 HookedKv::KeyMatch StagedPath(const std::string& path) {

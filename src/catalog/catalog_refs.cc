@@ -56,7 +56,6 @@ using internal::RepoDeletionKey;
 
 using namespace refs_internal;  // NOLINT: the helpers of this file
 
-
 // ---------------------------------------------------------------------------
 // Validation
 

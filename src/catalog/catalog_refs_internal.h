@@ -16,7 +16,6 @@ namespace sediment::catalog::refs_internal {
 
 using nlohmann::json;
 
-
 inline constexpr int64_t kMaxPathBytes = 1024;
 // The largest N of a ref's "~N" or "^N".
 inline constexpr int64_t kMaxAncestorCount = 1'000'000;
@@ -35,7 +34,9 @@ inline json RepoJson(const Repository& r) {
 }
 
 // Where a repository's files are; records from before `location` open the namespace as written.
-inline const std::string& LocationOf(const Repository& r) { return r.location.empty() ? r.storage_namespace : r.location; }
+inline const std::string& LocationOf(const Repository& r) {
+  return r.location.empty() ? r.storage_namespace : r.location;
+}
 
 // The object CreateRepository writes to prove a namespace writable; a namespace
 // holding nothing else is one whose creation was cut off, and may be used.
@@ -78,7 +79,7 @@ inline std::string NormalizeNamespace(std::string ns) {
 
 // Lists keys under `prefix` after `after` (exclusive), up to `amount`.
 inline Result<Page<kv::KeyValue>> ListKeys(kv::KvStore& kv, const std::string& prefix, const std::string& name_prefix,
-                                    const std::string& after, int64_t amount) {
+                                           const std::string& after, int64_t amount) {
   std::string from = prefix + name_prefix;
   if (!after.empty() && prefix + after >= from) from = prefix + after + '\0';
   ARROW_ASSIGN_OR_RAISE(auto page, kv.Scan(prefix + name_prefix, from, static_cast<size_t>(amount) + 1));
@@ -88,6 +89,5 @@ inline Result<Page<kv::KeyValue>> ListKeys(kv::KvStore& kv, const std::string& p
   out.items = std::move(page.items);
   return out;
 }
-
 
 }  // namespace sediment::catalog::refs_internal

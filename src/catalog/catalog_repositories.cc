@@ -16,8 +16,6 @@
 
 namespace sediment::catalog {
 
-
-using nlohmann::json;
 using internal::BranchJson;
 using internal::ClampAmount;
 using internal::DeletePrefixWhile;
@@ -26,6 +24,7 @@ using internal::kCasRetries;
 using internal::NewToken;
 using internal::ParseBranch;
 using internal::RepoDeletionKey;
+using nlohmann::json;
 using namespace refs_internal;  // NOLINT: the shared helpers
 
 // ---------------------------------------------------------------------------
@@ -251,6 +250,5 @@ Status Catalog::FinishRepositoryDeletion(const std::string& id) {
   if (dropper_) dropper_->Trigger();
   return Status::OK();
 }
-
 
 }  // namespace sediment::catalog

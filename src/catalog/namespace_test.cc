@@ -10,6 +10,7 @@
 #include "base/test_util.h"
 #include "blob/blob.h"
 #include "catalog/catalog.h"
+#include "catalog/catalog_testing.h"
 #include "catalog/storage_namespace.h"
 #include "kv/kv.h"
 
@@ -17,12 +18,6 @@ namespace sediment::catalog {
 namespace {
 
 namespace fs = std::filesystem;
-
-#define ASSERT_OK(expr)                      \
-  do {                                       \
-    auto _st = (expr);                       \
-    ASSERT_TRUE(_st.ok()) << _st.ToString(); \
-  } while (0)
 
 bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -13,6 +13,7 @@
 #include "base/metrics.h"
 #include "base/test_util.h"
 #include "catalog/catalog.h"
+#include "catalog/catalog_testing.h"
 #include "catalog/staging_compactor.h"
 #include "kv/kv.h"
 #include "kv/lease.h"
@@ -20,17 +21,7 @@
 namespace sediment::catalog {
 namespace {
 
-#define ASSERT_OK(expr) ASSERT_TRUE((expr).ok()) << (expr).ToString()
-
-Entry MakeEntry(const std::string& checksum) {
-  Entry e;
-  e.address = "data/" + checksum;
-  e.checksum = checksum;
-  e.size = static_cast<int64_t>(checksum.size());
-  e.mtime = 1700000000;
-  e.content_type = "application/octet-stream";
-  return e;
-}
+using fixtures::MakeEntry;
 
 class StagingCompactionTest : public ::testing::Test {
  protected:

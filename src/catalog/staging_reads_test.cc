@@ -8,26 +8,15 @@
 
 #include "base/test_util.h"
 #include "catalog/catalog.h"
+#include "catalog/catalog_testing.h"
 #include "catalog/hooked_kv_testing.h"
 
 namespace sediment::catalog {
 namespace {
 
+using fixtures::MakeEntry;
+
 using sediment::testing::HookedKv;
-
-#define ASSERT_OK(expr)                             \
-  do {                                              \
-    auto _st = (expr);                              \
-    ASSERT_TRUE(_st.ok()) << _st.ToString();        \
-  } while (0)
-
-Entry MakeEntry(const std::string& v) {
-  Entry e;
-  e.address = "data/" + v;
-  e.checksum = v;
-  e.size = static_cast<int64_t>(v.size());
-  return e;
-}
 
 class StagingReadsTest : public ::testing::TestWithParam<double> {
  protected:

@@ -120,15 +120,15 @@ void AddRepoCommands(CLI::App& app, Args* A, Registry* R) {
   auto* rd = Command(repo, "delete", "Delete a repository (its objects stay in storage)", A, R,
                      [A](Client& c) { return c.Send("DELETE", RepoPath(*A)).status(); });
   rd->add_option("repo", A->repo)->required();
-  auto* rgc = Command(repo, "gc", "Delete the repository's files nothing within retention references", A, R,
-                      [A](Client& c) {
-                        std::string q = A->all ? "?dry_run=true" : "?dry_run=false";
-                        if (!A->message.empty()) q += "&retention_days=" + UrlEncode(A->message);
-                        if (!A->prefix.empty()) q += "&grace_seconds=" + UrlEncode(A->prefix);
-                        ARROW_ASSIGN_OR_RAISE(auto j, c.Post(RepoPath(*A) + "/gc" + q));
-                        Print(j);
-                        return Status::OK();
-                      });
+  auto* rgc =
+      Command(repo, "gc", "Delete the repository's files nothing within retention references", A, R, [A](Client& c) {
+        std::string q = A->all ? "?dry_run=true" : "?dry_run=false";
+        if (!A->message.empty()) q += "&retention_days=" + UrlEncode(A->message);
+        if (!A->prefix.empty()) q += "&grace_seconds=" + UrlEncode(A->prefix);
+        ARROW_ASSIGN_OR_RAISE(auto j, c.Post(RepoPath(*A) + "/gc" + q));
+        Print(j);
+        return Status::OK();
+      });
   rgc->add_option("repo", A->repo)->required();
   rgc->add_flag("--dry-run", A->all, "List what would be deleted, delete nothing");
   rgc->add_option("--retention-days", A->message, "Commits younger than this keep their objects (server default 21)");

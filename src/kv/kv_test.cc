@@ -1,7 +1,5 @@
 #include "kv/kv.h"
 
-#include "base/failpoint.h"
-
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 #include <sys/stat.h>
@@ -11,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "base/failpoint.h"
 #include "base/test_util.h"
 #include "kv/kv_conformance.h"
 

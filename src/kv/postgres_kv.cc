@@ -18,9 +18,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
-#include <random>
 #include <deque>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include "base/failpoint.h"

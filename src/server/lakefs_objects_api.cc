@@ -7,8 +7,8 @@
 
 #include <ctime>
 
-#include "blob/blob.h"
 #include "base/failpoint.h"
+#include "blob/blob.h"
 #include "server/errors.h"
 #include "server/lakefs_api_internal.h"
 
@@ -271,13 +271,33 @@ Status DeleteObjects(const Context& ctx, const Req& req, Res& res, const std::st
   return Status::OK();
 }
 
-Status GetObject(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+namespace {
+
+// The object a GET or HEAD of .../refs/{ref}/objects?path= names, once the
+// caller may read it.
+struct ReadTarget {
+  catalog::Repository repo;
+  std::string path;
+  catalog::Entry entry;
+};
+
+Result<ReadTarget> ReadableObject(const Context& ctx, const Req& req, const std::string& me) {
   std::string repo_id = req.matches[1], refname = req.matches[2];
   if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
-  std::string path = req.get_param_value("path");
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadObject", ObjectArn(repo_id, path)));
-  ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
-  ARROW_ASSIGN_OR_RAISE(auto e, ctx.cat->GetEntry(repo_id, refname, path));
+  ReadTarget t;
+  t.path = req.get_param_value("path");
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadObject", ObjectArn(repo_id, t.path)));
+  ARROW_ASSIGN_OR_RAISE(t.repo, ctx.cat->GetRepository(repo_id));
+  ARROW_ASSIGN_OR_RAISE(t.entry, ctx.cat->GetEntry(repo_id, refname, t.path));
+  return t;
+}
+
+}  // namespace
+
+Status GetObject(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_ASSIGN_OR_RAISE(auto t, ReadableObject(ctx, req, me));
+  const auto& repo = t.repo;
+  const auto& e = t.entry;
   std::string etag = "\"" + e.checksum + "\"";
   if (req.get_header_value("If-None-Match") == etag) {
     res.status = 304;
@@ -300,12 +320,10 @@ Status GetObject(const Context& ctx, const Req& req, Res& res, const std::string
 }
 
 Status StatObject(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  std::string repo_id = req.matches[1], refname = req.matches[2];
-  if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
-  std::string path = req.get_param_value("path");
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadObject", ObjectArn(repo_id, path)));
-  ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
-  ARROW_ASSIGN_OR_RAISE(auto e, ctx.cat->GetEntry(repo_id, refname, path));
+  ARROW_ASSIGN_OR_RAISE(auto t, ReadableObject(ctx, req, me));
+  const auto& repo = t.repo;
+  const auto& path = t.path;
+  const auto& e = t.entry;
   ReplyJson(res, 200, ObjectJson(repo, path, e));
   return Status::OK();
 }

@@ -58,8 +58,8 @@ std::unique_ptr<ServerIdentity> ServerIdentity::Claim(const std::string& data_di
   const std::string fresh = fmt::format("{}-{}-{}", Hostname(), ::getpid(), RandomHex());
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
-    spdlog::warn("cannot open {} ({}): this server is {} until it stops; after a crash its leases expire first",
-                 path, std::strerror(errno), fresh);
+    spdlog::warn("cannot open {} ({}): this server is {} until it stops; after a crash its leases expire first", path,
+                 std::strerror(errno), fresh);
     return std::unique_ptr<ServerIdentity>(new ServerIdentity(fresh, -1));
   }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {

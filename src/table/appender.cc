@@ -1,4 +1,3 @@
-#include "base/failpoint.h"
 #include "table/appender.h"
 
 #include <arrow/api.h>
@@ -7,6 +6,7 @@
 
 #include <algorithm>
 
+#include "base/failpoint.h"
 #include "table/discard.h"
 #include "table/table_metrics_internal.h"
 
@@ -85,8 +85,8 @@ Result<std::map<uint64_t, std::string>> Appender::RequestHashes(const AppendRequ
     out[seg.end - (given.size() - 1) + i] = std::move(h);
   }
   if (!given.empty() && out[seg.end] != seg.end_hash) {
-    return InvalidArgument(fmt::format("the last of block_hashes ({}) is not end_hash ({})", out[seg.end],
-                                       seg.end_hash));
+    return InvalidArgument(
+        fmt::format("the last of block_hashes ({}) is not end_hash ({})", out[seg.end], seg.end_hash));
   }
   out[seg.end] = seg.end_hash;
   if (seg.start > 0) out[seg.start - 1] = seg.parent_hash;
@@ -233,8 +233,7 @@ Status Appender::CheckReorg(const TableId& id, const SegmentRecord& seg, const s
         id.ToString(), seg.start, depth, head, max_reorg_depth_, how));
   }
   ARROW_ASSIGN_OR_RAISE(auto stored, StoredHash(id, live, seg.start));
-  const std::string parent =
-      seg.start == 0 ? "the parent of block 0" : fmt::format("block {}", seg.start - 1);
+  const std::string parent = seg.start == 0 ? "the parent of block 0" : fmt::format("block {}", seg.start - 1);
   if (!stored) {
     if (force) return Status::OK();
     return Conflict(fmt::format(
@@ -248,10 +247,10 @@ Status Appender::CheckReorg(const TableId& id, const SegmentRecord& seg, const s
                    id.ToString(), seg.start, seg.parent_hash, *stored, parent);
       return Status::OK();
     }
-    return Conflict(fmt::format(
-        "table {}: parent_hash {} of the segment from block {} does not match the stored hash {} of {}; "
-        "nothing was changed",
-        id.ToString(), seg.parent_hash, seg.start, *stored, parent));
+    return Conflict(
+        fmt::format("table {}: parent_hash {} of the segment from block {} does not match the stored hash {} of {}; "
+                    "nothing was changed",
+                    id.ToString(), seg.parent_hash, seg.start, *stored, parent));
   }
   return Status::OK();
 }

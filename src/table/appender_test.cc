@@ -15,10 +15,12 @@ class AppenderTest : public TableServiceTest {
   // Every KV record and stored file: what "nothing changed" compares.
   std::pair<std::map<std::string, std::string>, std::set<std::string>> State() {
     std::map<std::string, std::string> kv;
-    EXPECT_TRUE(kv_->ScanAll("", "", [&](const kv::KeyValue& e) -> Result<bool> {
-                     kv[e.key] = e.value;
-                     return true;
-                   }).ok());
+    EXPECT_TRUE(kv_->ScanAll("", "",
+                             [&](const kv::KeyValue& e) -> Result<bool> {
+                               kv[e.key] = e.value;
+                               return true;
+                             })
+                    .ok());
     return {kv, Stored()};
   }
 
@@ -104,8 +106,7 @@ TEST_F(AppenderTest, AnAppendBeforeTheFirstBlockNeedsForce) {
   auto before = State();
   auto r = AppendRaw(AppendRequest{5, 12, Hash(12, 0), Hash(4, 0)}, 0);
   ASSERT_TRUE(IsConflict(r.status())) << r.status().ToString();
-  EXPECT_NE(r.status().message().find("before the table's first block 10"), std::string::npos)
-      << r.status().message();
+  EXPECT_NE(r.status().message().find("before the table's first block 10"), std::string::npos) << r.status().message();
   EXPECT_EQ(State(), before);
   ASSERT_TRUE(AppendRaw(AppendRequest{5, 12, Hash(12, 0), Hash(4, 0)}, 0, /*force=*/true).ok());
   EXPECT_EQ(Live().front().start, 5u);

@@ -50,8 +50,8 @@ Result<GcResult> Collector::RunGc(const TableId& id) {
     }
     if (live_paths.count(e.path)) {
       // Never delete what the live set references, whatever the manifest says.
-      spdlog::error("table {}: {} is in the GC manifest but live; dropping the entry, keeping the file",
-                    id.ToString(), e.path);
+      spdlog::error("table {}: {} is in the GC manifest but live; dropping the entry, keeping the file", id.ToString(),
+                    e.path);
       (void)registry_->RemoveGcEntry(id, e.id);
       continue;
     }

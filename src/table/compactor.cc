@@ -1,4 +1,3 @@
-#include "base/failpoint.h"
 #include "table/compactor.h"
 
 #include <fmt/format.h>
@@ -6,6 +5,7 @@
 
 #include <chrono>
 
+#include "base/failpoint.h"
 #include "table/discard.h"
 #include "table/histogram.h"
 #include "table/merge.h"
@@ -15,8 +15,8 @@
 namespace sediment::table {
 
 Compactor::Compactor(TableRegistry* registry, blob::BlobStore* blobs, Clock* clock, TableMetrics* metrics,
-                     const WriterConfig& writer, const WriterSettings& file_settings,
-                     const std::atomic<bool>* stopping, uint32_t writer_tag)
+                     const WriterConfig& writer, const WriterSettings& file_settings, const std::atomic<bool>* stopping,
+                     uint32_t writer_tag)
     : registry_(registry),
       blobs_(blobs),
       clock_(clock),
@@ -26,10 +26,10 @@ Compactor::Compactor(TableRegistry* registry, blob::BlobStore* blobs, Clock* clo
       file_settings_(file_settings),
       stopping_(stopping),
       writer_tag_(writer_tag),
-      merge_pool_(std::make_unique<ThreadPool>("table-merge", static_cast<int>(writer.compactor.write_concurrency),
-                                               1 << 20)),
-      footer_pool_(std::make_unique<ThreadPool>(
-          "table-footers", static_cast<int>(writer.compactor.metadata_concurrency), 1 << 20)) {}
+      merge_pool_(
+          std::make_unique<ThreadPool>("table-merge", static_cast<int>(writer.compactor.write_concurrency), 1 << 20)),
+      footer_pool_(std::make_unique<ThreadPool>("table-footers",
+                                                static_cast<int>(writer.compactor.metadata_concurrency), 1 << 20)) {}
 
 Compactor::~Compactor() { Shutdown(); }
 
@@ -52,8 +52,8 @@ Result<PassResult> Compactor::RunPass(const TableId& id, const ProgressFn& progr
   std::vector<std::future<MergeOutcome>> futures;
   for (const auto& g : groups) {
     std::vector<SegmentRecord> inputs(snap.segments.begin() + g.first, snap.segments.begin() + g.first + g.count);
-    futures.push_back(RunOn<MergeOutcome>(merge_pool_.get(),
-                                          [this, table, inputs]() { return MergeAndSwap(table, inputs); }));
+    futures.push_back(
+        RunOn<MergeOutcome>(merge_pool_.get(), [this, table, inputs]() { return MergeAndSwap(table, inputs); }));
   }
   for (auto& f : futures) {
     MergeOutcome m = f.get();

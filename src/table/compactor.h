@@ -43,7 +43,7 @@ enum class MergeStatus {
 
 struct MergeOutcome {
   MergeStatus status = MergeStatus::kFailed;
-  std::vector<std::string> inputs;  // segment ids
+  std::vector<std::string> inputs;      // segment ids
   std::optional<SegmentRecord> output;  // kMerged
   std::string error;                    // kFailed, kStopped: why
 };

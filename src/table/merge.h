@@ -29,7 +29,7 @@ struct MergeContext {
   ThreadPool* footer_pool = nullptr;
   const WriterSettings* file_settings = nullptr;
   const std::atomic<bool>* stopping = nullptr;  // Cancelled once set
-  uint32_t writer_tag = 0;                       // in the output's name (segment.h)
+  uint32_t writer_tag = 0;                      // in the output's name (segment.h)
 };
 
 // The output's record (id, path, block range, hashes, generation, parents,

@@ -92,8 +92,7 @@ class LeaseKeeper {
 
 // ---------------------------------------------------------------- scheduler
 
-CompactionScheduler::CompactionScheduler(const CompactorConfig& config, Clock* clock, TableLeases* leases,
-                                         PassFn pass)
+CompactionScheduler::CompactionScheduler(const CompactorConfig& config, Clock* clock, TableLeases* leases, PassFn pass)
     : config_(config),
       clock_(clock),
       leases_(leases),

@@ -13,14 +13,14 @@ TableMetrics::TableMetrics(MetricsRegistry* r)
       discarded(r->Counter("compaction_discarded_total",
                            "Merges whose inputs changed before the swap (e.g. a reorg); output deleted.",
                            {"dataset", "table"})),
-      duration(r->Histogram("compaction_duration_seconds", "Time to merge one group and swap it in.",
-                            {"dataset", "table"})),
+      duration(
+          r->Histogram("compaction_duration_seconds", "Time to merge one group and swap it in.", {"dataset", "table"})),
       gc_deleted(r->Counter("gc_files_deleted_total", "Merged-away files deleted after the grace period.",
                             {"dataset", "table"})),
       gc_failed(r->Counter("gc_failed_deletions_total", "Failed deletions of merged-away files (retried).",
                            {"dataset", "table"})),
-      orphans(r->Counter("gc_orphans_deleted_total", "Files left by a crash, deleted at start-up.",
-                         {"dataset", "table"})),
+      orphans(
+          r->Counter("gc_orphans_deleted_total", "Files left by a crash, deleted at start-up.", {"dataset", "table"})),
       reorgs(r->Counter("table_reorgs_total", "Appends that replaced live blocks (chain reorganizations).",
                         {"dataset", "table"})),
       forced_reorgs(r->Counter("table_forced_reorgs_total",

@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <map>
 #include <atomic>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -525,4 +525,3 @@ TEST_F(TableServiceTest, BackgroundPassesHonourMinInterval) {
 
 }  // namespace
 }  // namespace sediment::table
-

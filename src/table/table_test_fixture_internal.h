@@ -29,7 +29,7 @@ inline std::string Hash(uint64_t block, int fork) {
 
 // `rows_per_block` rows per block in [start, end], tagged with `fork`.
 inline std::shared_ptr<arrow::RecordBatch> Rows(uint64_t start, uint64_t end, int fork, int rows_per_block = 3,
-                                         int payload = 40) {
+                                                int payload = 40) {
   arrow::UInt64Builder blocks;
   arrow::Int32Builder idx, forks;
   arrow::BinaryBuilder data;
@@ -53,7 +53,7 @@ inline std::shared_ptr<arrow::RecordBatch> Rows(uint64_t start, uint64_t end, in
 }
 
 inline std::shared_ptr<arrow::RecordBatchReader> Reader(std::vector<std::shared_ptr<arrow::RecordBatch>> batches,
-                                                 std::shared_ptr<arrow::Schema> schema = TestSchema()) {
+                                                        std::shared_ptr<arrow::Schema> schema = TestSchema()) {
   return *arrow::RecordBatchReader::Make(std::move(batches), schema);
 }
 
