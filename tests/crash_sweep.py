@@ -54,7 +54,7 @@ def all_failpoints():
     """Every failpoint name, from src/base/failpoint.h (kAll)."""
     text = (ROOT / "src" / "base" / "failpoint.h").read_text()
     body = text[text.index("kAll = {"):text.index("};", text.index("kAll = {"))]
-    return re.findall(r'^\s*"([a-z._]+)",', body, re.M)
+    return re.findall(r'"([a-z][a-z._]+)"', body)
 
 
 CONFIG = """

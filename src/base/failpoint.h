@@ -38,14 +38,16 @@ inline constexpr std::array<std::string_view, 19> kAll = {
     "table.merge.after_swap",     // swapped in, its inputs in the GC manifest
     "table.gc.after_delete",      // a manifest file is deleted, its entry not yet removed
     // Catalog: uploads, staging writes, commit, staging compaction (seal, fold, swap, drop).
-    "catalog.upload.after_data",  // the object's data is stored, its entry not staged
-    "catalog.stage.after_write",  // the staged entry is written, the branch not re-checked
-    "catalog.commit.after_seal",  // the staging token is sealed into the branch record
-    "catalog.commit.after_fold",  // ranges and meta-range are written, the branch not swapped
-    "catalog.commit.after_swap",  // the branch points at the new commit, not yet acknowledged
-    "catalog.compact.after_seal", "catalog.compact.after_fold", "catalog.compact.after_swap",
-    "catalog.tokens.after_drop",  // a dead staging token's keys are deleted, its record not yet
-    "catalog.gc.after_delete",    // catalog GC deleted an unreferenced file, and goes on
+    "catalog.upload.after_data",   // the object's data is stored, its entry not staged
+    "catalog.stage.after_write",   // the staged entry is written, the branch not re-checked
+    "catalog.commit.after_seal",   // the staging token is sealed into the branch record
+    "catalog.commit.after_fold",   // ranges and meta-range are written, the branch not swapped
+    "catalog.commit.after_swap",   // the branch points at the new commit, not yet acknowledged
+    "catalog.compact.after_seal",  // a staging compaction sealed the branch's token
+    "catalog.compact.after_fold",  // its meta-range is written, the branch not swapped
+    "catalog.compact.after_swap",  // the branch holds the compacted meta-range
+    "catalog.tokens.after_drop",   // a dead staging token's keys are deleted, its record not yet
+    "catalog.gc.after_delete",     // catalog GC deleted an unreferenced file, and goes on
     // KV and start-up.
     "kv.postgres.commit_lost",   // COMMIT landed, but its answer is lost (as with a dropped connection)
     "server.start.after_sweep",  // the start-up orphan sweep ran, the server does not serve yet
