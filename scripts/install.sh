@@ -11,7 +11,7 @@ source scripts/lib.sh
 apt_install \
   build-essential cmake ninja-build ccache pkg-config git \
   python3 python3-venv python3-pip \
-  librocksdb-dev libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev \
+  librocksdb-dev libcpp-httplib-dev libpugixml-dev libssl-dev zlib1g-dev libbrotli-dev \
   nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libcli11-dev \
   libpq-dev
 

@@ -94,6 +94,25 @@ const std::vector<Option>& Options() {
          Status st = ParseHostPort(v, &host, &port);
          return st.ok() ? std::string() : st.message();
        })},
+      {"gateway.listen", FIELD(gateway.listen), T::kString, Check<std::string>([](const std::string& v) {
+         if (v.empty()) return std::string();
+         std::string host;
+         int port;
+         Status st = ParseHostPort(v, &host, &port);
+         return st.ok() ? std::string() : st.message();
+       })},
+      {"gateway.domain_names", FIELD(gateway.domain_names), T::kStringList, EachEntry([](const std::string& v) {
+         for (char c : v) {
+           if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-')) {
+             return fmt::format("\"{}\" is not a host name", v);
+           }
+         }
+         return std::string();
+       })},
+      {"gateway.region", FIELD(gateway.region), T::kString, Check<std::string>([](const std::string& v) {
+         return v.empty() ? std::string("must not be empty") : std::string();
+       })},
+      {"auth.encrypt_secret_key", FIELD(auth.encrypt_secret_key), T::kString, Any(), {}, true},
       {"storage.data_dir", FIELD(storage.data_dir), T::kString, Check<std::string>([](const std::string& v) {
          return v.empty() ? std::string("must not be empty") : std::string();
        })},

@@ -27,6 +27,21 @@ struct ServerConfig {
   std::string listen = "127.0.0.1:8000";  // HOST:PORT
 };
 
+// The S3 gateway (lakeFS's S3 protocol; src/server/s3_gateway.h). It always
+// serves on server.listen; `listen` adds a port of its own.
+struct GatewayConfig {
+  std::string listen;  // HOST:PORT, or "" for none
+  // Virtual-host addressing: <bucket>.<domain_name>.
+  std::vector<std::string> domain_names = {"s3.local.lakefs.io"};
+  std::string region = "us-east-1";
+};
+
+struct AuthConfig {
+  // Encrypts stored access-key secrets (the S3 gateway needs them to check
+  // signatures). "" = a random key kept in the database.
+  std::string encrypt_secret_key;
+};
+
 struct S3Config {
   std::string endpoint;  // host:port or URL; empty = AWS
   std::string region = "us-east-1";
@@ -141,6 +156,8 @@ struct JobConfig {
 
 struct Config {
   ServerConfig server;
+  GatewayConfig gateway;
+  AuthConfig auth;
   StorageConfig storage;
   DatabaseConfig database;
   LogConfig log;

@@ -117,6 +117,26 @@ struct Page {
   bool has_more = false;
 };
 
+// An S3 multipart upload in progress (the gateway's). Its parts' data lives in
+// the repository's namespace under _lakefs/multipart/, which GC never takes;
+// completing or aborting the upload deletes it.
+struct MultipartUpload {
+  std::string id;
+  std::string branch, path;
+  std::string content_type;
+  std::map<std::string, std::string> metadata;
+  std::string initiator;  // user id
+  int64_t created = 0;    // unix seconds
+};
+
+struct UploadedPart {
+  int number = 0;
+  std::string etag;  // hex MD5 of the part's data, unquoted
+  int64_t size = 0;
+  std::string address;  // relative to the namespace
+  int64_t mtime = 0;
+};
+
 struct CommitParams {
   std::string committer;
   std::string message;
@@ -254,6 +274,23 @@ class Catalog {
   void SetMutationListener(MutationListener listener) { on_mutation_ = std::move(listener); }
 
   // Tags.
+  // Multipart uploads: their records (c/mp/<repo>/<id>[/<part>]). The caller
+  // writes and deletes the parts' data. Creating one checks that the branch
+  // exists and the repository is writable.
+  Result<MultipartUpload> CreateMultipartUpload(const Repository& repo, MultipartUpload upload);
+  Result<MultipartUpload> GetMultipartUpload(const std::string& repo, const std::string& id);
+  // Records `part`, replacing a part with its number; returns the replaced
+  // part's address. NotFound once the upload is completed or aborted.
+  Result<std::optional<std::string>> PutUploadPart(const std::string& repo, const std::string& id,
+                                                   const UploadedPart& part);
+  // Parts by number, from `after` on, at most `amount` (0 = all).
+  Result<Page<UploadedPart>> ListUploadParts(const std::string& repo, const std::string& id, int after = 0,
+                                             int64_t amount = 0);
+  Result<Page<MultipartUpload>> ListMultipartUploads(const std::string& repo, const std::string& after,
+                                                     int64_t amount);
+  // Removes the records; NotFound if already gone (only one completion wins).
+  Status DeleteMultipartUpload(const std::string& repo, const std::string& id);
+
   Result<Tag> CreateTag(const std::string& repo, const std::string& id, const std::string& ref, bool force);
   Result<Tag> GetTag(const std::string& repo, const std::string& id);
   Result<Page<Tag>> ListTags(const std::string& repo, const std::string& prefix, const std::string& after,

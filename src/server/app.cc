@@ -23,6 +23,7 @@
 #include "server/http_server.h"
 #include "server/jobs_api.h"
 #include "server/lakefs_api.h"
+#include "server/s3_gateway.h"
 #include "server/scan_api.h"
 #include "server/server_identity.h"
 #include "server/tables_api.h"
@@ -68,12 +69,31 @@ App::App(Config config, AppDeps deps)
 App::~App() { Stop(); }
 
 int App::port() const { return http_->port(); }
+int App::gateway_port() const { return gateway_http_ ? gateway_http_->port() : -1; }
+
+namespace {
+
+GatewayOptions GatewayOptionsOf(const Config& c) {
+  GatewayOptions o;
+  o.domain_names = c.gateway.domain_names;
+  o.region = c.gateway.region;
+  return o;
+}
+
+}  // namespace
 
 Status App::Start() {
   std::string host;
   int port = 0;
   ARROW_RETURN_NOT_OK(ParseHostPort(config_.server.listen, &host, &port));
   ARROW_RETURN_NOT_OK(http_->Bind(host, port));
+  if (!config_.gateway.listen.empty()) {
+    std::string ghost;
+    int gport = 0;
+    ARROW_RETURN_NOT_OK(ParseHostPort(config_.gateway.listen, &ghost, &gport));
+    gateway_http_ = std::make_unique<HttpServer>(&metrics_);
+    ARROW_RETURN_NOT_OK(gateway_http_->Bind(ghost, gport));
+  }
 
   bool needs_data_dir = (!kv_ && config_.database.type == "rocksdb" && config_.database.rocksdb_path.empty()) ||
                         (!blobs_ && config_.storage.objects.empty());
@@ -126,7 +146,7 @@ Status App::Start() {
   gc.retention = SecondsToDuration(config_.catalog.gc_retention_days * 86400);
   gc.grace = SecondsToDuration(config_.catalog.gc_grace);
   catalog_collector_->Start(SecondsToDuration(config_.catalog.gc_interval), gc);
-  auth_ = std::make_unique<AuthService>(kv_, clock_);
+  auth_ = std::make_unique<AuthService>(kv_, clock_, std::chrono::seconds(5), config_.auth.encrypt_secret_key);
   jobs_ = std::make_unique<chain::JobManager>(config_, tables_.get(), kv_, clock_, &metrics_);
 
   metrics_.Gauge("sediment_build_info", "Always 1; labels say which build runs.", {"version", "arrow_version"})
@@ -138,6 +158,11 @@ Status App::Start() {
 
   RegisterRoutes();
   http_->Start();
+  if (gateway_http_) {
+    RegisterS3Gateway(gateway_http_.get(), catalog_.get(), auth_.get(), GatewayOptionsOf(config_));
+    gateway_http_->Start();
+    spdlog::info("S3 gateway also listening on http://{}", config_.gateway.listen);
+  }
   started_ = true;
   ARROW_RETURN_NOT_OK(jobs_->Start());
   spdlog::info("sediment {} listening on http://{}:{} (kv: {}, objects: {})", kVersion, host, http_->port(),
@@ -199,6 +224,8 @@ void App::RegisterRoutes() {
   http_->Handle("GET", "/metrics", "/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.RenderPrometheus(), "text/plain; version=0.0.4; charset=utf-8");
   });
+  // Last: it takes every path the routes above do not.
+  RegisterS3Gateway(http_.get(), catalog_.get(), auth_.get(), GatewayOptionsOf(config_));
 }
 
 void App::Stop() {
@@ -207,6 +234,7 @@ void App::Stop() {
   spdlog::info("sediment stopping: finishing in-flight requests");
   if (jobs_) jobs_->Stop();
   http_->Stop();
+  if (gateway_http_) gateway_http_->Stop();
   if (tables_) tables_->Stop();
   if (catalog_collector_) catalog_collector_->Stop();
   if (staging_compactor_) staging_compactor_->Stop();

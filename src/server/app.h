@@ -67,6 +67,8 @@ class App {
   void Stop();
 
   int port() const;
+  // The S3 gateway's own port ([gateway] listen), or -1.
+  int gateway_port() const;
   const Config& config() const { return config_; }
   MetricsRegistry& metrics() { return metrics_; }
   kv::KvStore& kv() { return *kv_; }
@@ -94,6 +96,7 @@ class App {
   std::unique_ptr<catalog::CatalogCollector> catalog_collector_;
   std::unique_ptr<AuthService> auth_;
   std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<HttpServer> gateway_http_;  // only with [gateway] listen
   bool started_ = false;
   std::atomic<bool> auth_enforced_{false};
 };

@@ -1,6 +1,8 @@
 #include "server/auth.h"
 
 #include <fmt/format.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -102,8 +104,100 @@ Result<Policy> ParsePolicy(const std::string& id, const std::string& raw) {
 
 }  // namespace
 
-AuthService::AuthService(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<Clock> clock, Duration cache_ttl)
-    : kv_(std::move(kv)), clock_(std::move(clock)), cache_ttl_(cache_ttl) {}
+AuthService::AuthService(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<Clock> clock, Duration cache_ttl,
+                         std::string encrypt_secret_key)
+    : kv_(std::move(kv)),
+      clock_(std::move(clock)),
+      cache_ttl_(cache_ttl),
+      configured_key_(std::move(encrypt_secret_key)) {}
+
+namespace {
+
+constexpr const char* kEncryptionKeyRecord = "a/ek";
+constexpr size_t kIvBytes = 12, kTagBytes = 16;
+
+std::string Sha256Raw(const std::string& in) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(in.data(), in.size(), out, &n, EVP_sha256(), nullptr);
+  return std::string(reinterpret_cast<char*>(out), n);
+}
+
+std::string Base64Encode(const std::string& in) {
+  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> AuthService::EncryptionKey() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!aes_key_.empty()) return aes_key_;
+  }
+  std::string material = configured_key_;
+  if (material.empty()) {
+    auto raw = kv_->Get(kEncryptionKeyRecord);
+    if (IsNotFound(raw.status())) {
+      kv::Batch b;
+      std::string fresh = catalog::RandomHex(32);
+      b.Require(kv::Precondition::Absent(kEncryptionKeyRecord)).Put(kEncryptionKeyRecord, fresh);
+      Status st = kv_->Apply(b);
+      if (!st.ok() && !IsPreconditionFailed(st)) return st;
+      raw = kv_->Get(kEncryptionKeyRecord);  // ours, or the one a racing server stored first
+    }
+    ARROW_RETURN_NOT_OK(raw.status());
+    material = *raw;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  aes_key_ = Sha256Raw(material);
+  return aes_key_;
+}
+
+Result<std::string> AuthService::Encrypt(const std::string& secret) {
+  ARROW_ASSIGN_OR_RAISE(auto key, EncryptionKey());
+  std::string out(kIvBytes + secret.size() + kTagBytes, '\0');
+  auto* o = reinterpret_cast<unsigned char*>(out.data());
+  if (RAND_bytes(o, kIvBytes) != 1) return Status::IOError("no randomness for an IV");
+  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  int n = 0;
+  bool ok =
+      EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nullptr, reinterpret_cast<const unsigned char*>(key.data()), o) == 1 &&
+      EVP_EncryptUpdate(ctx, o + kIvBytes, &n, reinterpret_cast<const unsigned char*>(secret.data()),
+                        static_cast<int>(secret.size())) == 1 &&
+      EVP_EncryptFinal_ex(ctx, o + kIvBytes + n, &n) == 1 &&
+      EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, kTagBytes, o + kIvBytes + secret.size()) == 1;
+  EVP_CIPHER_CTX_free(ctx);
+  if (!ok) return Status::IOError("encrypting a secret failed");
+  return Base64Encode(out);
+}
+
+Result<std::string> AuthService::Decrypt(const std::string& sealed_b64) {
+  ARROW_ASSIGN_OR_RAISE(auto key, EncryptionKey());
+  std::string sealed = Base64Decode(sealed_b64);
+  if (sealed.size() < kIvBytes + kTagBytes) return Status::IOError("corrupt encrypted secret");
+  size_t len = sealed.size() - kIvBytes - kTagBytes;
+  auto* in = reinterpret_cast<unsigned char*>(sealed.data());
+  std::string out(len, '\0');
+  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  int n = 0;
+  bool ok = EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), nullptr, reinterpret_cast<const unsigned char*>(key.data()),
+                               in) == 1 &&
+            EVP_DecryptUpdate(ctx, reinterpret_cast<unsigned char*>(out.data()), &n, in + kIvBytes,
+                              static_cast<int>(len)) == 1 &&
+            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, kTagBytes, in + kIvBytes + len) == 1 &&
+            EVP_DecryptFinal_ex(ctx, reinterpret_cast<unsigned char*>(out.data()) + n, &n) == 1;
+  EVP_CIPHER_CTX_free(ctx);
+  if (!ok) {
+    return Unauthorized(
+        "the access key's secret cannot be decrypted: [auth] encrypt_secret_key differs from the key it was "
+        "stored with");
+  }
+  return out;
+}
 
 void AuthService::ClearCache() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -178,6 +272,29 @@ Result<Credentials> AuthService::Setup(const std::string& username, const std::s
   return creds.first;
 }
 
+Result<AuthService::CachedKey> AuthService::LookupKey(const std::string& key_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = keys_.find(key_id);
+    if (it != keys_.end() && it->second.expires > clock_->Now()) return it->second;
+  }
+  auto raw = kv_->Get(KeyKey(key_id));
+  if (IsNotFound(raw.status())) return Unauthorized("invalid access key id or secret");
+  ARROW_RETURN_NOT_OK(raw.status());
+  auto j = json::parse(*raw, nullptr, false);
+  if (j.is_discarded()) return Status::IOError("corrupt credentials record");
+  CachedKey key{j.value("user", ""), j.value("salt", ""), j.value("hash", ""), j.value("enc", ""),
+                clock_->Now() + cache_ttl_};
+  // A key is only as alive as its user (older versions could leave keys of deleted users behind).
+  auto user = kv_->Get(UserKey(key.user));
+  if (IsNotFound(user.status())) return Unauthorized("invalid access key id or secret");
+  ARROW_RETURN_NOT_OK(user.status());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (keys_.size() > 10000) keys_.clear();
+  keys_[key_id] = key;
+  return key;
+}
+
 Result<std::string> AuthService::Authenticate(const std::string& header) {
   if (header.empty()) return Unauthorized("authentication required: send HTTP basic auth with an access key");
   if (header.rfind("Basic ", 0) != 0) return Unauthorized("unsupported Authorization scheme (use Basic)");
@@ -185,36 +302,24 @@ Result<std::string> AuthService::Authenticate(const std::string& header) {
   auto colon = decoded.find(':');
   if (colon == std::string::npos) return Unauthorized("malformed basic auth credentials");
   std::string key_id = decoded.substr(0, colon), secret = decoded.substr(colon + 1);
-  CachedKey key;
-  bool cached = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = keys_.find(key_id);
-    if (it != keys_.end() && it->second.expires > clock_->Now()) {
-      key = it->second;
-      cached = true;
-    }
-  }
-  if (!cached) {
-    auto raw = kv_->Get(KeyKey(key_id));
-    if (IsNotFound(raw.status())) return Unauthorized("invalid access key id or secret");
-    ARROW_RETURN_NOT_OK(raw.status());
-    auto j = json::parse(*raw, nullptr, false);
-    if (j.is_discarded()) return Status::IOError("corrupt credentials record");
-    key = {j.value("user", ""), j.value("salt", ""), j.value("hash", ""), clock_->Now() + cache_ttl_};
-    // A key is only as alive as its user (older versions could leave keys of deleted users behind).
-    auto user = kv_->Get(UserKey(key.user));
-    if (IsNotFound(user.status())) return Unauthorized("invalid access key id or secret");
-    ARROW_RETURN_NOT_OK(user.status());
-    std::lock_guard<std::mutex> lock(mu_);
-    if (keys_.size() > 10000) keys_.clear();
-    keys_[key_id] = key;
-  }
+  ARROW_ASSIGN_OR_RAISE(CachedKey key, LookupKey(key_id));
   std::string want = key.hash, got = SecretHash(key.salt, secret);
   unsigned diff = want.size() ^ got.size();
   for (size_t i = 0; i < want.size() && i < got.size(); ++i) diff |= static_cast<unsigned>(want[i] ^ got[i]);
   if (diff != 0) return Unauthorized("invalid access key id or secret");
   return key.user;
+}
+
+Result<SigningSecret> AuthService::SecretFor(const std::string& access_key_id) {
+  ARROW_ASSIGN_OR_RAISE(CachedKey key, LookupKey(access_key_id));
+  if (key.sealed.empty()) {
+    return Unauthorized(
+        fmt::format("access key \"{}\" was created before request signing was supported (only a "
+                    "hash of its secret is stored): create a new key for S3 clients",
+                    access_key_id));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto secret, Decrypt(key.sealed));
+  return SigningSecret{key.user, std::move(secret)};
 }
 
 Status AuthService::Authorize(const std::string& user, const std::string& action, const std::string& resource) {
@@ -331,9 +436,11 @@ Result<std::pair<Credentials, std::string>> AuthService::NewCredentials(const st
   }
   c.creation_date = ToUnixMicros(clock_->Now()) / 1000000;
   std::string salt = catalog::RandomHex(8);
+  ARROW_ASSIGN_OR_RAISE(auto sealed, Encrypt(c.secret_access_key));
   json record = {{"user", user},
                  {"salt", salt},
                  {"hash", SecretHash(salt, c.secret_access_key)},
+                 {"enc", sealed},
                  {"creation_date", c.creation_date}};
   return std::make_pair(std::move(c), record.dump());
 }

@@ -3,7 +3,12 @@
 //
 // Secrets are stored as salted SHA-256 hashes (a secret is 40 random
 // characters, so a fast hash is enough; the plain secret is shown once, on
-// creation). A request is allowed when one of the user's attached policies has
+// creation) and, for the S3 gateway's request signatures (an HMAC keyed by the
+// secret itself), encrypted with AES-256-GCM under the server's secret key
+// ([auth] encrypt_secret_key; when unset, a random key kept in the store at
+// a/ek — which protects nothing against someone who reads the store, so set
+// it on shared deployments). Keys created before encryption existed have no
+// encrypted copy: they sign basic auth only. A request is allowed when one of the user's attached policies has
 // an "allow" statement matching the action and resource ARN and none has a
 // matching "deny" (wildcards: '*' any run, '?' one character).
 //
@@ -42,6 +47,11 @@ struct Batch;
 
 namespace sediment::server {
 
+struct SigningSecret {
+  std::string user;
+  std::string secret;
+};
+
 struct Credentials {
   std::string access_key_id;
   std::string secret_access_key;  // only when just created
@@ -68,8 +78,9 @@ struct User {
 
 class AuthService {
  public:
+  // `encrypt_secret_key`: any string (its SHA-256 is the AES key); "" = a random key kept in the store.
   AuthService(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<Clock> clock,
-              Duration cache_ttl = std::chrono::seconds(5));
+              Duration cache_ttl = std::chrono::seconds(5), std::string encrypt_secret_key = "");
 
   Result<bool> IsSetUp();
   // Creates the first admin (with the AdminAccess policy). Conflict once set up.
@@ -78,6 +89,10 @@ class AuthService {
 
   // The user behind an "Authorization: Basic ..." header value; Unauthorized otherwise.
   Result<std::string> Authenticate(const std::string& authorization_header);
+  // The user and plain secret of an access key, to check a request signature.
+  // Unauthorized for an unknown key, a key of a deleted user, or a key with
+  // no encrypted secret (created by an older version).
+  Result<SigningSecret> SecretFor(const std::string& access_key_id);
   // Forbidden unless `user`'s policies allow `action` on `resource`.
   Status Authorize(const std::string& user, const std::string& action, const std::string& resource);
 
@@ -104,6 +119,13 @@ class AuthService {
   class ScopedCacheClear;  // clears the cache on entry and on exit of a change
 
   void ClearCache();
+  struct CachedKey;
+  // The record of an access key (cached), Unauthorized if unknown or its user is gone.
+  Result<CachedKey> LookupKey(const std::string& key_id);
+  // The AES-256 key secrets are encrypted with (loaded or created once).
+  Result<std::string> EncryptionKey();
+  Result<std::string> Encrypt(const std::string& secret);
+  Result<std::string> Decrypt(const std::string& sealed);
   // A new key for `user` (given or random id and secret, validated) and its a/k record.
   Result<std::pair<Credentials, std::string>> NewCredentials(const std::string& user, const std::string& key_id,
                                                              const std::string& secret);
@@ -118,8 +140,11 @@ class AuthService {
   std::shared_ptr<Clock> clock_;
   const Duration cache_ttl_;
 
+  const std::string configured_key_;
+  std::string aes_key_;  // GUARDED_BY(mu_); empty until loaded
+
   struct CachedKey {
-    std::string user, salt, hash;
+    std::string user, salt, hash, sealed;  // sealed: the encrypted secret ("" for old keys)
     TimePoint expires;
   };
   struct CachedPolicies {

@@ -1,0 +1,635 @@
+// The S3 gateway's front: which requests are its, what they name, who sent
+// them, which operation runs, and how errors and bodies look on the wire.
+#include "server/s3_gateway.h"
+
+#include <arrow/io/interfaces.h>
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <ctime>
+
+#include "server/auth.h"
+#include "server/errors.h"
+#include "server/http_server.h"
+#include "server/s3_gateway_internal.h"
+
+namespace sediment::server::s3 {
+namespace {
+
+// --- S3 error detail ------------------------------------------------------------
+
+class S3Detail : public arrow::StatusDetail {
+ public:
+  S3Detail(int http, std::string code) : http_(http), code_(std::move(code)) {}
+  const char* type_id() const override { return "sediment::s3"; }
+  std::string ToString() const override { return code_; }
+  int http() const { return http_; }
+  const std::string& code() const { return code_; }
+
+ private:
+  int http_;
+  std::string code_;
+};
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// --- what a request names -----------------------------------------------------
+
+// The bucket named by a virtual-host Host header, if any.
+std::optional<std::string> VirtualHostBucket(const GatewayOptions& o, const std::string& host_header) {
+  std::string host = Lower(host_header);
+  if (auto colon = host.rfind(':'); colon != std::string::npos && host.find(']') == std::string::npos) {
+    host = host.substr(0, colon);
+  }
+  for (const auto& d : o.domain_names) {
+    std::string dom = Lower(d);
+    if (host.size() > dom.size() + 1 && host.ends_with("." + dom)) {
+      std::string bucket = host.substr(0, host.size() - dom.size() - 1);
+      if (bucket.find('.') == std::string::npos) return bucket;
+    }
+  }
+  return std::nullopt;
+}
+
+Result<Target> ParseTarget(const GatewayOptions& o, const httplib::Request& req) {
+  Target t;
+  std::string raw = req.target;
+  std::string raw_query;
+  if (auto q = raw.find('?'); q != std::string::npos) {
+    raw_query = raw.substr(q + 1);
+    raw = raw.substr(0, q);
+  }
+  ARROW_ASSIGN_OR_RAISE(std::string path, PercentDecode(raw));
+  // The query, decoded ('+' is a space in a query).
+  size_t start = 0;
+  while (start < raw_query.size()) {
+    size_t amp = raw_query.find('&', start);
+    if (amp == std::string::npos) amp = raw_query.size();
+    std::string part = raw_query.substr(start, amp - start);
+    std::replace(part.begin(), part.end(), '+', ' ');
+    size_t eq = part.find('=');
+    ARROW_ASSIGN_OR_RAISE(auto k, PercentDecode(part.substr(0, eq)));
+    std::string v;
+    if (eq != std::string::npos) {
+      ARROW_ASSIGN_OR_RAISE(v, PercentDecode(part.substr(eq + 1)));
+    }
+    if (!k.empty()) t.query.emplace_back(std::move(k), std::move(v));
+    start = amp + 1;
+  }
+  if (path.empty() || path[0] != '/') return InvalidArgument("request path must start with '/'");
+  std::string rest = path.substr(1);
+  if (auto vb = VirtualHostBucket(o, req.get_header_value("Host"))) {
+    t.bucket = *vb;
+    t.virtual_host = true;
+    t.key = rest;
+  } else {
+    size_t slash = rest.find('/');
+    t.bucket = rest.substr(0, slash);
+    t.key = slash == std::string::npos ? "" : rest.substr(slash + 1);
+  }
+  if (!t.key.empty()) {
+    size_t slash = t.key.find('/');
+    t.ref = t.key.substr(0, slash);
+    t.path = slash == std::string::npos ? "" : t.key.substr(slash + 1);
+  }
+  return t;
+}
+
+WireRequest Wire(const httplib::Request& req, const Target& t) {
+  WireRequest w;
+  w.method = req.method;
+  std::string raw = req.target;
+  if (auto q = raw.find('?'); q != std::string::npos) {
+    w.raw_query = raw.substr(q + 1);
+    raw = raw.substr(0, q);
+  }
+  w.raw_path = raw;
+  for (const auto& [k, v] : req.headers) {
+    std::string name = Lower(k);
+    // httplib adds these itself; they were never sent.
+    if (name == "remote_addr" || name == "remote_port" || name == "local_addr" || name == "local_port") continue;
+    auto [it, fresh] = w.headers.emplace(name, v);
+    if (!fresh) it->second += "," + v;
+  }
+  w.bucket = t.bucket;
+  w.virtual_host = t.virtual_host;
+  return w;
+}
+
+Result<Caller> Authenticate(const Gateway& gw, const httplib::Request& req, const Target& t) {
+  std::string auth = req.get_header_value("Authorization");
+  Caller c;
+  if (auth.rfind("Basic ", 0) == 0) {  // lakeFS clients' own credentials work too
+    ARROW_ASSIGN_OR_RAISE(c.user, gw.auth->Authenticate(auth));
+    return c;
+  }
+  WireRequest w = Wire(req, t);
+  auto sig = ParseSignature(w);
+  if (!sig.ok()) {
+    if (IsUnauthorized(sig.status())) return S3Error(403, "AccessDenied", sig.status().message());
+    return S3Error(400, "AuthorizationHeaderMalformed", sig.status().message());
+  }
+  c.sig = *sig;
+  auto secret = gw.auth->SecretFor(c.sig.access_key_id);
+  if (!secret.ok()) {
+    if (IsUnauthorized(secret.status()) || IsNotFound(secret.status())) {
+      return S3Error(403, "InvalidAccessKeyId",
+                     fmt::format("The access key id \"{}\" does not exist in our records ({})", c.sig.access_key_id,
+                                 secret.status().message()));
+    }
+    return secret.status();
+  }
+  c.user = secret->user;
+  c.secret = secret->secret;
+  Status st = VerifySignature(w, c.sig, c.secret, static_cast<int64_t>(std::time(nullptr)));
+  if (!st.ok()) {
+    const std::string& m = st.message();
+    if (m.rfind("SignatureDoesNotMatch", 0) == 0) return S3Error(403, "SignatureDoesNotMatch", m);
+    if (m.rfind("RequestTimeTooSkewed", 0) == 0) return S3Error(403, "RequestTimeTooSkewed", m);
+    if (IsUnauthorized(st)) return S3Error(403, "AccessDenied", m);
+    return S3Error(400, "AuthorizationQueryParametersError", m);
+  }
+  return c;
+}
+
+// --- dispatch -----------------------------------------------------------------
+
+// Sub-resources no operation here serves: refused rather than ignored.
+const char* const kUnsupported[] = {"acl",
+                                    "cors",
+                                    "policy",
+                                    "lifecycle",
+                                    "tagging",
+                                    "torrent",
+                                    "website",
+                                    "logging",
+                                    "replication",
+                                    "encryption",
+                                    "select",
+                                    "restore",
+                                    "retention",
+                                    "legal-hold",
+                                    "object-lock",
+                                    "notification",
+                                    "inventory",
+                                    "metrics",
+                                    "analytics",
+                                    "accelerate",
+                                    "requestPayment",
+                                    "ownershipControls",
+                                    "publicAccessBlock",
+                                    "intelligent-tiering",
+                                    "attributes",
+                                    "versions"};
+
+Status NotSupported(const std::string& what) {
+  return S3Error(501, "NotImplemented", fmt::format("{} is not supported by this gateway", what));
+}
+
+Status Dispatch(const Gateway& gw, const Req& req, Res& res, const Reader* body) {
+  ARROW_ASSIGN_OR_RAISE(Target t, ParseTarget(gw.options, req));
+  ARROW_ASSIGN_OR_RAISE(Caller c, Authenticate(gw, req, t));
+  const std::string& m = req.method;
+  for (const char* sub : kUnsupported) {
+    if (t.Has(sub) && !(std::string(sub) == "versions" && false)) {
+      if (std::string(sub) == "tagging" && m == "GET" && !t.path.empty()) {
+        ReplyXml(res, 200, R"(<Tagging xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><TagSet></TagSet></Tagging>)");
+        return Status::OK();
+      }
+      return NotSupported(fmt::format("{} ?{}", m, sub));
+    }
+  }
+  if (t.bucket.empty()) {
+    if (m == "GET" || m == "HEAD") return ListBuckets(gw, t, req, res, c);
+    return NotSupported(m + " on the service");
+  }
+  if (t.key.empty()) {  // the bucket
+    if (m == "HEAD") return HeadBucket(gw, t, req, res, c);
+    if (m == "GET") {
+      if (t.Has("location")) return GetBucketLocation(gw, t, req, res, c);
+      if (t.Has("versioning")) return GetBucketVersioning(gw, t, req, res, c);
+      if (t.Has("uploads")) return ListMultipartUploads(gw, t, req, res, c);
+      return ListObjects(gw, t, req, res, c);
+    }
+    if (m == "POST" && t.Has("delete") && body) return DeleteObjects(gw, t, req, res, *body, c);
+    if (m == "PUT") {
+      ARROW_RETURN_NOT_OK(LoadBucket(gw, t.bucket).status());
+      return S3Error(409, "BucketAlreadyExists",
+                     "buckets are repositories: create them through the API (POST /api/v1/repositories)");
+    }
+    return NotSupported(m + " on a bucket");
+  }
+  if (t.path.empty()) {
+    // s3://repo/ref or s3://repo/ref/: no object, and no listing without ?list-type.
+    if (m == "GET" || m == "HEAD") return NoSuchKey(t.key);
+    return S3Error(400, "InvalidRequest", fmt::format("\"{}\" names a ref, not an object", t.key));
+  }
+  if (m == "GET" || m == "HEAD") {
+    if (t.Has("uploadId")) return ListParts(gw, t, req, res, c);
+    return GetObject(gw, t, req, res, c);
+  }
+  if (m == "PUT") {
+    bool copy = req.has_header("x-amz-copy-source");
+    if (t.Has("uploadId") || t.Has("partNumber")) {
+      if (!body) return InvalidArgument("UploadPart needs a body");
+      return UploadPart(gw, t, req, res, *body, c);
+    }
+    if (copy) return CopyObject(gw, t, req, res, c);
+    if (!body) return InvalidArgument("PutObject needs a body");
+    return PutObject(gw, t, req, res, *body, c);
+  }
+  if (m == "POST") {
+    if (t.Has("uploads")) return CreateMultipartUpload(gw, t, req, res, c);
+    if (t.Has("uploadId") && body) return CompleteMultipartUpload(gw, t, req, res, *body, c);
+    return NotSupported("POST on an object without ?uploads or ?uploadId");
+  }
+  if (m == "DELETE") {
+    if (t.Has("uploadId")) return AbortMultipartUpload(gw, t, req, res, c);
+    return DeleteObject(gw, t, req, res, c);
+  }
+  return NotSupported(m);
+}
+
+void Serve(const Gateway& gw, const Req& req, Res& res, const Reader* body) {
+  Status st = Dispatch(gw, req, res, body);
+  if (!st.ok()) {
+    std::string resource = req.path;
+    ReplyS3Error(res, st, resource);
+    if (req.method == "HEAD") res.body.clear();
+  }
+  res.set_header("x-amz-request-id", catalog::RandomHex(8));
+  res.set_header("Server", "Sediment");
+}
+
+// --- checksums of bodies --------------------------------------------------------
+
+uint32_t Crc32c(uint32_t crc, const unsigned char* p, size_t n) {
+  static const std::array<uint32_t, 256> table = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  crc = ~crc;
+  for (size_t i = 0; i < n; ++i) crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+  return ~crc;
+}
+
+// One x-amz-checksum-<algorithm> being computed over the body.
+class BodyChecksum {
+ public:
+  static Result<std::unique_ptr<BodyChecksum>> Make(const std::string& algorithm) {
+    auto c = std::unique_ptr<BodyChecksum>(new BodyChecksum());
+    c->algorithm_ = algorithm;
+    if (algorithm == "sha256" || algorithm == "sha1") {
+      c->md_ = EVP_MD_CTX_new();
+      EVP_DigestInit_ex(c->md_, algorithm == "sha256" ? EVP_sha256() : EVP_sha1(), nullptr);
+    } else if (algorithm != "crc32" && algorithm != "crc32c") {
+      return S3Error(
+          400, "InvalidRequest",
+          fmt::format("checksum algorithm \"{}\" is not supported (crc32, crc32c, sha1, sha256 are)", algorithm));
+    }
+    return c;
+  }
+  ~BodyChecksum() {
+    if (md_) EVP_MD_CTX_free(md_);
+  }
+  void Update(const char* d, size_t n) {
+    auto p = reinterpret_cast<const unsigned char*>(d);
+    if (md_) {
+      EVP_DigestUpdate(md_, d, n);
+    } else if (algorithm_ == "crc32") {
+      crc_ = static_cast<uint32_t>(crc32(crc_, p, static_cast<uInt>(n)));
+    } else {
+      crc_ = Crc32c(crc_, p, n);
+    }
+  }
+  std::string Base64Value() {
+    if (md_) {
+      unsigned char out[EVP_MAX_MD_SIZE];
+      unsigned int n = 0;
+      EVP_DigestFinal_ex(md_, out, &n);
+      return Base64(std::string_view(reinterpret_cast<char*>(out), n));
+    }
+    unsigned char be[4] = {static_cast<unsigned char>(crc_ >> 24), static_cast<unsigned char>(crc_ >> 16),
+                           static_cast<unsigned char>(crc_ >> 8), static_cast<unsigned char>(crc_)};
+    return Base64(std::string_view(reinterpret_cast<char*>(be), 4));
+  }
+  const std::string& algorithm() const { return algorithm_; }
+
+ private:
+  BodyChecksum() = default;
+  std::string algorithm_;
+  EVP_MD_CTX* md_ = nullptr;
+  uint32_t crc_ = 0;
+};
+
+class Digest {
+ public:
+  explicit Digest(const EVP_MD* md) : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, md, nullptr); }
+  ~Digest() { EVP_MD_CTX_free(ctx_); }
+  Digest(const Digest&) = delete;
+  Digest& operator=(const Digest&) = delete;
+  void Update(const char* d, size_t n) { EVP_DigestUpdate(ctx_, d, n); }
+  std::string Raw() {
+    unsigned char out[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_DigestFinal_ex(ctx_, out, &n);
+    return std::string(reinterpret_cast<char*>(out), n);
+  }
+
+ private:
+  EVP_MD_CTX* ctx_;
+};
+
+}  // namespace
+
+// --- Target, Gateway ------------------------------------------------------------
+
+bool Target::Has(const std::string& name) const {
+  return std::any_of(query.begin(), query.end(), [&](const auto& p) { return p.first == name; });
+}
+
+std::string Target::Get(const std::string& name) const {
+  for (const auto& [k, v] : query) {
+    if (k == name) return v;
+  }
+  return "";
+}
+
+Status Gateway::Allow(const std::string& user, const std::string& action, const std::string& resource) const {
+  Status st = auth->Authorize(user, action, resource);
+  if (IsForbidden(st)) return S3Error(403, "AccessDenied", st.message());
+  return st;
+}
+
+// --- errors and XML ---------------------------------------------------------------
+
+Status S3Error(int http, std::string code, std::string message) {
+  return Status(arrow::StatusCode::Invalid, std::move(message), std::make_shared<S3Detail>(http, std::move(code)));
+}
+
+std::pair<int, std::string> S3CodeFor(const Status& st) {
+  if (auto d = st.detail(); d && std::string(d->type_id()) == "sediment::s3") {
+    auto* s3 = static_cast<const S3Detail*>(d.get());
+    return {s3->http(), s3->code()};
+  }
+  int http = HttpStatusFor(st);
+  switch (http) {
+    case 400:
+      return {400, "InvalidArgument"};
+    case 401:
+    case 403:
+      return {403, "AccessDenied"};
+    case 404:
+      return {404, "NoSuchKey"};
+    case 409:
+      return {409, "OperationAborted"};
+    case 412:
+      return {412, "PreconditionFailed"};
+    case 503:
+      return {503, "SlowDown"};
+    default:
+      return {500, "InternalError"};
+  }
+}
+
+void ReplyS3Error(httplib::Response& res, const Status& st, const std::string& resource) {
+  auto [http, code] = S3CodeFor(st);
+  ReplyXml(res, http,
+           fmt::format("<Error><Code>{}</Code><Message>{}</Message><Resource>{}</Resource><RequestId>{}</RequestId>"
+                       "</Error>",
+                       code, XmlEscape(st.message()), XmlEscape(resource), catalog::RandomHex(8)));
+}
+
+Status KeyNotFound(const Status& st, const std::string& key) {
+  if (IsNotFound(st)) return NoSuchKey(key);
+  return st;
+}
+
+std::string XmlEscape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+          out += fmt::format("&#x{:X};", static_cast<unsigned>(static_cast<unsigned char>(c)));
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  return out;
+}
+
+void ReplyXml(httplib::Response& res, int status, const std::string& body) {
+  res.status = status;
+  res.set_content(R"(<?xml version="1.0" encoding="UTF-8"?>)"
+                  "\n" +
+                      body,
+                  "application/xml");
+}
+
+std::string IsoTime(int64_t unix_seconds) {
+  std::time_t t = unix_seconds;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S.000Z", &tm);
+  return buf;
+}
+
+std::string HttpTime(int64_t unix_seconds) {
+  std::time_t t = unix_seconds;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  return buf;
+}
+
+// --- shared helpers -----------------------------------------------------------------
+
+Result<catalog::Repository> LoadBucket(const Gateway& gw, const std::string& bucket) {
+  auto repo = gw.cat->GetRepository(bucket);
+  if (IsNotFound(repo.status()) || IsInvalidArgument(repo.status())) return NoSuchBucket(bucket);
+  return repo;
+}
+
+Result<catalog::Repository> WritableBranch(const Gateway& gw, const Target& t) {
+  ARROW_ASSIGN_OR_RAISE(auto repo, LoadBucket(gw, t.bucket));
+  if (repo.read_only) {
+    return S3Error(403, "ReadOnlyRepository", fmt::format("repository \"{}\" is read-only", t.bucket));
+  }
+  auto branch = gw.cat->GetBranch(t.bucket, t.ref);
+  if (IsNotFound(branch.status()) || IsInvalidArgument(branch.status())) {
+    return S3Error(
+        404, "NoSuchBucket",
+        fmt::format("\"{}\" is not a branch of \"{}\": objects are written to branches only", t.ref, t.bucket));
+  }
+  ARROW_RETURN_NOT_OK(branch.status());
+  return repo;
+}
+
+std::map<std::string, std::string> AmzMetadata(const httplib::Request& req) {
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : req.headers) {
+    std::string lower = Lower(k);
+    if (lower.rfind("x-amz-meta-", 0) == 0) out[lower.substr(11)] = v;
+  }
+  return out;
+}
+
+Result<Target> CopySource(const httplib::Request& req) {
+  std::string raw = req.get_header_value("x-amz-copy-source");
+  if (auto q = raw.find('?'); q != std::string::npos) {
+    std::string rest = raw.substr(q + 1);
+    if (rest.rfind("versionId=", 0) == 0) {
+      return S3Error(400, "InvalidArgument", "x-amz-copy-source: object versions are not supported");
+    }
+    raw = raw.substr(0, q);
+  }
+  ARROW_ASSIGN_OR_RAISE(std::string src, PercentDecode(raw));
+  if (!src.empty() && src[0] == '/') src = src.substr(1);
+  Target t;
+  size_t a = src.find('/');
+  size_t b = a == std::string::npos ? a : src.find('/', a + 1);
+  if (b == std::string::npos || b + 1 >= src.size()) {
+    return S3Error(400, "InvalidArgument",
+                   fmt::format("x-amz-copy-source \"{}\" must be <repository>/<ref>/<path>", raw));
+  }
+  t.bucket = src.substr(0, a);
+  t.ref = src.substr(a + 1, b - a - 1);
+  t.path = src.substr(b + 1);
+  t.key = t.ref + "/" + t.path;
+  return t;
+}
+
+Result<ReceivedBody> ReceiveBody(const httplib::Request& req, const httplib::ContentReader& reader,
+                                 const Caller& caller, arrow::io::OutputStream* out) {
+  ReceivedBody rb;
+  Digest md5(EVP_md5()), sha256(EVP_sha256());
+  const Signature& sig = caller.sig;
+  bool chunked = sig.payload == PayloadKind::kStreamingSigned || sig.payload == PayloadKind::kStreamingUnsignedTrailer;
+  // A checksum named in a header (value known now) or announced as a trailer.
+  std::unique_ptr<BodyChecksum> checksum;
+  std::string checksum_want;
+  for (const auto& [k, v] : req.headers) {
+    std::string lower = Lower(k);
+    if (lower.rfind("x-amz-checksum-", 0) == 0 && lower != "x-amz-checksum-algorithm" &&
+        lower != "x-amz-checksum-type") {
+      ARROW_ASSIGN_OR_RAISE(checksum, BodyChecksum::Make(lower.substr(15)));
+      checksum_want = v;
+    }
+  }
+  std::string trailer = Lower(req.get_header_value("x-amz-trailer"));
+  if (!checksum && trailer.rfind("x-amz-checksum-", 0) == 0) {
+    ARROW_ASSIGN_OR_RAISE(checksum, BodyChecksum::Make(trailer.substr(15)));
+  }
+  std::optional<ChunkedDecoder> decoder;
+  if (chunked) {
+    decoder.emplace(sig.payload, sig.payload == PayloadKind::kStreamingSigned ? SigningKeyV4(caller.secret, sig) : "",
+                    sig);
+  }
+  Status st;
+  auto sink = [&](const char* d, size_t n) -> Status {
+    md5.Update(d, n);
+    if (checksum) checksum->Update(d, n);
+    rb.size += static_cast<int64_t>(n);
+    return out->Write(d, static_cast<int64_t>(n));
+  };
+  bool complete = reader([&](const char* d, size_t n) {
+    if (sig.payload == PayloadKind::kHashed) sha256.Update(d, n);
+    st = decoder ? decoder->Feed(d, n, sink) : sink(d, n);
+    return st.ok();
+  });
+  auto fail = [&](Status s) -> Status {
+    (void)out->Abort();
+    return s;
+  };
+  if (!st.ok()) return fail(st);
+  if (!complete) return fail(S3Error(400, "IncompleteBody", "the request body ended early; nothing was stored"));
+  if (decoder) {
+    ARROW_RETURN_NOT_OK(decoder->Finish().ok() ? Status::OK() : fail(decoder->Finish()));
+    std::string decoded_len = req.get_header_value("x-amz-decoded-content-length");
+    if (!decoded_len.empty() && decoded_len != std::to_string(rb.size)) {
+      return fail(
+          S3Error(400, "IncompleteBody",
+                  fmt::format("x-amz-decoded-content-length says {} bytes, the body held {}", decoded_len, rb.size)));
+    }
+    if (checksum && checksum_want.empty()) {
+      auto it = decoder->trailers().find("x-amz-checksum-" + checksum->algorithm());
+      if (it == decoder->trailers().end()) {
+        return fail(S3Error(400, "InvalidRequest",
+                            fmt::format("x-amz-trailer announced {} but the body had no such trailer", trailer)));
+      }
+      checksum_want = it->second;
+    }
+  }
+  if (sig.payload == PayloadKind::kHashed && Hex(sha256.Raw()) != sig.payload_hash) {
+    return fail(S3Error(400, "XAmzContentSHA256Mismatch",
+                        "the x-amz-content-sha256 you signed does not match the body's SHA-256"));
+  }
+  std::string raw_md5 = md5.Raw();
+  std::string content_md5 = req.get_header_value("Content-MD5");
+  if (!content_md5.empty() && Base64Decode(content_md5) != raw_md5) {
+    return fail(S3Error(400, "BadDigest", "the Content-MD5 you specified does not match the body"));
+  }
+  if (checksum) {
+    std::string got = checksum->Base64Value();
+    if (got != checksum_want) {
+      return fail(S3Error(400, "BadDigest",
+                          fmt::format("the x-amz-checksum-{} you specified ({}) does not match the body's ({})",
+                                      checksum->algorithm(), checksum_want, got)));
+    }
+  }
+  rb.md5_hex = Hex(raw_md5);
+  return rb;
+}
+
+}  // namespace sediment::server::s3
+
+namespace sediment::server {
+
+void RegisterS3Gateway(HttpServer* http, catalog::Catalog* catalog, AuthService* auth, const GatewayOptions& options) {
+  auto gw = std::make_shared<s3::Gateway>(s3::Gateway{catalog, auth, options});
+  // Everything but the API and /metrics (registered earlier, matched first).
+  const std::string all = R"(/(?!api/|metrics$).*|/)";
+  for (const char* method : {"GET", "DELETE"}) {
+    http->Handle(method, all, "s3",
+                 [gw](const httplib::Request& req, httplib::Response& res) { s3::Serve(*gw, req, res, nullptr); });
+  }
+  for (const char* method : {"PUT", "POST"}) {
+    http->HandleStream(method, all, "s3",
+                       [gw](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& body) {
+                         s3::Serve(*gw, req, res, &body);
+                       });
+  }
+}
+
+}  // namespace sediment::server

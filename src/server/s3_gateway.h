@@ -1,0 +1,38 @@
+// The S3 gateway: lakeFS's S3-compatible protocol over the catalog. A bucket
+// is a repository and a key is <ref>/<path>, so `s3://repo/main/a/b.parquet`
+// is a/b.parquet on branch main. Requests are signed with the access keys of
+// the lakeFS API (AWS Signature V4 or V2) and authorized by the same policies.
+// docs/s3-gateway.md lists the operations and how they map.
+//
+// On the API's port the gateway serves every request that is not for the API
+// (/api/...) or /metrics, path-style, and virtual-host requests whose Host is
+// <bucket>.<domain_name>. [gateway] listen gives it a port of its own too.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace httplib {
+struct Request;
+}  // namespace httplib
+
+namespace sediment::catalog {
+class Catalog;
+}  // namespace sediment::catalog
+
+namespace sediment::server {
+class HttpServer;
+class AuthService;
+
+struct GatewayOptions {
+  // Host names under which buckets are addressed virtual-host style
+  // (<bucket>.<name>); a request to <name> itself is path-style.
+  std::vector<std::string> domain_names = {"s3.local.lakefs.io"};
+  std::string region = "us-east-1";
+};
+
+// Registers the gateway's routes on `http`: after every other route, since
+// they catch all paths but /api/... and /metrics.
+void RegisterS3Gateway(HttpServer* http, catalog::Catalog* catalog, AuthService* auth, const GatewayOptions& options);
+
+}  // namespace sediment::server
