@@ -176,6 +176,10 @@ Status App::Start() {
 // jobs:ManageJob on arn:sediment:jobs:::<dataset>. Before that they are open,
 // so an embedded, tables-only deployment needs no set-up.
 bool App::GuardTablesAndJobs(const httplib::Request& req, httplib::Response& res) {
+  if (req.path.rfind("/api/", 0) == 0 && IsAwsSigned(req)) {
+    ReplyApiPathToS3Client(req, res);
+    return false;
+  }
   static const std::regex tables(R"(^/api/v1/datasets(?:/([^/]+)(?:/tables(?:/([^/]+))?)?)?(/.*)?$)");
   static const std::regex jobs(R"(^/api/v1/jobs(?:/([^/]+))?(/.*)?$)");
   static const std::regex all_tables(R"(^/api/v1/tables(/.*)?$)");

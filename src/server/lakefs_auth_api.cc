@@ -28,7 +28,16 @@ void ReplyPolicies(httplib::Response& res, const std::vector<Policy>& ps) {
 
 Status GetSetupState(const Context& ctx, const Req&, Res& res) {
   ARROW_ASSIGN_OR_RAISE(bool done, ctx.auth->IsSetUp());
-  ReplyJson(res, 200, {{"state", done ? "initialized" : "not_initialized"}});
+  // RBAC "none": users and policies, no groups (lakeFS OSS says the same);
+  // clients such as esti decide from it which auth features to expect.
+  ReplyJson(res, 200,
+            {{"state", done ? "initialized" : "not_initialized"},
+             {"comm_prefs_missing", false},
+             {"login_config",
+              {{"RBAC", "none"},
+               {"login_url", "/auth/login"},
+               {"login_cookie_names", json::array({"internal_auth_session"})},
+               {"logout_url", "/logout"}}}});
   return Status::OK();
 }
 

@@ -197,12 +197,12 @@ Status Dispatch(const Gateway& gw, const Req& req, Res& res, const Reader* body)
   ARROW_ASSIGN_OR_RAISE(Caller c, Authenticate(gw, req, t));
   const std::string& m = req.method;
   for (const char* sub : kUnsupported) {
-    if (t.Has(sub) && !(std::string(sub) == "versions" && false)) {
+    if (t.Has(sub)) {
       if (std::string(sub) == "tagging" && m == "GET" && !t.path.empty()) {
         ReplyXml(res, 200, R"(<Tagging xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><TagSet></TagSet></Tagging>)");
         return Status::OK();
       }
-      return NotSupported(fmt::format("{} ?{}", m, sub));
+      return S3Error(405, "ERRLakeFSNotSupported", fmt::format("{} ?{} is not supported by this gateway", m, sub));
     }
   }
   if (t.bucket.empty()) {
@@ -219,7 +219,10 @@ Status Dispatch(const Gateway& gw, const Req& req, Res& res, const Reader* body)
     }
     if (m == "POST" && t.Has("delete") && body) return DeleteObjects(gw, t, req, res, *body, c);
     if (m == "PUT") {
-      ARROW_RETURN_NOT_OK(LoadBucket(gw, t.bucket).status());
+      if (!LoadBucket(gw, t.bucket).ok()) {
+        return S3Error(501, "NotImplemented",
+                       "buckets are repositories: create them through the API (POST /api/v1/repositories)");
+      }
       return S3Error(409, "BucketAlreadyExists",
                      "buckets are repositories: create them through the API (POST /api/v1/repositories)");
     }
@@ -496,13 +499,104 @@ Result<catalog::Repository> WritableBranch(const Gateway& gw, const Target& t) {
   return repo;
 }
 
+namespace {
+
+// Go's canonical header form, which lakeFS stores metadata keys in: the first
+// letter and each letter after '-' upper-case, the rest lower-case.
+std::string CanonicalHeaderName(const std::string& name) {
+  std::string out = name;
+  bool upper = true;
+  for (auto& c : out) {
+    c = static_cast<char>(upper ? std::toupper(static_cast<unsigned char>(c))
+                                : std::tolower(static_cast<unsigned char>(c)));
+    upper = c == '-';
+  }
+  return out;
+}
+
+// Decodes RFC 2047 encoded-words (=?charset?Q|B?text?=), as clients send
+// non-ASCII metadata; text outside them is kept.
+std::string DecodeEncodedWords(const std::string& v) {
+  std::string out;
+  size_t i = 0;
+  bool last_was_word = false;
+  while (i < v.size()) {
+    size_t start = v.find("=?", i);
+    if (start == std::string::npos) {
+      out += v.substr(i);
+      break;
+    }
+    size_t q1 = v.find('?', start + 2);
+    size_t q2 = q1 == std::string::npos ? q1 : v.find('?', q1 + 1);
+    size_t end = q2 == std::string::npos ? q2 : v.find("?=", q2 + 1);
+    if (end == std::string::npos || q2 != q1 + 2) {
+      out += v.substr(i);
+      break;
+    }
+    std::string between = v.substr(i, start - i);
+    // Whitespace between two encoded-words is dropped.
+    if (!(last_was_word && between.find_first_not_of(" \t\r\n") == std::string::npos)) out += between;
+    char enc = static_cast<char>(std::tolower(static_cast<unsigned char>(v[q1 + 1])));
+    std::string text = v.substr(q2 + 1, end - q2 - 1);
+    if (enc == 'b') {
+      out += Base64Decode(text);
+    } else {
+      for (size_t k = 0; k < text.size(); ++k) {
+        if (text[k] == '_') {
+          out.push_back(' ');
+        } else if (text[k] == '=' && k + 2 < text.size()) {
+          out.push_back(static_cast<char>(std::stoi(text.substr(k + 1, 2), nullptr, 16)));
+          k += 2;
+        } else {
+          out.push_back(text[k]);
+        }
+      }
+    }
+    last_was_word = true;
+    i = end + 2;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::map<std::string, std::string> AmzMetadata(const httplib::Request& req) {
   std::map<std::string, std::string> out;
   for (const auto& [k, v] : req.headers) {
     std::string lower = Lower(k);
-    if (lower.rfind("x-amz-meta-", 0) == 0) out[lower.substr(11)] = v;
+    if (lower.rfind("x-amz-meta-", 0) == 0) {
+      std::string value = v;
+      try {
+        value = DecodeEncodedWords(v);
+      } catch (const std::exception&) {
+        // not an encoded word after all: keep it as sent
+      }
+      out[CanonicalHeaderName(lower)] = value;
+    }
   }
   return out;
+}
+
+void MetadataHeaders(httplib::Response& res, const std::map<std::string, std::string>& metadata) {
+  for (const auto& [k, v] : metadata) {
+    std::string name = Lower(k).rfind("x-amz-meta-", 0) == 0 ? k : "X-Amz-Meta-" + k;
+    bool ascii = std::all_of(v.begin(), v.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+    if (ascii) {
+      res.set_header(name, v);
+      continue;
+    }
+    std::string q = "=?UTF-8?Q?";
+    for (unsigned char c : v) {
+      if (c >= 0x80 || c == '=' || c == '?' || c == '_' || c < 0x20) {
+        q += fmt::format("={:02X}", c);
+      } else if (c == ' ') {
+        q += '_';
+      } else {
+        q += static_cast<char>(c);
+      }
+    }
+    res.set_header(name, q + "?=");
+  }
 }
 
 Result<Target> CopySource(const httplib::Request& req) {
@@ -615,6 +709,20 @@ Result<ReceivedBody> ReceiveBody(const httplib::Request& req, const httplib::Con
 }  // namespace sediment::server::s3
 
 namespace sediment::server {
+
+bool IsAwsSigned(const httplib::Request& req) {
+  std::string auth = req.get_header_value("Authorization");
+  return auth.rfind("AWS4-", 0) == 0 || auth.rfind("AWS ", 0) == 0 || req.has_header("X-Amz-Signature") ||
+         req.has_param("X-Amz-Credential") || req.has_param("AWSAccessKeyId");
+}
+
+void ReplyApiPathToS3Client(const httplib::Request& req, httplib::Response& res) {
+  s3::ReplyS3Error(res,
+                   s3::S3Error(404, "NoSuchBucket",
+                               "ErrNoSuchBucketPossibleAPIEndpoint: this S3 request went to the lakeFS API path "
+                               "(/api/...); point the S3 client at the server's root URL instead"),
+                   req.path);
+}
 
 void RegisterS3Gateway(HttpServer* http, catalog::Catalog* catalog, AuthService* auth, const GatewayOptions& options) {
   auto gw = std::make_shared<s3::Gateway>(s3::Gateway{catalog, auth, options});

@@ -14,6 +14,7 @@
 
 namespace httplib {
 struct Request;
+struct Response;
 }  // namespace httplib
 
 namespace sediment::catalog {
@@ -30,6 +31,12 @@ struct GatewayOptions {
   std::vector<std::string> domain_names = {"s3.local.lakefs.io"};
   std::string region = "us-east-1";
 };
+
+// True if `req` carries an AWS signature (header or query).
+bool IsAwsSigned(const httplib::Request& req);
+// The S3 error for a signed request sent to an API path (/api/...): a client
+// configured with the API's URL as its S3 endpoint.
+void ReplyApiPathToS3Client(const httplib::Request& req, httplib::Response& res);
 
 // Registers the gateway's routes on `http`: after every other route, since
 // they catch all paths but /api/... and /metrics.

@@ -87,8 +87,11 @@ Result<catalog::Repository> LoadBucket(const Gateway& gw, const std::string& buc
 // The repository and branch a write names: NoSuchBucket unless `t.ref` is a
 // branch (writes to tags and commits), 403 on a read-only repository.
 Result<catalog::Repository> WritableBranch(const Gateway& gw, const Target& t);
-// x-amz-meta-* headers, lower-cased names without the prefix.
+// x-amz-meta-* headers, keyed as lakeFS keys them (X-Amz-Meta-Name), values
+// RFC 2047-decoded.
 std::map<std::string, std::string> AmzMetadata(const httplib::Request& req);
+// User metadata as x-amz-meta-* headers (non-ASCII values RFC 2047-encoded).
+void MetadataHeaders(httplib::Response& res, const std::map<std::string, std::string>& metadata);
 // "<repo>/<ref>/<path>" of x-amz-copy-source, decoded.
 Result<Target> CopySource(const httplib::Request& req);
 

@@ -94,7 +94,7 @@ void ObjectHeaders(Res& res, const catalog::Entry& e, const std::string& etag) {
   res.set_header("ETag", etag);
   res.set_header("Last-Modified", HttpTime(e.mtime));
   res.set_header("Accept-Ranges", "bytes");
-  for (const auto& [k, v] : e.metadata) res.set_header("x-amz-meta-" + k, v);
+  MetadataHeaders(res, e.metadata);
 }
 
 // The object a write names must be a path on a branch the caller may write.
