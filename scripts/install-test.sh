@@ -36,3 +36,19 @@ if [ ! -x .cache/bin/minio ] || [ "$(cat .cache/bin/minio.version 2>/dev/null)" 
   GOBIN="$ROOT/.cache/bin" GOTOOLCHAIN=local "$GO" install "github.com/minio/minio@$MINIO_VERSION"
   echo "$MINIO_VERSION" >.cache/bin/minio.version
 fi
+
+# lakeFS's own programs at the version Sediment is tested against: lakectl
+# and esti (lakeFS's system tests), built through the wrapper module in
+# tools/lakefs. lakeFS's forks are not in the checksum database.
+LAKEFS_VERSION="$(awk '$1 == "require" && $2 == "github.com/treeverse/lakefs" {print $3}' tools/lakefs/go.mod)"
+if [ ! -x .cache/bin/lakectl ] || [ ! -x .cache/bin/esti ] ||
+  [ "$(cat .cache/bin/lakefs-tools.version 2>/dev/null)" != "$LAKEFS_VERSION" ]; then
+  echo "install: building lakectl and esti $LAKEFS_VERSION with $("$GO" version) (a few minutes, once)"
+  mkdir -p .cache/bin
+  (cd tools/lakefs &&
+    GONOSUMDB='github.com/treeverse/*' "$GO" build -o "$ROOT/.cache/bin/lakectl" github.com/treeverse/lakefs/cmd/lakectl &&
+    GONOSUMDB='github.com/treeverse/*' "$GO" test -c -o "$ROOT/.cache/bin/esti" github.com/treeverse/lakefs/esti)
+  echo "$LAKEFS_VERSION" >.cache/bin/lakefs-tools.version
+fi
+# Where esti's golden files are (it runs from its own directory).
+(cd tools/lakefs && "$GO" list -m -f '{{.Dir}}' github.com/treeverse/lakefs) >.cache/bin/lakefs-module.dir

@@ -58,6 +58,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "forbidden";
     case ErrorCode::kUnavailable:
       return "unavailable";
+    case ErrorCode::kNotImplemented:
+      return "not implemented";
   }
   return "unknown";
 }

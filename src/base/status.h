@@ -25,6 +25,7 @@ enum class ErrorCode {
   kUnauthorized,        // no or bad credentials
   kForbidden,           // credentials lack a permission, or read-only target
   kUnavailable,         // a dependency (database, object store) is down
+  kNotImplemented,      // a request this server knows of but does not serve
 };
 
 std::string_view ErrorCodeName(ErrorCode code);
@@ -41,6 +42,7 @@ inline Status InvalidArgument(std::string m) { return MakeError(ErrorCode::kInva
 inline Status Unauthorized(std::string m) { return MakeError(ErrorCode::kUnauthorized, std::move(m)); }
 inline Status Forbidden(std::string m) { return MakeError(ErrorCode::kForbidden, std::move(m)); }
 inline Status Unavailable(std::string m) { return MakeError(ErrorCode::kUnavailable, std::move(m)); }
+inline Status NotImplemented(std::string m) { return MakeError(ErrorCode::kNotImplemented, std::move(m)); }
 
 // The domain code of `st`, if it has one.
 bool GetErrorCode(const Status& st, ErrorCode* code);

@@ -143,7 +143,8 @@ struct CommitParams {
   std::map<std::string, std::string> metadata;
   std::optional<int64_t> date;
   bool allow_empty = false;
-  bool force = false;  // write into a read-only repository
+  bool force = false;   // write into a read-only repository
+  bool squash = false;  // merge: one parent (the destination), as lakeFS's squash_merge
 };
 
 enum class MergeStrategy { kNone, kSourceWins, kDestWins };
@@ -220,20 +221,21 @@ class Catalog {
   // PreconditionFailed if `if_absent` and the path exists on the branch, checked
   // and written atomically (the branch record and the staged key are
   // preconditions of the write).
+  // `force` writes into a read-only repository (as lakeFS's ?force=true).
   Status PutEntry(const std::string& repo, const std::string& branch, const std::string& path, const Entry& entry,
-                  bool if_absent = false);
+                  bool if_absent = false, bool force = false);
   // The same, for a repository record the caller already read.
   Status PutEntry(const Repository& repo, const std::string& branch, const std::string& path, const Entry& entry,
-                  bool if_absent = false);
+                  bool if_absent = false, bool force = false);
   // Stages many entries at once (imports, benchmarks): atomic KV batches of up
   // to 1,000, each re-checked against a concurrent seal like PutEntry.
   Status PutEntries(const std::string& repo, const std::string& branch,
                     const std::vector<std::pair<std::string, Entry>>& entries);
   // NotFound if the path does not exist on the branch.
-  Status DeleteEntry(const std::string& repo, const std::string& branch, const std::string& path);
+  Status DeleteEntry(const std::string& repo, const std::string& branch, const std::string& path, bool force = false);
   // Deletes those that exist; returns how many did.
   Result<int64_t> DeleteEntries(const std::string& repo, const std::string& branch,
-                                const std::vector<std::string>& paths);
+                                const std::vector<std::string>& paths, bool force = false);
   Result<Page<ListItem>> ListEntries(const std::string& repo, const std::string& ref, const ListOptions& opts);
   Result<Page<ListItem>> ListEntries(const Repository& repo, const std::string& ref, const ListOptions& opts);
 
@@ -286,8 +288,7 @@ class Catalog {
   // Parts by number, from `after` on, at most `amount` (0 = all).
   Result<Page<UploadedPart>> ListUploadParts(const std::string& repo, const std::string& id, int after = 0,
                                              int64_t amount = 0);
-  Result<Page<MultipartUpload>> ListMultipartUploads(const std::string& repo, const std::string& after,
-                                                     int64_t amount);
+  Result<Page<MultipartUpload>> ListMultipartUploads(const std::string& repo, const std::string& after, int64_t amount);
   // Removes the records; NotFound if already gone (only one completion wins).
   Status DeleteMultipartUpload(const std::string& repo, const std::string& id);
 

@@ -162,7 +162,7 @@ Result<Commit> Catalog::CommitOnce(const Repository& repo, const std::string& br
   ARROW_ASSIGN_OR_RAISE(auto probe, LoadBranch(repo_id, branch));
   ARROW_ASSIGN_OR_RAISE(bool dirty, IsDirty(repo_id, probe.branch));
   if (!dirty && !params.allow_empty) {
-    return internal::NoChanges(fmt::format("branch \"{}\" has nothing to commit", branch));
+    return InvalidArgument("commit: no changes");  // lakeFS's words (lakectl shows them as they are)
   }
   ARROW_ASSIGN_OR_RAISE(auto sealed, Seal(repo_id, branch));
   if (after_commit_seal_) after_commit_seal_();

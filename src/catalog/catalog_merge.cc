@@ -110,10 +110,14 @@ Result<Commit> Catalog::Merge(const std::string& repo_id, const std::string& sou
   }
   ARROW_ASSIGN_OR_RAISE(auto changes, ThreeWay(repo, base, src.commit_id, rec.branch.commit_id, strategy));
   Commit c;
-  c.parents = {rec.branch.commit_id, src.commit_id};
+  c.parents = {rec.branch.commit_id};
+  if (!params.squash) c.parents.push_back(src.commit_id);
   c.committer = params.committer;
   c.message = params.message.empty() ? fmt::format("Merge '{}' into '{}'", source_ref, dest_branch) : params.message;
   c.metadata = params.metadata;
+  c.metadata[".lakefs.merge.strategy"] = strategy == MergeStrategy::kSourceWins ? "source-wins"
+                                         : strategy == MergeStrategy::kDestWins ? "dest-wins"
+                                                                                : "default";
   if (params.date) c.creation_date = *params.date;
   return CommitChanges(repo, rec, std::move(changes), std::move(c), /*allow_empty=*/true);
 }

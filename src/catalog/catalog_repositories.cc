@@ -126,7 +126,7 @@ Result<Repository> Catalog::CreateRepository(const std::string& id, const std::s
 Result<Catalog::RepositoryRecord> Catalog::LoadRepository(const std::string& id) {
   ARROW_RETURN_NOT_OK(ValidateRepositoryName(id));
   auto raw = kv_->Get(RepoKey(id));
-  if (IsNotFound(raw.status())) return NotFound(fmt::format("repository \"{}\" not found", id));
+  if (IsNotFound(raw.status())) return NotFound("repository not found");  // lakeFS's words; the request names it
   ARROW_RETURN_NOT_OK(raw.status());
   try {
     auto j = json::parse(*raw);

@@ -51,16 +51,16 @@ Status Catalog::QueueDrop(const std::string& token) {
 }
 
 Status Catalog::PutEntry(const std::string& repo_id, const std::string& branch, const std::string& path,
-                         const Entry& entry, bool if_absent) {
+                         const Entry& entry, bool if_absent, bool force) {
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
-  return PutEntry(repo, branch, path, entry, if_absent);
+  return PutEntry(repo, branch, path, entry, if_absent, force);
 }
 
 Status Catalog::PutEntry(const Repository& repo, const std::string& branch, const std::string& path, const Entry& entry,
-                         bool if_absent) {
+                         bool if_absent, bool force) {
   const std::string& repo_id = repo.id;
   ARROW_RETURN_NOT_OK(ValidatePath(path));
-  ARROW_RETURN_NOT_OK(CheckWritable(repo));
+  if (!force) ARROW_RETURN_NOT_OK(CheckWritable(repo));
   std::string value = EncodeEntry(entry);
   if (if_absent) {
     ARROW_RETURN_NOT_OK(PutIfAbsent(repo, branch, path, value));
@@ -126,18 +126,19 @@ Status Catalog::PutEntries(const std::string& repo_id, const std::string& branch
   return Status::OK();
 }
 
-Status Catalog::DeleteEntry(const std::string& repo_id, const std::string& branch, const std::string& path) {
+Status Catalog::DeleteEntry(const std::string& repo_id, const std::string& branch, const std::string& path,
+                            bool force) {
   ARROW_RETURN_NOT_OK(GetEntry(repo_id, branch, path).status());
-  ARROW_ASSIGN_OR_RAISE(auto n, DeleteEntries(repo_id, branch, {path}));
+  ARROW_ASSIGN_OR_RAISE(auto n, DeleteEntries(repo_id, branch, {path}, force));
   (void)n;
   return Status::OK();
 }
 
 Result<int64_t> Catalog::DeleteEntries(const std::string& repo_id, const std::string& branch,
-                                       const std::vector<std::string>& paths) {
+                                       const std::vector<std::string>& paths, bool force) {
   for (const auto& p : paths) ARROW_RETURN_NOT_OK(ValidatePath(p));
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
-  ARROW_RETURN_NOT_OK(CheckWritable(repo));
+  if (!force) ARROW_RETURN_NOT_OK(CheckWritable(repo));
   int64_t deleted = 0;
   for (const auto& p : paths) {
     auto e = GetEntry(repo_id, branch, p);

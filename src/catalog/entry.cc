@@ -1,5 +1,6 @@
 #include "catalog/entry.h"
 
+#include <algorithm>
 #include <random>
 
 #include "catalog/coding_internal.h"
@@ -80,6 +81,20 @@ std::string RandomHex(size_t n) {
   std::string bytes(n, '\0');
   for (auto& c : bytes) c = static_cast<char>(rng());
   return internal::HexEncode(reinterpret_cast<const unsigned char*>(bytes.data()), n);
+}
+
+std::string NewDataAddress(int64_t unix_seconds) {
+  static const char* kDigits = "0123456789abcdefghijklmnopqrstuv";
+  auto base32 = [](uint64_t v, size_t width) {
+    std::string out(width, '0');
+    for (size_t i = width; i-- > 0 && v > 0; v >>= 5) out[i] = kDigits[v & 31];
+    return out;
+  };
+  uint64_t hour = static_cast<uint64_t>(std::max<int64_t>(unix_seconds, 0)) / 3600;
+  std::string partition = base32(~hour, 20);
+  thread_local std::mt19937_64 rng(std::random_device{}() ^ (static_cast<uint64_t>(std::random_device{}()) << 32));
+  std::string id = base32(rng(), 13) + base32(rng() & ((uint64_t{1} << 35) - 1), 7);
+  return "data/" + partition + "/" + id;
 }
 
 uint64_t StableHash(std::string_view data) {

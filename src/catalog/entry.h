@@ -38,6 +38,11 @@ std::string EntryIdentity(std::string_view encoded);
 std::string Sha256Hex(std::string_view data);
 // `n` random bytes as hex (ids, tokens, keys).
 std::string RandomHex(size_t n);
+// Where a new object's data goes in its namespace, as lakeFS lays it out:
+// data/<partition>/<id>, both 20 characters of [0-9a-v]. The partition changes
+// every hour (newest sorts first), so a directory never holds more than an
+// hour's uploads; lakectl's tests recognise this shape.
+std::string NewDataAddress(int64_t unix_seconds);
 // Stable 64-bit hash (FNV-1a) used for content-defined range boundaries.
 uint64_t StableHash(std::string_view data);
 

@@ -89,6 +89,9 @@ class AuthService {
 
   // The user behind an "Authorization: Basic ..." header value; Unauthorized otherwise.
   Result<std::string> Authenticate(const std::string& authorization_header);
+  // This installation's id (created once, kept in the store): lakeFS clients
+  // show it in usage reports.
+  Result<std::string> InstallationId();
   // The user and plain secret of an access key, to check a request signature.
   // Unauthorized for an unknown key, a key of a deleted user, or a key with
   // no encrypted secret (created by an older version).

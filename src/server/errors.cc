@@ -28,6 +28,8 @@ int HttpStatusFor(const Status& st) {
       return 403;
     case ErrorCode::kUnavailable:
       return 503;
+    case ErrorCode::kNotImplemented:
+      return 501;
   }
   return 500;
 }

@@ -15,7 +15,8 @@ struct Response;
 namespace sediment::server {
 
 // not found 404, conflict 409, precondition failed 412, busy 503,
-// invalid argument 400, unauthorized 401, forbidden 403, unavailable 503;
+// invalid argument 400, unauthorized 401, forbidden 403, unavailable 503,
+// not implemented 501;
 // anything else (an I/O error, a bug) 500.
 int HttpStatusFor(const Status& st);
 

@@ -61,9 +61,15 @@ Status ProbeBind(const std::string& host, int port) {
 HttpServer::HttpServer(MetricsRegistry* metrics) : metrics_(metrics) {
   server_.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (res.body.empty()) {
-      ReplyError(res, res.status,
-                 res.status == 404 ? fmt::format("no route for {} {}", req.method, req.path)
-                                   : fmt::format("HTTP {}", res.status));
+      std::string what = res.status == 404 ? fmt::format("no route for {} {}", req.method, req.path)
+                                           : fmt::format("HTTP {}", res.status);
+      // JSON only where an API lives; elsewhere plain text, which lakeFS
+      // clients take as "this is not the API endpoint".
+      if (req.path.rfind("/api/v1/", 0) == 0 || req.path.rfind("/api/v1", 0) == 0 && req.path.size() == 7) {
+        ReplyError(res, res.status, what);
+      } else {
+        res.set_content(what + "\n", "text/plain");
+      }
     }
     Observe(req.method, "unmatched", res.status, 0);
   });

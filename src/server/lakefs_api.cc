@@ -44,6 +44,13 @@ std::vector<Route> Routes() {
       {"GET",    "/api/v1/setup_lakefs",          GetSetupState},
       {"POST",   "/api/v1/setup_lakefs",          SetupLakeFs},
       {"GET",    "/api/v1/config",                GetConfig},
+      {"GET",    "/api/v1/config/storage",        GetStorageConfig},
+      {"GET",    "/api/v1/usage-report/summary",  GetUsageReportSummary},
+      {"GET",    "/api/v1/auth/groups(/.*)?",     NotImplementedCall},
+      {"POST",   "/api/v1/auth/groups(/.*)?",     NotImplementedCall},
+      {"PUT",    "/api/v1/auth/groups(/.*)?",     NotImplementedCall},
+      {"DELETE", "/api/v1/auth/groups(/.*)?",     NotImplementedCall},
+      {"GET",    user + "/groups",                NotImplementedCall},
       {"GET",    "/api/v1/user",                  GetCurrentUser},
       {"GET",    users,                           ListUsers},
       {"POST",   users,                           CreateUser},
@@ -81,6 +88,7 @@ std::vector<Route> Routes() {
       {"POST",   branch + "/objects",             UploadObject},
       {"DELETE", branch + "/objects",             DeleteObject},
       {"POST",   branch + "/objects/delete",      DeleteObjects},
+      {"POST",   branch + "/objects/copy",        CopyObject},
       {"GET",    ref + "/objects",                GetObject},
       {"GET",    ref + "/objects/stat",           StatObject},
       {"GET",    ref + "/objects/ls",             ListObjects},
@@ -106,7 +114,10 @@ void Register(HttpServer* http, const std::shared_ptr<const Context>& ctx, const
   if (auto* fn = std::get_if<AuthedHandler>(&route.handler)) {
     http->Handle(route.method, pattern, pattern, [ctx, fn = *fn](const Req& req, Res& res) {
       auto user = ctx->auth->Authenticate(req.get_header_value("Authorization"));
-      Status st = user.ok() ? fn(*ctx, req, res, *user) : user.status();
+      // lakeFS's words for any failed authentication (lakectl doctor reads them).
+      Status st = user.ok()                       ? fn(*ctx, req, res, *user)
+                  : IsUnauthorized(user.status()) ? Unauthorized("error authenticating request")
+                                                  : user.status();
       if (!st.ok()) {
         if (IsUnauthorized(st)) res.set_header("WWW-Authenticate", "Basic realm=\"sediment\"");
         ReplyError(res, st);

@@ -108,6 +108,9 @@ using Res = httplib::Response;
 Status GetSetupState(const Context& ctx, const Req& req, Res& res);
 Status SetupLakeFs(const Context& ctx, const Req& req, Res& res);
 Status GetConfig(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetStorageConfig(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetUsageReportSummary(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status NotImplementedCall(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status GetCurrentUser(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status ListUsers(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status CreateUser(const Context& ctx, const Req& req, Res& res, const std::string& me);
@@ -148,6 +151,7 @@ Status UploadObject(const Context& ctx, const Req& req, Res& res, const httplib:
 Status DeleteObject(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status DeleteObjects(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status GetObject(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status CopyObject(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status StatObject(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status ListObjects(const Context& ctx, const Req& req, Res& res, const std::string& me);
 

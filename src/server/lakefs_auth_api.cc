@@ -61,7 +61,9 @@ Status SetupLakeFs(const Context& ctx, const Req& req, Res& res) {
 
 // Server configuration, as the high-level `lakefs` package reads it on first use. Sediment has no
 // pre-signed URLs or imports; namespaces may be on S3 or local disk whatever the default is.
-Status GetConfig(const Context& ctx, const Req&, Res& res, const std::string&) {
+namespace {
+
+json StorageConfigJson(const Context& ctx) {
   bool s3 = ctx.blockstore_type == "s3";
   // An example the server would accept: under the first allowed prefix or root.
   const auto& rules = ctx.cat->namespace_rules();
@@ -72,17 +74,38 @@ Status GetConfig(const Context& ctx, const Req&, Res& res, const std::string&) {
   };
   if (s3 && !rules.s3_prefixes.empty()) example = under(rules.s3_prefixes.front());
   if (!s3 && !rules.local_roots.empty()) example = "local://" + under(rules.local_roots.front());
-  ReplyJson(res, 200,
-            {{"version_config", {{"version", kVersion}}},
-             {"storage_config",
-              {{"blockstore_type", ctx.blockstore_type},
-               {"blockstore_namespace_example", example},
-               {"blockstore_namespace_ValidityRegex", "^(s3|local|file)://|^/"},
-               {"pre_sign_support", false},
-               {"pre_sign_support_ui", false},
-               {"import_support", false},
-               {"import_validity_regex", "^$"}}}});
+  return {{"blockstore_type", ctx.blockstore_type},
+          {"blockstore_namespace_example", example},
+          {"blockstore_namespace_ValidityRegex", "^(s3|local|file)://|^/"},
+          {"pre_sign_support", false},
+          {"pre_sign_support_ui", false},
+          {"import_support", false},
+          {"import_validity_regex", "^$"}};
+}
+
+}  // namespace
+
+Status GetConfig(const Context& ctx, const Req&, Res& res, const std::string&) {
+  ReplyJson(res, 200, {{"version_config", {{"version", kVersion}}}, {"storage_config", StorageConfigJson(ctx)}});
   return Status::OK();
+}
+
+Status GetStorageConfig(const Context& ctx, const Req&, Res& res, const std::string&) {
+  ReplyJson(res, 200, StorageConfigJson(ctx));
+  return Status::OK();
+}
+
+// No usage is metered: the report has the installation's id and no months.
+Status GetUsageReportSummary(const Context& ctx, const Req&, Res& res, const std::string&) {
+  ARROW_ASSIGN_OR_RAISE(auto id, ctx.auth->InstallationId());
+  ReplyJson(res, 200, {{"installation_id", id}, {"reports", json::array()}});
+  return Status::OK();
+}
+
+// Calls of lakeFS's API this server knows and does not serve (groups, ACLs):
+// 501, as lakeFS OSS answers them without RBAC.
+Status NotImplementedCall(const Context&, const Req& req, Res&, const std::string&) {
+  return NotImplemented(fmt::format("{} {} is not implemented (no groups: RBAC is \"none\")", req.method, req.path));
 }
 
 Status GetCurrentUser(const Context& ctx, const Req&, Res& res, const std::string& me) {

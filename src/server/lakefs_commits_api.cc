@@ -29,8 +29,10 @@ Status GetCommit(const Context& ctx, const Req& req, Res& res, const std::string
   std::string repo = req.matches[1];
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadCommit", RepoArn(repo)));
   ARROW_RETURN_NOT_OK(ctx.cat->GetRepository(repo).status());
-  ARROW_ASSIGN_OR_RAISE(auto r, ctx.cat->ResolveRef(repo, req.matches[2]));
-  ARROW_ASSIGN_OR_RAISE(auto c, ctx.cat->GetCommit(repo, r.commit_id));
+  auto r = ctx.cat->ResolveRef(repo, req.matches[2]);
+  if (IsNotFound(r.status())) return NotFound("commit not found");
+  ARROW_RETURN_NOT_OK(r.status());
+  ARROW_ASSIGN_OR_RAISE(auto c, ctx.cat->GetCommit(repo, r->commit_id));
   ReplyJson(res, 200, CommitJson(c));
   return Status::OK();
 }
@@ -74,6 +76,7 @@ Status Merge(const Context& ctx, const Req& req, Res& res, const std::string& me
   ARROW_ASSIGN_OR_RAISE(p.metadata, Field<StringMap>(body, "metadata", StringMap{}));
   ARROW_ASSIGN_OR_RAISE(p.allow_empty, Field<bool>(body, "allow_empty", false));
   ARROW_ASSIGN_OR_RAISE(p.force, Field<bool>(body, "force", false));
+  ARROW_ASSIGN_OR_RAISE(p.squash, Field<bool>(body, "squash_merge", false));
   ARROW_ASSIGN_OR_RAISE(auto strategy_name, Field<std::string>(body, "strategy", std::string()));
   catalog::MergeStrategy strategy = catalog::MergeStrategy::kNone;
   if (strategy_name == "source-wins") {
@@ -114,8 +117,10 @@ Status CherryPick(const Context& ctx, const Req& req, Res& res, const std::strin
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   ARROW_ASSIGN_OR_RAISE(auto ref, Field<std::string>(body, "ref"));
   ARROW_ASSIGN_OR_RAISE(auto pn, Field<int>(body, "parent_number", 0));
-  ARROW_ASSIGN_OR_RAISE(auto c, ctx.cat->CherryPick(repo, name, ref, pn, me));
-  ReplyJson(res, 201, CommitJson(c));
+  auto c = ctx.cat->CherryPick(repo, name, ref, pn, me);
+  if (IsConflict(c.status())) return Conflict("update branch: conflict found");  // lakeFS's words
+  ARROW_RETURN_NOT_OK(c.status());
+  ReplyJson(res, 201, CommitJson(*c));
   return Status::OK();
 }
 

@@ -129,6 +129,9 @@ std::map<std::string, std::string> UserMetadata(const httplib::Request& req) {
     std::string lower = k;
     for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (lower.rfind("x-lakefs-meta-", 0) == 0) out[lower.substr(14)] = v;
+    // lakectl's own attributes (client mtime, symlink target, POSIX
+    // permissions), kept under lakeFS's reserved prefix.
+    if (lower.rfind("x-lakefs-internal-", 0) == 0) out["::lakefs::" + lower.substr(18)] = v;
   }
   return out;
 }
@@ -209,13 +212,14 @@ Status UploadObject(const Context& ctx, const Req& req, Res& res, const httplib:
   if (!if_none_match.empty() && if_none_match != "*") {
     return InvalidArgument("If-None-Match supports only \"*\"");
   }
+  ARROW_ASSIGN_OR_RAISE(bool force, BoolParam(req, "force"));
   ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
-  if (repo.read_only) return Forbidden(fmt::format("repository \"{}\" is read-only", repo_id));
+  if (repo.read_only && !force) return Forbidden(fmt::format("repository \"{}\" is read-only", repo_id));
   ARROW_RETURN_NOT_OK(ctx.cat->GetBranch(repo_id, branch).status());
   ARROW_ASSIGN_OR_RAISE(auto ns, ctx.cat->RepositoryNamespace(repo));
 
   catalog::Entry e;
-  e.address = "data/" + catalog::RandomHex(16);
+  e.address = catalog::NewDataAddress(std::time(nullptr));
   e.content_type = "application/octet-stream";
   ARROW_ASSIGN_OR_RAISE(auto out, ns->OpenWriter(e.address));
   ARROW_RETURN_NOT_OK(ReceiveContent(req, reader, out.get(), &e));
@@ -223,7 +227,7 @@ Status UploadObject(const Context& ctx, const Req& req, Res& res, const httplib:
   e.mtime = std::time(nullptr);
   e.metadata = UserMetadata(req);
   SEDIMENT_FAILPOINT("catalog.upload.after_data");
-  Status put = ctx.cat->PutEntry(repo, branch, path, e, if_none_match == "*");
+  Status put = ctx.cat->PutEntry(repo, branch, path, e, if_none_match == "*", force);
   if (!put.ok()) {
     // Only an answer that proves nothing was staged frees the data; after any
     // other error the entry may have landed, and catalog GC takes the data
@@ -242,7 +246,9 @@ Status DeleteObject(const Context& ctx, const Req& req, Res& res, const std::str
   if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
   std::string path = req.get_param_value("path");
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:DeleteObject", ObjectArn(repo, path)));
-  ARROW_RETURN_NOT_OK(ctx.cat->DeleteEntry(repo, branch, path));
+  ARROW_ASSIGN_OR_RAISE(bool force, BoolParam(req, "force"));
+  // Deleting what is not there succeeds, as in lakeFS (and S3).
+  ARROW_RETURN_NOT_OK(ctx.cat->DeleteEntries(repo, branch, {path}, force).status());
   res.status = 204;
   return Status::OK();
 }
@@ -266,7 +272,8 @@ Status DeleteObjects(const Context& ctx, const Req& req, Res& res, const std::st
       errors.push_back({{"status_code", HttpStatusFor(st)}, {"message", st.message()}, {"path", p}});
     }
   }
-  ARROW_RETURN_NOT_OK(ctx.cat->DeleteEntries(repo, branch, allowed).status());
+  ARROW_ASSIGN_OR_RAISE(bool force, BoolParam(req, "force"));
+  ARROW_RETURN_NOT_OK(ctx.cat->DeleteEntries(repo, branch, allowed, force).status());
   ReplyJson(res, 200, {{"errors", errors}});
   return Status::OK();
 }
@@ -293,6 +300,54 @@ Result<ReadTarget> ReadableObject(const Context& ctx, const Req& req, const std:
 }
 
 }  // namespace
+
+// POST .../branches/{branch}/objects/copy?dest_path=: a new object with the
+// source's content and metadata, its own copy of the data (lakeFS's
+// "shallow" copy, sharing the data, is not offered).
+Status CopyObject(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo_id = req.matches[1], branch = req.matches[2];
+  if (!req.has_param("dest_path")) return InvalidArgument("missing query parameter dest_path");
+  std::string dest = req.get_param_value("dest_path");
+  ARROW_RETURN_NOT_OK(Catalog::ValidatePath(dest));
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
+  ARROW_ASSIGN_OR_RAISE(auto src_path, Field<std::string>(body, "src_path"));
+  ARROW_ASSIGN_OR_RAISE(auto src_ref, Field<std::string>(body, "src_ref", branch));
+  ARROW_ASSIGN_OR_RAISE(bool force, Field<bool>(body, "force", false));
+  ARROW_ASSIGN_OR_RAISE(bool shallow, Field<bool>(body, "shallow", false));
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadObject", ObjectArn(repo_id, src_path)));
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:WriteObject", ObjectArn(repo_id, dest)));
+  ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
+  ARROW_RETURN_NOT_OK(ctx.cat->GetBranch(repo_id, branch).status());
+  if (shallow) return NotImplemented("shallow copy is not implemented: copy without \"shallow\"");
+  if (repo.read_only && !force) return Forbidden(fmt::format("repository \"{}\" is read-only", repo_id));
+  ARROW_ASSIGN_OR_RAISE(auto e, ctx.cat->GetEntry(repo_id, src_ref, src_path));
+  ARROW_ASSIGN_OR_RAISE(auto ns, ctx.cat->RepositoryNamespace(repo));
+  bool copied = e.address.find("://") == std::string::npos;  // data elsewhere is shared as it is
+  if (copied) {
+    ARROW_ASSIGN_OR_RAISE(auto in, ns->OpenReader(e.address));
+    std::string address = catalog::NewDataAddress(std::time(nullptr));
+    ARROW_ASSIGN_OR_RAISE(auto out, ns->OpenWriter(address));
+    constexpr int64_t kChunk = 1 << 20;
+    for (int64_t off = 0; off < e.size; off += kChunk) {
+      auto buf = in->ReadAt(off, std::min(kChunk, e.size - off));
+      Status st = buf.ok() ? out->Write((*buf)->data(), (*buf)->size()) : buf.status();
+      if (!st.ok()) {
+        (void)out->Abort();
+        return st;
+      }
+    }
+    ARROW_RETURN_NOT_OK(out->Close());
+    e.address = address;
+  }
+  e.mtime = std::time(nullptr);
+  Status put = ctx.cat->PutEntry(repo, branch, dest, e, /*if_absent=*/false, force);
+  if (!put.ok()) {
+    if (copied && (IsForbidden(put) || IsInvalidArgument(put) || IsNotFound(put))) (void)ns->Delete(e.address);
+    return put;
+  }
+  ReplyJson(res, 201, ObjectJson(repo, dest, e));
+  return Status::OK();
+}
 
 Status GetObject(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   ARROW_ASSIGN_OR_RAISE(auto t, ReadableObject(ctx, req, me));

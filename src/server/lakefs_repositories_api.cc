@@ -1,6 +1,11 @@
 // lakeFS API handlers for repositories, and their garbage collection.
-#include <charconv>
+#include <openssl/evp.h>
 
+#include <charconv>
+#include <ctime>
+#include <tuple>
+
+#include "blob/blob.h"
 #include "catalog/catalog_gc.h"
 #include "server/lakefs_api_internal.h"
 
@@ -18,16 +23,71 @@ Status ListRepositories(const Context& ctx, const Req& req, Res& res, const std:
   return Status::OK();
 }
 
+namespace {
+
+std::string Md5Hex(const std::string& data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(data.data(), data.size(), md, &n, EVP_md5(), nullptr);
+  return fmt::format("{:02x}", fmt::join(md, md + n, ""));
+}
+
+// sample_data: a README and a small table, committed, so a new user has
+// something to list, read, branch and diff.
+Status AddSampleData(const Context& ctx, const catalog::Repository& repo, const std::string& me) {
+  std::string readme = fmt::format(
+      "# {0}\n\nThis repository was created with sample data. Try:\n\n"
+      "    lakectl fs ls lakefs://{0}/{1}/\n"
+      "    lakectl branch create lakefs://{0}/experiment --source lakefs://{0}/{1}\n"
+      "    aws s3 ls s3://{0}/{1}/ --endpoint-url <this server>\n",
+      repo.id, repo.default_branch);
+  std::string lakes =
+      "name,country,area_km2,max_depth_m\n"
+      "Caspian Sea,Kazakhstan;Russia;Turkmenistan;Azerbaijan;Iran,371000,1025\n"
+      "Superior,Canada;United States,82100,406\n"
+      "Victoria,Uganda;Kenya;Tanzania,68870,84\n"
+      "Huron,Canada;United States,59600,229\n"
+      "Michigan,United States,58000,281\n"
+      "Tanganyika,Tanzania;DR Congo;Burundi;Zambia,32600,1470\n"
+      "Baikal,Russia,31500,1642\n";
+  ARROW_ASSIGN_OR_RAISE(auto ns, ctx.cat->RepositoryNamespace(repo));
+  for (const auto& [path, content, type] :
+       {std::tuple<std::string, std::string, std::string>{"README.md", readme, "text/markdown"},
+        {"data/lakes.csv", lakes, "text/csv"}}) {
+    catalog::Entry e;
+    e.address = catalog::NewDataAddress(std::time(nullptr));
+    ARROW_RETURN_NOT_OK(ns->Put(e.address, content));
+    e.size = static_cast<int64_t>(content.size());
+    e.checksum = Md5Hex(content);
+    e.mtime = std::time(nullptr);
+    e.content_type = type;
+    ARROW_RETURN_NOT_OK(ctx.cat->PutEntry(repo, repo.default_branch, path, e, false, /*force=*/true));
+  }
+  catalog::CommitParams p;
+  p.committer = me;
+  p.message = "Add sample data";
+  p.force = true;
+  return ctx.cat->CommitBranch(repo.id, repo.default_branch, p).status();
+}
+
+}  // namespace
+
 Status CreateRepository(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   ARROW_ASSIGN_OR_RAISE(auto name, Field<std::string>(body, "name"));
   ARROW_ASSIGN_OR_RAISE(auto ns, Field<std::string>(body, "storage_namespace"));
   ARROW_ASSIGN_OR_RAISE(auto def, Field<std::string>(body, "default_branch", std::string("main")));
   ARROW_ASSIGN_OR_RAISE(auto ro, Field<bool>(body, "read_only", false));
+  ARROW_ASSIGN_OR_RAISE(auto sample, Field<bool>(body, "sample_data", false));
   ARROW_RETURN_NOT_OK(catalog::Catalog::ValidateRepositoryName(name));
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:CreateRepository", RepoArn(name)));
-  ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->CreateRepository(name, ns, def, ro));
-  ReplyJson(res, 201, RepoJson(repo));
+  auto repo = ctx.cat->CreateRepository(name, ns, def, ro);
+  if (IsConflict(repo.status()) && repo.status().message().find("already exists") != std::string::npos) {
+    return Conflict("error creating repository: not unique");  // lakeFS's words
+  }
+  ARROW_RETURN_NOT_OK(repo.status());
+  if (sample) ARROW_RETURN_NOT_OK(AddSampleData(ctx, *repo, me));
+  ReplyJson(res, 201, RepoJson(*repo));
   return Status::OK();
 }
 

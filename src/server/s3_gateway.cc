@@ -202,7 +202,8 @@ Status Dispatch(const Gateway& gw, const Req& req, Res& res, const Reader* body)
         ReplyXml(res, 200, R"(<Tagging xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><TagSet></TagSet></Tagging>)");
         return Status::OK();
       }
-      return S3Error(405, "ERRLakeFSNotSupported", fmt::format("{} ?{} is not supported by this gateway", m, sub));
+      // lakeFS's exact words (its clients compare them); Resource names the request.
+      return S3Error(405, "ERRLakeFSNotSupported", "This operation is not supported in LakeFS");
     }
   }
   if (t.bucket.empty()) {
@@ -501,18 +502,9 @@ Result<catalog::Repository> WritableBranch(const Gateway& gw, const Target& t) {
 
 namespace {
 
-// Go's canonical header form, which lakeFS stores metadata keys in: the first
-// letter and each letter after '-' upper-case, the rest lower-case.
-std::string CanonicalHeaderName(const std::string& name) {
-  std::string out = name;
-  bool upper = true;
-  for (auto& c : out) {
-    c = static_cast<char>(upper ? std::toupper(static_cast<unsigned char>(c))
-                                : std::tolower(static_cast<unsigned char>(c)));
-    upper = c == '-';
-  }
-  return out;
-}
+// Metadata keys as lakeFS stores them from the gateway: "X-Amz-Meta-" and
+// the name in lower case.
+std::string MetadataKey(const std::string& lower_header) { return "X-Amz-Meta-" + lower_header.substr(11); }
 
 // Decodes RFC 2047 encoded-words (=?charset?Q|B?text?=), as clients send
 // non-ASCII metadata; text outside them is kept.
@@ -571,7 +563,7 @@ std::map<std::string, std::string> AmzMetadata(const httplib::Request& req) {
       } catch (const std::exception&) {
         // not an encoded word after all: keep it as sent
       }
-      out[CanonicalHeaderName(lower)] = value;
+      out[MetadataKey(lower)] = value;
     }
   }
   return out;
@@ -585,17 +577,36 @@ void MetadataHeaders(httplib::Response& res, const std::map<std::string, std::st
       res.set_header(name, v);
       continue;
     }
-    std::string q = "=?UTF-8?Q?";
-    for (unsigned char c : v) {
-      if (c >= 0x80 || c == '=' || c == '?' || c == '_' || c < 0x20) {
-        q += fmt::format("={:02X}", c);
-      } else if (c == ' ') {
-        q += '_';
-      } else {
-        q += static_cast<char>(c);
+    // RFC 2047 Q-words of at most 75 characters, never splitting a UTF-8
+    // character: what Go's mime.QEncoding writes, so clients that compare
+    // the raw header (lakeFS's own tests do) see the same text.
+    constexpr size_t kMaxContent = 75 - std::string_view("=?utf-8?q?").size() - 2;
+    std::string out, word;
+    auto flush = [&] {
+      if (!out.empty()) out += ' ';
+      out += "=?utf-8?q?" + word + "?=";
+      word.clear();
+    };
+    for (size_t i = 0; i < v.size();) {
+      auto lead = static_cast<unsigned char>(v[i]);
+      size_t len = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+      std::string enc;
+      for (size_t k = i; k < i + len && k < v.size(); ++k) {
+        auto c = static_cast<unsigned char>(v[k]);
+        if (c == ' ') {
+          enc += '_';
+        } else if (c >= '!' && c <= '~' && c != '=' && c != '?' && c != '_') {
+          enc += static_cast<char>(c);
+        } else {
+          enc += fmt::format("={:02X}", c);
+        }
       }
+      if (word.size() + enc.size() > kMaxContent) flush();
+      word += enc;
+      i += len;
     }
-    res.set_header(name, q + "?=");
+    flush();
+    res.set_header(name, out);
   }
 }
 

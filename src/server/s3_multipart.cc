@@ -273,7 +273,7 @@ Status CompleteMultipartUpload(const Gateway& gw, const Target& t, const Req& re
   // Stream the parts into the object's data file.
   ARROW_ASSIGN_OR_RAISE(auto ns, gw.cat->RepositoryNamespace(repo));
   catalog::Entry e;
-  e.address = "data/" + catalog::RandomHex(16);
+  e.address = catalog::NewDataAddress(std::time(nullptr));
   e.content_type = u.content_type;
   e.metadata = u.metadata;
   ARROW_ASSIGN_OR_RAISE(auto out, ns->OpenWriter(e.address));

@@ -198,7 +198,7 @@ Status PutObject(const Gateway& gw, const Target& t, const Req& req, Res& res, c
   }
   ARROW_ASSIGN_OR_RAISE(auto ns, gw.cat->RepositoryNamespace(repo));
   catalog::Entry e;
-  e.address = "data/" + catalog::RandomHex(16);
+  e.address = catalog::NewDataAddress(std::time(nullptr));
   e.content_type = req.get_header_value("Content-Type");
   if (e.content_type.empty()) e.content_type = "application/octet-stream";
   ARROW_ASSIGN_OR_RAISE(auto out, ns->OpenWriter(e.address));
@@ -232,7 +232,7 @@ Status CopyObject(const Gateway& gw, const Target& t, const Req& req, Res& res, 
       return S3Error(400, "InvalidRequest", fmt::format("the data of \"{}\" is gone from the object store", src.key));
     }
     ARROW_RETURN_NOT_OK(in.status());
-    std::string address = "data/" + catalog::RandomHex(16);
+    std::string address = catalog::NewDataAddress(std::time(nullptr));
     ARROW_ASSIGN_OR_RAISE(auto out, ns->OpenWriter(address));
     for (int64_t off = 0; off < e.size; off += kReadChunk) {
       auto buf = (*in)->ReadAt(off, std::min<int64_t>(kReadChunk, e.size - off));
