@@ -115,6 +115,40 @@ Status Catalog::DropDeadTokens() {
   return Status::OK();
 }
 
+namespace {
+
+// '*' any run, '?' one character, whole-string.
+bool GlobMatch(std::string_view p, std::string_view t) {
+  size_t pi = 0, ti = 0, star = std::string_view::npos, mark = 0;
+  while (ti < t.size()) {
+    if (pi < p.size() && (p[pi] == '?' || p[pi] == t[ti])) {
+      ++pi;
+      ++ti;
+    } else if (pi < p.size() && p[pi] == '*') {
+      star = pi++;
+      mark = ti;
+    } else if (star != std::string_view::npos) {
+      pi = star + 1;
+      ti = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (pi < p.size() && p[pi] == '*') ++pi;
+  return pi == p.size();
+}
+
+}  // namespace
+
+Status Catalog::CheckProtection(const Repository& repo, const std::string& branch, bool commit) {
+  for (const auto& pattern : repo.protected_branches) {
+    if (GlobMatch(pattern, branch)) {
+      return Forbidden(commit ? "cannot commit to protected branch" : "cannot write to protected branch");
+    }
+  }
+  return Status::OK();
+}
+
 Status Catalog::CheckWritable(const Repository& repo) {
   if (repo.read_only) return Forbidden(fmt::format("repository \"{}\" is read-only", repo.id));
   return Status::OK();

@@ -65,6 +65,9 @@ struct Repository {
   // Where its files are: the namespace as resolved and checked at creation
   // (NamespaceLocation::Uri). "" = storage_namespace (records written before).
   std::string location;
+  // Branch protection: glob patterns ('*', '?') of branches no one may write
+  // or commit to directly (merges into them are allowed), as lakeFS's rules.
+  std::vector<std::string> protected_branches;
 };
 
 struct Branch {
@@ -201,6 +204,12 @@ class Catalog {
   Result<Repository> GetRepository(const std::string& id);
   Result<Page<Repository>> ListRepositories(const std::string& prefix, const std::string& after, int64_t amount);
   Status DeleteRepository(const std::string& id);
+  // Branch protection rules and their ETag (a hash of the rules; "" when none).
+  Result<std::pair<std::vector<std::string>, std::string>> GetBranchProtection(const std::string& repo);
+  // Replaces the rules. `if_match`: nullopt = unconditionally; "" = only if
+  // there are none; else only if the ETag is still that (PreconditionFailed).
+  Status SetBranchProtection(const std::string& repo, const std::vector<std::string>& patterns,
+                             const std::optional<std::string>& if_match);
   // The blob store behind a repository's storage namespace (its location).
   Result<Namespace> RepositoryNamespace(const Repository& repo);
   const NamespaceRules& namespace_rules() const { return options_.namespaces; }
@@ -394,6 +403,9 @@ class Catalog {
   Result<BranchRecord> RequireClean(const Repository& repo, const std::string& branch);
   Result<Page<DiffItem>> CollectDiff(DiffIterator& diff, const ListOptions& opts);
   Status CheckWritable(const Repository& repo);
+  // Forbidden if `branch` matches a protection rule ("cannot write to" or
+  // "cannot commit to protected branch", lakeFS's words).
+  static Status CheckProtection(const Repository& repo, const std::string& branch, bool commit);
 
   // Garbage collection (catalog_gc.cc) reads the range files and staging directly.
   friend Result<GcReport> CollectGarbage(Catalog* catalog, const std::string& repo, const GcOptions& options);

@@ -142,6 +142,7 @@ Result<Commit> Catalog::CommitBranch(const std::string& repo_id, const std::stri
                                      const CommitParams& params) {
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
   if (!params.force) ARROW_RETURN_NOT_OK(CheckWritable(repo));
+  ARROW_RETURN_NOT_OK(CheckProtection(repo, branch, /*commit=*/true));
   if (params.message.empty()) return InvalidArgument("commit message is required");
 
   // A staging compaction that lands between our seal and our swap folded some of

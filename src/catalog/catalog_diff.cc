@@ -20,7 +20,10 @@ Result<Page<DiffItem>> Catalog::CollectDiff(DiffIterator& diff, const ListOption
   };
   auto object = [&diff](const std::string& key) -> Result<DiffItem> {
     DiffItem item;
-    item.type = diff.left().empty() ? "added" : diff.right().empty() ? "removed" : "changed";
+    item.type = diff.conflict()        ? "conflict"
+                : diff.left().empty()  ? "added"
+                : diff.right().empty() ? "removed"
+                                       : "changed";
     item.path = key;
     const std::string& v = diff.right().empty() ? diff.left() : diff.right();
     ARROW_ASSIGN_OR_RAISE(auto e, DecodeEntry(v));
@@ -80,15 +83,17 @@ Result<Page<DiffItem>> Catalog::DiffRefs(const std::string& repo_id, const std::
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
   ARROW_ASSIGN_OR_RAISE(auto l, ResolveRef(repo_id, left));
   ARROW_ASSIGN_OR_RAISE(auto r, ResolveRef(repo_id, right));
-  std::string left_commit = l.commit_id;
-  if (three_dot) {
-    ARROW_ASSIGN_OR_RAISE(left_commit, MergeBase(repo_id, l.commit_id, r.commit_id));
-  }
   ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
-  ARROW_ASSIGN_OR_RAISE(auto lmr, CommitMetaRange(repo, left_commit));
+  ARROW_ASSIGN_OR_RAISE(auto lmr, CommitMetaRange(repo, l.commit_id));
   ARROW_ASSIGN_OR_RAISE(auto rmr, CommitMetaRange(repo, r.commit_id));
   auto diff = DiffMetaRanges(*ranges_, ns, lmr, rmr);
-  return CollectDiff(*diff, opts);
+  if (!three_dot) return CollectDiff(*diff, opts);
+  // Three dots: what the right side changed since the merge base, compared
+  // with the left side (an object both sides changed alike is no change).
+  ARROW_ASSIGN_OR_RAISE(auto base, MergeBase(repo_id, l.commit_id, r.commit_id));
+  ARROW_ASSIGN_OR_RAISE(auto bmr, CommitMetaRange(repo, base));
+  auto compare = NewCompareIterator(std::move(diff), ranges_->NewIterator(ns, bmr));
+  return CollectDiff(*compare, opts);
 }
 
 }  // namespace sediment::catalog

@@ -30,7 +30,8 @@ inline json RepoJson(const Repository& r) {
           {"location", r.location},
           {"default_branch", r.default_branch},
           {"creation_date", r.creation_date},
-          {"read_only", r.read_only}};
+          {"read_only", r.read_only},
+          {"protected_branches", r.protected_branches}};
 }
 
 // Where a repository's files are; records from before `location` open the namespace as written.

@@ -137,6 +137,7 @@ Result<Catalog::RepositoryRecord> Catalog::LoadRepository(const std::string& id)
                     j.value("read_only", false),
                     j.value("location", "")};
     if (repo.location.empty()) repo.location = repo.storage_namespace;
+    repo.protected_branches = j.value("protected_branches", std::vector<std::string>{});
     return RepositoryRecord{std::move(repo), std::move(*raw)};
   } catch (const std::exception& e) {
     return Status::IOError(fmt::format("corrupt repository record {}: {}", id, e.what()));
@@ -249,6 +250,37 @@ Status Catalog::FinishRepositoryDeletion(const std::string& id) {
   ARROW_RETURN_NOT_OK(st);
   if (dropper_) dropper_->Trigger();
   return Status::OK();
+}
+
+}  // namespace sediment::catalog
+
+namespace sediment::catalog {
+
+Result<std::pair<std::vector<std::string>, std::string>> Catalog::GetBranchProtection(const std::string& repo_id) {
+  ARROW_ASSIGN_OR_RAISE(auto rec, LoadRepository(repo_id));
+  const auto& rules = rec.repo.protected_branches;
+  std::string etag = rules.empty() ? "" : Sha256Hex(json(rules).dump()).substr(0, 32);
+  return std::make_pair(rules, etag);
+}
+
+Status Catalog::SetBranchProtection(const std::string& repo_id, const std::vector<std::string>& patterns,
+                                    const std::optional<std::string>& if_match) {
+  for (const auto& p : patterns) {
+    if (p.empty()) return InvalidArgument("a branch protection pattern must not be empty");
+  }
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    ARROW_ASSIGN_OR_RAISE(auto rec, LoadRepository(repo_id));
+    const auto& rules = rec.repo.protected_branches;
+    std::string etag = rules.empty() ? "" : Sha256Hex(json(rules).dump()).substr(0, 32);
+    if (if_match && *if_match != etag) return PreconditionFailed("Precondition failed");
+    Repository next = rec.repo;
+    next.protected_branches = patterns;
+    kv::Batch b;
+    b.Require(kv::Precondition::Equals(RepoKey(repo_id), rec.raw)).Put(RepoKey(repo_id), RepoJson(next).dump());
+    Status st = kv_->Apply(b);
+    if (!IsPreconditionFailed(st)) return st;
+  }
+  return Busy(fmt::format("repository \"{}\" kept changing; retry", repo_id));
 }
 
 }  // namespace sediment::catalog

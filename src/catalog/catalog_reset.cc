@@ -18,6 +18,7 @@ using internal::NewToken;
 Status Catalog::ResetBranch(const std::string& repo_id, const std::string& branch) {
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
   ARROW_RETURN_NOT_OK(CheckWritable(repo));
+  ARROW_RETURN_NOT_OK(CheckProtection(repo, branch, /*commit=*/false));
   for (int i = 0; i < kCasRetries; ++i) {
     ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo_id, branch));
     Branch next = rec.branch;
@@ -49,6 +50,7 @@ Status Catalog::ResetPath(const std::string& repo_id, const std::string& branch,
   if (!prefix) ARROW_RETURN_NOT_OK(ValidatePath(path));
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
   ARROW_RETURN_NOT_OK(CheckWritable(repo));
+  ARROW_RETURN_NOT_OK(CheckProtection(repo, branch, /*commit=*/false));
   auto reset = [&](const Branch& b) { return ResetPathOn(repo, b, path, prefix); };
   return WriteStaged(repo_id, branch, reset, "reset");
 }
@@ -98,6 +100,7 @@ Status Catalog::ResetPathOn(const Repository& repo, const Branch& b, const std::
 Status Catalog::HardReset(const std::string& repo_id, const std::string& branch, const std::string& ref) {
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
   ARROW_RETURN_NOT_OK(CheckWritable(repo));
+  ARROW_RETURN_NOT_OK(CheckProtection(repo, branch, /*commit=*/false));
   ARROW_ASSIGN_OR_RAISE(auto target, ResolveRef(repo_id, ref));
   ARROW_ASSIGN_OR_RAISE(auto rec, RequireClean(repo, branch));
   Branch next = rec.branch;

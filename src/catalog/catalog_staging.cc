@@ -61,6 +61,7 @@ Status Catalog::PutEntry(const Repository& repo, const std::string& branch, cons
   const std::string& repo_id = repo.id;
   ARROW_RETURN_NOT_OK(ValidatePath(path));
   if (!force) ARROW_RETURN_NOT_OK(CheckWritable(repo));
+  ARROW_RETURN_NOT_OK(CheckProtection(repo, branch, /*commit=*/false));
   std::string value = EncodeEntry(entry);
   if (if_absent) {
     ARROW_RETURN_NOT_OK(PutIfAbsent(repo, branch, path, value));
@@ -139,6 +140,7 @@ Result<int64_t> Catalog::DeleteEntries(const std::string& repo_id, const std::st
   for (const auto& p : paths) ARROW_RETURN_NOT_OK(ValidatePath(p));
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
   if (!force) ARROW_RETURN_NOT_OK(CheckWritable(repo));
+  ARROW_RETURN_NOT_OK(CheckProtection(repo, branch, /*commit=*/false));
   int64_t deleted = 0;
   for (const auto& p : paths) {
     auto e = GetEntry(repo_id, branch, p);

@@ -167,6 +167,62 @@ class LookupDiff : public DiffIterator {
   Status status_;
 };
 
+class CompareIterator : public DiffIterator {
+ public:
+  CompareIterator(std::unique_ptr<DiffIterator> diff, std::unique_ptr<ValueIterator> base)
+      : d_(std::move(diff)), b_(std::move(base)) {}
+
+  bool Next() override {
+    while (d_->Next()) {
+      const std::string& k = d_->key();
+      if (!b_valid_ || b_->key() < k) {
+        b_->SeekGE(k);
+        b_valid_ = b_->Next();
+        if (!b_valid_ && !b_->status().ok()) {
+          status_ = b_->status();
+          return false;
+        }
+      }
+      const std::string& base = (b_valid_ && b_->key() == k) ? b_->value() : kEmpty;
+      const std::string &l = d_->left(), &r = d_->right();
+      conflict_ = false;
+      if (l.empty()) {  // added on the right
+        if (!base.empty() && SameObject(base, r)) continue;
+        conflict_ = !base.empty();
+      } else if (r.empty()) {  // removed on the right
+        if (base.empty()) continue;
+        conflict_ = !SameObject(base, l);
+      } else {  // changed
+        if (!base.empty() && SameObject(base, r)) continue;
+        conflict_ = base.empty() || !SameObject(base, l);
+      }
+      key_ = k;
+      left_ = l;
+      right_ = r;
+      return true;
+    }
+    status_ = d_->status();
+    return false;
+  }
+  void SeekGE(std::string_view key) override {
+    d_->SeekGE(key);
+    b_valid_ = false;
+  }
+  const std::string& key() const override { return key_; }
+  const std::string& left() const override { return left_; }
+  const std::string& right() const override { return right_; }
+  Status status() const override { return status_; }
+  bool conflict() const override { return conflict_; }
+
+ private:
+  inline static const std::string kEmpty;
+  std::unique_ptr<DiffIterator> d_;
+  std::unique_ptr<ValueIterator> b_;
+  bool b_valid_ = false, conflict_ = false;
+  std::string key_, left_, right_;
+  Status status_;
+};
+
 class ChangesIterator : public ValueIterator {
  public:
   explicit ChangesIterator(std::unique_ptr<DiffIterator> d) : d_(std::move(d)) {}
@@ -204,6 +260,11 @@ std::unique_ptr<DiffIterator> DiffMetaRanges(RangeStore& store, const Namespace&
 std::unique_ptr<DiffIterator> NewLookupDiff(std::unique_ptr<ValueIterator> candidates,
                                             std::unique_ptr<ValueIterator> left) {
   return std::make_unique<LookupDiff>(std::move(candidates), std::move(left));
+}
+
+std::unique_ptr<DiffIterator> NewCompareIterator(std::unique_ptr<DiffIterator> diff,
+                                                 std::unique_ptr<ValueIterator> base) {
+  return std::make_unique<CompareIterator>(std::move(diff), std::move(base));
 }
 
 std::unique_ptr<ValueIterator> DiffAsChanges(std::unique_ptr<DiffIterator> diff) {

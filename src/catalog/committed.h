@@ -36,6 +36,8 @@ class DiffIterator {
   virtual const std::string& left() const = 0;
   virtual const std::string& right() const = 0;
   virtual Status status() const = 0;
+  // True when the change conflicts (a three-dot compare: both sides changed it).
+  virtual bool conflict() const { return false; }
 };
 
 // Merge-walk of two complete views (tombstones count as absent).
@@ -52,6 +54,13 @@ std::unique_ptr<DiffIterator> DiffMetaRanges(RangeStore& store, const Namespace&
 // proportional to the candidates, not to the left view.
 std::unique_ptr<DiffIterator> NewLookupDiff(std::unique_ptr<ValueIterator> candidates,
                                             std::unique_ptr<ValueIterator> left);
+
+// A three-dot compare (lakeFS's default diff): the changes `diff` (left ->
+// right) that the right side made since `base` (their merge base, a
+// forward-seeking view). A key both sides changed alike is no change; one
+// they changed differently is a conflict.
+std::unique_ptr<DiffIterator> NewCompareIterator(std::unique_ptr<DiffIterator> diff,
+                                                 std::unique_ptr<ValueIterator> base);
 
 // (key, right) of each record: the changes that turn the left view into the right.
 std::unique_ptr<ValueIterator> DiffAsChanges(std::unique_ptr<DiffIterator> diff);

@@ -72,6 +72,8 @@ std::vector<Route> Routes() {
       {"GET",    repo,                            GetRepository},
       {"DELETE", repo,                            DeleteRepository},
       {"POST",   repo + "/gc",                    CollectGarbage},
+      {"GET",    repo + "/settings/branch_protection", GetBranchProtection},
+      {"PUT",    repo + "/settings/branch_protection", SetBranchProtection},
       // Branches (lakefs_branches_api.cc; revert and cherry-pick in lakefs_commits_api.cc)
       {"GET",    branches,                        ListBranches},
       {"POST",   branches,                        CreateBranch},

@@ -132,6 +132,8 @@ Status ListRepositories(const Context& ctx, const Req& req, Res& res, const std:
 Status CreateRepository(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status GetRepository(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status DeleteRepository(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetBranchProtection(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status SetBranchProtection(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status CollectGarbage(const Context& ctx, const Req& req, Res& res, const std::string& me);
 
 // lakefs_branches_api.cc

@@ -273,7 +273,12 @@ Status DeleteObjects(const Context& ctx, const Req& req, Res& res, const std::st
     }
   }
   ARROW_ASSIGN_OR_RAISE(bool force, BoolParam(req, "force"));
-  ARROW_RETURN_NOT_OK(ctx.cat->DeleteEntries(repo, branch, allowed, force).status());
+  Status st = ctx.cat->DeleteEntries(repo, branch, allowed, force).status();
+  if (IsForbidden(st)) {  // a protected branch or read-only repository: each path says so
+    for (const auto& p : allowed) errors.push_back({{"status_code", 403}, {"message", st.message()}, {"path", p}});
+  } else {
+    ARROW_RETURN_NOT_OK(st);
+  }
   ReplyJson(res, 200, {{"errors", errors}});
   return Status::OK();
 }

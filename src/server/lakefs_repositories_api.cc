@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <ctime>
+#include <optional>
 #include <tuple>
 
 #include "blob/blob.h"
@@ -95,6 +96,40 @@ Status GetRepository(const Context& ctx, const Req& req, Res& res, const std::st
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadRepository", RepoArn(req.matches[1])));
   ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(req.matches[1]));
   ReplyJson(res, 200, RepoJson(repo));
+  return Status::OK();
+}
+
+// GET/PUT /repositories/{repo}/settings/branch_protection: [{"pattern": ...}],
+// with an ETag for conditional replacement.
+Status GetBranchProtection(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo = req.matches[1];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "branches:GetBranchProtectionRules", RepoArn(repo)));
+  ARROW_ASSIGN_OR_RAISE(auto got, ctx.cat->GetBranchProtection(repo));
+  json rules = json::array();
+  for (const auto& p : got.first) rules.push_back({{"pattern", p}});
+  res.set_header("ETag", got.second);
+  ReplyJson(res, 200, rules);
+  return Status::OK();
+}
+
+Status SetBranchProtection(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo = req.matches[1];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "branches:SetBranchProtectionRules", RepoArn(repo)));
+  json body = json::parse(req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_array()) {
+    return InvalidArgument("the body must be a JSON array of {\"pattern\": \"...\"}");
+  }
+  std::vector<std::string> patterns;
+  for (const auto& r : body) {
+    if (!r.is_object() || !r.contains("pattern") || !r["pattern"].is_string()) {
+      return InvalidArgument("each rule must be {\"pattern\": \"<branch glob>\"}");
+    }
+    patterns.push_back(r["pattern"].get<std::string>());
+  }
+  std::optional<std::string> if_match;
+  if (req.has_header("If-Match")) if_match = req.get_header_value("If-Match");
+  ARROW_RETURN_NOT_OK(ctx.cat->SetBranchProtection(repo, patterns, if_match));
+  res.status = 204;
   return Status::OK();
 }
 
