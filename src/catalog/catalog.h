@@ -316,6 +316,10 @@ class Catalog {
   // Validation shared with the API layer.
   static Status ValidateRepositoryName(const std::string& name);
   static Status ValidateBranchName(const std::string& name);
+  // lakeFS's tag rules, wider than a branch's: not empty or "@"; no "..",
+  // "/", "@{", "~", space, control character or any of ^:?*[\; not ending
+  // in "." or ".lock".
+  static Status ValidateTagName(const std::string& name);
   static Status ValidatePath(const std::string& path);
 
   // The read view of a resolved ref (tombstones hidden unless `keep_tombstones`).

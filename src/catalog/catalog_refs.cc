@@ -69,6 +69,23 @@ Status Catalog::ValidateRepositoryName(const std::string& name) {
   return Status::OK();
 }
 
+Status Catalog::ValidateTagName(const std::string& name) {
+  auto bad = [&](const char* why) { return InvalidArgument(fmt::format("invalid tag name \"{}\": {}", name, why)); };
+  if (name.empty() || name == "@") return bad("it must not be empty or \"@\"");
+  if (name.size() > 256) return bad("at most 256 characters");
+  if (name.back() == '.' || name.ends_with(".lock")) return bad("it must not end in \".\" or \".lock\"");
+  if (name.find("..") != std::string::npos || name.find("@{") != std::string::npos) {
+    return bad("it must not contain \"..\" or \"@{\"");
+  }
+  for (unsigned char c : name) {
+    if (c < 0x20 || c == 0x7f || c == ' ' ||
+        std::string_view("/~^:?*[\\").find(static_cast<char>(c)) != std::string_view::npos) {
+      return bad("it must not contain spaces, control characters or any of / ~ ^ : ? * [ \\");
+    }
+  }
+  return Status::OK();
+}
+
 Status Catalog::ValidateBranchName(const std::string& name) {
   static const std::regex re("^\\w[-\\w]*$");
   if (name.size() > 256 || !std::regex_match(name, re)) {
@@ -157,7 +174,14 @@ Result<ResolvedRef> Catalog::ResolveRef(const std::string& repo, const std::stri
     ref.pop_back();
   }
   ResolvedRef out;
-  if (ValidateBranchName(ref).ok()) {
+  if (!ValidateBranchName(ref).ok() && ValidateTagName(ref).ok()) {  // only a tag can have this name
+    auto tag = kv_->Get(TagKey(repo, ref));
+    if (tag.ok()) {
+      out.commit_id = *tag;
+    } else if (!IsNotFound(tag.status())) {
+      return tag.status();
+    }
+  } else if (ValidateBranchName(ref).ok()) {
     auto raw = kv_->Get(BranchKey(repo, ref));
     if (raw.ok()) {
       ARROW_ASSIGN_OR_RAISE(auto b, ParseBranch(ref, *raw));
@@ -291,9 +315,7 @@ Result<bool> Catalog::IsDirty(const std::string& repo, const Branch& branch) {
 
 Result<Tag> Catalog::CreateTag(const std::string& repo_id, const std::string& id, const std::string& ref, bool force) {
   ARROW_ASSIGN_OR_RAISE(auto repo, LoadRepository(repo_id));
-  if (!ValidateBranchName(id).ok()) {
-    return InvalidArgument(fmt::format("invalid tag name \"{}\": use letters, digits, '_' and '-'", id));
-  }
+  ARROW_RETURN_NOT_OK(ValidateTagName(id));
   ARROW_ASSIGN_OR_RAISE(auto target, ResolveRef(repo_id, ref));
   // As for branches: no branch of that name (nor, unless forced, a tag), checked in the write's batch.
   kv::Batch batch;

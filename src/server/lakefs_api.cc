@@ -91,6 +91,8 @@ std::vector<Route> Routes() {
       {"DELETE", branch + "/objects",             DeleteObject},
       {"POST",   branch + "/objects/delete",      DeleteObjects},
       {"POST",   branch + "/objects/copy",        CopyObject},
+      {"GET",    branch + "/staging/backing",     GetPhysicalAddress},
+      {"PUT",    branch + "/staging/backing",     LinkPhysicalAddress},
       {"GET",    ref + "/objects",                GetObject},
       {"GET",    ref + "/objects/stat",           StatObject},
       {"GET",    ref + "/objects/ls",             ListObjects},

@@ -154,6 +154,8 @@ Status DeleteObject(const Context& ctx, const Req& req, Res& res, const std::str
 Status DeleteObjects(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status GetObject(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status CopyObject(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetPhysicalAddress(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status LinkPhysicalAddress(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status StatObject(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status ListObjects(const Context& ctx, const Req& req, Res& res, const std::string& me);
 

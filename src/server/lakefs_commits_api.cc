@@ -1,5 +1,9 @@
 // lakeFS API handlers that make or read commits: commit, get, log, diff
 // between refs, merge, revert and cherry-pick.
+#include <ctime>
+#include <optional>
+#include <vector>
+
 #include "server/lakefs_api_internal.h"
 
 namespace sediment::server::lakefs {
@@ -37,16 +41,108 @@ Status GetCommit(const Context& ctx, const Req& req, Res& res, const std::string
   return Status::OK();
 }
 
+namespace {
+
+// Every value of a repeated query parameter.
+std::vector<std::string> ParamValues(const Req& req, const char* name) {
+  std::vector<std::string> out;
+  auto range = req.params.equal_range(name);
+  for (auto it = range.first; it != range.second; ++it) out.push_back(it->second);
+  return out;
+}
+
+// Whether commit `c` changed `object` or anything under `prefix` against its first parent.
+Result<bool> Touches(const Context& ctx, const std::string& repo, const catalog::Commit& c,
+                     const std::vector<std::string>& objects, const std::vector<std::string>& prefixes) {
+  std::string parent = c.parents.empty() ? "" : c.parents.front();
+  for (const auto& path : objects) {
+    auto now = ctx.cat->GetEntry(repo, c.id, path);
+    if (!now.ok() && !IsNotFound(now.status())) return now.status();
+    Result<catalog::Entry> before = NotFound("no parent");
+    if (!parent.empty()) before = ctx.cat->GetEntry(repo, parent, path);
+    if (!before.ok() && !IsNotFound(before.status())) return before.status();
+    if (now.ok() != before.ok()) return true;
+    if (now.ok() && (now->address != before->address || now->checksum != before->checksum)) return true;
+  }
+  for (const auto& prefix : prefixes) {
+    catalog::ListOptions o;
+    o.prefix = prefix;
+    o.amount = 1;
+    if (parent.empty()) {
+      ARROW_ASSIGN_OR_RAISE(auto page, ctx.cat->ListEntries(repo, c.id, o));
+      if (!page.items.empty()) return true;
+    } else {
+      ARROW_ASSIGN_OR_RAISE(auto page, ctx.cat->DiffRefs(repo, parent, c.id, /*three_dot=*/false, o));
+      if (!page.items.empty()) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+// GET .../refs/{ref}/commits: history from the ref, newest first. Filters:
+// objects= / prefixes= (repeatable: commits that changed them against their
+// first parent; limit=true stops at `amount` of them), since= (RFC 3339: stop
+// at the first older commit) and stop_at= (a commit id: the last one listed).
 Status LogCommits(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   std::string repo = req.matches[1];
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadCommit", RepoArn(repo)));
   ARROW_ASSIGN_OR_RAISE(auto amount, AmountParam(req));
   ARROW_ASSIGN_OR_RAISE(bool first_parent, BoolParam(req, "first_parent"));
-  ARROW_ASSIGN_OR_RAISE(auto page, ctx.cat->Log(repo, req.matches[2], Param(req, "after"), amount, first_parent));
+  ARROW_ASSIGN_OR_RAISE(bool limit, BoolParam(req, "limit"));
+  auto objects = ParamValues(req, "objects"), prefixes = ParamValues(req, "prefixes");
+  std::optional<int64_t> since;
+  if (req.has_param("since")) {
+    std::tm tm{};
+    std::string v = req.get_param_value("since");
+    const char* end = strptime(v.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+    if (end == nullptr) return InvalidArgument(fmt::format("since=\"{}\" is not an RFC 3339 date-time", v));
+    since = static_cast<int64_t>(timegm(&tm));
+  }
+  std::string stop_at = Param(req, "stop_at");
+  bool filtered = !objects.empty() || !prefixes.empty() || since || !stop_at.empty();
+  if (!filtered) {
+    ARROW_ASSIGN_OR_RAISE(auto page, ctx.cat->Log(repo, req.matches[2], Param(req, "after"), amount, first_parent));
+    json results = json::array();
+    for (const auto& c : page.items) results.push_back(CommitJson(c));
+    std::string next = page.items.empty() ? "" : page.items.back().id;
+    ReplyPage(res, std::move(results), page.has_more, next, amount);
+    return Status::OK();
+  }
   json results = json::array();
-  for (const auto& c : page.items) results.push_back(CommitJson(c));
-  std::string next = page.items.empty() ? "" : page.items.back().id;
-  ReplyPage(res, std::move(results), page.has_more, next, amount);
+  std::string after = Param(req, "after"), last;
+  bool has_more = false, done = false;
+  while (!done) {
+    ARROW_ASSIGN_OR_RAISE(auto page, ctx.cat->Log(repo, req.matches[2], after, 1000, first_parent));
+    for (const auto& c : page.items) {
+      after = c.id;
+      if (since && c.creation_date < *since) {
+        done = true;
+        break;
+      }
+      bool stop = !stop_at.empty() && c.id.rfind(stop_at, 0) == 0;
+      bool wanted = true;
+      if (!objects.empty() || !prefixes.empty()) {
+        ARROW_ASSIGN_OR_RAISE(wanted, Touches(ctx, repo, c, objects, prefixes));
+      }
+      if (wanted) {
+        if (static_cast<int64_t>(results.size()) == amount) {
+          has_more = !limit;
+          done = true;
+          break;
+        }
+        results.push_back(CommitJson(c));
+        last = c.id;
+      }
+      if (stop) {
+        done = true;
+        break;
+      }
+    }
+    if (!page.has_more || page.items.empty()) break;
+  }
+  ReplyPage(res, std::move(results), has_more, last, amount);
   return Status::OK();
 }
 

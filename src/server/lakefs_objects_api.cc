@@ -354,6 +354,58 @@ Status CopyObject(const Context& ctx, const Req& req, Res& res, const std::strin
   return Status::OK();
 }
 
+// GET .../branches/{branch}/staging/backing?path=: where a client may write an
+// object's data itself before linking it (lakectl's direct writes).
+Status GetPhysicalAddress(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo_id = req.matches[1], branch = req.matches[2];
+  if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
+  std::string path = req.get_param_value("path");
+  ARROW_RETURN_NOT_OK(Catalog::ValidatePath(path));
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:WriteObject", ObjectArn(repo_id, path)));
+  ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
+  ARROW_RETURN_NOT_OK(ctx.cat->GetBranch(repo_id, branch).status());
+  ReplyJson(res, 200, {{"physical_address", PhysicalAddress(repo, catalog::NewDataAddress(std::time(nullptr)))}});
+  return Status::OK();
+}
+
+// PUT .../branches/{branch}/staging/backing?path=: stages an object whose data
+// the client wrote at an address GetPhysicalAddress gave. Only addresses in the
+// repository's own namespace are accepted (anything else could expose files
+// the caller may not read).
+Status LinkPhysicalAddress(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo_id = req.matches[1], branch = req.matches[2];
+  if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
+  std::string path = req.get_param_value("path");
+  ARROW_RETURN_NOT_OK(Catalog::ValidatePath(path));
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:WriteObject", ObjectArn(repo_id, path)));
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
+  if (!body.contains("staging") || !body["staging"].is_object()) {
+    return InvalidArgument("missing required field \"staging\" ({\"physical_address\": ...})");
+  }
+  ARROW_ASSIGN_OR_RAISE(auto address, Field<std::string>(body["staging"], "physical_address"));
+  ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
+  std::string ns_prefix = PhysicalAddress(repo, "");
+  std::string relative = address.rfind(ns_prefix, 0) == 0 ? address.substr(ns_prefix.size()) : "";
+  if (relative.rfind("data/", 0) != 0 || blob::ValidateObjectPath(relative).ok() == false) {
+    return InvalidArgument(
+        fmt::format("physical address \"{}\" is not one this repository issued (under {}data/)", address, ns_prefix));
+  }
+  catalog::Entry e;
+  e.address = relative;
+  ARROW_ASSIGN_OR_RAISE(e.checksum, Field<std::string>(body, "checksum"));
+  ARROW_ASSIGN_OR_RAISE(e.size, Field<int64_t>(body, "size_bytes"));
+  if (e.size < 0) return InvalidArgument("size_bytes must not be negative");
+  ARROW_ASSIGN_OR_RAISE(e.content_type,
+                        Field<std::string>(body, "content_type", std::string("application/octet-stream")));
+  ARROW_ASSIGN_OR_RAISE(e.metadata, (Field<std::map<std::string, std::string>>(body, "user_metadata",
+                                                                               std::map<std::string, std::string>{})));
+  ARROW_ASSIGN_OR_RAISE(e.mtime, Field<int64_t>(body, "mtime", static_cast<int64_t>(std::time(nullptr))));
+  ARROW_ASSIGN_OR_RAISE(bool force, Field<bool>(body, "force", false));
+  ARROW_RETURN_NOT_OK(ctx.cat->PutEntry(repo, branch, path, e, /*if_absent=*/false, force));
+  ReplyJson(res, 200, ObjectJson(repo, path, e));
+  return Status::OK();
+}
+
 Status GetObject(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   ARROW_ASSIGN_OR_RAISE(auto t, ReadableObject(ctx, req, me));
   const auto& repo = t.repo;
