@@ -388,7 +388,7 @@ Result<User> AuthService::CreateUser(const std::string& id) {
 
 Result<User> AuthService::GetUser(const std::string& id) {
   auto raw = kv_->Get(UserKey(id));
-  if (IsNotFound(raw.status())) return NotFound("user not found");
+  if (IsNotFound(raw.status())) return NotFound(fmt::format("user \"{}\" not found", id));
   ARROW_RETURN_NOT_OK(raw.status());
   auto j = json::parse(*raw, nullptr, false);
   return User{id, j.is_discarded() ? 0 : j.value("creation_date", int64_t{0})};
@@ -428,7 +428,7 @@ Status AuthService::DeleteUser(const std::string& id) {
   ScopedCacheClear clear(this);
   for (int i = 0; i < kRetries; ++i) {
     auto raw = kv_->Get(UserKey(id));
-    if (IsNotFound(raw.status())) return NotFound("user not found");
+    if (IsNotFound(raw.status())) return NotFound(fmt::format("user \"{}\" not found", id));
     ARROW_RETURN_NOT_OK(raw.status());
     kv::Batch b;
     b.Require(kv::Precondition::Equals(UserKey(id), *raw));
@@ -472,7 +472,7 @@ void AuthService::AddCredentials(const std::pair<Credentials, std::string>& cred
 // never outlives a user deleted meanwhile.
 Result<Credentials> AuthService::CreateCredentials(const std::string& user, const std::string& key_in,
                                                    const std::string& secret_in) {
-  auto not_found = [&] { return NotFound("user not found"); };
+  auto not_found = [&] { return NotFound(fmt::format("user \"{}\" not found", user)); };
   if (IsNotFound(kv_->Get(UserKey(user)).status())) return not_found();
   ARROW_ASSIGN_OR_RAISE(auto creds, NewCredentials(user, key_in, secret_in));
   for (int i = 0; i < kRetries; ++i) {
@@ -596,7 +596,7 @@ Status AuthService::AttachPolicy(const std::string& user, const std::string& pol
   ScopedCacheClear clear(this);
   for (int i = 0; i < kRetries; ++i) {
     auto uraw = kv_->Get(UserKey(user));
-    if (IsNotFound(uraw.status())) return NotFound("user not found");
+    if (IsNotFound(uraw.status())) return NotFound(fmt::format("user \"{}\" not found", user));
     ARROW_RETURN_NOT_OK(uraw.status());
     auto praw = kv_->Get(PolicyKey(policy));
     if (IsNotFound(praw.status())) return NotFound(fmt::format("policy \"{}\" not found", policy));

@@ -293,8 +293,19 @@ struct ReadTarget {
   catalog::Entry entry;
 };
 
+// presign=true asks for a URL into the object store, which this server does
+// not hand out (GET /config/storage says pre_sign_support: false).
+Status RefusePresign(const Req& req) {
+  ARROW_ASSIGN_OR_RAISE(bool presign, BoolParam(req, "presign"));
+  if (presign) {
+    return InvalidArgument("presign=true: this server does not hand out presigned URLs (pre_sign_support is false)");
+  }
+  return Status::OK();
+}
+
 Result<ReadTarget> ReadableObject(const Context& ctx, const Req& req, const std::string& me) {
   std::string repo_id = req.matches[1], refname = req.matches[2];
+  ARROW_RETURN_NOT_OK(RefusePresign(req));
   if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
   ReadTarget t;
   t.path = req.get_param_value("path");
@@ -436,13 +447,19 @@ Status StatObject(const Context& ctx, const Req& req, Res& res, const std::strin
   const auto& repo = t.repo;
   const auto& path = t.path;
   const auto& e = t.entry;
-  ReplyJson(res, 200, ObjectJson(repo, path, e));
+  json body = ObjectJson(repo, path, e);
+  if (req.has_param("user_metadata")) {
+    ARROW_ASSIGN_OR_RAISE(bool with_metadata, BoolParam(req, "user_metadata"));
+    if (!with_metadata) body.erase("metadata");
+  }
+  ReplyJson(res, 200, body);
   return Status::OK();
 }
 
 Status ListObjects(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   std::string repo_id = req.matches[1], refname = req.matches[2];
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ListObjects", RepoArn(repo_id)));
+  ARROW_RETURN_NOT_OK(RefusePresign(req));
   ARROW_ASSIGN_OR_RAISE(auto o, ListParams(req));
   ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
   ARROW_ASSIGN_OR_RAISE(auto page, ctx.cat->ListEntries(repo, refname, o));
