@@ -73,8 +73,9 @@ std::string Param(const httplib::Request& req, const char* name, const std::stri
 Result<bool> BoolParam(const httplib::Request& req, const char* name) {
   if (!req.has_param(name)) return false;
   std::string v = req.get_param_value(name);
-  if (v == "true" || v == "1" || v.empty()) return true;
-  if (v == "false" || v == "0") return false;
+  // As lakeFS (Go's strconv.ParseBool) reads them; the Python SDK sends "True".
+  if (v.empty() || v == "true" || v == "True" || v == "TRUE" || v == "t" || v == "T" || v == "1") return true;
+  if (v == "false" || v == "False" || v == "FALSE" || v == "f" || v == "F" || v == "0") return false;
   return InvalidArgument(fmt::format("query parameter {}=\"{}\" is not a boolean", name, v));
 }
 
