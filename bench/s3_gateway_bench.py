@@ -11,6 +11,7 @@ with zero-byte PUTs of the same keys; only the listing is timed."""
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -60,15 +61,18 @@ def list_pages(s3, bucket, prefix):
 def start_sediment(tmp):
     cfg = tmp / "sediment.toml"
     cfg.write_text(f'[catalog]\nlocal_namespace_roots = ["{tmp}"]\n')
+    log = open(tmp / "sediment.log", "w")  # a pipe nobody reads would block the server's logging
     proc = subprocess.Popen([str(ROOT / "build" / "sediment"), "serve", "--listen", "127.0.0.1:0", "--data-dir",
-                             str(tmp / "data"), "--config", str(cfg)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    for line in proc.stdout:
-        if "listening on http://" in line:
-            url = line.split("listening on ")[1].split()[0]
+                             str(tmp / "data"), "--config", str(cfg)], stdout=log, stderr=subprocess.STDOUT)
+    url = None
+    for _ in range(300):
+        text = (tmp / "sediment.log").read_text()
+        if "listening on http://" in text:
+            url = text.split("listening on ")[1].split()[0]
             break
-    else:
-        sys.exit("sediment did not start")
+        time.sleep(0.1)
+    if url is None:
+        sys.exit("sediment did not start:\n" + (tmp / "sediment.log").read_text())
     r = requests.post(url + "/api/v1/setup_lakefs", json={
         "username": "bench", "key": {"access_key_id": KEY, "secret_access_key": SECRET}}, timeout=30)
     r.raise_for_status()
@@ -147,6 +151,7 @@ def main():
         sed_proc.send_signal(signal.SIGTERM)
         sed_proc.wait(30)
         subprocess.run([str(ROOT / "scripts" / "minio.sh"), "stop", str(tmp / "minio")], check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
