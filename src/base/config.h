@@ -98,6 +98,12 @@ struct WriterConfig {
   double overflow = 1.0;
   std::string compression = "zstd(1)";
   int64_t max_row_group_mb = 128;
+  // Not in the spec: rows per row group at most, whatever their size, and
+  // the columns that get a bloom filter (those the table has; the default
+  // names the columns chain queries look up by equality). docs/compaction.md.
+  int64_t max_row_group_rows = 131072;
+  std::vector<std::string> bloom_filter_columns = {"address", "topic0",  "topic1",           "topic2", "topic3",
+                                                   "hash",    "tx_hash", "transaction_hash", "from",   "to"};
   // How many of a table's newest blocks keep their hashes, so an append that
   // replaces them (a reorg) is proven against the stored hash of the block
   // before it. A deeper reorg is refused unless the request says force.

@@ -8,7 +8,6 @@
 #include "base/failpoint.h"
 #include "table/discard.h"
 #include "table/histogram.h"
-#include "table/merge.h"
 #include "table/run_on_internal.h"
 #include "table/table_metrics_internal.h"
 
@@ -26,17 +25,10 @@ Compactor::Compactor(TableRegistry* registry, blob::BlobStore* blobs, Clock* clo
       file_settings_(file_settings),
       stopping_(stopping),
       writer_tag_(writer_tag),
-      merge_pool_(
-          std::make_unique<ThreadPool>("table-merge", static_cast<int>(writer.compactor.write_concurrency), 1 << 20)),
-      footer_pool_(std::make_unique<ThreadPool>("table-footers",
-                                                static_cast<int>(writer.compactor.metadata_concurrency), 1 << 20)) {}
+      write_concurrency_(static_cast<int>(writer.compactor.write_concurrency)),
+      metadata_concurrency_(static_cast<int>(writer.compactor.metadata_concurrency)) {}
 
-Compactor::~Compactor() { Shutdown(); }
-
-void Compactor::Shutdown() {
-  merge_pool_->Shutdown();
-  footer_pool_->Shutdown();
-}
+Compactor::~Compactor() = default;
 
 Result<PassResult> Compactor::RunPass(const TableId& id, const ProgressFn& progress) {
   PassResult result;
@@ -49,16 +41,23 @@ Result<PassResult> Compactor::RunPass(const TableId& id, const ProgressFn& progr
   auto groups = PlanCompaction(snap.segments, planner_, clock_->Now());
   if (progress) progress({PassProgress::Kind::kPlanned, groups.size(), nullptr});
 
-  std::vector<std::future<MergeOutcome>> futures;
-  for (const auto& g : groups) {
-    std::vector<SegmentRecord> inputs(snap.segments.begin() + g.first, snap.segments.begin() + g.first + g.count);
-    futures.push_back(
-        RunOn<MergeOutcome>(merge_pool_.get(), [this, table, inputs]() { return MergeAndSwap(table, inputs); }));
-  }
-  for (auto& f : futures) {
-    MergeOutcome m = f.get();
-    Report(id, m, progress);
-    result.merges.push_back(std::move(m));
+  if (!groups.empty()) {
+    // This pass's threads: groups merged at once, the workers they share, footer readers.
+    ThreadPool group_pool("table-merge", write_concurrency_, 1 << 20);
+    ThreadPool worker_pool("table-merge-work", write_concurrency_, 1 << 20);
+    ThreadPool footer_pool("table-footers", metadata_concurrency_, 1 << 20);
+    MergeContext ctx{blobs_, &footer_pool, &worker_pool, write_concurrency_, &file_settings_, stopping_, writer_tag_};
+    std::vector<std::future<MergeOutcome>> futures;
+    for (const auto& g : groups) {
+      std::vector<SegmentRecord> inputs(snap.segments.begin() + g.first, snap.segments.begin() + g.first + g.count);
+      futures.push_back(
+          RunOn<MergeOutcome>(&group_pool, [this, table, inputs, &ctx]() { return MergeAndSwap(table, inputs, ctx); }));
+    }
+    for (auto& f : futures) {
+      MergeOutcome m = f.get();
+      Report(id, m, progress);
+      result.merges.push_back(std::move(m));
+    }
   }
   if (!groups.empty()) {
     auto live = registry_->TakeSnapshot(id);
@@ -68,7 +67,8 @@ Result<PassResult> Compactor::RunPass(const TableId& id, const ProgressFn& progr
   return result;
 }
 
-MergeOutcome Compactor::MergeAndSwap(const TableInfo& table, const std::vector<SegmentRecord>& inputs) {
+MergeOutcome Compactor::MergeAndSwap(const TableInfo& table, const std::vector<SegmentRecord>& inputs,
+                                     const MergeContext& ctx) {
   MergeOutcome out;
   for (const auto& s : inputs) out.inputs.push_back(s.id);
   if (*stopping_) {
@@ -77,7 +77,6 @@ MergeOutcome Compactor::MergeAndSwap(const TableInfo& table, const std::vector<S
     return out;
   }
   auto t0 = std::chrono::steady_clock::now();
-  MergeContext ctx{blobs_, footer_pool_.get(), &file_settings_, stopping_, writer_tag_};
   auto merged = MergeSegments(ctx, table, inputs, clock_->Now());
   if (!merged.ok()) {
     out.status = merged.status().IsCancelled() ? MergeStatus::kStopped : MergeStatus::kFailed;

@@ -1,14 +1,18 @@
 // Compactor: one compaction pass on one table (spec/parquet-compaction.md,
 // "How it works") — the mechanism, as RocksDB's compaction job is to its
 // picker. It takes the live set, asks PlanCompaction (the policy) for groups,
-// merges up to write_concurrency groups at once (MergeSegments, reading
-// metadata_concurrency footers at a time), and swaps each merged file in with
+// merges up to write_concurrency groups at once (MergeSegments) on
+// write_concurrency worker threads shared by the pass's groups, reading
+// metadata_concurrency footers at a time, and swaps each merged file in with
 // one atomic registry commit as soon as it is written, so one failure doesn't
 // hold back the others. A swap whose inputs changed meanwhile (a reorg) is
 // discarded and its output deleted; a failed merge leaves its inputs live.
 //
 // It neither schedules passes nor holds leases (CompactionScheduler does) nor
 // deletes merged-away files (Collector does).
+// The pools are the pass's own: two tables' passes each get the settings'
+// threads, as the spec's settings read ("how many groups a pass merges at
+// once").
 //
 // Thread-safety: RunPass is safe from many threads, but two passes on one
 // table must not overlap (the scheduler serializes them).
@@ -25,6 +29,7 @@
 #include "base/config.h"
 #include "base/executor.h"
 #include "blob/blob.h"
+#include "table/merge.h"
 #include "table/parquet_io.h"
 #include "table/planner.h"
 #include "table/registry.h"
@@ -72,11 +77,9 @@ class Compactor {
 
   // REQUIRES: no other pass on `id` runs (on any server: the caller holds the lease).
   Result<PassResult> RunPass(const TableId& id, const ProgressFn& progress);
-  // Finishes queued merges and joins the pools.
-  void Shutdown();
 
  private:
-  MergeOutcome MergeAndSwap(const TableInfo& table, const std::vector<SegmentRecord>& inputs);
+  MergeOutcome MergeAndSwap(const TableInfo& table, const std::vector<SegmentRecord>& inputs, const MergeContext& ctx);
   // Counts and logs one outcome, and tells `progress`.
   void Report(const TableId& id, const MergeOutcome& m, const ProgressFn& progress);
 
@@ -89,8 +92,8 @@ class Compactor {
   const WriterSettings file_settings_;
   const std::atomic<bool>* const stopping_;
   const uint32_t writer_tag_;
-  std::unique_ptr<ThreadPool> merge_pool_;
-  std::unique_ptr<ThreadPool> footer_pool_;
+  const int write_concurrency_;
+  const int metadata_concurrency_;
 };
 
 }  // namespace sediment::table

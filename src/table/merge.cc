@@ -2,24 +2,33 @@
 
 #include <arrow/api.h>
 #include <fmt/format.h>
+#include <parquet/metadata.h>
+#include <parquet/properties.h>
+#include <parquet/schema.h>
 
 #include <algorithm>
+#include <deque>
 
+#include "table/parquet_assembler.h"
 #include "table/run_on_internal.h"
 
 namespace sediment::table {
 namespace {
 
+using Readers = std::vector<std::unique_ptr<SegmentFileReader>>;
+
 // Opens every input's footer, metadata_concurrency at a time, and checks it
 // against the registry. The first failure, by input order, names its file.
-Result<std::vector<std::unique_ptr<SegmentFileReader>>> OpenInputs(const MergeContext& ctx, const TableInfo& table,
-                                                                   const std::vector<SegmentRecord>& inputs) {
+Result<std::shared_ptr<Readers>> OpenInputs(const MergeContext& ctx, const TableInfo& table,
+                                            const std::vector<SegmentRecord>& inputs) {
   std::vector<std::future<Result<std::unique_ptr<SegmentFileReader>>>> opening;
   for (const auto& s : inputs) {
-    opening.push_back(RunOn<Result<std::unique_ptr<SegmentFileReader>>>(
-        ctx.footer_pool, [blobs = ctx.blobs, path = s.path]() { return SegmentFileReader::Open(blobs, path); }));
+    opening.push_back(
+        RunOn<Result<std::unique_ptr<SegmentFileReader>>>(ctx.footer_pool, [blobs = ctx.blobs, path = s.path]() {
+          return SegmentFileReader::Open(blobs, path, /*decode_threads=*/false);
+        }));
   }
-  std::vector<std::unique_ptr<SegmentFileReader>> readers;
+  auto readers = std::make_shared<Readers>();
   Status first_error;
   auto fail = [&](Status st) {
     if (first_error.ok()) first_error = std::move(st);
@@ -35,7 +44,7 @@ Result<std::vector<std::unique_ptr<SegmentFileReader>>> OpenInputs(const MergeCo
       fail(Status::IOError(fmt::format("{}: {} rows in the file, {} in the registry", inputs[i].path,
                                        (*r)->facts().rows, inputs[i].rows)));
     } else {
-      readers.push_back(std::move(*r));
+      readers->push_back(std::move(*r));
     }
   }
   ARROW_RETURN_NOT_OK(first_error);
@@ -59,39 +68,159 @@ SegmentRecord OutputRecord(const TableInfo& table, const std::vector<SegmentReco
   return out;
 }
 
+// One row group of one input.
+struct Piece {
+  size_t input = 0;
+  int row_group = 0;
+};
+
+// One step of the output, in order: a row group copied as it is, or row
+// groups decoded together and encoded again.
+struct Step {
+  bool copy = false;
+  std::vector<Piece> pieces;
+};
+
+// Whether a row group can go into the output as its encoded bytes: it is
+// already full (half the row or byte limit, or more) and within the limits,
+// laid out and compressed as the output is, and carries what the output
+// must have (statistics, encodings, page index, the bloom filters asked for).
+bool Copyable(const parquet::RowGroupMetaData& rg, const parquet::SchemaDescriptor& descr,
+              const parquet::WriterProperties& props, const WriterSettings& settings) {
+  const int64_t rows = rg.num_rows();
+  const int64_t bytes = rg.total_byte_size();
+  if (rows > settings.max_row_group_rows || bytes > settings.max_row_group_bytes) return false;
+  if (rows * 2 < settings.max_row_group_rows && bytes * 2 < settings.max_row_group_bytes) return false;
+  if (!rg.schema()->Equals(descr)) return false;
+  for (int c = 0; c < rg.num_columns(); ++c) {
+    auto cc = rg.ColumnChunk(c);
+    auto path = descr.Column(c)->path();
+    if (cc->compression() != props.compression(path)) return false;
+    if (!cc->is_stats_set() || cc->encoding_stats().empty()) return false;
+    if (!cc->GetColumnIndexLocation() || !cc->GetOffsetIndexLocation()) return false;
+    if (props.column_properties(path).bloom_filter_enabled() && !cc->bloom_filter_offset()) return false;
+  }
+  return true;
+}
+
+std::vector<Step> Plan(const Readers& readers, const parquet::SchemaDescriptor& descr,
+                       const parquet::WriterProperties& props, const WriterSettings& settings) {
+  std::vector<Step> steps;
+  Step pending;
+  int64_t pending_rows = 0, pending_bytes = 0;
+  auto flush = [&] {
+    if (pending.pieces.empty()) return;
+    steps.push_back(std::move(pending));
+    pending = Step{};
+    pending_rows = pending_bytes = 0;
+  };
+  for (size_t i = 0; i < readers.size(); ++i) {
+    const auto& md = *readers[i]->parquet_metadata();
+    for (int r = 0; r < md.num_row_groups(); ++r) {
+      auto rg = md.RowGroup(r);
+      if (Copyable(*rg, descr, props, settings)) {
+        flush();
+        steps.push_back(Step{true, {Piece{i, r}}});
+        continue;
+      }
+      if (!pending.pieces.empty() && (pending_rows + rg->num_rows() > settings.max_row_group_rows ||
+                                      pending_bytes + rg->total_byte_size() > settings.max_row_group_bytes)) {
+        flush();
+      }
+      pending.pieces.push_back(Piece{i, r});
+      pending_rows += rg->num_rows();
+      pending_bytes += rg->total_byte_size();
+    }
+  }
+  flush();
+  return steps;
+}
+
+// Runs on a worker: the step's row groups, encoded and ready to copy.
+Result<std::vector<EncodedRowGroup>> Produce(const Readers& readers, const std::vector<SegmentRecord>& inputs,
+                                             const Step& step, const WriterSettings& settings,
+                                             const std::shared_ptr<parquet::WriterProperties>& props,
+                                             const std::shared_ptr<arrow::Schema>& schema) {
+  if (step.copy) {
+    const Piece& p = step.pieces.front();
+    ARROW_ASSIGN_OR_RAISE(auto rg, readers[p.input]->ReadEncoded(p.row_group));
+    std::vector<EncodedRowGroup> out;
+    out.push_back(std::move(rg));
+    return out;
+  }
+  std::vector<std::shared_ptr<arrow::Table>> tables;
+  for (const Piece& p : step.pieces) {
+    auto t = readers[p.input]->ReadRowGroup(p.row_group);
+    if (!t.ok()) return Status::IOError(fmt::format("{}: {}", inputs[p.input].path, t.status().message()));
+    // The table's schema exactly (a file's carries its own metadata).
+    tables.push_back(arrow::Table::Make(schema, (*t)->columns(), (*t)->num_rows()));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto table, arrow::ConcatenateTables(tables));
+  return EncodeForSegment(*table, settings, props);
+}
+
 }  // namespace
 
 Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& table,
                                     const std::vector<SegmentRecord>& inputs, TimePoint now) {
-  ARROW_ASSIGN_OR_RAISE(auto readers, OpenInputs(ctx, table, inputs));
+  ARROW_ASSIGN_OR_RAISE(std::shared_ptr<Readers> readers, OpenInputs(ctx, table, inputs));
   SegmentRecord out = OutputRecord(table, inputs, now, ctx.writer_tag);
   ARROW_ASSIGN_OR_RAISE(auto writer, SegmentFileWriter::Open(ctx.blobs, out.path, table.schema, *ctx.file_settings,
                                                              EncodeSegmentFileMetadata(out)));
-  // Inputs are adjacent and each is in block order: their concatenation is
-  // the block order. One row group in memory per merge.
+  const auto props = writer->properties();
+  ARROW_ASSIGN_OR_RAISE(auto descr, ParquetSchemaFor(*table.schema, *props));
+  auto steps = std::make_shared<std::vector<Step>>(Plan(*readers, *descr, *props, *ctx.file_settings));
+
+  // Inputs are adjacent and each is in block order: their row groups in
+  // order are the block order. Workers read, decode and encode up to
+  // `window` steps ahead; this thread copies them into the output in order.
+  const size_t window = static_cast<size_t>(std::max(2, 2 * ctx.workers));
+  std::deque<std::future<Result<std::vector<EncodedRowGroup>>>> ahead;
+  size_t next = 0;
+  auto submit = [&] {
+    size_t k = next++;
+    ahead.push_back(RunOn<Result<std::vector<EncodedRowGroup>>>(
+        ctx.worker_pool, [readers, steps, k, &inputs, settings = *ctx.file_settings, props, schema = table.schema]() {
+          return Produce(*readers, inputs, (*steps)[k], settings, props, schema);
+        }));
+  };
+  // Every task submitted is waited for before returning: they read `inputs`.
+  auto drain = [&] {
+    for (auto& f : ahead) f.wait();
+  };
+  while (next < steps->size() && ahead.size() < window) submit();
   int64_t rows = 0;
-  for (size_t i = 0; i < readers.size(); ++i) {
-    for (int rg = 0; rg < readers[i]->num_row_groups(); ++rg) {
-      if (*ctx.stopping) return Status::Cancelled("server stopping");
-      auto t = readers[i]->ReadRowGroup(rg);
-      if (!t.ok()) return Status::IOError(fmt::format("{}: {}", inputs[i].path, t.status().message()));
-      arrow::TableBatchReader batches(**t);
-      std::shared_ptr<arrow::RecordBatch> batch;
-      while (true) {
-        ARROW_RETURN_NOT_OK(batches.ReadNext(&batch));
-        if (!batch) break;
-        rows += batch->num_rows();
-        ARROW_RETURN_NOT_OK(writer->Write(batch));
+  while (!ahead.empty()) {
+    if (*ctx.stopping) {
+      drain();
+      return Status::Cancelled("server stopping");
+    }
+    auto ready = ahead.front().get();
+    ahead.pop_front();
+    if (!ready.ok()) {
+      drain();
+      return ready.status();
+    }
+    if (next < steps->size()) submit();
+    for (const auto& rg : *ready) {
+      Status st = writer->Append(rg);
+      if (!st.ok()) {
+        drain();
+        return st;
       }
+      rows += rg.rows();
     }
   }
   ARROW_ASSIGN_OR_RAISE(FileFacts facts, writer->Finish());
   out.rows = facts.rows;
   out.bytes = facts.bytes;
   out.stored_bytes = facts.stored_bytes;
-  if (rows != out.rows) {
+  int64_t expected = 0;
+  for (const auto& s : inputs) expected += s.rows;
+  if (rows != out.rows || rows != expected) {
     (void)ctx.blobs->Delete(out.path);
-    return Status::IOError(fmt::format("merged {} rows but the output has {}", rows, out.rows));
+    return Status::IOError(
+        fmt::format("merged {} rows from {} in the inputs but the output has {}", rows, expected, out.rows));
   }
   return out;
 }

@@ -3,10 +3,14 @@
 // of two or more files into one new file"). It publishes nothing: the caller
 // (Compactor) swaps the output into the live set or deletes it.
 //
-// Footers are read metadata_concurrency at a time on `footer_pool`; then the
-// inputs are streamed one row group at a time, so memory holds one row group
-// per merge. A file whose schema or row count disagrees with the registry
-// fails the merge, named by its path.
+// Footers are read metadata_concurrency at a time on `footer_pool`. Then the
+// merge is a pipeline: a row group that is already full and encoded as the
+// output wants is copied as bytes (parquet_assembler.h); runs of small row
+// groups are decoded and encoded together into full ones. Both are done by
+// `worker_pool` tasks, up to 2 x workers steps ahead of the thread that
+// appends their results to the output in order, so memory holds a few row
+// groups per merge. A file whose schema or row count disagrees with the
+// registry fails the merge, named by its path.
 //
 // Thread-safety: a pure function of its inputs apart from the blob store;
 // safe to run many at once.
@@ -26,7 +30,9 @@ namespace sediment::table {
 
 struct MergeContext {
   blob::BlobStore* blobs = nullptr;
-  ThreadPool* footer_pool = nullptr;
+  ThreadPool* footer_pool = nullptr;  // reads footers: metadata_concurrency threads
+  ThreadPool* worker_pool = nullptr;  // reads, decodes, encodes row groups
+  int workers = 1;                    // worker_pool's threads
   const WriterSettings* file_settings = nullptr;
   const std::atomic<bool>* stopping = nullptr;  // Cancelled once set
   uint32_t writer_tag = 0;                      // in the output's name (segment.h)

@@ -1,13 +1,20 @@
 // Reading and writing segment files: Parquet with the [writer] settings, row
-// groups bounded by max_row_group_mb, and the segment's facts in the file's
-// key-value metadata. Parquet exceptions stop here and become Status.
+// groups bounded by max_row_group_mb and max_row_group_rows, statistics, the
+// page index and bloom filters for the chosen columns, and the segment's facts
+// in the file's key-value metadata. Every segment file is written through a
+// ParquetAssembler: row groups are encoded in memory and copied in, or copied
+// straight from another file's encoded bytes (a merge's full row groups).
+// Parquet exceptions stop here and become Status.
 //
-// Thread-safety: a writer or reader is used by one thread at a time.
+// Thread-safety: a writer is used by one thread at a time; a reader's reads
+// may be called from several threads (they take turns).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "base/config.h"
 #include "base/status.h"
@@ -18,24 +25,28 @@ class RecordBatch;
 class Schema;
 class Table;
 }  // namespace arrow
+namespace parquet {
+class FileMetaData;
+class WriterProperties;
+}  // namespace parquet
 namespace parquet::arrow {
 class FileReader;
-class FileWriter;
 }  // namespace parquet::arrow
 
 namespace sediment::table {
 
-// Rows per row group at most, whatever their size. Row groups are what a
-// block-range query skips by and decodes whole: 32Ki rows keeps a 10-block
-// query of a compacted logs table near DuckDB's latency (bench/RESULTS.md;
-// 128Ki rows was 3x slower there, 16Ki rows made full scans 2x slower).
-inline constexpr int64_t kMaxRowGroupRows = 1 << 15;
+struct EncodedRowGroup;
+class ParquetAssembler;
 
 struct WriterSettings {
   CompressionSetting compression{"zstd", 1};
   int64_t max_row_group_bytes = 128ll << 20;
+  int64_t max_row_group_rows = 131072;
+  std::vector<std::string> bloom_filter_columns;  // those the schema lacks are ignored
 
   static Result<WriterSettings> FromConfig(const WriterConfig& writer);
+  // How files of `schema` are encoded: codec, statistics, page index, bloom filters.
+  std::shared_ptr<parquet::WriterProperties> Properties(const arrow::Schema& schema) const;
 };
 
 // What the footer says about a finished file.
@@ -56,10 +67,16 @@ class SegmentFileWriter {
   ~SegmentFileWriter();  // aborts if not finished
 
   // Buffers `batch`; a row group is written when the buffered batches reach
-  // max_row_group_bytes (in memory) or kMaxRowGroupRows rows.
+  // max_row_group_bytes (in memory) or max_row_group_rows rows.
   Status Write(const std::shared_ptr<arrow::RecordBatch>& batch);
+  // Writes what is buffered, then copies `rg` in as the next row group. It
+  // must have been encoded with properties() (same schema and codec).
+  Status Append(const EncodedRowGroup& rg);
   // Writes the footer and publishes the object.
   Result<FileFacts> Finish();
+
+  const std::shared_ptr<parquet::WriterProperties>& properties() const { return props_; }
+  const WriterSettings& settings() const { return settings_; }
 
  private:
   SegmentFileWriter() = default;
@@ -67,18 +84,28 @@ class SegmentFileWriter {
 
   std::string path_;
   std::shared_ptr<arrow::Schema> schema_;
+  WriterSettings settings_;
+  std::shared_ptr<parquet::WriterProperties> props_;
+  std::string segment_metadata_;
   std::vector<std::shared_ptr<arrow::RecordBatch>> pending_;
   int64_t pending_rows_ = 0;
   std::shared_ptr<arrow::io::OutputStream> sink_;
-  std::unique_ptr<parquet::arrow::FileWriter> writer_;
-  int64_t max_row_group_bytes_ = 0;
+  std::unique_ptr<ParquetAssembler> assembler_;
   int64_t pending_bytes_ = 0;
   bool finished_ = false;
 };
 
+// Encodes `table` as row groups of `settings` (at most max_row_group_rows
+// rows, and about max_row_group_bytes), ready for SegmentFileWriter::Append.
+Result<std::vector<EncodedRowGroup>> EncodeForSegment(const arrow::Table& table, const WriterSettings& settings,
+                                                      const std::shared_ptr<parquet::WriterProperties>& props);
+
 class SegmentFileReader {
  public:
-  static Result<std::unique_ptr<SegmentFileReader>> Open(blob::BlobStore* store, const std::string& path);
+  // `decode_threads`: decode a row group's columns in parallel on Arrow's CPU
+  // pool (scans); a merge decodes many row groups at once on its own threads.
+  static Result<std::unique_ptr<SegmentFileReader>> Open(blob::BlobStore* store, const std::string& path,
+                                                         bool decode_threads = true);
   ~SegmentFileReader();
 
   const FileFacts& facts() const { return facts_; }
@@ -89,10 +116,17 @@ class SegmentFileReader {
   // Min and max of column `column` in row group `i`, from its statistics, if present.
   bool RowGroupUInt64Range(int i, int column, uint64_t* min, uint64_t* max) const;
   Result<std::shared_ptr<arrow::Table>> ReadRowGroup(int i, const std::vector<int>& columns = {});
+  // Row group `i` as encoded bytes with its page index and bloom filters.
+  Result<EncodedRowGroup> ReadEncoded(int i);
+  const std::shared_ptr<parquet::FileMetaData>& parquet_metadata() const { return metadata_; }
+  const std::string& path() const { return path_; }
 
  private:
   SegmentFileReader() = default;
   std::string path_;
+  std::shared_ptr<arrow::io::RandomAccessFile> file_;
+  std::shared_ptr<parquet::FileMetaData> metadata_;
+  std::mutex mu_;  // Arrow's readers are not safe to share: one read at a time
   std::unique_ptr<parquet::arrow::FileReader> reader_;
   std::shared_ptr<arrow::Schema> schema_;
   std::string segment_metadata_;

@@ -75,7 +75,6 @@ Status TableService::Start(bool background, Duration orphan_min_age) {
 void TableService::Stop() {
   bool was_stopping = stopping_.exchange(true);
   scheduler_->Stop();
-  compactor_->Shutdown();
   if (was_stopping) return;
   // Hand our tables over at once rather than when the leases expire.
   leases_->ReleaseAll();

@@ -1,0 +1,228 @@
+// MergeSegments on inputs with mixed row groups: full ones written as the
+// output wants are copied byte for byte, the rest (small, another codec, no
+// page index) decoded and encoded again. The output must hold every row in
+// order, with statistics, page index and bloom filters that describe it.
+#include "table/merge.h"
+
+#include <arrow/api.h>
+#include <arrow/io/api.h>
+#include <gtest/gtest.h>
+#include <parquet/arrow/writer.h>
+#include <parquet/bloom_filter.h>
+#include <parquet/bloom_filter_reader.h>
+#include <parquet/file_reader.h>
+#include <parquet/metadata.h>
+#include <parquet/page_index.h>
+#include <parquet/properties.h>
+#include <parquet/statistics.h>
+
+#include <atomic>
+
+#include "base/test_util.h"
+#include "table/segment.h"
+#include "table/table_test_fixture_internal.h"
+
+namespace sediment::table {
+namespace {
+
+class MergeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    blobs_ = *blob::OpenBlobStore(dir_.path(), {});
+    settings_.compression = {"zstd", 1};
+    settings_.max_row_group_rows = 600;
+    settings_.bloom_filter_columns = {"topic"};
+    table_.id = *ParseTableId("eth.logs");
+    table_.schema = TestSchema();
+  }
+
+  // A segment of blocks [start, end] written through SegmentFileWriter with `settings`.
+  SegmentRecord Write(uint64_t start, uint64_t end, const WriterSettings& settings) {
+    SegmentRecord s = Record(start, end);
+    auto w = *SegmentFileWriter::Open(blobs_.get(), s.path, TestSchema(), settings, EncodeSegmentFileMetadata(s));
+    EXPECT_TRUE(w->Write(Rows(start, end, 0, 3)).ok());
+    auto facts = w->Finish();
+    EXPECT_TRUE(facts.ok()) << facts.status().ToString();
+    s.rows = facts->rows;
+    s.bytes = facts->bytes;
+    s.stored_bytes = facts->stored_bytes;
+    return s;
+  }
+
+  // A segment written by plain Arrow (no page index, no bloom filters, its own row groups).
+  SegmentRecord WritePlain(uint64_t start, uint64_t end, int64_t row_group_rows) {
+    SegmentRecord s = Record(start, end);
+    auto sink = *blobs_->OpenWriter(s.path);
+    auto table = *arrow::Table::FromRecordBatches({Rows(start, end, 0, 3)});
+    auto props = parquet::WriterProperties::Builder().compression(arrow::Compression::ZSTD)->build();
+    EXPECT_TRUE(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), sink, row_group_rows, props).ok());
+    EXPECT_TRUE(sink->Close().ok());
+    s.rows = table->num_rows();
+    s.bytes = 1;
+    s.stored_bytes = 1;
+    return s;
+  }
+
+  SegmentRecord Record(uint64_t start, uint64_t end) {
+    SegmentRecord s;
+    s.id = NewSegmentId(start);
+    s.path = TableRegistry::SegmentPath(table_.id, s.id);
+    s.start = start;
+    s.end = end;
+    s.end_hash = Hash(end, 0);
+    s.parent_hash = start == 0 ? "" : Hash(start - 1, 0);
+    return s;
+  }
+
+  std::shared_ptr<arrow::Table> ReadAll(const std::string& path) {
+    auto r = *SegmentFileReader::Open(blobs_.get(), path);
+    std::vector<std::shared_ptr<arrow::Table>> parts;
+    for (int i = 0; i < r->num_row_groups(); ++i) parts.push_back(*r->ReadRowGroup(i));
+    auto t = *arrow::ConcatenateTables(parts);
+    return *arrow::Table::Make(TestSchema(), t->columns(), t->num_rows())->CombineChunks();
+  }
+
+  std::string Bytes(const std::string& path) {
+    auto f = *blobs_->OpenReader(path);
+    auto b = *f->Read(*f->GetSize());
+    return b->ToString();
+  }
+
+  Result<SegmentRecord> Merge(const std::vector<SegmentRecord>& inputs, int workers) {
+    ThreadPool footers("t-footers", 2, 1 << 20), work("t-work", workers, 1 << 20);
+    MergeContext ctx{blobs_.get(), &footers, &work, workers, &settings_, &stopping_, 7};
+    return MergeSegments(ctx, table_, inputs, SystemClock().Now());
+  }
+
+  testing::TempDir dir_;
+  std::shared_ptr<blob::BlobStore> blobs_;
+  WriterSettings settings_;
+  TableInfo table_;
+  std::atomic<bool> stopping_{false};
+};
+
+TEST_F(MergeTest, CopiesFullRowGroupsAndReencodesTheRest) {
+  WriterSettings small = settings_;
+  small.max_row_group_rows = 90;
+  WriterSettings snappy = settings_;
+  snappy.compression = {"snappy", std::nullopt};
+  std::vector<SegmentRecord> inputs = {
+      Write(0, 399, settings_),    // 1200 rows: two full row groups of 600, copied
+      Write(400, 499, small),      // 300 rows in groups of 90: re-encoded together
+      WritePlain(500, 599, 100),   // no page index or bloom filter: re-encoded
+      Write(600, 799, snappy),     // full groups, another codec: re-encoded
+      Write(800, 999, settings_),  // 600 rows: one full row group, copied
+  };
+  auto merged = Merge(inputs, 2);
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  EXPECT_EQ(merged->rows, 3000);
+
+  // Every row, in order.
+  std::vector<std::shared_ptr<arrow::Table>> expected;
+  for (const auto& s : inputs) expected.push_back(ReadAll(s.path));
+  auto want = *(*arrow::ConcatenateTables(expected))->CombineChunks();
+  auto got = ReadAll(merged->path);
+  ASSERT_TRUE(got->Equals(*want)) << "merged rows differ from the inputs";
+
+  auto file = *blobs_->OpenReader(merged->path);
+  auto reader = parquet::ParquetFileReader::Open(file);
+  auto md = reader->metadata();
+  auto in0 = parquet::ParquetFileReader::Open(*blobs_->OpenReader(inputs[0].path));
+  // Copied: the first two row groups are input 0's, byte for byte.
+  std::string out_bytes = Bytes(merged->path), in_bytes = Bytes(inputs[0].path);
+  for (int rg = 0; rg < 2; ++rg) {
+    for (int c = 0; c < md->num_columns(); ++c) {
+      auto a = md->RowGroup(rg)->ColumnChunk(c);
+      auto b = in0->metadata()->RowGroup(rg)->ColumnChunk(c);
+      int64_t a0 = a->has_dictionary_page() ? a->dictionary_page_offset() : a->data_page_offset();
+      int64_t b0 = b->has_dictionary_page() ? b->dictionary_page_offset() : b->data_page_offset();
+      ASSERT_EQ(a->total_compressed_size(), b->total_compressed_size());
+      EXPECT_EQ(out_bytes.substr(a0, a->total_compressed_size()), in_bytes.substr(b0, b->total_compressed_size()))
+          << "row group " << rg << " column " << c << " was not copied as it was";
+    }
+  }
+  // Re-encoded rows are packed into full row groups: 300 + 300 small rows
+  // make one of 600, the snappy file's 600 another.
+  ASSERT_EQ(md->num_row_groups(), 5);
+  for (int rg = 0; rg < md->num_row_groups(); ++rg) EXPECT_EQ(md->RowGroup(rg)->num_rows(), 600) << rg;
+
+  // Statistics, page index and bloom filters describe each row group's rows.
+  auto pages = reader->GetPageIndexReader();
+  ASSERT_NE(pages, nullptr);
+  auto& blooms = reader->GetBloomFilterReader();
+  int64_t row = 0;
+  for (int rg = 0; rg < md->num_row_groups(); ++rg) {
+    auto g = md->RowGroup(rg);
+    auto slice = got->Slice(row, g->num_rows());
+    auto blocks = std::static_pointer_cast<arrow::UInt64Array>(slice->column(0)->chunk(0));
+    auto stats = std::static_pointer_cast<parquet::Int64Statistics>(g->ColumnChunk(0)->statistics());
+    ASSERT_TRUE(stats && stats->HasMinMax());
+    EXPECT_EQ(static_cast<uint64_t>(stats->min()), blocks->Value(0)) << rg;
+    EXPECT_EQ(static_cast<uint64_t>(stats->max()), blocks->Value(blocks->length() - 1)) << rg;
+    auto rg_pages = pages->RowGroup(rg);
+    ASSERT_NE(rg_pages, nullptr) << rg;
+    for (int c = 0; c < md->num_columns(); ++c) {
+      auto cc = g->ColumnChunk(c);
+      auto oi = rg_pages->GetOffsetIndex(c);
+      auto ci = rg_pages->GetColumnIndex(c);
+      ASSERT_TRUE(oi && ci) << "row group " << rg << " column " << c;
+      const auto& locs = oi->page_locations();
+      ASSERT_FALSE(locs.empty());
+      EXPECT_EQ(locs.front().offset, cc->data_page_offset()) << rg << "/" << c;
+      EXPECT_EQ(locs.front().first_row_index, 0);
+      const int64_t end = (cc->has_dictionary_page() ? cc->dictionary_page_offset() : cc->data_page_offset()) +
+                          cc->total_compressed_size();
+      EXPECT_EQ(locs.back().offset + locs.back().compressed_page_size, end) << rg << "/" << c;
+      EXPECT_EQ(ci->null_pages().size(), locs.size());
+    }
+    // block_num's column index brackets each page's rows.
+    auto block_index = std::static_pointer_cast<parquet::Int64ColumnIndex>(rg_pages->GetColumnIndex(0));
+    auto block_offsets = rg_pages->GetOffsetIndex(0);
+    const auto& locs = block_offsets->page_locations();
+    for (size_t p = 0; p < locs.size(); ++p) {
+      int64_t first = locs[p].first_row_index;
+      int64_t last = p + 1 < locs.size() ? locs[p + 1].first_row_index - 1 : g->num_rows() - 1;
+      EXPECT_EQ(static_cast<uint64_t>(block_index->min_values()[p]), blocks->Value(first));
+      EXPECT_EQ(static_cast<uint64_t>(block_index->max_values()[p]), blocks->Value(last));
+    }
+    // Every topic of the row group is in its bloom filter; a topic it lacks is not.
+    auto topic_col = g->schema()->ColumnIndex("topic");
+    auto bloom = blooms.RowGroup(rg)->GetColumnBloomFilter(topic_col);
+    ASSERT_NE(bloom, nullptr) << rg;
+    auto topics = std::static_pointer_cast<arrow::StringArray>(slice->column(4)->chunk(0));
+    for (int64_t i = 0; i < topics->length(); ++i) {
+      auto v = topics->GetView(i);
+      parquet::ByteArray ba(static_cast<uint32_t>(v.size()), reinterpret_cast<const uint8_t*>(v.data()));
+      ASSERT_TRUE(bloom->FindHash(bloom->Hash(&ba))) << v;
+    }
+    std::string absent = "no such topic";
+    parquet::ByteArray ba(static_cast<uint32_t>(absent.size()), reinterpret_cast<const uint8_t*>(absent.data()));
+    EXPECT_FALSE(bloom->FindHash(bloom->Hash(&ba)));
+    row += g->num_rows();
+  }
+}
+
+TEST_F(MergeTest, SameOutputWithOneWorkerOrMany) {
+  WriterSettings small = settings_;
+  small.max_row_group_rows = 50;
+  std::vector<SegmentRecord> inputs;
+  for (int i = 0; i < 20; ++i) inputs.push_back(Write(i * 40, i * 40 + 39, i % 3 == 0 ? settings_ : small));
+  auto one = Merge(inputs, 1);
+  auto four = Merge(inputs, 4);
+  ASSERT_TRUE(one.ok() && four.ok());
+  auto a = ReadAll(one->path), b = ReadAll(four->path);
+  EXPECT_TRUE(a->Equals(*b));
+  EXPECT_EQ(a->num_rows(), 20 * 40 * 3);
+}
+
+TEST_F(MergeTest, RowCountDisagreeingWithRegistryFailsNamingTheFile) {
+  auto a = Write(0, 9, settings_);
+  auto b = Write(10, 19, settings_);
+  b.rows += 1;
+  auto merged = Merge({a, b}, 2);
+  ASSERT_FALSE(merged.ok());
+  EXPECT_NE(merged.status().message().find(b.path), std::string::npos) << merged.status().message();
+}
+
+}  // namespace
+}  // namespace sediment::table

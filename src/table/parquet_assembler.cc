@@ -1,0 +1,270 @@
+#include "table/parquet_assembler.h"
+
+#include <arrow/api.h>
+#include <arrow/io/memory.h>
+#include <arrow/ipc/writer.h>
+#include <arrow/util/base64.h>
+#include <arrow/util/key_value_metadata.h>
+#include <fmt/format.h>
+#include <parquet/arrow/schema.h>
+#include <parquet/arrow/writer.h>
+#include <parquet/bloom_filter.h>
+#include <parquet/bloom_filter_reader.h>
+#include <parquet/exception.h>
+#include <parquet/file_reader.h>
+#include <parquet/file_writer.h>
+#include <parquet/metadata.h>
+#include <parquet/page_index.h>
+#include <parquet/properties.h>
+#include <parquet/schema.h>
+#include <parquet/size_statistics.h>
+#include <parquet/statistics.h>
+
+#include <map>
+
+namespace sediment::table {
+namespace {
+
+template <typename Fn>
+auto Guard(const char* what, Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    return Status::IOError(fmt::format("{}: {}", what, e.what()));
+  }
+}
+
+// Where a column chunk's bytes start: its dictionary page if it has one.
+int64_t ChunkStart(const parquet::ColumnChunkMetaData& cc) {
+  if (cc.has_dictionary_page() && cc.dictionary_page_offset() > 0) return cc.dictionary_page_offset();
+  return cc.data_page_offset();
+}
+
+// The byte range of a row group's column chunks in its file.
+std::pair<int64_t, int64_t> RowGroupRange(const parquet::RowGroupMetaData& rg) {
+  int64_t lo = INT64_MAX, hi = 0;
+  for (int c = 0; c < rg.num_columns(); ++c) {
+    auto cc = rg.ColumnChunk(c);
+    int64_t start = ChunkStart(*cc);
+    lo = std::min(lo, start);
+    hi = std::max(hi, start + cc->total_compressed_size());
+  }
+  if (rg.num_columns() == 0) lo = 0;
+  return {lo, hi};
+}
+
+// The per-page size statistics a column index holds for page `page`.
+parquet::SizeStatistics PageSizeStats(const parquet::ColumnIndex& ci, const parquet::ColumnDescriptor& descr,
+                                      size_t page) {
+  parquet::SizeStatistics s;
+  auto slice = [&](const std::vector<int64_t>& all, int16_t max_level) {
+    size_t width = static_cast<size_t>(max_level) + 1;
+    if (all.size() < (page + 1) * width) return std::vector<int64_t>();
+    return std::vector<int64_t>(all.begin() + page * width, all.begin() + (page + 1) * width);
+  };
+  if (ci.has_definition_level_histograms()) {
+    s.definition_level_histogram = slice(ci.definition_level_histograms(), descr.max_definition_level());
+  }
+  if (ci.has_repetition_level_histograms()) {
+    s.repetition_level_histogram = slice(ci.repetition_level_histograms(), descr.max_repetition_level());
+  }
+  return s;
+}
+
+}  // namespace
+
+int64_t EncodedRowGroup::rows() const { return source->RowGroup(index)->num_rows(); }
+
+Result<EncodedRowGroup> ReadEncodedRowGroup(parquet::ParquetFileReader* reader, arrow::io::RandomAccessFile* file,
+                                            int index) {
+  return Guard("reading a row group", [&]() -> Result<EncodedRowGroup> {
+    EncodedRowGroup out;
+    out.source = reader->metadata();
+    out.index = index;
+    auto rg = out.source->RowGroup(index);
+    auto [lo, hi] = RowGroupRange(*rg);
+    out.begin = lo;
+    ARROW_ASSIGN_OR_RAISE(out.bytes, file->ReadAt(lo, hi - lo));
+    if (out.bytes->size() != hi - lo) {
+      return Status::IOError(fmt::format("row group {}: read {} of {} bytes", index, out.bytes->size(), hi - lo));
+    }
+    int n = rg->num_columns();
+    out.column_index.resize(n);
+    out.offset_index.resize(n);
+    out.bloom_filter.resize(n);
+    if (auto pages = reader->GetPageIndexReader()) {
+      if (auto rg_pages = pages->RowGroup(index)) {
+        for (int c = 0; c < n; ++c) {
+          out.column_index[c] = rg_pages->GetColumnIndex(c);
+          out.offset_index[c] = rg_pages->GetOffsetIndex(c);
+        }
+      }
+    }
+    bool any_bloom = false;
+    for (int c = 0; c < n; ++c) any_bloom |= rg->ColumnChunk(c)->bloom_filter_offset().has_value();
+    if (any_bloom) {
+      auto blooms = reader->GetBloomFilterReader().RowGroup(index);
+      for (int c = 0; c < n; ++c) {
+        if (rg->ColumnChunk(c)->bloom_filter_offset()) out.bloom_filter[c] = blooms->GetColumnBloomFilter(c);
+      }
+    }
+    return out;
+  });
+}
+
+Result<std::shared_ptr<parquet::SchemaDescriptor>> ParquetSchemaFor(const arrow::Schema& schema,
+                                                                    const parquet::WriterProperties& props) {
+  std::shared_ptr<parquet::SchemaDescriptor> descr;
+  auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
+  ARROW_RETURN_NOT_OK(parquet::arrow::ToParquetSchema(&schema, props, *arrow_props, &descr));
+  return descr;
+}
+
+Result<std::vector<EncodedRowGroup>> EncodeRowGroups(const arrow::Table& table,
+                                                     std::shared_ptr<parquet::WriterProperties> props,
+                                                     int64_t rows_per_group) {
+  return Guard("encoding a row group", [&]() -> Result<std::vector<EncodedRowGroup>> {
+    ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create(1 << 20));
+    // Threads are ours (one row group per task), not Arrow's.
+    auto arrow_props = parquet::ArrowWriterProperties::Builder().set_use_threads(false)->build();
+    ARROW_ASSIGN_OR_RAISE(auto writer, parquet::arrow::FileWriter::Open(*table.schema(), arrow::default_memory_pool(),
+                                                                        sink, props, arrow_props));
+    ARROW_RETURN_NOT_OK(writer->WriteTable(table, std::max<int64_t>(1, rows_per_group)));
+    ARROW_RETURN_NOT_OK(writer->Close());
+    ARROW_ASSIGN_OR_RAISE(auto buffer, sink->Finish());
+    auto file = std::make_shared<arrow::io::BufferReader>(buffer);
+    auto reader = parquet::ParquetFileReader::Open(file);
+    std::vector<EncodedRowGroup> out;
+    for (int i = 0; i < reader->metadata()->num_row_groups(); ++i) {
+      ARROW_ASSIGN_OR_RAISE(auto rg, ReadEncodedRowGroup(reader.get(), file.get(), i));
+      out.push_back(std::move(rg));
+    }
+    return out;
+  });
+}
+
+Result<std::unique_ptr<ParquetAssembler>> ParquetAssembler::Open(std::shared_ptr<arrow::io::OutputStream> sink,
+                                                                 std::shared_ptr<arrow::Schema> schema,
+                                                                 std::shared_ptr<parquet::WriterProperties> props) {
+  std::unique_ptr<ParquetAssembler> a(new ParquetAssembler());
+  ARROW_ASSIGN_OR_RAISE(a->descr_, ParquetSchemaFor(*schema, *props));
+  a->sink_ = std::move(sink);
+  a->schema_ = std::move(schema);
+  a->props_ = std::move(props);
+  a->footer_ = parquet::FileMetaDataBuilder::Make(a->descr_.get(), a->props_);
+  a->page_index_ = parquet::PageIndexBuilder::Make(a->descr_.get());
+  ARROW_RETURN_NOT_OK(a->sink_->Write("PAR1", 4));
+  return a;
+}
+
+ParquetAssembler::~ParquetAssembler() = default;
+
+Status ParquetAssembler::Append(const EncodedRowGroup& rg) {
+  return Guard("copying a row group", [&]() -> Status { return AppendUnguarded(rg); });
+}
+
+Status ParquetAssembler::AppendUnguarded(const EncodedRowGroup& rg) {
+  if (!rg.source->schema()->Equals(*descr_)) {
+    return Status::Invalid("row group's Parquet schema differs from the file's");
+  }
+  auto md = rg.source->RowGroup(rg.index);
+  const int n = md->num_columns();
+  auto* builder = footer_->AppendRowGroup();
+  builder->set_num_rows(md->num_rows());
+  page_index_->AppendRowGroup();
+  for (int c = 0; c < n; ++c) {
+    auto cc = md->ColumnChunk(c);
+    if (cc->compression() != props_->compression(descr_->Column(c)->path())) {
+      return Status::Invalid(fmt::format("column {} is compressed with another codec", c));
+    }
+    const int64_t start = ChunkStart(*cc);
+    const int64_t size = cc->total_compressed_size();
+    if (start < rg.begin || start + size > rg.begin + rg.bytes->size()) {
+      return Status::Invalid(fmt::format("column {}: chunk [{}, {}) outside the bytes read", c, start, start + size));
+    }
+    ARROW_ASSIGN_OR_RAISE(int64_t at, sink_->Tell());
+    ARROW_RETURN_NOT_OK(sink_->Write(rg.bytes->data() + (start - rg.begin), size));
+    const int64_t delta = at - start;
+
+    auto* col = builder->NextColumnChunk();
+    if (cc->is_stats_set()) col->SetStatistics(*cc->encoded_statistics());
+    if (auto ss = cc->size_statistics()) col->SetSizeStatistics(*ss);
+    std::map<parquet::Encoding::type, int32_t> dict_stats, data_stats;
+    bool plain_data = false;
+    for (const auto& e : cc->encoding_stats()) {
+      if (e.page_type == parquet::PageType::DICTIONARY_PAGE) {
+        dict_stats[e.encoding] += e.count;
+      } else {
+        data_stats[e.encoding] += e.count;
+        plain_data |= e.encoding == parquet::Encoding::PLAIN;
+      }
+    }
+    const bool dict = cc->has_dictionary_page();
+    col->Finish(cc->num_values(), dict ? cc->dictionary_page_offset() + delta : 0, -1, cc->data_page_offset() + delta,
+                size, cc->total_uncompressed_size(), dict, dict && plain_data, dict_stats, data_stats);
+
+    // Page index: the same pages, moved by delta.
+    const auto& ci = rg.column_index[c];
+    const auto& oi = rg.offset_index[c];
+    if (ci && oi) {
+      auto* ob = page_index_->GetOffsetIndexBuilder(c);
+      const auto& locs = oi->page_locations();
+      const auto& unencoded = oi->unencoded_byte_array_data_bytes();
+      for (size_t p = 0; p < locs.size(); ++p) {
+        std::optional<int64_t> bytes;
+        if (unencoded.size() == locs.size()) bytes = unencoded[p];
+        ob->AddPage(locs[p].offset + delta, locs[p].compressed_page_size, locs[p].first_row_index, bytes);
+      }
+      ob->Finish(0);
+      auto* cb = page_index_->GetColumnIndexBuilder(c);
+      const auto& nulls = ci->null_pages();
+      for (size_t p = 0; p < nulls.size(); ++p) {
+        parquet::EncodedStatistics s;
+        if (nulls[p]) {
+          s.all_null_value = true;
+        } else {
+          s.set_min(ci->encoded_min_values()[p]);
+          s.set_max(ci->encoded_max_values()[p]);
+        }
+        if (ci->has_null_counts()) s.set_null_count(ci->null_counts()[p]);
+        cb->AddPage(s, PageSizeStats(*ci, *descr_->Column(c), p));
+      }
+      cb->Finish();
+    }
+  }
+  builder->Finish(md->total_byte_size(), static_cast<int16_t>(row_groups_));
+  // Bloom filters follow their row group (readers find them by offset).
+  for (int c = 0; c < n; ++c) {
+    if (!rg.bloom_filter[c]) continue;
+    ARROW_ASSIGN_OR_RAISE(int64_t at, sink_->Tell());
+    rg.bloom_filter[c]->WriteTo(sink_.get());
+    ARROW_ASSIGN_OR_RAISE(int64_t end, sink_->Tell());
+    bloom_locations_.push_back(
+        {parquet::ColumnChunkId{row_groups_, c}, parquet::IndexLocation{at, static_cast<int32_t>(end - at)}});
+  }
+  ++row_groups_;
+  rows_ += md->num_rows();
+  return Status::OK();
+}
+
+Result<std::shared_ptr<parquet::FileMetaData>> ParquetAssembler::Finish(
+    std::shared_ptr<const arrow::KeyValueMetadata> metadata) {
+  return Guard("writing a footer", [&]() -> Result<std::shared_ptr<parquet::FileMetaData>> {
+    page_index_->Finish();
+    auto locations = page_index_->WriteTo(sink_.get());
+    footer_->SetIndexLocations(parquet::IndexKind::kColumnIndex, locations.column_index_locations);
+    footer_->SetIndexLocations(parquet::IndexKind::kOffsetIndex, locations.offset_index_locations);
+    footer_->SetIndexLocations(parquet::IndexKind::kBloomFilter, bloom_locations_);
+    // Arrow's own schema, as its writer stores it, so Arrow readers get the
+    // exact types back (unsigned, fixed-size binary, ...).
+    ARROW_ASSIGN_OR_RAISE(auto ipc, arrow::ipc::SerializeSchema(*schema_));
+    auto kv = metadata ? metadata->Copy() : std::make_shared<arrow::KeyValueMetadata>();
+    kv->Append("ARROW:schema", arrow::util::base64_encode(std::string_view(reinterpret_cast<const char*>(ipc->data()),
+                                                                           static_cast<size_t>(ipc->size()))));
+    std::shared_ptr<parquet::FileMetaData> md = footer_->Finish(kv);
+    parquet::WriteFileMetaData(*md, sink_.get());
+    return md;
+  });
+}
+
+}  // namespace sediment::table

@@ -1,0 +1,113 @@
+// Row groups as encoded bytes, and a writer that builds a Parquet file out of
+// them without decoding: column chunks are copied byte for byte and the
+// footer is rebuilt through Arrow's metadata builders (offsets moved,
+// statistics and encodings kept, page index and bloom filters carried over).
+//
+// A merge uses this twice: a row group of an input that is already the right
+// size is read as encoded bytes and copied (no decode, no encode, no
+// compression); small row groups are decoded, concatenated and encoded in
+// memory on a worker thread (EncodeRowGroups), and the result is copied the
+// same way. So several row groups of one output are encoded at once while the
+// file itself is written in order by one thread.
+//
+// Parquet exceptions stop here and become Status.
+// Thread-safety: ParquetAssembler is used by one thread at a time;
+// EncodedRowGroup is immutable once made and may cross threads.
+#pragma once
+
+#include <parquet/index_location.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+
+namespace arrow {
+class Buffer;
+class KeyValueMetadata;
+class Schema;
+class Table;
+namespace io {
+class OutputStream;
+class RandomAccessFile;
+}  // namespace io
+}  // namespace arrow
+namespace parquet {
+class BloomFilter;
+class ColumnIndex;
+class FileMetaData;
+class FileMetaDataBuilder;
+class OffsetIndex;
+class PageIndexBuilder;
+class ParquetFileReader;
+class SchemaDescriptor;
+class WriterProperties;
+}  // namespace parquet
+
+namespace sediment::table {
+
+// One row group of some Parquet file, with the bytes of its column chunks.
+struct EncodedRowGroup {
+  std::shared_ptr<parquet::FileMetaData> source;  // the footer it is described by
+  int index = 0;                                  // its ordinal there
+  std::shared_ptr<arrow::Buffer> bytes;           // the source's bytes from offset `begin`
+  int64_t begin = 0;
+  // Per column; null where the source has none.
+  std::vector<std::shared_ptr<parquet::ColumnIndex>> column_index;
+  std::vector<std::shared_ptr<parquet::OffsetIndex>> offset_index;
+  std::vector<std::shared_ptr<parquet::BloomFilter>> bloom_filter;
+
+  int64_t rows() const;
+};
+
+// Row group `index` of `reader` (reading bytes from `file`, the same file):
+// one ranged read for its column chunks, plus its page index and bloom
+// filters. Not safe to call concurrently on one reader.
+Result<EncodedRowGroup> ReadEncodedRowGroup(parquet::ParquetFileReader* reader, arrow::io::RandomAccessFile* file,
+                                            int index);
+
+// Encodes `table` with `props` into an in-memory Parquet file, in row groups
+// of at most `rows_per_group` rows, and returns them for copying.
+Result<std::vector<EncodedRowGroup>> EncodeRowGroups(const arrow::Table& table,
+                                                     std::shared_ptr<parquet::WriterProperties> props,
+                                                     int64_t rows_per_group);
+
+// The Parquet schema `props` writes `schema` as (with Arrow's schema stored).
+Result<std::shared_ptr<parquet::SchemaDescriptor>> ParquetSchemaFor(const arrow::Schema& schema,
+                                                                    const parquet::WriterProperties& props);
+
+class ParquetAssembler {
+ public:
+  // Writes the magic to `sink`. Row groups must have `schema`'s layout and
+  // `props`' codec (the footer names the codec from `props`).
+  static Result<std::unique_ptr<ParquetAssembler>> Open(std::shared_ptr<arrow::io::OutputStream> sink,
+                                                        std::shared_ptr<arrow::Schema> schema,
+                                                        std::shared_ptr<parquet::WriterProperties> props);
+  ~ParquetAssembler();
+
+  // Copies `rg` as the file's next row group.
+  Status Append(const EncodedRowGroup& rg);
+  // Writes page indexes and the footer with `metadata` (plus Arrow's schema).
+  // Does not close the sink.
+  Result<std::shared_ptr<parquet::FileMetaData>> Finish(std::shared_ptr<const arrow::KeyValueMetadata> metadata);
+
+  int num_row_groups() const { return row_groups_; }
+  int64_t rows() const { return rows_; }
+
+ private:
+  ParquetAssembler() = default;
+  Status AppendUnguarded(const EncodedRowGroup& rg);
+
+  std::shared_ptr<arrow::io::OutputStream> sink_;
+  std::shared_ptr<arrow::Schema> schema_;
+  std::shared_ptr<parquet::WriterProperties> props_;
+  std::shared_ptr<parquet::SchemaDescriptor> descr_;
+  std::unique_ptr<parquet::FileMetaDataBuilder> footer_;
+  std::unique_ptr<parquet::PageIndexBuilder> page_index_;
+  parquet::IndexLocations bloom_locations_;
+  int row_groups_ = 0;
+  int64_t rows_ = 0;
+};
+
+}  // namespace sediment::table
