@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
-"""Merge throughput and peak memory: Sediment's compactor vs DuckDB.
+"""Merge speed and peak memory: Sediment against DuckDB, DataFusion, Polars and
+pyarrow on the same input files, and queries over each one's output.
 
-2,000 small zstd Parquet files (about 10M rows, 5 columns of mixed int and
-binary) are imported as segments of one table. Then, on the same files and
-with the same output settings (zstd level 1, target-size files):
+Input shapes (chain logs: block_num, log_index, address, topics, data, value):
+  tiny     thousands of tiny files, as a chain's head writes them
+  medium   a few hundred medium files
+  remerge  a dozen large files Sediment wrote itself (full row groups), merged again
+  foreign  a dozen large files with other row-group sizes (1M rows), merged again
 
-  * Sediment runs one compaction pass (`sediment bench compact`), with
-    write_concurrency = metadata_concurrency = threads;
-  * DuckDB runs COPY (SELECT * FROM read_parquet([...])) TO ... (COMPRESSION zstd)
-    with SET threads = threads.
+Every shape's files are imported as one table's segments (`sediment bench
+import`); then each engine merges exactly those files into one output with
+zstd level 1 and row groups of --row-group-rows rows, in its own process, at
+each thread count. Times are the operation alone (no process start); peak RSS
+comes from wait4. Ratios are to the fastest peer of the same row (>1: Sediment
+is faster).
 
-Each engine runs in its own process so its peak RSS (from wait4) is its own.
-Times are the operation alone (no process start-up). Prints a Markdown table;
-report ratios, not absolute times (the machine is shared and noisy).
+Query side: the tiny shape's output from Sediment and from DuckDB is queried
+by DuckDB, Polars and DataFusion: a 100-block range, equality on an address,
+equality on topic0. Median of --repeat runs.
 
-Usage: .venv/bin/python bench/compaction_bench.py [--files 2000] [--rows 10000000] [--threads 1 2]
+Usage: .venv/bin/python bench/compaction_bench.py [--scale 1.0] [--threads 1 2] [--shapes tiny medium ...]
 """
 import argparse
 import json
@@ -33,51 +38,135 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parent.parent
 SEDIMENT = ROOT / "build" / "sediment"
 
-DUCKDB_SCRIPT = r"""
+PEERS = {
+    "duckdb": r"""
 import duckdb, json, sys, time
-files = json.load(open(sys.argv[1]))
-out, threads, file_size, row_group_rows = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+files, out, threads, rg = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 con = duckdb.connect()
 con.execute(f"SET threads = {threads}")
 con.execute("SET preserve_insertion_order = true")
 t = time.perf_counter()
-con.execute(f"COPY (SELECT * FROM read_parquet({files!r})) TO '{out}' "
-             f"(FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, FILE_SIZE_BYTES {file_size}, "
-             f"ROW_GROUP_SIZE {row_group_rows})")
+con.execute(f"COPY (SELECT * FROM read_parquet({files!r})) TO '{out}/out.parquet' "
+            f"(FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, ROW_GROUP_SIZE {rg})")
 print(json.dumps({"seconds": time.perf_counter() - t}))
+""",
+    "polars": r"""
+import json, sys, time
+import polars as pl
+files, out, threads, rg = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+t = time.perf_counter()
+pl.scan_parquet(files).sink_parquet(f"{out}/out.parquet", compression="zstd", compression_level=1,
+                                    row_group_size=rg)
+print(json.dumps({"seconds": time.perf_counter() - t}))
+""",
+    "datafusion": r"""
+import json, sys, time
+from datafusion import SessionContext, SessionConfig
+files, out, threads, rg = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+ctx = SessionContext(SessionConfig().with_target_partitions(threads)
+                     .set("datafusion.execution.parquet.max_row_group_size", str(rg)))
+t = time.perf_counter()
+df = ctx.read_parquet(str(sys.argv[5]))
+df.write_parquet(f"{out}/out.parquet", compression="zstd", compression_level=1)
+print(json.dumps({"seconds": time.perf_counter() - t}))
+""",
+    "pyarrow": r"""
+import json, sys, time
+import pyarrow as pa, pyarrow.dataset as ds, pyarrow.parquet as pq
+files, out, threads, rg = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+pa.set_cpu_count(threads)
+pa.set_io_thread_count(max(threads, 2))
+t = time.perf_counter()
+fmt = ds.ParquetFileFormat()
+ds.write_dataset(ds.dataset(files, format="parquet"), out, format="parquet",
+                 file_options=fmt.make_write_options(compression="zstd", compression_level=1),
+                 min_rows_per_group=rg, max_rows_per_group=rg, max_rows_per_file=0,
+                 basename_template="out-{i}.parquet", use_threads=threads > 1, preserve_order=True)
+print(json.dumps({"seconds": time.perf_counter() - t}))
+""",
+}
+
+QUERY_SCRIPT = r"""
+import json, sys, time, statistics
+engine, path, lo, addr, topic, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6])
+addr, topic = bytes.fromhex(addr), bytes.fromhex(topic)
+hi = lo + 99
+if engine == "duckdb":
+    import duckdb
+    con = duckdb.connect()
+    con.execute("SET threads = 2")
+    qs = {"range": lambda: con.execute(f"SELECT count(*), sum(value) FROM read_parquet('{path}') WHERE block_num BETWEEN {lo} AND {hi}").fetchall(),
+          "address": lambda: con.execute(f"SELECT count(*), sum(value) FROM read_parquet('{path}') WHERE address = ?", [addr]).fetchall(),
+          "topic0": lambda: con.execute(f"SELECT count(*), sum(value) FROM read_parquet('{path}') WHERE topic0 = ?", [topic]).fetchall()}
+elif engine == "polars":
+    import polars as pl
+    lf = pl.scan_parquet(path)
+    agg = [pl.len(), pl.col("value").sum()]
+    qs = {"range": lambda: lf.filter(pl.col("block_num").is_between(lo, hi)).select(agg).collect().rows(),
+          "address": lambda: lf.filter(pl.col("address") == addr).select(agg).collect().rows(),
+          "topic0": lambda: lf.filter(pl.col("topic0") == topic).select(agg).collect().rows()}
+else:
+    from datafusion import SessionContext, SessionConfig
+    ctx = SessionContext(SessionConfig().with_target_partitions(2)
+                         .set("datafusion.execution.parquet.pushdown_filters", "true")
+                         .set("datafusion.execution.parquet.bloom_filter_on_read", "true"))
+    ctx.register_parquet("t", path)
+    qs = {"range": lambda: ctx.sql(f"SELECT count(*), sum(value) FROM t WHERE block_num BETWEEN {lo} AND {hi}").collect(),
+          "address": lambda: ctx.sql(f"SELECT count(*), sum(value) FROM t WHERE address = X'{addr.hex()}'").collect(),
+          "topic0": lambda: ctx.sql(f"SELECT count(*), sum(value) FROM t WHERE topic0 = X'{topic.hex()}'").collect()}
+out = {}
+for name, q in qs.items():
+    q()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter(); q(); times.append((time.perf_counter() - t) * 1000)
+    out[name] = statistics.median(times)
+print(json.dumps(out))
 """
 
+SCHEMA = pa.schema([pa.field("block_num", pa.uint64(), nullable=False), ("log_index", pa.int32()),
+                    ("address", pa.binary(20)), ("topic0", pa.binary(32)), ("topic1", pa.binary(32)),
+                    ("data", pa.binary()), ("value", pa.int64())])
 
-def generate(directory, files, rows):
-    """Contiguous block ranges; skewed binary sizes, like logs tables."""
-    rng = np.random.default_rng(42)
+
+def generate(directory, files, rows, blocks_per_file, seed):
+    """Contiguous block ranges; few hot addresses and topics, skewed data sizes, like logs tables."""
+    rng = np.random.default_rng(seed)
     per_file = rows // files
-    schema = pa.schema([pa.field("block_num", pa.uint64(), nullable=False), ("log_index", pa.int32()),
-                        ("address", pa.binary(20)), ("data", pa.binary()), ("value", pa.int64())])
+    addr_pool = rng.integers(0, 256, (4096, 20), dtype=np.uint8)
+    topic_pool = rng.integers(0, 256, (256, 32), dtype=np.uint8)
+    zipf_a = np.minimum(rng.zipf(1.3, rows), 4096) - 1
+    zipf_t = np.minimum(rng.zipf(1.5, rows), 256) - 1
     block = 0
     for i in range(files):
-        blocks_in_file = 5
-        bn = np.sort(rng.integers(block, block + blocks_in_file, per_file)).astype(np.uint64)
-        block += blocks_in_file
+        sl = slice(i * per_file, (i + 1) * per_file)
+        bn = np.sort(rng.integers(block, block + blocks_per_file, per_file)).astype(np.uint64)
+        block += blocks_per_file
         lens = np.minimum(rng.pareto(1.5, per_file) * 16, 2048).astype(np.int64)
         offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
         payload = rng.integers(0, 256, int(offsets[-1]), dtype=np.uint8).tobytes()
         data = pa.Array.from_buffers(pa.binary(), per_file, [None, pa.py_buffer(offsets.tobytes()),
                                                              pa.py_buffer(payload)])
-        addr_pool = rng.integers(0, 256, (64, 20), dtype=np.uint8)
-        addr = pa.array([addr_pool[j].tobytes() for j in rng.integers(0, 64, per_file)], pa.binary(20))
-        table = pa.Table.from_arrays([pa.array(bn), pa.array(np.arange(per_file, dtype=np.int32)), addr, data,
-                                      pa.array(rng.integers(0, 1 << 40, per_file))], schema=schema)
+        addr = pa.FixedSizeBinaryArray.from_buffers(
+            pa.binary(20), per_file, [None, pa.py_buffer(addr_pool[zipf_a[sl]].tobytes())])
+        t0 = pa.FixedSizeBinaryArray.from_buffers(
+            pa.binary(32), per_file, [None, pa.py_buffer(topic_pool[zipf_t[sl]].tobytes())])
+        t1 = pa.FixedSizeBinaryArray.from_buffers(
+            pa.binary(32), per_file, [None, pa.py_buffer(rng.integers(0, 256, (per_file, 32), dtype=np.uint8).tobytes())])
+        table = pa.Table.from_arrays([pa.array(bn), pa.array(np.arange(per_file, dtype=np.int32)), addr, t0, t1, data,
+                                      pa.array(rng.integers(0, 1 << 40, per_file))], schema=SCHEMA)
         pq.write_table(table, directory / f"{i:06d}.parquet", compression="zstd", compression_level=1)
 
 
-def run(cmd):
+def run(cmd, env=None):
     """Runs cmd in a child process; returns (JSON of its last stdout line, its peak RSS in MiB)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(r)
         os.dup2(w, 1)
+        if env:
+            os.environ.update(env)
         os.execv(cmd[0], cmd)
     os.close(w)
     with os.fdopen(r) as f:
@@ -88,69 +177,130 @@ def run(cmd):
     return json.loads(out.strip().splitlines()[-1]), usage.ru_maxrss / 1024
 
 
+def fresh(path):
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path
+
+
+def sediment_live(data_dir):
+    """The live segment files of the bench table after a compaction (the newest generation)."""
+    files = sorted((data_dir / "objects" / "tables" / "bench" / "logs").glob("*.parquet"))
+    return files
+
+
+def import_shape(work, name, inputs, row_group_rows):
+    base = work / f"{name}-imported"
+    if base.exists():
+        shutil.rmtree(base)
+    imported, _ = run([str(SEDIMENT), "bench", "import", "--input-dir", str(inputs), "--data-dir", str(base),
+                       "--max-row-group-rows", str(row_group_rows)])
+    return base, imported
+
+
+def merge_all(work, name, base, imported, threads_list, rg_rows, rows_out):
+    files_json = work / f"{name}-files.json"
+    files_json.write_text(json.dumps(imported["files"]))
+    seg_dir = str(Path(imported["files"][0]).parent)
+    outputs = {}
+    for threads in threads_list:
+        copy = work / f"{name}-sediment-{threads}"
+        if copy.exists():
+            shutil.rmtree(copy)
+        shutil.copytree(base, copy)
+        sed, sed_rss = run([str(SEDIMENT), "bench", "compact", "--data-dir", str(copy), "--threads", str(threads),
+                            "--bytes", str(1 << 40), "--max-row-group-rows", str(rg_rows)])
+        results = {"sediment": (sed["seconds"], sed_rss)}
+        outputs[("sediment", threads)] = copy
+        env = {"POLARS_MAX_THREADS": str(threads), "TOKIO_WORKER_THREADS": str(threads),
+               "RAYON_NUM_THREADS": str(threads)}
+        for peer, script in PEERS.items():
+            out = fresh(work / f"{name}-{peer}-{threads}")
+            res, rss = run([sys.executable, "-c", script, str(files_json), str(out), str(threads), str(rg_rows),
+                            seg_dir], env=env)
+            results[peer] = (res["seconds"], rss)
+            outputs[(peer, threads)] = out
+        rows_out.append((name, threads, results))
+        shutil.rmtree(copy / "kv", ignore_errors=True)
+    return outputs
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--files", type=int, default=2000)
-    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--scale", type=float, default=1.0, help="multiplies every shape's rows")
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--target-mib", type=int, default=256, help="[writer] bytes, uncompressed")
-    ap.add_argument("--row-group-mib", type=int, nargs="+", default=[128],
-                    help="[writer] max_row_group_mb; DuckDB gets ROW_GROUP_SIZE rows of the same size")
+    ap.add_argument("--shapes", nargs="+", default=["tiny", "medium", "remerge", "foreign"])
+    ap.add_argument("--row-group-rows", type=int, default=131072)
+    ap.add_argument("--repeat", type=int, default=15, help="runs of each query")
     ap.add_argument("--work", default=None, help="work directory (default: a temp dir, removed)")
     args = ap.parse_args()
-
     work = Path(args.work or tempfile.mkdtemp(prefix="sediment-bench-"))
     work.mkdir(parents=True, exist_ok=True)
+    rg = args.row_group_rows
+    rows_out = []
+    queries = []
     try:
-        inputs = work / "inputs"
-        if not inputs.exists():
-            inputs.mkdir()
-            t = time.perf_counter()
-            generate(inputs, args.files, args.rows)
-            print(f"generated {args.files} files in {time.perf_counter() - t:.1f}s", file=sys.stderr)
-        base = work / "imported"
-        if base.exists():
-            shutil.rmtree(base)
-        imported, _ = run([str(SEDIMENT), "bench", "import", "--input-dir", str(inputs), "--data-dir", str(base)])
-        files = imported["files"]
-        files_json = work / "files.json"
-        files_json.write_text(json.dumps(files))
-        ratio = imported["stored_bytes"] / imported["bytes"]
-        print(f"imported: {len(files)} segments, {imported['rows']:,} rows, "
-              f"{imported['bytes'] / 2**20:.0f} MiB uncompressed, {imported['stored_bytes'] / 2**20:.0f} MiB stored",
-              file=sys.stderr)
-        target = args.target_mib << 20
-        row_width = imported["bytes"] / imported["rows"]
-        rows_out = []
-        for rg_mib in args.row_group_mib:
-            # Sediment also caps row groups at 32,768 rows: give DuckDB the same cap.
-            rg_rows = min(1 << 15, int((rg_mib << 20) / row_width))
-            for threads in args.threads:
-                copy = work / f"run-{threads}"
-                if copy.exists():
-                    shutil.rmtree(copy)
-                shutil.copytree(base, copy)
-                sed, sed_rss = run([str(SEDIMENT), "bench", "compact", "--data-dir", str(copy), "--threads",
-                                    str(threads), "--bytes", str(target), "--max-row-group-mb", str(rg_mib)])
-                out = work / f"duckdb-{threads}"
-                if out.exists():
-                    shutil.rmtree(out)
-                duck, duck_rss = run([sys.executable, "-c", DUCKDB_SCRIPT, str(files_json), str(out), str(threads),
-                                      str(int(target * ratio)), str(rg_rows)])
-                duck_files = len(list(out.glob("*.parquet"))) if out.is_dir() else 1
-                rows_out.append((rg_mib, rg_rows, threads, sed, sed_rss, duck, duck_rss, duck_files))
-                shutil.rmtree(copy)
+        def inputs_for(name, files, rows, blocks_per_file, seed):
+            d = work / f"{name}-inputs"
+            if not d.exists():
+                d.mkdir()
+                generate(d, files, int(rows * args.scale), blocks_per_file, seed)
+            return d
+
+        shapes = {
+            "tiny": dict(files=3000, rows=7_500_000, blocks=5, import_rg=rg),
+            "medium": dict(files=300, rows=7_500_000, blocks=50, import_rg=rg),
+            "remerge": dict(files=12, rows=12_000_000, blocks=1000, import_rg=rg),
+            "foreign": dict(files=12, rows=12_000_000, blocks=1000, import_rg=1 << 20),
+        }
+        for name in args.shapes:
+            sh = shapes[name]
+            inputs = inputs_for(name if name != "foreign" else "remerge", sh["files"], sh["rows"], sh["blocks"],
+                                seed={"tiny": 1, "medium": 2}.get(name, 7))
+            base, imported = import_shape(work, name, inputs, sh["import_rg"])
+            print(f"{name}: {len(imported['files'])} files, {imported['rows']:,} rows, "
+                  f"{imported['stored_bytes'] / 2**20:.0f} MiB stored", file=sys.stderr)
+            outputs = merge_all(work, name, base, imported, args.threads, rg, rows_out)
+            if name == "tiny":
+                sed_files = [f for f in sediment_live(outputs[("sediment", args.threads[-1])])
+                             if pq.ParquetFile(f).metadata.num_rows == imported["rows"]]
+                duck_file = outputs[("duckdb", args.threads[-1])] / "out.parquet"
+                probe = pq.read_table(duck_file, columns=["block_num", "address", "topic0"])
+                mid = probe.num_rows // 2
+                lo = probe["block_num"][mid].as_py()
+                addr = probe["address"][mid].as_py().hex()
+                topic = probe["topic0"][mid].as_py().hex()
+                for engine in ("duckdb", "polars", "datafusion"):
+                    s, _ = run([sys.executable, "-c", QUERY_SCRIPT, engine, str(sed_files[0]), str(lo), addr, topic,
+                                str(args.repeat)])
+                    d, _ = run([sys.executable, "-c", QUERY_SCRIPT, engine, str(duck_file), str(lo), addr, topic,
+                                str(args.repeat)])
+                    queries.append((engine, s, d))
         print()
-        print(f"{len(files)} files, {imported['rows']:,} rows, {imported['bytes'] / 2**20:.0f} MiB uncompressed "
-              f"({imported['stored_bytes'] / 2**20:.0f} MiB zstd); target {args.target_mib} MiB uncompressed")
+        print(f"Merge: one output, zstd(1), row groups of {rg:,} rows. Ratio = fastest peer's time / Sediment's "
+              f"(>1: Sediment faster). RSS = peak MiB.")
         print()
-        print("| row groups | threads | Sediment s | DuckDB s | Sediment speed vs DuckDB | Sediment peak RSS MiB | "
-              "DuckDB peak RSS MiB | output files (Sediment / DuckDB) |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-        for rg_mib, rg_rows, threads, sed, sed_rss, duck, duck_rss, duck_files in rows_out:
-            print(f"| {rg_mib} MiB / {rg_rows:,} rows | {threads} | {sed['seconds']:.2f} | {duck['seconds']:.2f} | "
-                  f"{duck['seconds'] / sed['seconds']:.2f}x | {sed_rss:.0f} | {duck_rss:.0f} | "
-                  f"{sed['output_files']} / {duck_files} |")
+        peers = ["duckdb", "datafusion", "polars", "pyarrow"]
+        print("| shape | threads | Sediment s | " + " | ".join(f"{p} s" for p in peers) +
+              " | vs fastest peer | Sediment RSS | " + " | ".join(f"{p} RSS" for p in peers) + " |")
+        print("|" + " --- |" * (5 + 2 * len(peers)))
+        for name, threads, res in rows_out:
+            sed = res["sediment"][0]
+            fastest = min(res[p][0] for p in peers)
+            print(f"| {name} | {threads} | {sed:.2f} | " + " | ".join(f"{res[p][0]:.2f}" for p in peers) +
+                  f" | {fastest / sed:.2f}x | {res['sediment'][1]:.0f} | " +
+                  " | ".join(f"{res[p][1]:.0f}" for p in peers) + " |")
+        if queries:
+            print()
+            print("Queries over the tiny shape's merged output (median ms; ratio = DuckDB-file / Sediment-file, "
+                  ">=1: Sediment's file is as fast or faster)")
+            print()
+            print("| engine | query | Sediment's file ms | DuckDB's file ms | ratio |")
+            print("| --- | --- | --- | --- | --- |")
+            for engine, s, d in queries:
+                for q in ("range", "address", "topic0"):
+                    print(f"| {engine} | {q} | {s[q]:.1f} | {d[q]:.1f} | {d[q] / s[q]:.2f}x |")
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -36,6 +36,7 @@ struct BenchFlags {
   int threads = 1;
   int64_t bytes = 256ll << 20;
   int64_t row_group_mb = 128;
+  int64_t row_group_rows = 131072;
 };
 
 struct Stack {
@@ -52,6 +53,7 @@ Result<std::unique_ptr<Stack>> OpenStack(const BenchFlags& f) {
   ARROW_ASSIGN_OR_RAISE(Config config, Config::Load("", {}));
   config.writer.bytes = f.bytes;
   config.writer.max_row_group_mb = f.row_group_mb;
+  config.writer.max_row_group_rows = f.row_group_rows;
   config.writer.compactor.cooldown_duration = 0;  // every file may start a group
   config.writer.compactor.skip_latest_segments = 0;
   config.writer.compactor.write_concurrency = f.threads;
@@ -174,6 +176,8 @@ std::function<int()> AddBenchCommands(CLI::App& app) {
       ->required();
   import->add_option("--data-dir", flags->data_dir, "Embedded storage to create")->required();
   import->add_option("--table", flags->table, "<dataset>.<table>");
+  import->add_option("--max-row-group-rows", flags->row_group_rows, "[writer] max_row_group_rows of the imported files")
+      ->check(CLI::Range(1024, 1 << 30));
   auto* compact = bench->add_subcommand("compact", "Run one timed compaction pass over an imported table");
   compact->add_option("--data-dir", flags->data_dir, "Embedded storage made by `bench import`")->required();
   compact->add_option("--table", flags->table, "<dataset>.<table>");
@@ -183,6 +187,8 @@ std::function<int()> AddBenchCommands(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   compact->add_option("--max-row-group-mb", flags->row_group_mb, "[writer] max_row_group_mb")
       ->check(CLI::PositiveNumber);
+  compact->add_option("--max-row-group-rows", flags->row_group_rows, "[writer] max_row_group_rows")
+      ->check(CLI::Range(1024, 1 << 30));
   auto* ingest = bench->add_subcommand("ingest", "Write a chain's tables as a job does at the head (compaction off)");
   ingest->add_option("--data-dir", flags->data_dir, "Embedded storage to create")->required();
   ingest->add_option("--segments", flags->segments, "Polls, each writing one segment per table");

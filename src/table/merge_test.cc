@@ -17,6 +17,8 @@
 #include <parquet/statistics.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "base/test_util.h"
 #include "table/segment.h"
@@ -24,6 +26,33 @@
 
 namespace sediment::table {
 namespace {
+
+// Counts how many OpenReader calls run at once (each takes a while).
+class ConcurrencyCountingStore final : public blob::BlobStore {
+ public:
+  explicit ConcurrencyCountingStore(std::shared_ptr<blob::BlobStore> inner) : inner_(std::move(inner)) {}
+  Result<std::shared_ptr<arrow::io::OutputStream>> OpenWriter(const std::string& path) override {
+    return inner_->OpenWriter(path);
+  }
+  Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenReader(const std::string& path) override {
+    int now = ++open_;
+    int seen = max_.load();
+    while (now > seen && !max_.compare_exchange_weak(seen, now)) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    --open_;
+    return inner_->OpenReader(path);
+  }
+  Result<blob::ObjectInfo> Stat(const std::string& path) override { return inner_->Stat(path); }
+  Result<std::vector<blob::ObjectInfo>> List(const std::string& prefix) override { return inner_->List(prefix); }
+  Status Delete(const std::string& path) override { return inner_->Delete(path); }
+  std::string Describe() const override { return inner_->Describe(); }
+  int max() const { return max_.load(); }
+
+ private:
+  std::shared_ptr<blob::BlobStore> inner_;
+  std::atomic<int> open_{0}, max_{0};
+};
 
 class MergeTest : public ::testing::Test {
  protected:
@@ -88,9 +117,10 @@ class MergeTest : public ::testing::Test {
     return b->ToString();
   }
 
-  Result<SegmentRecord> Merge(const std::vector<SegmentRecord>& inputs, int workers) {
-    ThreadPool footers("t-footers", 2, 1 << 20), work("t-work", workers, 1 << 20);
-    MergeContext ctx{blobs_.get(), &footers, &work, workers, &settings_, &stopping_, 7};
+  Result<SegmentRecord> Merge(const std::vector<SegmentRecord>& inputs, int workers, int footer_threads = 2,
+                              blob::BlobStore* store = nullptr) {
+    ThreadPool footers("t-footers", footer_threads, 1 << 20), work("t-work", workers, 1 << 20);
+    MergeContext ctx{store ? store : blobs_.get(), &footers, &work, workers, &settings_, &stopping_, 7};
     return MergeSegments(ctx, table_, inputs, SystemClock().Now());
   }
 
@@ -213,6 +243,17 @@ TEST_F(MergeTest, SameOutputWithOneWorkerOrMany) {
   auto a = ReadAll(one->path), b = ReadAll(four->path);
   EXPECT_TRUE(a->Equals(*b));
   EXPECT_EQ(a->num_rows(), 20 * 40 * 3);
+}
+
+TEST_F(MergeTest, FootersAreReadMetadataConcurrencyAtATime) {
+  std::vector<SegmentRecord> inputs;
+  for (int i = 0; i < 12; ++i) inputs.push_back(Write(i * 10, i * 10 + 9, settings_));
+  for (int threads : {1, 3}) {
+    ConcurrencyCountingStore counting(blobs_);
+    auto merged = Merge(inputs, 2, threads, &counting);
+    ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+    EXPECT_EQ(counting.max(), threads) << "metadata_concurrency " << threads;
+  }
 }
 
 TEST_F(MergeTest, RowCountDisagreeingWithRegistryFailsNamingTheFile) {

@@ -4,6 +4,7 @@
 #include <arrow/io/memory.h>
 #include <arrow/ipc/writer.h>
 #include <arrow/util/base64.h>
+#include <arrow/util/byte_size.h>
 #include <arrow/util/key_value_metadata.h>
 #include <fmt/format.h>
 #include <parquet/arrow/schema.h>
@@ -124,7 +125,14 @@ Result<std::vector<EncodedRowGroup>> EncodeRowGroups(const arrow::Table& table,
                                                      std::shared_ptr<parquet::WriterProperties> props,
                                                      int64_t rows_per_group) {
   return Guard("encoding a row group", [&]() -> Result<std::vector<EncodedRowGroup>> {
-    ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create(1 << 20));
+    // Room for the whole encoded file up front (it is smaller than the Arrow
+    // data): growing the buffer by doubling copied it over and over. Pages
+    // not written are never touched.
+    int64_t arrow_bytes = 0;
+    for (const auto& column : table.columns()) {
+      for (const auto& chunk : column->chunks()) arrow_bytes += arrow::util::TotalBufferSize(*chunk->data());
+    }
+    ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create(arrow_bytes + (1 << 20)));
     // Threads are ours (one row group per task), not Arrow's.
     auto arrow_props = parquet::ArrowWriterProperties::Builder().set_use_threads(false)->build();
     ARROW_ASSIGN_OR_RAISE(auto writer, parquet::arrow::FileWriter::Open(*table.schema(), arrow::default_memory_pool(),
