@@ -158,23 +158,45 @@ def generate(directory, files, rows, blocks_per_file, seed):
         pq.write_table(table, directory / f"{i:06d}.parquet", compression="zstd", compression_level=1)
 
 
-def run(cmd, env=None):
-    """Runs cmd in a child process; returns (JSON of its last stdout line, its peak RSS in MiB)."""
+# Children are started by a small launcher process, not by this one: a child
+# forked from this process (which holds the generated data) would carry its
+# resident size into wait4's peak RSS until exec.
+LAUNCHER = r"""
+import json, os, sys
+for line in sys.stdin:
+    req = json.loads(line)
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(r)
         os.dup2(w, 1)
-        if env:
-            os.environ.update(env)
-        os.execv(cmd[0], cmd)
+        os.environ.update(req["env"])
+        os.execv(req["cmd"][0], req["cmd"])
     os.close(w)
     with os.fdopen(r) as f:
         out = f.read()
     _, status, usage = os.wait4(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{cmd[:3]} failed:\n{out[-2000:]}")
-    return json.loads(out.strip().splitlines()[-1]), usage.ru_maxrss / 1024
+    print(json.dumps({"rc": os.waitstatus_to_exitcode(status), "out": out, "rss_kib": usage.ru_maxrss}), flush=True)
+"""
+_launcher = None
+
+
+def start_launcher():
+    global _launcher
+    if _launcher is None:
+        _launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True)
+
+
+def run(cmd, env=None):
+    """Runs cmd in a child process; returns (JSON of its last stdout line, its peak RSS in MiB)."""
+    start_launcher()
+    _launcher.stdin.write(json.dumps({"cmd": [str(c) for c in cmd], "env": env or {}}) + "\n")
+    _launcher.stdin.flush()
+    res = json.loads(_launcher.stdout.readline())
+    if res["rc"] != 0:
+        raise RuntimeError(f"{cmd[:3]} failed:\n{res['out'][-2000:]}")
+    return json.loads(res["out"].strip().splitlines()[-1]), res["rss_kib"] / 1024
 
 
 def fresh(path):
@@ -211,7 +233,8 @@ def merge_all(work, name, base, imported, threads_list, rg_rows, rows_out):
         shutil.copytree(base, copy)
         sed, sed_rss = run([str(SEDIMENT), "bench", "compact", "--data-dir", str(copy), "--threads", str(threads),
                             "--bytes", str(1 << 40), "--max-row-group-rows", str(rg_rows)])
-        results = {"sediment": (sed["seconds"], sed_rss)}
+        results = {"sediment": (sed["seconds"], sed_rss),
+                   "row_groups": (sed.get("row_groups_copied", 0), sed.get("row_groups_reencoded", 0))}
         outputs[("sediment", threads)] = copy
         env = {"POLARS_MAX_THREADS": str(threads), "TOKIO_WORKER_THREADS": str(threads),
                "RAYON_NUM_THREADS": str(threads)}
@@ -235,6 +258,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=15, help="runs of each query")
     ap.add_argument("--work", default=None, help="work directory (default: a temp dir, removed)")
     args = ap.parse_args()
+    start_launcher()  # before this process grows
     work = Path(args.work or tempfile.mkdtemp(prefix="sediment-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     rg = args.row_group_rows
@@ -283,14 +307,16 @@ def main():
         print()
         peers = ["duckdb", "datafusion", "polars", "pyarrow"]
         print("| shape | threads | Sediment s | " + " | ".join(f"{p} s" for p in peers) +
-              " | vs fastest peer | Sediment RSS | " + " | ".join(f"{p} RSS" for p in peers) + " |")
-        print("|" + " --- |" * (5 + 2 * len(peers)))
+              " | vs fastest peer | Sediment RSS | " + " | ".join(f"{p} RSS" for p in peers) +
+              " | row groups copied / encoded |")
+        print("|" + " --- |" * (6 + 2 * len(peers)))
         for name, threads, res in rows_out:
             sed = res["sediment"][0]
             fastest = min(res[p][0] for p in peers)
             print(f"| {name} | {threads} | {sed:.2f} | " + " | ".join(f"{res[p][0]:.2f}" for p in peers) +
                   f" | {fastest / sed:.2f}x | {res['sediment'][1]:.0f} | " +
-                  " | ".join(f"{res[p][1]:.0f}" for p in peers) + " |")
+                  " | ".join(f"{res[p][1]:.0f}" for p in peers) +
+                  f" | {res['row_groups'][0]} / {res['row_groups'][1]} |")
         if queries:
             print()
             print("Queries over the tiny shape's merged output (median ms; ratio = DuckDB-file / Sediment-file, "

@@ -117,7 +117,7 @@ Status Compact(const BenchFlags& f) {
   auto t0 = std::chrono::steady_clock::now();
   ARROW_ASSIGN_OR_RAISE(auto pass, stack->tables->CompactNow(id));
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  int64_t read = 0, written = 0, inputs = 0, outputs = 0, failed = 0;
+  int64_t read = 0, written = 0, inputs = 0, outputs = 0, failed = 0, copied = 0, encoded = 0;
   for (const auto& m : pass.merges) {
     if (!m.output) {
       failed++;
@@ -126,12 +126,20 @@ Status Compact(const BenchFlags& f) {
     outputs++;
     inputs += static_cast<int64_t>(m.inputs.size());
     written += m.output->stored_bytes;
+    copied += m.stats.row_groups_copied;
+    encoded += m.stats.row_groups_reencoded;
     read += m.output->bytes;
   }
   stack->tables->Stop();
-  std::cout << json{{"seconds", seconds},  {"input_files", inputs}, {"output_files", outputs},
-                    {"failed", failed},    {"bytes", read},         {"stored_bytes_written", written},
-                    {"threads", f.threads}}
+  std::cout << json{{"seconds", seconds},
+                    {"input_files", inputs},
+                    {"output_files", outputs},
+                    {"failed", failed},
+                    {"bytes", read},
+                    {"stored_bytes_written", written},
+                    {"threads", f.threads},
+                    {"row_groups_copied", copied},
+                    {"row_groups_reencoded", encoded}}
                    .dump()
             << "\n";
   return failed == 0 ? Status::OK() : Status::IOError(fmt::format("{} merges failed", failed));

@@ -77,7 +77,7 @@ MergeOutcome Compactor::MergeAndSwap(const TableInfo& table, const std::vector<S
     return out;
   }
   auto t0 = std::chrono::steady_clock::now();
-  auto merged = MergeSegments(ctx, table, inputs, clock_->Now());
+  auto merged = MergeSegments(ctx, table, inputs, clock_->Now(), &out.stats);
   if (!merged.ok()) {
     out.status = merged.status().IsCancelled() ? MergeStatus::kStopped : MergeStatus::kFailed;
     out.error = merged.status().message();
@@ -114,6 +114,10 @@ MergeOutcome Compactor::MergeAndSwap(const TableInfo& table, const std::vector<S
   metrics_->bytes_read.With(labels).Add(static_cast<double>(read));
   metrics_->bytes_written.With(labels).Add(static_cast<double>(merged->stored_bytes));
   metrics_->files_read.With(labels).Add(static_cast<double>(inputs.size()));
+  metrics_->row_groups.With({table.id.dataset, table.id.table, "copied"})
+      .Add(static_cast<double>(out.stats.row_groups_copied));
+  metrics_->row_groups.With({table.id.dataset, table.id.table, "reencoded"})
+      .Add(static_cast<double>(out.stats.row_groups_reencoded));
   metrics_->successful.With(labels).Add();
   metrics_->duration.With(labels).Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   out.status = MergeStatus::kMerged;
@@ -136,9 +140,11 @@ void Compactor::Report(const TableId& id, const MergeOutcome& m, const ProgressF
       if (progress) progress({PassProgress::Kind::kDiscarded, 0, &m});
       break;
     case MergeStatus::kMerged:
-      spdlog::info("table {}: merged {} file(s) into {} ({} rows, {} uncompressed, {} stored)", id.ToString(),
-                   m.inputs.size(), m.output->id, m.output->rows, FormatBytes(m.output->bytes),
-                   FormatBytes(m.output->stored_bytes));
+      spdlog::info(
+          "table {}: merged {} file(s) into {} ({} rows, {} uncompressed, {} stored; {} row groups copied, {} "
+          "encoded)",
+          id.ToString(), m.inputs.size(), m.output->id, m.output->rows, FormatBytes(m.output->bytes),
+          FormatBytes(m.output->stored_bytes), m.stats.row_groups_copied, m.stats.row_groups_reencoded);
       if (progress) progress({PassProgress::Kind::kMerged, 0, &m});
       break;
     case MergeStatus::kStopped:

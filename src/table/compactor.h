@@ -50,6 +50,7 @@ struct MergeOutcome {
   MergeStatus status = MergeStatus::kFailed;
   std::vector<std::string> inputs;      // segment ids
   std::optional<SegmentRecord> output;  // kMerged
+  MergeStats stats;                     // kMerged: row groups copied and re-encoded
   std::string error;                    // kFailed, kStopped: why
 };
 

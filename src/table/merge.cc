@@ -162,7 +162,7 @@ Result<std::vector<EncodedRowGroup>> Produce(const Readers& readers, const std::
 }  // namespace
 
 Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& table,
-                                    const std::vector<SegmentRecord>& inputs, TimePoint now) {
+                                    const std::vector<SegmentRecord>& inputs, TimePoint now, MergeStats* stats) {
   ARROW_ASSIGN_OR_RAISE(std::shared_ptr<Readers> readers, OpenInputs(ctx, table, inputs));
   SegmentRecord out = OutputRecord(table, inputs, now, ctx.writer_tag);
   ARROW_ASSIGN_OR_RAISE(auto writer, SegmentFileWriter::Open(ctx.blobs, out.path, table.schema, *ctx.file_settings,
@@ -190,6 +190,7 @@ Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& ta
   };
   while (next < steps->size() && ahead.size() < window) submit();
   int64_t rows = 0;
+  size_t done = 0;  // steps taken from `ahead`, in order
   while (!ahead.empty()) {
     if (*ctx.stopping) {
       drain();
@@ -201,7 +202,9 @@ Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& ta
       drain();
       return ready.status();
     }
+    const bool copied = (*steps)[done++].copy;
     if (next < steps->size()) submit();
+    if (stats) (copied ? stats->row_groups_copied : stats->row_groups_reencoded) += static_cast<int64_t>(ready->size());
     for (const auto& rg : *ready) {
       Status st = writer->Append(rg);
       if (!st.ok()) {

@@ -38,9 +38,16 @@ struct MergeContext {
   uint32_t writer_tag = 0;                      // in the output's name (segment.h)
 };
 
+// How the output's row groups were made.
+struct MergeStats {
+  int64_t row_groups_copied = 0;     // input row groups copied as encoded bytes
+  int64_t row_groups_reencoded = 0;  // output row groups decoded and encoded again
+};
+
 // The output's record (id, path, block range, hashes, generation, parents,
 // sizes), with its file written. Cancelled if `stopping` was set.
 Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& table,
-                                    const std::vector<SegmentRecord>& inputs, TimePoint now);
+                                    const std::vector<SegmentRecord>& inputs, TimePoint now,
+                                    MergeStats* stats = nullptr);
 
 }  // namespace sediment::table

@@ -20,6 +20,7 @@ struct TableMetrics {
   MetricFamily<CounterMetric>& bytes_read;
   MetricFamily<CounterMetric>& bytes_written;
   MetricFamily<CounterMetric>& files_read;
+  MetricFamily<CounterMetric>& row_groups;  // label how = copied | reencoded
   MetricFamily<CounterMetric>& failed;
   MetricFamily<CounterMetric>& successful;
   MetricFamily<CounterMetric>& discarded;
