@@ -244,6 +244,7 @@ class FsBlobStore final : public BlobStore {
   }
 
   std::string Describe() const override { return description_; }
+  bool Remote() const override { return !local_; }
 
  private:
   std::string Full(const std::string& path) const { return root_ + "/" + path; }

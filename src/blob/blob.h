@@ -56,6 +56,9 @@ class BlobStore {
   virtual Status Delete(const std::string& path) = 0;
   // "local:/abs/path" or "s3://bucket/prefix".
   virtual std::string Describe() const = 0;
+  // Whether a read is a network request (object storage): readers then
+  // coalesce ranges into fewer, larger reads.
+  virtual bool Remote() const { return false; }
 
   // Conveniences over the primitives above.
   Status Put(const std::string& path, std::string_view data);

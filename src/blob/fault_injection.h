@@ -41,6 +41,7 @@ class FaultInjectingBlobStore final : public BlobStore {
   Result<std::vector<ObjectInfo>> List(const std::string& prefix) override;
   Status Delete(const std::string& path) override;
   std::string Describe() const override { return "faulty(" + base_->Describe() + ")"; }
+  bool Remote() const override { return base_->Remote(); }
 
   // Called by writers; public for them only.
   Status MaybeFail(BlobOp op, const std::string& path);

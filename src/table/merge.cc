@@ -15,12 +15,14 @@
 namespace sediment::table {
 namespace {
 
-using Readers = std::vector<std::unique_ptr<SegmentFileReader>>;
+// Every input's footer: read once, checked, kept for planning and for opening
+// the file again without reading it twice. No file stays open between steps.
+using Footers = std::vector<std::shared_ptr<parquet::FileMetaData>>;
 
-// Opens every input's footer, metadata_concurrency at a time, and checks it
+// Reads every input's footer, metadata_concurrency at a time, and checks it
 // against the registry. The first failure, by input order, names its file.
-Result<std::shared_ptr<Readers>> OpenInputs(const MergeContext& ctx, const TableInfo& table,
-                                            const std::vector<SegmentRecord>& inputs) {
+Result<std::shared_ptr<Footers>> ReadFooters(const MergeContext& ctx, const TableInfo& table,
+                                             const std::vector<SegmentRecord>& inputs) {
   std::vector<std::future<Result<std::unique_ptr<SegmentFileReader>>>> opening;
   for (const auto& s : inputs) {
     opening.push_back(
@@ -28,7 +30,7 @@ Result<std::shared_ptr<Readers>> OpenInputs(const MergeContext& ctx, const Table
           return SegmentFileReader::Open(blobs, path, /*decode_threads=*/false);
         }));
   }
-  auto readers = std::make_shared<Readers>();
+  auto footers = std::make_shared<Footers>();
   Status first_error;
   auto fail = [&](Status st) {
     if (first_error.ok()) first_error = std::move(st);
@@ -44,11 +46,11 @@ Result<std::shared_ptr<Readers>> OpenInputs(const MergeContext& ctx, const Table
       fail(Status::IOError(fmt::format("{}: {} rows in the file, {} in the registry", inputs[i].path,
                                        (*r)->facts().rows, inputs[i].rows)));
     } else {
-      readers->push_back(std::move(*r));
+      footers->push_back((*r)->parquet_metadata());
     }
   }
   ARROW_RETURN_NOT_OK(first_error);
-  return readers;
+  return footers;
 }
 
 SegmentRecord OutputRecord(const TableInfo& table, const std::vector<SegmentRecord>& inputs, TimePoint now,
@@ -81,16 +83,12 @@ struct Step {
   std::vector<Piece> pieces;
 };
 
-// Whether a row group can go into the output as its encoded bytes: it is
-// already full (half the row or byte limit, or more) and within the limits,
-// laid out and compressed as the output is, and carries what the output
+// Whether a row group's encoded bytes can go into the output as they are:
+// laid out and compressed as the output is, and carrying what the output
 // must have (statistics, encodings, page index, the bloom filters asked for).
-bool Copyable(const parquet::RowGroupMetaData& rg, const parquet::SchemaDescriptor& descr,
-              const parquet::WriterProperties& props, const WriterSettings& settings) {
-  const int64_t rows = rg.num_rows();
-  const int64_t bytes = rg.total_byte_size();
-  if (rows > settings.max_row_group_rows || bytes > settings.max_row_group_bytes) return false;
-  if (rows * 2 < settings.max_row_group_rows && bytes * 2 < settings.max_row_group_bytes) return false;
+bool Compatible(const parquet::RowGroupMetaData& rg, const parquet::SchemaDescriptor& descr,
+                const parquet::WriterProperties& props, const WriterSettings& settings) {
+  if (rg.num_rows() > settings.max_row_group_rows || rg.total_byte_size() > settings.max_row_group_bytes) return false;
   if (!rg.schema()->Equals(descr)) return false;
   for (int c = 0; c < rg.num_columns(); ++c) {
     auto cc = rg.ColumnChunk(c);
@@ -103,22 +101,33 @@ bool Copyable(const parquet::RowGroupMetaData& rg, const parquet::SchemaDescript
   return true;
 }
 
-std::vector<Step> Plan(const Readers& readers, const parquet::SchemaDescriptor& descr,
+// Full: half the row or byte limit, or more. A full compatible row group is
+// copied; others are decoded and packed with their neighbours into full ones.
+bool Full(const parquet::RowGroupMetaData& rg, const WriterSettings& settings) {
+  return rg.num_rows() * 2 >= settings.max_row_group_rows || rg.total_byte_size() * 2 >= settings.max_row_group_bytes;
+}
+
+std::vector<Step> Plan(const Footers& footers, const parquet::SchemaDescriptor& descr,
                        const parquet::WriterProperties& props, const WriterSettings& settings) {
   std::vector<Step> steps;
   Step pending;
+  bool pending_compatible = false;  // its one piece could be copied
   int64_t pending_rows = 0, pending_bytes = 0;
   auto flush = [&] {
     if (pending.pieces.empty()) return;
+    // A small row group with nothing to pack it with (a file's last one,
+    // between full ones) would come out as it went in: copy it.
+    pending.copy = pending.pieces.size() == 1 && pending_compatible;
     steps.push_back(std::move(pending));
     pending = Step{};
     pending_rows = pending_bytes = 0;
   };
-  for (size_t i = 0; i < readers.size(); ++i) {
-    const auto& md = *readers[i]->parquet_metadata();
+  for (size_t i = 0; i < footers.size(); ++i) {
+    const auto& md = *footers[i];
     for (int r = 0; r < md.num_row_groups(); ++r) {
       auto rg = md.RowGroup(r);
-      if (Copyable(*rg, descr, props, settings)) {
+      const bool compatible = Compatible(*rg, descr, props, settings);
+      if (compatible && Full(*rg, settings)) {
         flush();
         steps.push_back(Step{true, {Piece{i, r}}});
         continue;
@@ -127,6 +136,7 @@ std::vector<Step> Plan(const Readers& readers, const parquet::SchemaDescriptor& 
                                       pending_bytes + rg->total_byte_size() > settings.max_row_group_bytes)) {
         flush();
       }
+      if (pending.pieces.empty()) pending_compatible = compatible;
       pending.pieces.push_back(Piece{i, r});
       pending_rows += rg->num_rows();
       pending_bytes += rg->total_byte_size();
@@ -136,25 +146,40 @@ std::vector<Step> Plan(const Readers& readers, const parquet::SchemaDescriptor& 
   return steps;
 }
 
-// Runs on a worker: the step's row groups, encoded and ready to copy.
-Result<std::vector<EncodedRowGroup>> Produce(const Readers& readers, const std::vector<SegmentRecord>& inputs,
-                                             const Step& step, const WriterSettings& settings,
+// Runs on a worker: the step's row groups, encoded and ready to copy. Opens
+// the inputs it reads (their footers known) and closes them when done.
+Result<std::vector<EncodedRowGroup>> Produce(blob::BlobStore* blobs, const Footers& footers,
+                                             const std::vector<SegmentRecord>& inputs, const Step& step,
+                                             const WriterSettings& settings,
                                              const std::shared_ptr<parquet::WriterProperties>& props,
                                              const std::shared_ptr<arrow::Schema>& schema) {
+  std::unique_ptr<SegmentFileReader> reader;
+  size_t open_input = SIZE_MAX;
+  auto open = [&](size_t input) -> Status {
+    if (open_input == input) return Status::OK();
+    auto r = SegmentFileReader::Open(blobs, inputs[input].path, /*decode_threads=*/false, footers[input]);
+    if (!r.ok()) return Status::IOError(fmt::format("{}: {}", inputs[input].path, r.status().message()));
+    reader = std::move(*r);
+    open_input = input;
+    return Status::OK();
+  };
   if (step.copy) {
     const Piece& p = step.pieces.front();
-    ARROW_ASSIGN_OR_RAISE(auto rg, readers[p.input]->ReadEncoded(p.row_group));
+    ARROW_RETURN_NOT_OK(open(p.input));
+    ARROW_ASSIGN_OR_RAISE(auto rg, reader->ReadEncoded(p.row_group));
     std::vector<EncodedRowGroup> out;
     out.push_back(std::move(rg));
     return out;
   }
   std::vector<std::shared_ptr<arrow::Table>> tables;
   for (const Piece& p : step.pieces) {
-    auto t = readers[p.input]->ReadRowGroup(p.row_group);
+    ARROW_RETURN_NOT_OK(open(p.input));
+    auto t = reader->ReadRowGroup(p.row_group);
     if (!t.ok()) return Status::IOError(fmt::format("{}: {}", inputs[p.input].path, t.status().message()));
     // The table's schema exactly (a file's carries its own metadata).
     tables.push_back(arrow::Table::Make(schema, (*t)->columns(), (*t)->num_rows()));
   }
+  reader.reset();
   ARROW_ASSIGN_OR_RAISE(auto table, arrow::ConcatenateTables(tables));
   return EncodeForSegment(*table, settings, props);
 }
@@ -163,25 +188,26 @@ Result<std::vector<EncodedRowGroup>> Produce(const Readers& readers, const std::
 
 Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& table,
                                     const std::vector<SegmentRecord>& inputs, TimePoint now, MergeStats* stats) {
-  ARROW_ASSIGN_OR_RAISE(std::shared_ptr<Readers> readers, OpenInputs(ctx, table, inputs));
+  ARROW_ASSIGN_OR_RAISE(std::shared_ptr<Footers> footers, ReadFooters(ctx, table, inputs));
   SegmentRecord out = OutputRecord(table, inputs, now, ctx.writer_tag);
   ARROW_ASSIGN_OR_RAISE(auto writer, SegmentFileWriter::Open(ctx.blobs, out.path, table.schema, *ctx.file_settings,
                                                              EncodeSegmentFileMetadata(out)));
   const auto props = writer->properties();
   ARROW_ASSIGN_OR_RAISE(auto descr, ParquetSchemaFor(*table.schema, *props));
-  auto steps = std::make_shared<std::vector<Step>>(Plan(*readers, *descr, *props, *ctx.file_settings));
+  auto steps = std::make_shared<std::vector<Step>>(Plan(*footers, *descr, *props, *ctx.file_settings));
 
   // Inputs are adjacent and each is in block order: their row groups in
   // order are the block order. Workers read, decode and encode up to
-  // `window` steps ahead; this thread copies them into the output in order.
-  const size_t window = static_cast<size_t>(std::max(2, 2 * ctx.workers));
+  // `window` (workers + 1) steps ahead; this thread copies them into the output in order.
+  const size_t window = static_cast<size_t>(ctx.workers + 1);
   std::deque<std::future<Result<std::vector<EncodedRowGroup>>>> ahead;
   size_t next = 0;
   auto submit = [&] {
     size_t k = next++;
     ahead.push_back(RunOn<Result<std::vector<EncodedRowGroup>>>(
-        ctx.worker_pool, [readers, steps, k, &inputs, settings = *ctx.file_settings, props, schema = table.schema]() {
-          return Produce(*readers, inputs, (*steps)[k], settings, props, schema);
+        ctx.worker_pool,
+        [blobs = ctx.blobs, footers, steps, k, &inputs, settings = *ctx.file_settings, props, schema = table.schema]() {
+          return Produce(blobs, *footers, inputs, (*steps)[k], settings, props, schema);
         }));
   };
   // Every task submitted is waited for before returning: they read `inputs`.

@@ -3,11 +3,13 @@
 // of two or more files into one new file"). It publishes nothing: the caller
 // (Compactor) swaps the output into the live set or deletes it.
 //
-// Footers are read metadata_concurrency at a time on `footer_pool`. Then the
+// Footers are read metadata_concurrency at a time on `footer_pool`, once:
+// they plan the merge, and the files are opened again with them, one step at
+// a time, so no input stays open (or in memory) between steps. Then the
 // merge is a pipeline: a row group that is already full and encoded as the
 // output wants is copied as bytes (parquet_assembler.h); runs of small row
 // groups are decoded and encoded together into full ones. Both are done by
-// `worker_pool` tasks, up to 2 x workers steps ahead of the thread that
+// `worker_pool` tasks, up to workers + 1 steps ahead of the thread that
 // appends their results to the output in order, so memory holds a few row
 // groups per merge. A file whose schema or row count disagrees with the
 // registry fails the merge, named by its path.

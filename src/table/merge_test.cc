@@ -143,9 +143,14 @@ TEST_F(MergeTest, CopiesFullRowGroupsAndReencodesTheRest) {
       Write(600, 799, snappy),     // full groups, another codec: re-encoded
       Write(800, 999, settings_),  // 600 rows: one full row group, copied
   };
-  auto merged = Merge(inputs, 2);
+  MergeStats stats;
+  ThreadPool footers("t-footers", 2, 1 << 20), work("t-work", 2, 1 << 20);
+  MergeContext ctx{blobs_.get(), &footers, &work, 2, &settings_, &stopping_, 7};
+  auto merged = MergeSegments(ctx, table_, inputs, SystemClock().Now(), &stats);
   ASSERT_TRUE(merged.ok()) << merged.status().ToString();
   EXPECT_EQ(merged->rows, 3000);
+  EXPECT_EQ(stats.row_groups_copied, 3);
+  EXPECT_EQ(stats.row_groups_reencoded, 2);
 
   // Every row, in order.
   std::vector<std::shared_ptr<arrow::Table>> expected;
@@ -230,6 +235,22 @@ TEST_F(MergeTest, CopiesFullRowGroupsAndReencodesTheRest) {
     EXPECT_FALSE(bloom->FindHash(bloom->Hash(&ba)));
     row += g->num_rows();
   }
+}
+
+TEST_F(MergeTest, ALoneSmallRowGroupBetweenFullOnesIsCopiedToo) {
+  // Each file: a full row group of 600 rows and a tail of 300. Nothing to
+  // pack a tail with (full groups on both sides): re-encoding it would only
+  // produce the same small row group again.
+  std::vector<SegmentRecord> inputs = {Write(0, 299, settings_), Write(300, 599, settings_)};
+  MergeStats stats;
+  ThreadPool footers("t-footers", 2, 1 << 20), work("t-work", 2, 1 << 20);
+  MergeContext ctx{blobs_.get(), &footers, &work, 2, &settings_, &stopping_, 7};
+  auto merged = MergeSegments(ctx, table_, inputs, SystemClock().Now(), &stats);
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  EXPECT_EQ(stats.row_groups_copied, 4);
+  EXPECT_EQ(stats.row_groups_reencoded, 0);
+  auto want = *(*arrow::ConcatenateTables({ReadAll(inputs[0].path), ReadAll(inputs[1].path)}))->CombineChunks();
+  EXPECT_TRUE(ReadAll(merged->path)->Equals(*want));
 }
 
 TEST_F(MergeTest, SameOutputWithOneWorkerOrMany) {

@@ -156,14 +156,15 @@ Result<FileFacts> SegmentFileWriter::Finish() {
 }
 
 Result<std::unique_ptr<SegmentFileReader>> SegmentFileReader::Open(blob::BlobStore* store, const std::string& path,
-                                                                   bool decode_threads) {
+                                                                   bool decode_threads,
+                                                                   std::shared_ptr<parquet::FileMetaData> footer) {
   std::unique_ptr<SegmentFileReader> r(new SegmentFileReader());
   r->path_ = path;
   ARROW_ASSIGN_OR_RAISE(auto file, store->OpenReader(path));
   ARROW_ASSIGN_OR_RAISE(int64_t size, file->GetSize());
   r->file_ = file;
   Status st = Guard(path, [&]() -> Status {
-    auto pq = parquet::ParquetFileReader::Open(file);
+    auto pq = parquet::ParquetFileReader::Open(file, parquet::default_reader_properties(), footer);
     auto md = pq->metadata();
     r->metadata_ = md;
     r->facts_.rows = md->num_rows();
@@ -175,7 +176,9 @@ Result<std::unique_ptr<SegmentFileReader>> SegmentFileReader::Open(blob::BlobSto
       if (found.ok()) r->segment_metadata_ = *found;
     }
     parquet::ArrowReaderProperties props;
-    props.set_pre_buffer(false);
+    // A merge reads whole row groups: on object storage, one coalesced GET
+    // each rather than one per column chunk (locally that costs more than it saves).
+    props.set_pre_buffer(!decode_threads && store->Remote());
     props.set_use_threads(decode_threads);
     ARROW_ASSIGN_OR_RAISE(r->reader_,
                           parquet::arrow::FileReader::Make(arrow::default_memory_pool(), std::move(pq), props));

@@ -103,9 +103,12 @@ Result<std::vector<EncodedRowGroup>> EncodeForSegment(const arrow::Table& table,
 class SegmentFileReader {
  public:
   // `decode_threads`: decode a row group's columns in parallel on Arrow's CPU
-  // pool (scans); a merge decodes many row groups at once on its own threads.
+  // pool (scans); a merge decodes many row groups at once on its own threads
+  // and reads each row group in one coalesced read. `footer`: the file's
+  // footer, read before (it is not read again).
   static Result<std::unique_ptr<SegmentFileReader>> Open(blob::BlobStore* store, const std::string& path,
-                                                         bool decode_threads = true);
+                                                         bool decode_threads = true,
+                                                         std::shared_ptr<parquet::FileMetaData> footer = nullptr);
   ~SegmentFileReader();
 
   const FileFacts& facts() const { return facts_; }
