@@ -191,6 +191,7 @@ def start_launcher():
 def run(cmd, env=None):
     """Runs cmd in a child process; returns (JSON of its last stdout line, its peak RSS in MiB)."""
     start_launcher()
+    os.sync()  # no engine pays for the previous one's write-back
     _launcher.stdin.write(json.dumps({"cmd": [str(c) for c in cmd], "env": env or {}}) + "\n")
     _launcher.stdin.flush()
     res = json.loads(_launcher.stdout.readline())

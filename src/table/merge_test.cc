@@ -277,6 +277,39 @@ TEST_F(MergeTest, FootersAreReadMetadataConcurrencyAtATime) {
   }
 }
 
+TEST_F(MergeTest, ABlockRangeReadsOnlyThePagesThatHoldIt) {
+  WriterSettings paged = settings_;
+  paged.max_row_group_rows = 6000;
+  paged.max_page_rows = 100;
+  auto s = Write(0, 1999, paged);  // 6,000 rows: one row group, pages of 100 rows
+  auto reader = *SegmentFileReader::Open(blobs_.get(), s.path);
+  ASSERT_EQ(reader->num_row_groups(), 1);
+  auto full = *(*reader->ReadRowGroup(0))->CombineChunks();
+  std::vector<int> all = {0, 1, 2, 3, 4};
+  for (auto [from, to] : std::vector<std::pair<uint64_t, uint64_t>>{{500, 509}, {0, 0}, {1990, 5000}, {333, 334}}) {
+    auto part = reader->ReadRowGroupBlocks(0, all, 0, from, to);
+    ASSERT_TRUE(part.ok()) << part.status().ToString();
+    auto got = *(*part)->CombineChunks();
+    EXPECT_LE(got->num_rows(), 300) << "read more pages than the range needs: " << from;
+    // A contiguous run of the row group's rows holding every row of the range.
+    auto blocks = std::static_pointer_cast<arrow::UInt64Array>(got->column(0)->chunk(0));
+    ASSERT_GT(blocks->length(), 0);
+    int64_t start = static_cast<int64_t>(blocks->Value(0)) * 3 +
+                    std::static_pointer_cast<arrow::Int32Array>(got->column(1)->chunk(0))->Value(0);
+    EXPECT_TRUE(got->Equals(*full->Slice(start, got->num_rows()))) << from;
+    EXPECT_LE(blocks->Value(0), from);
+    EXPECT_GE(blocks->Value(blocks->length() - 1), std::min<uint64_t>(to, 1999));
+  }
+  auto none = reader->ReadRowGroupBlocks(0, all, 0, 3000, 4000);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ((*none)->num_rows(), 0);
+  // A range covering most of the row group reads it whole.
+  auto most = reader->ReadRowGroupBlocks(0, {3, 0}, 0, 100, 1900);
+  ASSERT_TRUE(most.ok());
+  EXPECT_EQ((*most)->num_rows(), 6000);
+  EXPECT_EQ((*most)->schema()->field(0)->name(), "data");
+}
+
 TEST_F(MergeTest, RowCountDisagreeingWithRegistryFailsNamingTheFile) {
   auto a = Write(0, 9, settings_);
   auto b = Write(10, 19, settings_);

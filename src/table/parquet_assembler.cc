@@ -113,6 +113,12 @@ Result<EncodedRowGroup> ReadEncodedRowGroup(parquet::ParquetFileReader* reader, 
   });
 }
 
+Result<std::string> StoredArrowSchema(const arrow::Schema& schema) {
+  ARROW_ASSIGN_OR_RAISE(auto ipc, arrow::ipc::SerializeSchema(schema));
+  return arrow::util::base64_encode(
+      std::string_view(reinterpret_cast<const char*>(ipc->data()), static_cast<size_t>(ipc->size())));
+}
+
 Result<std::shared_ptr<parquet::SchemaDescriptor>> ParquetSchemaFor(const arrow::Schema& schema,
                                                                     const parquet::WriterProperties& props) {
   std::shared_ptr<parquet::SchemaDescriptor> descr;

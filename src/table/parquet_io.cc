@@ -2,6 +2,7 @@
 
 #include <arrow/api.h>
 #include <arrow/io/interfaces.h>
+#include <arrow/io/memory.h>
 #include <arrow/util/byte_size.h>
 #include <arrow/util/key_value_metadata.h>
 #include <fmt/format.h>
@@ -10,7 +11,12 @@
 #include <parquet/exception.h>
 #include <parquet/file_reader.h>
 #include <parquet/metadata.h>
+#include <parquet/page_index.h>
+#include <parquet/schema.h>
 #include <parquet/statistics.h>
+
+#include <cstring>
+#include <map>
 
 #include "table/parquet_assembler.h"
 #include "table/segment.h"
@@ -54,6 +60,7 @@ std::shared_ptr<parquet::WriterProperties> WriterSettings::Properties(const arro
   props.compression(*Codec(compression.codec));  // validated by ParseCompression
   if (compression.level) props.compression_level(*compression.level);
   props.max_row_group_length(max_row_group_rows);
+  props.max_rows_per_page(max_page_rows);
   props.enable_statistics();
   props.enable_write_page_index();
   for (const auto& name : bloom_filter_columns) {
@@ -204,6 +211,114 @@ bool SegmentFileReader::RowGroupUInt64Range(int i, int column, uint64_t* min, ui
   } catch (const std::exception&) {
     return false;
   }
+}
+
+Result<std::shared_ptr<arrow::Table>> SegmentFileReader::ReadRowGroupBlocks(int i, const std::vector<int>& columns,
+                                                                            int block_column, uint64_t from,
+                                                                            uint64_t to) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return Guard(path_, [&]() -> Result<std::shared_ptr<arrow::Table>> {
+    auto whole = [&]() { return reader_->ReadRowGroup(i, columns); };
+    auto rg = metadata_->RowGroup(i);
+    const int64_t rows = rg->num_rows();
+    const auto* descr = metadata_->schema();
+    if (descr->num_columns() != schema_->num_fields()) return whole();  // nested columns
+    auto pages = reader_->parquet_reader()->GetPageIndexReader();
+    auto rg_pages = pages ? pages->RowGroup(i) : nullptr;
+    if (!rg_pages) return whole();
+    auto block_index = std::dynamic_pointer_cast<parquet::Int64ColumnIndex>(rg_pages->GetColumnIndex(block_column));
+    auto block_offsets = rg_pages->GetOffsetIndex(block_column);
+    if (!block_index || !block_offsets) return whole();
+    // Rows [r0, r1): the pages whose block range meets [from, to] (in order).
+    const auto& locs = block_offsets->page_locations();
+    const auto& non_null = block_index->non_null_page_indices();
+    int64_t r0 = -1, r1 = -1;
+    for (size_t k = 0; k < non_null.size(); ++k) {
+      const size_t p = static_cast<size_t>(non_null[k]);
+      if (static_cast<uint64_t>(block_index->max_values()[k]) < from ||
+          static_cast<uint64_t>(block_index->min_values()[k]) > to) {
+        continue;
+      }
+      if (r0 < 0) r0 = locs[p].first_row_index;
+      r1 = p + 1 < locs.size() ? locs[p + 1].first_row_index : rows;
+    }
+    std::vector<std::shared_ptr<arrow::Field>> fields;
+    for (int c : columns) fields.push_back(schema_->field(c));
+    auto out_schema = arrow::schema(fields);
+    if (r0 < 0) return arrow::Table::MakeEmpty(out_schema);
+    if ((r1 - r0) * 2 > rows) return whole();
+    std::vector<std::shared_ptr<arrow::ChunkedArray>> out;
+    for (int c : columns) {
+      if (descr->Column(c)->max_repetition_level() > 0) return whole();
+      ARROW_ASSIGN_OR_RAISE(auto column, ReadColumnPages(i, c, r0, r1));
+      if (!column) return whole();
+      out.push_back(std::move(column));
+    }
+    return arrow::Table::Make(out_schema, out, r1 - r0);
+  });
+}
+
+// The pages of column `c` that hold rows [r0, r1), with its dictionary page,
+// laid out as a one-column Parquet file in memory and read by Arrow's reader,
+// then sliced to [r0, r1). Null when the column has no offset index.
+Result<std::shared_ptr<arrow::ChunkedArray>> SegmentFileReader::ReadColumnPages(int i, int c, int64_t r0, int64_t r1) {
+  auto rg = metadata_->RowGroup(i);
+  auto cc = rg->ColumnChunk(c);
+  auto offsets = reader_->parquet_reader()->GetPageIndexReader()->RowGroup(i)->GetOffsetIndex(c);
+  if (!offsets) return nullptr;
+  const auto& locs = offsets->page_locations();
+  if (locs.empty()) return nullptr;
+  size_t first = 0, last = 0;
+  for (size_t p = 0; p < locs.size(); ++p) {
+    if (locs[p].first_row_index <= r0) first = p;
+    if (locs[p].first_row_index < r1) last = p;
+  }
+  const int64_t first_row = locs[first].first_row_index;
+  const int64_t end_row = last + 1 < locs.size() ? locs[last + 1].first_row_index : rg->num_rows();
+  const bool dict = cc->has_dictionary_page() && cc->dictionary_page_offset() > 0;
+  const int64_t dict_len = dict ? locs.front().offset - cc->dictionary_page_offset() : 0;
+  const int64_t pages_len = locs[last].offset + locs[last].compressed_page_size - locs[first].offset;
+  // "PAR1", the dictionary page, the data pages; the footer is given to the reader.
+  ARROW_ASSIGN_OR_RAISE(auto buffer, arrow::AllocateResizableBuffer(4 + dict_len + pages_len));
+  uint8_t* at = buffer->mutable_data();
+  std::memcpy(at, "PAR1", 4);
+  if (dict) {
+    ARROW_ASSIGN_OR_RAISE(int64_t n, file_->ReadAt(cc->dictionary_page_offset(), dict_len, at + 4));
+    if (n != dict_len) return Status::IOError("short read of a dictionary page");
+  }
+  ARROW_ASSIGN_OR_RAISE(int64_t n, file_->ReadAt(locs[first].offset, pages_len, at + 4 + dict_len));
+  if (n != pages_len) return Status::IOError("short read of data pages");
+
+  const auto* leaf =
+      static_cast<const parquet::schema::PrimitiveNode*>(metadata_->schema()->Column(c)->schema_node().get());
+  auto node = parquet::schema::PrimitiveNode::Make(leaf->name(), leaf->repetition(), leaf->logical_type(),
+                                                   leaf->physical_type(), leaf->type_length(), leaf->field_id());
+  parquet::SchemaDescriptor one;
+  one.Init(parquet::schema::GroupNode::Make("schema", parquet::Repetition::REQUIRED, {node}));
+  auto props = parquet::WriterProperties::Builder().compression(cc->compression())->build();
+  auto footer = parquet::FileMetaDataBuilder::Make(&one, props);
+  auto* group = footer->AppendRowGroup();
+  group->set_num_rows(end_row - first_row);
+  std::map<parquet::Encoding::type, int32_t> dict_stats, data_stats;
+  for (const auto& e : cc->encoding_stats()) {
+    (e.page_type == parquet::PageType::DICTIONARY_PAGE ? dict_stats : data_stats)[e.encoding] += e.count;
+  }
+  group->NextColumnChunk()->Finish(end_row - first_row, dict ? 4 : 0, -1, 4 + dict_len, dict_len + pages_len,
+                                   dict_len + pages_len, dict, false, dict_stats, data_stats);
+  group->Finish(dict_len + pages_len, 0);
+  ARROW_ASSIGN_OR_RAISE(auto stored, StoredArrowSchema(*arrow::schema({schema_->field(c)})));
+  std::shared_ptr<parquet::FileMetaData> md = footer->Finish(arrow::key_value_metadata({"ARROW:schema"}, {stored}));
+  auto source = std::make_shared<arrow::io::BufferReader>(std::shared_ptr<arrow::Buffer>(std::move(buffer)));
+  parquet::ArrowReaderProperties arrow_props;
+  arrow_props.set_use_threads(false);
+  std::unique_ptr<parquet::arrow::FileReader> reader;
+  ARROW_ASSIGN_OR_RAISE(
+      reader, parquet::arrow::FileReader::Make(
+                  arrow::default_memory_pool(),
+                  parquet::ParquetFileReader::Open(source, parquet::default_reader_properties(), md), arrow_props));
+  std::shared_ptr<arrow::ChunkedArray> column;
+  ARROW_RETURN_NOT_OK(reader->ReadColumn(0, &column));
+  return column->Slice(r0 - first_row, r1 - r0);
 }
 
 Result<EncodedRowGroup> SegmentFileReader::ReadEncoded(int i) {

@@ -21,6 +21,7 @@
 #include "blob/blob.h"
 
 namespace arrow {
+class ChunkedArray;
 class RecordBatch;
 class Schema;
 class Table;
@@ -42,6 +43,8 @@ struct WriterSettings {
   CompressionSetting compression{"zstd", 1};
   int64_t max_row_group_bytes = 128ll << 20;
   int64_t max_row_group_rows = 131072;
+  // Rows per data page at most: what a block-range read decodes at least.
+  int64_t max_page_rows = 8192;
   std::vector<std::string> bloom_filter_columns;  // those the schema lacks are ignored
 
   static Result<WriterSettings> FromConfig(const WriterConfig& writer);
@@ -119,6 +122,14 @@ class SegmentFileReader {
   // Min and max of column `column` in row group `i`, from its statistics, if present.
   bool RowGroupUInt64Range(int i, int column, uint64_t* min, uint64_t* max) const;
   Result<std::shared_ptr<arrow::Table>> ReadRowGroup(int i, const std::vector<int>& columns = {});
+  // The rows of row group `i` (columns `columns`) that the pages holding
+  // blocks [from, to] cover: the page index of `block_column` (uint64, in
+  // order) says which pages, and only those pages of each column are read
+  // and decoded. A superset of the range's rows, in order; the whole row
+  // group when the file has no page index, a column is nested, or the pages
+  // cover most of it.
+  Result<std::shared_ptr<arrow::Table>> ReadRowGroupBlocks(int i, const std::vector<int>& columns, int block_column,
+                                                           uint64_t from, uint64_t to);
   // Row group `i` as encoded bytes with its page index and bloom filters.
   Result<EncodedRowGroup> ReadEncoded(int i);
   const std::shared_ptr<parquet::FileMetaData>& parquet_metadata() const { return metadata_; }
@@ -126,6 +137,9 @@ class SegmentFileReader {
 
  private:
   SegmentFileReader() = default;
+  // Rows [r0, r1) of column `c` of row group `i`, from its pages that hold them.
+  Result<std::shared_ptr<arrow::ChunkedArray>> ReadColumnPages(int i, int c, int64_t r0, int64_t r1);
+
   std::string path_;
   std::shared_ptr<arrow::io::RandomAccessFile> file_;
   std::shared_ptr<parquet::FileMetaData> metadata_;

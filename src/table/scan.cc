@@ -198,7 +198,10 @@ Result<std::shared_ptr<arrow::RecordBatch>> Scan::Next() {
       stats_.row_groups_skipped++;
       continue;
     }
-    ARROW_ASSIGN_OR_RAISE(auto table, reader_->ReadRowGroup(rg, read_columns_));
+    // A block range reads only the pages that hold it (the page index says which).
+    ARROW_ASSIGN_OR_RAISE(auto table, request_.from_block || request_.to_block
+                                          ? reader_->ReadRowGroupBlocks(rg, read_columns_, file_block_col, from, to)
+                                          : reader_->ReadRowGroup(rg, read_columns_));
     ARROW_ASSIGN_OR_RAISE(auto batch, table->CombineChunksToBatch());
     ARROW_ASSIGN_OR_RAISE(auto out, Process(batch));
     if (out && out->num_rows() > 0) return out;
