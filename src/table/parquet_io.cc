@@ -61,6 +61,10 @@ std::shared_ptr<parquet::WriterProperties> WriterSettings::Properties(const arro
   if (compression.level) props.compression_level(*compression.level);
   props.max_row_group_length(max_row_group_rows);
   props.max_rows_per_page(max_page_rows);
+  // A dictionary that outgrows 256 KiB is dropped for the rest of the column
+  // chunk: high-cardinality columns (values, hashes, payloads) stop paying for
+  // hashing sooner, and zstd compresses their plain pages better (docs/compaction.md).
+  props.dictionary_pagesize_limit(256 << 10);
   props.enable_statistics();
   props.enable_write_page_index();
   for (const auto& name : bloom_filter_columns) {
