@@ -15,11 +15,17 @@ each thread count. Times are the operation alone (no process start); peak RSS
 comes from wait4. Ratios are to the fastest peer of the same row (>1: Sediment
 is faster).
 
+On MinIO (started by scripts/minio.sh; --minio-files, default 600 tiny files):
+the same merge with the inputs and the output on object storage. DuckDB is
+left out there: its httpfs extension is downloaded at first use, and this
+machine has no internet.
+
 Query side: the tiny shape's output from Sediment and from DuckDB is queried
 by DuckDB, Polars and DataFusion: a 100-block range, equality on an address,
 equality on topic0. Median of --repeat runs.
 
 Usage: .venv/bin/python bench/compaction_bench.py [--scale 1.0] [--threads 1 2] [--shapes tiny medium ...]
+                                                 [--minio-files 600]
 """
 import argparse
 import json
@@ -38,50 +44,73 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parent.parent
 SEDIMENT = ROOT / "build" / "sediment"
 
+# Each peer gets one JSON argument: files (paths or s3:// URLs), dir (their
+# directory), out (a directory to write into), threads, rg (rows per row
+# group), s3 (endpoint and keys, or null for local files).
 PEERS = {
     "duckdb": r"""
 import duckdb, json, sys, time
-files, out, threads, rg = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+a = json.loads(sys.argv[1])
+if a["s3"]:
+    print(json.dumps({"skipped": "no httpfs extension offline"})); sys.exit(0)
 con = duckdb.connect()
-con.execute(f"SET threads = {threads}")
+con.execute(f"SET threads = {a['threads']}")
 con.execute("SET preserve_insertion_order = true")
 t = time.perf_counter()
-con.execute(f"COPY (SELECT * FROM read_parquet({files!r})) TO '{out}/out.parquet' "
-            f"(FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, ROW_GROUP_SIZE {rg})")
+con.execute(f"COPY (SELECT * FROM read_parquet({a['files']!r})) TO '{a['out']}/out.parquet' "
+            f"(FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, ROW_GROUP_SIZE {a['rg']})")
 print(json.dumps({"seconds": time.perf_counter() - t}))
 """,
     "polars": r"""
 import json, sys, time
 import polars as pl
-files, out, threads, rg = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+a = json.loads(sys.argv[1])
+opts = None
+if a["s3"]:
+    s3 = a["s3"]
+    opts = {"aws_endpoint_url": "http://" + s3["endpoint"], "aws_access_key_id": s3["key"],
+            "aws_secret_access_key": s3["secret"], "aws_region": "us-east-1", "aws_allow_http": "true"}
 t = time.perf_counter()
-pl.scan_parquet(files).sink_parquet(f"{out}/out.parquet", compression="zstd", compression_level=1,
-                                    row_group_size=rg)
+pl.scan_parquet(a["files"], storage_options=opts).sink_parquet(
+    f"{a['out']}/out.parquet", compression="zstd", compression_level=1, row_group_size=a["rg"], storage_options=opts)
 print(json.dumps({"seconds": time.perf_counter() - t}))
 """,
     "datafusion": r"""
 import json, sys, time
 from datafusion import SessionContext, SessionConfig
-files, out, threads, rg = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-ctx = SessionContext(SessionConfig().with_target_partitions(threads)
-                     .set("datafusion.execution.parquet.max_row_group_size", str(rg)))
+a = json.loads(sys.argv[1])
+ctx = SessionContext(SessionConfig().with_target_partitions(a["threads"])
+                     .set("datafusion.execution.parquet.max_row_group_size", str(a["rg"])))
+if a["s3"]:
+    from datafusion.object_store import AmazonS3
+    s3 = a["s3"]
+    ctx.register_object_store("s3://", AmazonS3(bucket_name=s3["bucket"], region="us-east-1",
+        access_key_id=s3["key"], secret_access_key=s3["secret"], endpoint="http://" + s3["endpoint"], allow_http=True),
+        s3["bucket"])
 t = time.perf_counter()
-df = ctx.read_parquet(str(sys.argv[5]))
-df.write_parquet(f"{out}/out.parquet", compression="zstd", compression_level=1)
+df = ctx.read_parquet(a["dir"] + "/")
+df.write_parquet(f"{a['out']}/out.parquet", compression="zstd", compression_level=1)
 print(json.dumps({"seconds": time.perf_counter() - t}))
 """,
     "pyarrow": r"""
 import json, sys, time
-import pyarrow as pa, pyarrow.dataset as ds, pyarrow.parquet as pq
-files, out, threads, rg = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-pa.set_cpu_count(threads)
-pa.set_io_thread_count(max(threads, 2))
+import pyarrow as pa, pyarrow.dataset as ds, pyarrow.fs as pafs
+a = json.loads(sys.argv[1])
+pa.set_cpu_count(a["threads"])
+pa.set_io_thread_count(max(a["threads"], 8 if a["s3"] else 2))
+files, out, fsys = a["files"], a["out"], None
+if a["s3"]:
+    s3 = a["s3"]
+    fsys = pafs.S3FileSystem(access_key=s3["key"], secret_key=s3["secret"], endpoint_override=s3["endpoint"],
+                             scheme="http")
+    files = [f[len("s3://"):] for f in files]
+    out = out[len("s3://"):]
 t = time.perf_counter()
 fmt = ds.ParquetFileFormat()
-ds.write_dataset(ds.dataset(files, format="parquet"), out, format="parquet",
+ds.write_dataset(ds.dataset(files, format="parquet", filesystem=fsys), out, format="parquet", filesystem=fsys,
                  file_options=fmt.make_write_options(compression="zstd", compression_level=1),
-                 min_rows_per_group=rg, max_rows_per_group=rg, max_rows_per_file=0,
-                 basename_template="out-{i}.parquet", use_threads=threads > 1, preserve_order=True)
+                 min_rows_per_group=a["rg"], max_rows_per_group=a["rg"], max_rows_per_file=0,
+                 basename_template="out-{i}.parquet", use_threads=a["threads"] > 1, preserve_order=True)
 print(json.dumps({"seconds": time.perf_counter() - t}))
 """,
 }
@@ -213,38 +242,57 @@ def sediment_live(data_dir):
     return files
 
 
-def import_shape(work, name, inputs, row_group_rows):
+def import_shape(work, name, inputs, row_group_rows, s3=None):
     base = work / f"{name}-imported"
     if base.exists():
         shutil.rmtree(base)
-    imported, _ = run([str(SEDIMENT), "bench", "import", "--input-dir", str(inputs), "--data-dir", str(base),
-                       "--max-row-group-rows", str(row_group_rows)])
+    cmd = [str(SEDIMENT), "bench", "import", "--input-dir", str(inputs), "--data-dir", str(base),
+           "--max-row-group-rows", str(row_group_rows)]
+    if s3:
+        cmd += ["--objects", s3["objects"], "--s3-endpoint", s3["endpoint"]]
+    imported, _ = run(cmd, env=s3 and {"AWS_ACCESS_KEY_ID": s3["key"], "AWS_SECRET_ACCESS_KEY": s3["secret"]})
     return base, imported
 
 
-def merge_all(work, name, base, imported, threads_list, rg_rows, rows_out):
-    files_json = work / f"{name}-files.json"
-    files_json.write_text(json.dumps(imported["files"]))
-    seg_dir = str(Path(imported["files"][0]).parent)
+def merge_all(work, name, base, imported, threads_list, rg_rows, rows_out, s3=None):
+    """Every engine merges the imported files at every thread count; s3: MinIO's endpoint, keys, bucket."""
+    seg_dir = imported["files"][0].rsplit("/", 1)[0]
     outputs = {}
     for threads in threads_list:
         copy = work / f"{name}-sediment-{threads}"
         if copy.exists():
             shutil.rmtree(copy)
         shutil.copytree(base, copy)
-        sed, sed_rss = run([str(SEDIMENT), "bench", "compact", "--data-dir", str(copy), "--threads", str(threads),
-                            "--bytes", str(1 << 40), "--max-row-group-rows", str(rg_rows)])
+        cmd = [str(SEDIMENT), "bench", "compact", "--data-dir", str(copy), "--threads", str(threads),
+               "--bytes", str(1 << 40), "--max-row-group-rows", str(rg_rows)]
+        if s3:
+            cmd += ["--objects", s3["objects"], "--s3-endpoint", s3["endpoint"]]
+        sed, sed_rss = run(cmd, env=s3 and {"AWS_ACCESS_KEY_ID": s3["key"], "AWS_SECRET_ACCESS_KEY": s3["secret"]})
         results = {"sediment": (sed["seconds"], sed_rss),
                    "row_groups": (sed.get("row_groups_copied", 0), sed.get("row_groups_reencoded", 0))}
         outputs[("sediment", threads)] = copy
+        if s3:
+            # Sediment's output went next to the inputs: remove it, so the
+            # peers (DataFusion reads the directory) see the inputs alone.
+            import pyarrow.fs as pafs
+            fsys = pafs.S3FileSystem(access_key=s3["key"], secret_key=s3["secret"], endpoint_override=s3["endpoint"],
+                                     scheme="http")
+            keep = {f[len("s3://"):] for f in imported["files"]}
+            for info in fsys.get_file_info(pafs.FileSelector(seg_dir[len("s3://"):], recursive=True)):
+                if info.type == pafs.FileType.File and info.path not in keep:
+                    fsys.delete_file(info.path)
         env = {"POLARS_MAX_THREADS": str(threads), "TOKIO_WORKER_THREADS": str(threads),
                "RAYON_NUM_THREADS": str(threads)}
         for peer, script in PEERS.items():
-            out = fresh(work / f"{name}-{peer}-{threads}")
-            res, rss = run([sys.executable, "-c", script, str(files_json), str(out), str(threads), str(rg_rows),
-                            seg_dir], env=env)
-            results[peer] = (res["seconds"], rss)
-            outputs[(peer, threads)] = out
+            if s3:
+                out = f"s3://{s3['bucket']}/{name}-{peer}-{threads}"
+            else:
+                out = str(fresh(work / f"{name}-{peer}-{threads}"))
+            arg = {"files": imported["files"], "dir": seg_dir, "out": out, "threads": threads, "rg": rg_rows,
+                   "s3": s3}
+            res, rss = run([sys.executable, "-c", script, json.dumps(arg)], env=env)
+            results[peer] = (res.get("seconds"), rss)
+            outputs[(peer, threads)] = Path(out) if not s3 else out
         rows_out.append((name, threads, results))
         shutil.rmtree(copy / "kv", ignore_errors=True)
     return outputs
@@ -258,6 +306,8 @@ def main():
     ap.add_argument("--row-group-rows", type=int, default=131072)
     ap.add_argument("--repeat", type=int, default=15, help="runs of each query")
     ap.add_argument("--work", default=None, help="work directory (default: a temp dir, removed)")
+    ap.add_argument("--minio-files", type=int, default=600,
+                    help="tiny files merged on MinIO (started here by scripts/minio.sh); 0 = skip")
     args = ap.parse_args()
     start_launcher()  # before this process grows
     work = Path(args.work or tempfile.mkdtemp(prefix="sediment-bench-"))
@@ -302,6 +352,23 @@ def main():
                     d, _ = run([sys.executable, "-c", QUERY_SCRIPT, engine, str(duck_file), str(lo), addr, topic,
                                 str(args.repeat)])
                     queries.append((engine, s, d))
+        if args.minio_files:
+            mdir = work / "minio"
+            env_lines = subprocess.run([str(ROOT / "scripts" / "minio.sh"), "start", str(mdir)], check=True,
+                                       capture_output=True, text=True).stdout
+            m = dict(l.replace("export ", "").split("=", 1) for l in env_lines.splitlines() if "=" in l)
+            try:
+                s3 = {"endpoint": m["SEDIMENT_TEST_S3_ENDPOINT"], "key": m["SEDIMENT_TEST_S3_ACCESS_KEY"],
+                      "secret": m["SEDIMENT_TEST_S3_SECRET_KEY"], "bucket": m["SEDIMENT_TEST_S3_BUCKET"]}
+                s3["objects"] = f"s3://{s3['bucket']}/tables-bench"
+                n = args.minio_files
+                inputs = inputs_for("minio", n, int(7_500_000 * n / 3000), 5, seed=3)
+                base, imported = import_shape(work, "minio", inputs, rg, s3)
+                print(f"minio: {len(imported['files'])} files, {imported['rows']:,} rows, "
+                      f"{imported['stored_bytes'] / 2**20:.0f} MiB stored", file=sys.stderr)
+                merge_all(work, "tiny on MinIO", base, imported, args.threads, rg, rows_out, s3)
+            finally:
+                subprocess.run([str(ROOT / "scripts" / "minio.sh"), "stop", str(mdir)], check=False)
         print()
         print(f"Merge: one output, zstd(1), row groups of {rg:,} rows. Ratio = fastest peer's time / Sediment's "
               f"(>1: Sediment faster). RSS = peak MiB.")
@@ -313,10 +380,12 @@ def main():
         print("|" + " --- |" * (6 + 2 * len(peers)))
         for name, threads, res in rows_out:
             sed = res["sediment"][0]
-            fastest = min(res[p][0] for p in peers)
-            print(f"| {name} | {threads} | {sed:.2f} | " + " | ".join(f"{res[p][0]:.2f}" for p in peers) +
+            fastest = min(res[p][0] for p in peers if res[p][0] is not None)
+            secs = lambda p: f"{res[p][0]:.2f}" if res[p][0] is not None else "n/a"
+            rss = lambda p: f"{res[p][1]:.0f}" if res[p][0] is not None else "n/a"
+            print(f"| {name} | {threads} | {sed:.2f} | " + " | ".join(secs(p) for p in peers) +
                   f" | {fastest / sed:.2f}x | {res['sediment'][1]:.0f} | " +
-                  " | ".join(f"{res[p][1]:.0f}" for p in peers) +
+                  " | ".join(rss(p) for p in peers) +
                   f" | {res['row_groups'][0]} / {res['row_groups'][1]} |")
         if queries:
             print()

@@ -37,7 +37,24 @@ struct BenchFlags {
   int64_t bytes = 256ll << 20;
   int64_t row_group_mb = 128;
   int64_t row_group_rows = 131072;
+  // Object storage for the table's files: empty = <data_dir>/objects. With
+  // s3://bucket/prefix, --s3-endpoint (host:port, http) and the keys in
+  // AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
+  std::string objects;
+  std::string s3_endpoint;
 };
+
+std::string ObjectsUri(const BenchFlags& f) { return f.objects.empty() ? f.data_dir + "/objects" : f.objects; }
+
+S3Config BenchS3(const BenchFlags& f) {
+  S3Config s3;
+  if (f.s3_endpoint.empty()) return s3;
+  s3.endpoint = f.s3_endpoint;
+  s3.scheme = "http";
+  if (const char* k = std::getenv("AWS_ACCESS_KEY_ID")) s3.access_key_id = k;
+  if (const char* k = std::getenv("AWS_SECRET_ACCESS_KEY")) s3.secret_access_key = k;
+  return s3;
+}
 
 struct Stack {
   std::shared_ptr<kv::KvStore> kv;
@@ -49,7 +66,7 @@ struct Stack {
 Result<std::unique_ptr<Stack>> OpenStack(const BenchFlags& f) {
   auto stack = std::make_unique<Stack>();
   ARROW_ASSIGN_OR_RAISE(stack->kv, kv::OpenRocksDb(f.data_dir + "/kv", false));
-  ARROW_ASSIGN_OR_RAISE(stack->blobs, blob::OpenBlobStore(f.data_dir + "/objects", S3Config{}));
+  ARROW_ASSIGN_OR_RAISE(stack->blobs, blob::OpenBlobStore(ObjectsUri(f), BenchS3(f)));
   ARROW_ASSIGN_OR_RAISE(Config config, Config::Load("", {}));
   config.writer.bytes = f.bytes;
   config.writer.max_row_group_mb = f.row_group_mb;
@@ -98,7 +115,8 @@ Status Import(const BenchFlags& f) {
   json files = json::array();
   int64_t rows = 0, bytes = 0, stored = 0;
   for (const auto& s : live.segments) {
-    files.push_back(fs::absolute(f.data_dir + "/objects/" + s.path).string());
+    files.push_back(f.objects.empty() ? fs::absolute(f.data_dir + "/objects/" + s.path).string()
+                                      : f.objects + "/" + s.path);
     rows += s.rows;
     bytes += s.bytes;
     stored += s.stored_bytes;
@@ -197,6 +215,10 @@ std::function<int()> AddBenchCommands(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   compact->add_option("--max-row-group-rows", flags->row_group_rows, "[writer] max_row_group_rows")
       ->check(CLI::Range(1024, 1 << 30));
+  for (auto* cmd : {import, compact}) {
+    cmd->add_option("--objects", flags->objects, "Object storage URI (default: <data-dir>/objects), e.g. s3://b/p");
+    cmd->add_option("--s3-endpoint", flags->s3_endpoint, "S3 endpoint host:port (plain http), e.g. a local MinIO");
+  }
   auto* ingest = bench->add_subcommand("ingest", "Write a chain's tables as a job does at the head (compaction off)");
   ingest->add_option("--data-dir", flags->data_dir, "Embedded storage to create")->required();
   ingest->add_option("--segments", flags->segments, "Polls, each writing one segment per table");

@@ -120,7 +120,11 @@ int main(int argc, char** argv) {
   }
   if (serve->parsed()) return Serve(serve_flags);
   if (Parsed(cli, "table")) return run_table();
-  if (Parsed(cli, "bench")) return run_bench();
+  if (Parsed(cli, "bench")) {
+    int rc = run_bench();
+    blob::FinalizeS3();  // a bench may have opened S3 (--objects s3://...)
+    return rc;
+  }
   if (Parsed(cli, "query")) return run_query();
   if (Parsed(cli, "job")) return run_job();
   if (int rc = run_catalog(); rc >= 0) return rc;
