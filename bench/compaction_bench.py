@@ -44,13 +44,13 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parent.parent
 SEDIMENT = ROOT / "build" / "sediment"
 
-# Each peer gets one JSON argument: files (paths or s3:// URLs), dir (their
+# Each peer gets the path of a JSON file: files (paths or s3:// URLs), dir (their
 # directory), out (a directory to write into), threads, rg (rows per row
 # group), s3 (endpoint and keys, or null for local files).
 PEERS = {
     "duckdb": r"""
 import duckdb, json, sys, time
-a = json.loads(sys.argv[1])
+a = json.load(open(sys.argv[1]))
 if a["s3"]:
     print(json.dumps({"skipped": "no httpfs extension offline"})); sys.exit(0)
 con = duckdb.connect()
@@ -64,7 +64,7 @@ print(json.dumps({"seconds": time.perf_counter() - t}))
     "polars": r"""
 import json, sys, time
 import polars as pl
-a = json.loads(sys.argv[1])
+a = json.load(open(sys.argv[1]))
 opts = None
 if a["s3"]:
     s3 = a["s3"]
@@ -78,7 +78,7 @@ print(json.dumps({"seconds": time.perf_counter() - t}))
     "datafusion": r"""
 import json, sys, time
 from datafusion import SessionContext, SessionConfig
-a = json.loads(sys.argv[1])
+a = json.load(open(sys.argv[1]))
 ctx = SessionContext(SessionConfig().with_target_partitions(a["threads"])
                      .set("datafusion.execution.parquet.max_row_group_size", str(a["rg"])))
 if a["s3"]:
@@ -95,7 +95,7 @@ print(json.dumps({"seconds": time.perf_counter() - t}))
     "pyarrow": r"""
 import json, sys, time
 import pyarrow as pa, pyarrow.dataset as ds, pyarrow.fs as pafs
-a = json.loads(sys.argv[1])
+a = json.load(open(sys.argv[1]))
 pa.set_cpu_count(a["threads"])
 pa.set_io_thread_count(max(a["threads"], 8 if a["s3"] else 2))
 files, out, fsys = a["files"], a["out"], None
@@ -254,8 +254,9 @@ def import_shape(work, name, inputs, row_group_rows, s3=None):
     return base, imported
 
 
-def merge_all(work, name, base, imported, threads_list, rg_rows, rows_out, s3=None):
-    """Every engine merges the imported files at every thread count; s3: MinIO's endpoint, keys, bucket."""
+def merge_all(work, name, base, imported, threads_list, rg_rows, rows_out, s3=None, keep=()):
+    """Every engine merges the imported files at every thread count; s3: MinIO's endpoint, keys, bucket.
+    Outputs are deleted as soon as they are measured (disk space), except the (engine, threads) in keep."""
     seg_dir = imported["files"][0].rsplit("/", 1)[0]
     outputs = {}
     for threads in threads_list:
@@ -290,11 +291,17 @@ def merge_all(work, name, base, imported, threads_list, rg_rows, rows_out, s3=No
                 out = str(fresh(work / f"{name}-{peer}-{threads}"))
             arg = {"files": imported["files"], "dir": seg_dir, "out": out, "threads": threads, "rg": rg_rows,
                    "s3": s3}
-            res, rss = run([sys.executable, "-c", script, json.dumps(arg)], env=env)
+            arg_file = work / f"{name}-{peer}-{threads}.json"  # too long for a command line
+            arg_file.write_text(json.dumps(arg))
+            res, rss = run([sys.executable, "-c", script, str(arg_file)], env=env)
             results[peer] = (res.get("seconds"), rss)
             outputs[(peer, threads)] = Path(out) if not s3 else out
+            if not s3 and (peer, threads) not in keep:
+                shutil.rmtree(out, ignore_errors=True)
         rows_out.append((name, threads, results))
         shutil.rmtree(copy / "kv", ignore_errors=True)
+        if ("sediment", threads) not in keep:
+            shutil.rmtree(copy, ignore_errors=True)
     return outputs
 
 
@@ -336,7 +343,8 @@ def main():
             base, imported = import_shape(work, name, inputs, sh["import_rg"])
             print(f"{name}: {len(imported['files'])} files, {imported['rows']:,} rows, "
                   f"{imported['stored_bytes'] / 2**20:.0f} MiB stored", file=sys.stderr)
-            outputs = merge_all(work, name, base, imported, args.threads, rg, rows_out)
+            keep = {("sediment", args.threads[-1]), ("duckdb", args.threads[-1])} if name == "tiny" else set()
+            outputs = merge_all(work, name, base, imported, args.threads, rg, rows_out, keep=keep)
             if name == "tiny":
                 sed_files = [f for f in sediment_live(outputs[("sediment", args.threads[-1])])
                              if pq.ParquetFile(f).metadata.num_rows == imported["rows"]]
@@ -352,6 +360,7 @@ def main():
                     d, _ = run([sys.executable, "-c", QUERY_SCRIPT, engine, str(duck_file), str(lo), addr, topic,
                                 str(args.repeat)])
                     queries.append((engine, s, d))
+            shutil.rmtree(base, ignore_errors=True)
         if args.minio_files:
             mdir = work / "minio"
             env_lines = subprocess.run([str(ROOT / "scripts" / "minio.sh"), "start", str(mdir)], check=True,

@@ -38,6 +38,8 @@ TEST_F(ConfigTest, DefaultsMatchTheSpecs) {
   EXPECT_EQ(w.overflow, 1.0);
   EXPECT_EQ(w.compression, "zstd(1)");
   EXPECT_EQ(w.max_row_group_mb, 128);
+  EXPECT_EQ(w.max_row_group_rows, 131072);
+  EXPECT_EQ(w.bloom_filter_columns.front(), "address");
   EXPECT_TRUE(w.compactor.active);
   EXPECT_EQ(w.compactor.min_interval, 1.0);
   EXPECT_EQ(w.compactor.skip_latest_segments, 3);
@@ -112,6 +114,10 @@ TEST_F(ConfigTest, BadFilesNameKeyFileAndLine) {
       {"[storage]\nobjects = \"gs://bucket\"\n", "unsupported scheme \"gs://\""},
       {"[database]\ntype = \"postgres\"\n", "database.postgres_dsn is empty"},
       {"[database]\npostgres_schema = \"Bad-Name\"\n", "database.postgres_schema: \"Bad-Name\" must be [a-z0-9_]+"},
+      {"[writer]\nmax_row_group_rows = 10\n",
+       "config.toml:2: writer.max_row_group_rows: must be at least 1024, got 10"},
+      {"[writer]\nbloom_filter_columns = [\"address\", \"\"]\n", "writer.bloom_filter_columns: an entry is empty"},
+      {"[writer]\nbloom_filter_columns = \"address\"\n", "writer.bloom_filter_columns"},
   };
   for (const auto& c : cases) {
     auto config = Config::Load(Write(c.toml), {});

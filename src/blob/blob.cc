@@ -195,6 +195,14 @@ class FsBlobStore final : public BlobStore {
     return fs_->OpenInputFile(info);
   }
 
+  Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenReaderSized(const std::string& path, int64_t size) override {
+    if (local_ || size <= 0) return OpenReader(path);
+    ARROW_RETURN_NOT_OK(ValidateObjectPath(path));
+    arrow::fs::FileInfo info(Full(path), arrow::fs::FileType::File);
+    info.set_size(size);
+    return fs_->OpenInputFile(info);
+  }
+
   Result<ObjectInfo> Stat(const std::string& path) override {
     ARROW_RETURN_NOT_OK(ValidateObjectPath(path));
     ARROW_ASSIGN_OR_RAISE(auto info, fs_->GetFileInfo(Full(path)));

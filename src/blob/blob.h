@@ -48,6 +48,13 @@ class BlobStore {
   virtual Result<std::shared_ptr<arrow::io::OutputStream>> OpenWriter(const std::string& path) = 0;
   // NotFound if absent.
   virtual Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenReader(const std::string& path) = 0;
+  // The same for an object whose size the caller knows (the registry keeps
+  // it): on object storage no metadata request is made; an absent object
+  // fails at the first read.
+  virtual Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenReaderSized(const std::string& path, int64_t size) {
+    (void)size;
+    return OpenReader(path);
+  }
   virtual Result<ObjectInfo> Stat(const std::string& path) = 0;
   // Every object whose path starts with `prefix`, sorted by path. Temporary
   // files of unfinished writes are never listed.

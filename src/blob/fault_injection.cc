@@ -89,6 +89,12 @@ Result<std::shared_ptr<arrow::io::RandomAccessFile>> FaultInjectingBlobStore::Op
   return base_->OpenReader(path);
 }
 
+Result<std::shared_ptr<arrow::io::RandomAccessFile>> FaultInjectingBlobStore::OpenReaderSized(const std::string& path,
+                                                                                              int64_t size) {
+  ARROW_RETURN_NOT_OK(MaybeFail(BlobOp::kRead, path));
+  return base_->OpenReaderSized(path, size);
+}
+
 Result<ObjectInfo> FaultInjectingBlobStore::Stat(const std::string& path) {
   ARROW_RETURN_NOT_OK(MaybeFail(BlobOp::kStat, path));
   return base_->Stat(path);

@@ -37,6 +37,7 @@ class FaultInjectingBlobStore final : public BlobStore {
 
   Result<std::shared_ptr<arrow::io::OutputStream>> OpenWriter(const std::string& path) override;
   Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenReader(const std::string& path) override;
+  Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenReaderSized(const std::string& path, int64_t size) override;
   Result<ObjectInfo> Stat(const std::string& path) override;
   Result<std::vector<ObjectInfo>> List(const std::string& prefix) override;
   Status Delete(const std::string& path) override;

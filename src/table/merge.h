@@ -3,9 +3,10 @@
 // of two or more files into one new file"). It publishes nothing: the caller
 // (Compactor) swaps the output into the live set or deletes it.
 //
-// Footers are read metadata_concurrency at a time on `footer_pool`, once:
-// they plan the merge, and the files are opened again with them, one step at
-// a time, so no input stays open (or in memory) between steps. Then the
+// Footers are read metadata_concurrency at a time on `footer_pool`, once,
+// and planned in input order while later ones are still being read; the
+// files are opened again with them (and their known sizes: no metadata
+// requests), one step at a time, so no input stays open between steps. The
 // merge is a pipeline: a row group that is already full and encoded as the
 // output wants is copied as bytes (parquet_assembler.h); runs of small row
 // groups are decoded and encoded together into full ones. Both are done by

@@ -88,7 +88,7 @@ class MergeTest : public ::testing::Test {
     EXPECT_TRUE(sink->Close().ok());
     s.rows = table->num_rows();
     s.bytes = 1;
-    s.stored_bytes = 1;
+    s.stored_bytes = (*blobs_->Stat(s.path)).size;
     return s;
   }
 

@@ -41,8 +41,9 @@ int64_t ChunkStart(const parquet::ColumnChunkMetaData& cc) {
   return cc.data_page_offset();
 }
 
-// The byte range of a row group's column chunks in its file.
-std::pair<int64_t, int64_t> RowGroupRange(const parquet::RowGroupMetaData& rg) {
+}  // namespace
+
+std::pair<int64_t, int64_t> RowGroupByteRange(const parquet::RowGroupMetaData& rg) {
   int64_t lo = INT64_MAX, hi = 0;
   for (int c = 0; c < rg.num_columns(); ++c) {
     auto cc = rg.ColumnChunk(c);
@@ -53,6 +54,8 @@ std::pair<int64_t, int64_t> RowGroupRange(const parquet::RowGroupMetaData& rg) {
   if (rg.num_columns() == 0) lo = 0;
   return {lo, hi};
 }
+
+namespace {
 
 // The per-page size statistics a column index holds for page `page`.
 parquet::SizeStatistics PageSizeStats(const parquet::ColumnIndex& ci, const parquet::ColumnDescriptor& descr,
@@ -83,7 +86,7 @@ Result<EncodedRowGroup> ReadEncodedRowGroup(parquet::ParquetFileReader* reader, 
     out.source = reader->metadata();
     out.index = index;
     auto rg = out.source->RowGroup(index);
-    auto [lo, hi] = RowGroupRange(*rg);
+    auto [lo, hi] = RowGroupByteRange(*rg);
     out.begin = lo;
     ARROW_ASSIGN_OR_RAISE(out.bytes, file->ReadAt(lo, hi - lo));
     if (out.bytes->size() != hi - lo) {

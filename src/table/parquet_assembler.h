@@ -40,6 +40,7 @@ class FileMetaData;
 class FileMetaDataBuilder;
 class OffsetIndex;
 class PageIndexBuilder;
+class RowGroupMetaData;
 class ParquetFileReader;
 class SchemaDescriptor;
 class WriterProperties;
@@ -60,6 +61,9 @@ struct EncodedRowGroup {
 
   int64_t rows() const;
 };
+
+// Where a row group's column chunks lie in its file: [begin, end).
+std::pair<int64_t, int64_t> RowGroupByteRange(const parquet::RowGroupMetaData& rg);
 
 // Row group `index` of `reader` (reading bytes from `file`, the same file):
 // one ranged read for its column chunks, plus its page index and bloom

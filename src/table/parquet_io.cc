@@ -68,7 +68,10 @@ std::shared_ptr<parquet::WriterProperties> WriterSettings::Properties(const arro
   props.enable_statistics();
   props.enable_write_page_index();
   for (const auto& name : bloom_filter_columns) {
-    if (schema.GetFieldIndex(name) < 0) continue;
+    auto field = schema.GetFieldByName(name);
+    // Columns the table lacks are skipped (the setting serves every table), and
+    // so are those Parquet keeps no bloom filter for (booleans, nested).
+    if (!field || field->type()->id() == arrow::Type::BOOL || field->type()->num_fields() > 0) continue;
     parquet::BloomFilterOptions bloom;  // sized for the row group's rows, folded to what it holds
     bloom.fpp = 0.01;
     props.enable_bloom_filter(name, bloom);
@@ -169,9 +172,18 @@ Result<FileFacts> SegmentFileWriter::Finish() {
 Result<std::unique_ptr<SegmentFileReader>> SegmentFileReader::Open(blob::BlobStore* store, const std::string& path,
                                                                    bool decode_threads,
                                                                    std::shared_ptr<parquet::FileMetaData> footer) {
+  ARROW_ASSIGN_OR_RAISE(auto file, store->OpenReader(path));
+  // A merge reads whole row groups: on object storage, one coalesced GET
+  // each rather than one per column chunk (locally that costs more than it saves).
+  return Open(std::move(file), path, decode_threads, std::move(footer), !decode_threads && store->Remote());
+}
+
+Result<std::unique_ptr<SegmentFileReader>> SegmentFileReader::Open(std::shared_ptr<arrow::io::RandomAccessFile> file,
+                                                                   const std::string& path, bool decode_threads,
+                                                                   std::shared_ptr<parquet::FileMetaData> footer,
+                                                                   bool coalesce_reads) {
   std::unique_ptr<SegmentFileReader> r(new SegmentFileReader());
   r->path_ = path;
-  ARROW_ASSIGN_OR_RAISE(auto file, store->OpenReader(path));
   ARROW_ASSIGN_OR_RAISE(int64_t size, file->GetSize());
   r->file_ = file;
   Status st = Guard(path, [&]() -> Status {
@@ -187,9 +199,7 @@ Result<std::unique_ptr<SegmentFileReader>> SegmentFileReader::Open(blob::BlobSto
       if (found.ok()) r->segment_metadata_ = *found;
     }
     parquet::ArrowReaderProperties props;
-    // A merge reads whole row groups: on object storage, one coalesced GET
-    // each rather than one per column chunk (locally that costs more than it saves).
-    props.set_pre_buffer(!decode_threads && store->Remote());
+    props.set_pre_buffer(coalesce_reads);
     props.set_use_threads(decode_threads);
     ARROW_ASSIGN_OR_RAISE(r->reader_,
                           parquet::arrow::FileReader::Make(arrow::default_memory_pool(), std::move(pq), props));

@@ -112,6 +112,12 @@ class SegmentFileReader {
   static Result<std::unique_ptr<SegmentFileReader>> Open(blob::BlobStore* store, const std::string& path,
                                                          bool decode_threads = true,
                                                          std::shared_ptr<parquet::FileMetaData> footer = nullptr);
+  // Over a file already open (`path` names it in errors); `coalesce_reads`:
+  // read each row group's column chunks in one request.
+  static Result<std::unique_ptr<SegmentFileReader>> Open(std::shared_ptr<arrow::io::RandomAccessFile> file,
+                                                         const std::string& path, bool decode_threads,
+                                                         std::shared_ptr<parquet::FileMetaData> footer,
+                                                         bool coalesce_reads);
   ~SegmentFileReader();
 
   const FileFacts& facts() const { return facts_; }
