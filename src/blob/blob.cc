@@ -471,6 +471,18 @@ Result<std::optional<std::string>> FindStoredObject(const std::string& uri, cons
   return FindLocalObject(path, ignore);
 }
 
+Status CopyBytes(arrow::io::RandomAccessFile* in, int64_t offset, int64_t length, arrow::io::OutputStream* out,
+                 const std::function<void(const arrow::Buffer&)>& each) {
+  constexpr int64_t kChunk = 1 << 20;
+  for (int64_t done = 0; done < length; done += kChunk) {
+    ARROW_ASSIGN_OR_RAISE(auto buf, in->ReadAt(offset + done, std::min(kChunk, length - done)));
+    if (buf->size() == 0) return Status::IOError(fmt::format("data ends {} bytes short", length - done));
+    ARROW_RETURN_NOT_OK(out->Write(buf->data(), buf->size()));
+    if (each) each(*buf);
+  }
+  return Status::OK();
+}
+
 void FinalizeS3() {
   std::lock_guard<std::mutex> lock(s3_mu);
   if (s3_initialized) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -87,6 +88,11 @@ Result<std::optional<std::string>> FindStoredObject(const std::string& uri, cons
 // InvalidArgument unless `path` is a clean relative object path: not empty,
 // no leading '/', no empty, '.' or '..' components, no NUL or backslash.
 Status ValidateObjectPath(const std::string& path);
+
+// Copies bytes [offset, offset + length) of `in` to `out`, 1 MiB per read,
+// handing each chunk to `each` too when given. Neither closes nor aborts `out`.
+Status CopyBytes(arrow::io::RandomAccessFile* in, int64_t offset, int64_t length, arrow::io::OutputStream* out,
+                 const std::function<void(const arrow::Buffer&)>& each = nullptr);
 
 // Call once before exit if any s3:// store was opened.
 void FinalizeS3();

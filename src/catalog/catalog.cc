@@ -8,6 +8,7 @@
 
 #include "base/executor.h"
 #include "base/failpoint.h"
+#include "base/wildcard.h"
 #include "catalog/catalog_internal.h"
 #include "kv/kv.h"
 
@@ -115,34 +116,9 @@ Status Catalog::DropDeadTokens() {
   return Status::OK();
 }
 
-namespace {
-
-// '*' any run, '?' one character, whole-string.
-bool GlobMatch(std::string_view p, std::string_view t) {
-  size_t pi = 0, ti = 0, star = std::string_view::npos, mark = 0;
-  while (ti < t.size()) {
-    if (pi < p.size() && (p[pi] == '?' || p[pi] == t[ti])) {
-      ++pi;
-      ++ti;
-    } else if (pi < p.size() && p[pi] == '*') {
-      star = pi++;
-      mark = ti;
-    } else if (star != std::string_view::npos) {
-      pi = star + 1;
-      ti = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (pi < p.size() && p[pi] == '*') ++pi;
-  return pi == p.size();
-}
-
-}  // namespace
-
 Status Catalog::CheckProtection(const Repository& repo, const std::string& branch, bool commit) {
   for (const auto& pattern : repo.protected_branches) {
-    if (GlobMatch(pattern, branch)) {
+    if (WildcardMatch(pattern, branch)) {
       return Forbidden(commit ? "cannot commit to protected branch" : "cannot write to protected branch");
     }
   }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "base/wildcard.h"
 #include "catalog/entry.h"
 #include "kv/kv.h"
 
@@ -233,26 +234,6 @@ class AuthService::ScopedCacheClear {
  private:
   AuthService* auth_;
 };
-
-bool AuthService::WildcardMatch(std::string_view p, std::string_view t) {
-  size_t pi = 0, ti = 0, star = std::string_view::npos, mark = 0;
-  while (ti < t.size()) {
-    if (pi < p.size() && (p[pi] == '?' || p[pi] == t[ti])) {
-      ++pi;
-      ++ti;
-    } else if (pi < p.size() && p[pi] == '*') {
-      star = pi++;
-      mark = ti;
-    } else if (star != std::string_view::npos) {
-      pi = star + 1;
-      ti = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (pi < p.size() && p[pi] == '*') ++pi;
-  return pi == p.size();
-}
 
 Result<bool> AuthService::IsSetUp() {
   auto v = kv_->Get("a/setup");

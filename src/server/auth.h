@@ -115,9 +115,6 @@ class AuthService {
   Status DetachPolicy(const std::string& user, const std::string& policy);
   Result<std::vector<Policy>> ListUserPolicies(const std::string& user);
 
-  // '*' and '?' wildcards, whole-string match.
-  static bool WildcardMatch(std::string_view pattern, std::string_view text);
-
  private:
   class ScopedCacheClear;  // clears the cache on entry and on exit of a change
 

@@ -343,14 +343,9 @@ Status CopyObject(const Context& ctx, const Req& req, Res& res, const std::strin
     ARROW_ASSIGN_OR_RAISE(auto in, ns->OpenReader(e.address));
     std::string address = catalog::NewDataAddress(std::time(nullptr));
     ARROW_ASSIGN_OR_RAISE(auto out, ns->OpenWriter(address));
-    constexpr int64_t kChunk = 1 << 20;
-    for (int64_t off = 0; off < e.size; off += kChunk) {
-      auto buf = in->ReadAt(off, std::min(kChunk, e.size - off));
-      Status st = buf.ok() ? out->Write((*buf)->data(), (*buf)->size()) : buf.status();
-      if (!st.ok()) {
-        (void)out->Abort();
-        return st;
-      }
+    if (Status st = blob::CopyBytes(in.get(), 0, e.size, out.get()); !st.ok()) {
+      (void)out->Abort();
+      return st;
     }
     ARROW_RETURN_NOT_OK(out->Close());
     e.address = address;

@@ -23,7 +23,6 @@ namespace {
 
 constexpr const char* kXmlns = R"( xmlns="http://s3.amazonaws.com/doc/2006-03-01/")";
 constexpr int64_t kMinPartSize = 5 << 20;
-constexpr int64_t kReadChunk = 1 << 20;
 
 std::string PartAddress(const std::string& upload, int number) {
   return fmt::format("_lakefs/multipart/{}/{:05d}-{}", upload, number, catalog::RandomHex(8));
@@ -127,12 +126,9 @@ Status UploadPart(const Gateway& gw, const Target& t, const Req& req, Res& res, 
     }
     EVP_MD_CTX* md5 = EVP_MD_CTX_new();
     EVP_DigestInit_ex(md5, EVP_md5(), nullptr);
-    Status st;
-    for (int64_t off = 0; off < length && st.ok(); off += kReadChunk) {
-      auto buf = (*in)->ReadAt(first + off, std::min(kReadChunk, length - off));
-      st = buf.ok() ? out->Write((*buf)->data(), (*buf)->size()) : buf.status();
-      if (st.ok()) EVP_DigestUpdate(md5, (*buf)->data(), static_cast<size_t>((*buf)->size()));
-    }
+    Status st = blob::CopyBytes(in->get(), first, length, out.get(), [&](const arrow::Buffer& b) {
+      EVP_DigestUpdate(md5, b.data(), static_cast<size_t>(b.size()));
+    });
     unsigned char digest[EVP_MAX_MD_SIZE];
     unsigned int n = 0;
     EVP_DigestFinal_ex(md5, digest, &n);
@@ -281,11 +277,7 @@ Status CompleteMultipartUpload(const Gateway& gw, const Target& t, const Req& re
   Status st;
   for (const auto* p : chosen) {
     auto in = ns->OpenReader(p->address);
-    st = in.status();
-    for (int64_t off = 0; st.ok() && off < p->size; off += kReadChunk) {
-      auto buf = (*in)->ReadAt(off, std::min(kReadChunk, p->size - off));
-      st = buf.ok() ? out->Write((*buf)->data(), (*buf)->size()) : buf.status();
-    }
+    st = in.ok() ? blob::CopyBytes(in->get(), 0, p->size, out.get()) : in.status();
     if (!st.ok()) break;
     e.size += p->size;
     for (size_t i = 0; i + 1 < p->etag.size(); i += 2)

@@ -234,13 +234,9 @@ Status CopyObject(const Gateway& gw, const Target& t, const Req& req, Res& res, 
     ARROW_RETURN_NOT_OK(in.status());
     std::string address = catalog::NewDataAddress(std::time(nullptr));
     ARROW_ASSIGN_OR_RAISE(auto out, ns->OpenWriter(address));
-    for (int64_t off = 0; off < e.size; off += kReadChunk) {
-      auto buf = (*in)->ReadAt(off, std::min<int64_t>(kReadChunk, e.size - off));
-      Status st = buf.ok() ? out->Write((*buf)->data(), (*buf)->size()) : buf.status();
-      if (!st.ok()) {
-        (void)out->Abort();
-        return st;
-      }
+    if (Status st = blob::CopyBytes(in->get(), 0, e.size, out.get()); !st.ok()) {
+      (void)out->Abort();
+      return st;
     }
     ARROW_RETURN_NOT_OK(out->Close());
     e.address = address;
