@@ -23,17 +23,10 @@
 
 #include <map>
 
+#include "table/parquet_guard_internal.h"
+
 namespace sediment::table {
 namespace {
-
-template <typename Fn>
-auto Guard(const char* what, Fn&& fn) -> decltype(fn()) {
-  try {
-    return fn();
-  } catch (const std::exception& e) {
-    return Status::IOError(fmt::format("{}: {}", what, e.what()));
-  }
-}
 
 // Where a column chunk's bytes start: its dictionary page if it has one.
 int64_t ChunkStart(const parquet::ColumnChunkMetaData& cc) {
@@ -81,7 +74,7 @@ int64_t EncodedRowGroup::rows() const { return source->RowGroup(index)->num_rows
 
 Result<EncodedRowGroup> ReadEncodedRowGroup(parquet::ParquetFileReader* reader, arrow::io::RandomAccessFile* file,
                                             int index) {
-  return Guard("reading a row group", [&]() -> Result<EncodedRowGroup> {
+  return ParquetGuard("reading a row group", [&]() -> Result<EncodedRowGroup> {
     EncodedRowGroup out;
     out.source = reader->metadata();
     out.index = index;
@@ -133,7 +126,7 @@ Result<std::shared_ptr<parquet::SchemaDescriptor>> ParquetSchemaFor(const arrow:
 Result<std::vector<EncodedRowGroup>> EncodeRowGroups(const arrow::Table& table,
                                                      std::shared_ptr<parquet::WriterProperties> props,
                                                      int64_t rows_per_group) {
-  return Guard("encoding a row group", [&]() -> Result<std::vector<EncodedRowGroup>> {
+  return ParquetGuard("encoding a row group", [&]() -> Result<std::vector<EncodedRowGroup>> {
     // Room for the whole encoded file up front (it is smaller than the Arrow
     // data): growing the buffer by doubling copied it over and over. Pages
     // not written are never touched.
@@ -177,7 +170,7 @@ Result<std::unique_ptr<ParquetAssembler>> ParquetAssembler::Open(std::shared_ptr
 ParquetAssembler::~ParquetAssembler() = default;
 
 Status ParquetAssembler::Append(const EncodedRowGroup& rg) {
-  return Guard("copying a row group", [&]() -> Status { return AppendUnguarded(rg); });
+  return ParquetGuard("copying a row group", [&]() -> Status { return AppendUnguarded(rg); });
 }
 
 Status ParquetAssembler::AppendUnguarded(const EncodedRowGroup& rg) {
@@ -266,7 +259,7 @@ Status ParquetAssembler::AppendUnguarded(const EncodedRowGroup& rg) {
 
 Result<std::shared_ptr<parquet::FileMetaData>> ParquetAssembler::Finish(
     std::shared_ptr<const arrow::KeyValueMetadata> metadata) {
-  return Guard("writing a footer", [&]() -> Result<std::shared_ptr<parquet::FileMetaData>> {
+  return ParquetGuard("writing a footer", [&]() -> Result<std::shared_ptr<parquet::FileMetaData>> {
     page_index_->Finish();
     auto locations = page_index_->WriteTo(sink_.get());
     footer_->SetIndexLocations(parquet::IndexKind::kColumnIndex, locations.column_index_locations);

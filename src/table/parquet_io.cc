@@ -19,6 +19,7 @@
 #include <map>
 
 #include "table/parquet_assembler.h"
+#include "table/parquet_guard_internal.h"
 #include "table/segment.h"
 
 namespace sediment::table {
@@ -32,16 +33,6 @@ Result<arrow::Compression::type> Codec(const std::string& name) {
   if (name == "brotli") return arrow::Compression::BROTLI;
   if (name == "none") return arrow::Compression::UNCOMPRESSED;
   return InvalidArgument("unknown codec " + name);
-}
-
-// Parquet reports I/O and corruption by throwing; keep that inside this file.
-template <typename Fn>
-auto Guard(const std::string& path, Fn&& fn) -> decltype(fn()) {
-  try {
-    return fn();
-  } catch (const std::exception& e) {
-    return Status::IOError(fmt::format("{}: {}", path, e.what()));
-  }
 }
 
 }  // namespace
@@ -142,7 +133,7 @@ Status SegmentFileWriter::Append(const EncodedRowGroup& rg) {
 // The buffered batches, encoded in memory and copied in.
 Status SegmentFileWriter::FlushRowGroup() {
   if (pending_.empty()) return Status::OK();
-  return Guard(path_, [&]() -> Status {
+  return ParquetGuard(path_, [&]() -> Status {
     ARROW_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatches(schema_, pending_));
     pending_.clear();
     pending_bytes_ = 0;
@@ -155,7 +146,7 @@ Status SegmentFileWriter::FlushRowGroup() {
 
 Result<FileFacts> SegmentFileWriter::Finish() {
   ARROW_RETURN_NOT_OK(FlushRowGroup());
-  return Guard(path_, [&]() -> Result<FileFacts> {
+  return ParquetGuard(path_, [&]() -> Result<FileFacts> {
     auto kv = arrow::key_value_metadata({std::string(kSegmentMetadataKey)}, {segment_metadata_});
     ARROW_ASSIGN_OR_RAISE(auto md, assembler_->Finish(kv));
     FileFacts facts;
@@ -186,7 +177,7 @@ Result<std::unique_ptr<SegmentFileReader>> SegmentFileReader::Open(std::shared_p
   r->path_ = path;
   ARROW_ASSIGN_OR_RAISE(int64_t size, file->GetSize());
   r->file_ = file;
-  Status st = Guard(path, [&]() -> Status {
+  Status st = ParquetGuard(path, [&]() -> Status {
     auto pq = parquet::ParquetFileReader::Open(file, parquet::default_reader_properties(), footer);
     auto md = pq->metadata();
     r->metadata_ = md;
@@ -231,7 +222,7 @@ Result<std::shared_ptr<arrow::Table>> SegmentFileReader::ReadRowGroupBlocks(int 
                                                                             int block_column, uint64_t from,
                                                                             uint64_t to) {
   std::lock_guard<std::mutex> lock(mu_);
-  return Guard(path_, [&]() -> Result<std::shared_ptr<arrow::Table>> {
+  return ParquetGuard(path_, [&]() -> Result<std::shared_ptr<arrow::Table>> {
     auto whole = [&]() { return reader_->ReadRowGroup(i, columns); };
     auto rg = metadata_->RowGroup(i);
     const int64_t rows = rg->num_rows();
@@ -344,7 +335,7 @@ Result<EncodedRowGroup> SegmentFileReader::ReadEncoded(int i) {
 
 Result<std::shared_ptr<arrow::Table>> SegmentFileReader::ReadRowGroup(int i, const std::vector<int>& columns) {
   std::lock_guard<std::mutex> lock(mu_);
-  return Guard(path_, [&]() -> Result<std::shared_ptr<arrow::Table>> {
+  return ParquetGuard(path_, [&]() -> Result<std::shared_ptr<arrow::Table>> {
     if (columns.empty()) return reader_->ReadRowGroup(i);
     return reader_->ReadRowGroup(i, columns);
   });
