@@ -98,6 +98,10 @@ class HookedKv : public kv::KvStore {
     BeforeReading(prefix);
     return inner_->Scan(prefix, from, limit);
   }
+  Result<std::optional<kv::KeyValue>> Floor(std::string_view prefix, std::string_view at) override {
+    BeforeReading(prefix);
+    return inner_->Floor(prefix, at);
+  }
   Status Apply(const kv::Batch& batch) override {
     std::vector<std::string> keys;
     for (const auto& m : batch.mutations) keys.push_back(m.key);

@@ -116,8 +116,8 @@ Status IngestJob::PollOnce() {
   return st;
 }
 
-uint64_t IngestJob::ResumePointLocked(ChainTable table, const std::vector<table::SegmentRecord>& live, uint64_t head,
-                                      bool* reorg) {
+std::optional<uint64_t> IngestJob::ResumePointLocked(ChainTable table, const std::vector<table::SegmentRecord>& live,
+                                                     uint64_t head, bool whole, bool* reorg) {
   auto& cache = written_hashes_[table];
   uint64_t next = static_cast<uint64_t>(config_.start_block);
   *reorg = false;
@@ -127,10 +127,12 @@ uint64_t IngestJob::ResumePointLocked(ChainTable table, const std::vector<table:
   if (last.end <= head && generator_.BlockHashHex(last.end, head) != last.end_hash) {
     // The chain changed under the tables: find the first block that differs.
     *reorg = true;
+    bool found = false;
     next = live.front().start;
-    for (size_t i = live.size(); i-- > 0;) {
+    for (size_t i = live.size(); i-- > 0 && !found;) {
       const auto& seg = live[i];
       if (generator_.BlockHashHex(seg.start - 1, head) != seg.parent_hash) continue;
+      found = true;
       next = seg.start;
       // Inside that segment, blocks this job wrote itself are known by hash.
       for (uint64_t b = seg.start; b <= seg.end; ++b) {
@@ -138,8 +140,8 @@ uint64_t IngestJob::ResumePointLocked(ChainTable table, const std::vector<table:
         if (it == cache.end() || it->second != generator_.BlockHashHex(b, head)) break;
         next = b + 1;
       }
-      break;
     }
+    if (!found && !whole) return std::nullopt;  // not within these segments: look at all of them
     std::lock_guard<std::mutex> s(status_mu_);
     status_.reorgs++;
   }
@@ -148,17 +150,37 @@ uint64_t IngestJob::ResumePointLocked(ChainTable table, const std::vector<table:
 
 Status IngestJob::PollTableLocked(ChainTable table, uint64_t head) {
   table::TableId id{config_.dataset, TableName(table)};
-  ARROW_ASSIGN_OR_RAISE(auto snap, tables_->LiveSegments(id));
-  const auto& live = snap.segments;
-  auto& cache = written_hashes_[table];
+  // The last segment, or after a reorg the segments of the reorg window (all of them if the fork is older):
+  // what a poll reads does not grow with the table.
+  const auto& writer = tables_->writer_config();
+  ARROW_ASSIGN_OR_RAISE(auto state, tables_->State(id));
+  std::vector<table::SegmentRecord> live;
   bool reorg = false;
-  uint64_t next = ResumePointLocked(table, live, head, &reorg);
+  std::optional<uint64_t> resume = static_cast<uint64_t>(config_.start_block);
+  if (!state.empty()) {
+    ARROW_ASSIGN_OR_RAISE(auto tail, tables_->SegmentsOverlapping(id, state.end, state.end));
+    live = std::move(tail.segments);
+    resume = ResumePointLocked(table, live, head, false, &reorg);
+    if (!resume) {
+      uint64_t depth = static_cast<uint64_t>(writer.max_reorg_depth);
+      ARROW_ASSIGN_OR_RAISE(auto window,
+                            tables_->SegmentsOverlapping(id, state.end > depth ? state.end - depth : 0, UINT64_MAX));
+      live = std::move(window.segments);
+      resume = ResumePointLocked(table, live, head, false, &reorg);
+    }
+    if (!resume) {
+      ARROW_ASSIGN_OR_RAISE(auto all, tables_->LiveSegments(id));
+      live = std::move(all.segments);
+      resume = ResumePointLocked(table, live, head, true, &reorg);
+    }
+  }
+  auto& cache = written_hashes_[table];
+  uint64_t next = *resume;
   {
     std::lock_guard<std::mutex> s(status_mu_);
     status_.last_block[TableName(table)] =
         live.empty() ? std::nullopt : std::optional<uint64_t>(reorg ? next - 1 : live.back().end);
   }
-  const auto& writer = tables_->writer_config();
   while (next <= head) {
     // Catching up: fill segments up to the target; at the head, one per poll.
     uint64_t blocks = head - next + 1;

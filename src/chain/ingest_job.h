@@ -68,9 +68,11 @@ class IngestJob {
   Status EnsureTablesLocked();
   // Where to continue writing `table`: after its last block, or — when the
   // chain reorganized under it — at the first block that differs (*reorg).
+  // `live`: the table's last live segments; nullopt if the fork is not
+  // within them (unless they are `whole`: then the table's first block).
   // REQUIRES: poll_mu_ held.
-  uint64_t ResumePointLocked(ChainTable table, const std::vector<table::SegmentRecord>& live, uint64_t head,
-                             bool* reorg);
+  std::optional<uint64_t> ResumePointLocked(ChainTable table, const std::vector<table::SegmentRecord>& live,
+                                            uint64_t head, bool whole, bool* reorg);
   Status PollTableLocked(ChainTable table, uint64_t head);
 
   const JobConfig config_;

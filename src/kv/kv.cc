@@ -14,9 +14,9 @@ Status KvStore::SetIf(std::string_view key, std::string_view value, const std::o
 }
 
 Status KvStore::ScanAll(std::string_view prefix, std::string_view from,
-                        const std::function<Result<bool>(const KeyValue&)>& visit) {
+                        const std::function<Result<bool>(const KeyValue&)>& visit, size_t first_page) {
   std::string cursor(from);
-  size_t page = 64;
+  size_t page = std::max<size_t>(1, first_page);
   while (true) {
     ARROW_ASSIGN_OR_RAISE(ScanPage p, Scan(prefix, cursor, page));
     for (const auto& kv : p.items) {

@@ -99,15 +99,21 @@ class KvStore {
   // Up to `limit` keys that start with `prefix` and are >= `from` (from the
   // start of the prefix when `from` is empty or sorts before it), in order.
   virtual Result<ScanPage> Scan(std::string_view prefix, std::string_view from, size_t limit) = 0;
+  // The greatest key that starts with `prefix` and is <= `at`, or nullopt.
+  // `at` must start with `prefix`.
+  // With keys ordered by position (a block number, a time), it finds the
+  // entry that covers a position in one index lookup.
+  virtual Result<std::optional<KeyValue>> Floor(std::string_view prefix, std::string_view at) = 0;
   virtual Status Apply(const Batch& batch) = 0;
 
   // Drivers with a name for logs and errors ("rocksdb:/path", "mem", ...).
   virtual std::string Describe() const = 0;
 
   // Visits every key with `prefix` from `from`, paging with growing page
-  // sizes; stops early if `visit` returns false or an error. Not a snapshot.
+  // sizes from `first_page`; stops early if `visit` returns false or an
+  // error. Not a snapshot.
   Status ScanAll(std::string_view prefix, std::string_view from,
-                 const std::function<Result<bool>(const KeyValue&)>& visit);
+                 const std::function<Result<bool>(const KeyValue&)>& visit, size_t first_page = 64);
 };
 
 // Options for opening a store. `type` is rocksdb | mem (| postgres later).

@@ -80,6 +80,25 @@ TEST_P(KvConformanceTest, ScanPrefixFromAndLimit) {
   EXPECT_EQ(page->items.front().key, "s/z");
 }
 
+TEST_P(KvConformanceTest, FloorFindsTheGreatestKeyAtOrBefore) {
+  for (const char* k : {"s/z", "t/b", "t/d", "t/f", "u/a"}) ASSERT_TRUE(store_->Set(k, std::string("v") + k).ok());
+  auto floor = [&](const char* at) -> std::string {
+    auto got = store_->Floor("t/", at);
+    EXPECT_TRUE(got.ok()) << got.status().ToString();
+    if (!got.ok() || !*got) return "-";
+    EXPECT_EQ((*got)->value, "v" + (*got)->key);
+    return (*got)->key;
+  };
+  EXPECT_EQ(floor("t/d"), "t/d") << "an exact key is its own floor";
+  EXPECT_EQ(floor("t/e"), "t/d");
+  EXPECT_EQ(floor("t/c9"), "t/b");
+  EXPECT_EQ(floor("t/a"), "-") << "nothing before: not the key of another prefix";
+  EXPECT_EQ(floor("t/\xff\xff"), "t/f") << "not the key after the prefix";
+  auto empty = store_->Floor("x/", "x/9");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_FALSE(empty->has_value());
+}
+
 TEST_P(KvConformanceTest, ScanPrefixEndingInFF) {
   std::string p("p\xff", 2);
   ASSERT_TRUE(store_->Set(p + "a", "1").ok());

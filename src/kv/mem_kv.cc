@@ -49,6 +49,15 @@ class MemoryStore final : public KvStore {
     return page;
   }
 
+  Result<std::optional<KeyValue>> Floor(std::string_view prefix, std::string_view at) override {
+    std::shared_lock lock(mu_);
+    auto it = data_.upper_bound(at);
+    if (it == data_.begin()) return std::optional<KeyValue>();
+    --it;
+    if (it->first.compare(0, prefix.size(), prefix) != 0) return std::optional<KeyValue>();
+    return std::optional<KeyValue>(KeyValue{it->first, it->second});
+  }
+
   Status Apply(const Batch& batch) override {
     std::unique_lock lock(mu_);
     for (const auto& p : batch.preconditions) {

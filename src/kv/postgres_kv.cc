@@ -164,6 +164,20 @@ class PostgresStore final : public KvStore {
     return page;
   }
 
+  Result<std::optional<KeyValue>> Floor(std::string_view prefix, std::string_view at) override {
+    std::optional<KeyValue> out;
+    ARROW_RETURN_NOT_OK(WithConnection([&](Connection& c) -> Status {
+      out.reset();
+      PgResult r = c.Exec(sql_floor_.c_str(), {prefix, at});
+      if (PQresultStatus(r.get()) != PGRES_TUPLES_OK) return Error(c, "floor", r.get());
+      if (PQntuples(r.get()) == 0) return Status::OK();
+      out = KeyValue{std::string(PQgetvalue(r.get(), 0, 0), static_cast<size_t>(PQgetlength(r.get(), 0, 0))),
+                     std::string(PQgetvalue(r.get(), 0, 1), static_cast<size_t>(PQgetlength(r.get(), 0, 1)))};
+      return Status::OK();
+    }));
+    return out;
+  }
+
   // A batch commits whole or not at all, and exactly once: its first
   // statement records a random batch id in sediment_batches. If a COMMIT's
   // answer is lost (the connection drops), the retry's insert of the same id
@@ -316,6 +330,9 @@ class PostgresStore final : public KvStore {
       "DELETE FROM " + schema_ + ".sediment_batches WHERE at < now() - interval '1 day'";
   const std::string sql_scan_ =
       "SELECT key, value FROM " + table_ + " WHERE key >= $1 AND key < $2 ORDER BY key LIMIT $3";
+  // The index is scanned backwards from `at`; the prefix is the lower bound.
+  const std::string sql_floor_ =
+      "SELECT key, value FROM " + table_ + " WHERE key >= $1 AND key <= $2 ORDER BY key DESC LIMIT 1";
   const std::string sql_scan_open_ = "SELECT key, value FROM " + table_ + " WHERE key >= $1 ORDER BY key LIMIT $2";
 
   // Every 4096th batch of this process deletes batch ids older than a day.

@@ -82,6 +82,17 @@ class RocksDbStore final : public KvStore {
     return page;
   }
 
+  Result<std::optional<KeyValue>> Floor(std::string_view prefix, std::string_view at) override {
+    rocksdb::Slice lower_slice(prefix.data(), prefix.size());
+    rocksdb::ReadOptions ro;
+    ro.iterate_lower_bound = &lower_slice;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+    it->SeekForPrev(Slice(at));
+    ARROW_RETURN_NOT_OK(FromRocks(it->status(), "rocksdb floor"));
+    if (!it->Valid() || !it->key().starts_with(Slice(prefix))) return std::optional<KeyValue>();
+    return std::optional<KeyValue>(KeyValue{it->key().ToString(), it->value().ToString()});
+  }
+
   Status Apply(const Batch& batch) override {
     std::vector<size_t> stripes;
     for (const auto& p : batch.preconditions) stripes.push_back(Stripe(p.key));

@@ -126,7 +126,8 @@ TEST_F(AppTest, CompactAnswers202Or503WhenNoWorkerIsFree) {
   ASSERT_TRUE(app.Start().ok());
   ASSERT_TRUE(app.auth().Setup("admin", "AKIATEST", "test-secret").ok());
   auto& cat = app.catalog();
-  ASSERT_TRUE(cat.CreateRepository("repo", dir_.Sub("data/namespaces/repo"), "main", false).ok());  // the default root
+  auto created = cat.CreateRepository("repo", dir_.Sub("data/namespaces/repo"), "main", false);  // the default root
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
   ASSERT_TRUE(cat.CreateBranch("repo", "other", "main").ok());
   catalog::Entry e;
   e.checksum = "c";

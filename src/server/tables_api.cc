@@ -5,6 +5,7 @@
 #include <arrow/io/memory.h>
 #include <arrow/ipc/api.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -97,25 +98,19 @@ json SchemaJson(const arrow::Schema& schema) {
   return fields;
 }
 
-json TableJson(const table::TableInfo& t, const std::vector<SegmentRecord>* live) {
+json TableJson(const table::TableInfo& t, const table::TableState* state) {
   json j = {{"dataset", t.id.dataset},
             {"table", t.id.table},
             {"name", t.id.ToString()},
             {"schema", SchemaJson(*t.schema)},
             {"created_at", FormatTime(FromUnixMicros(t.created_at_us))}};
-  if (live != nullptr) {
-    int64_t rows = 0, bytes = 0, stored = 0;
-    for (const auto& s : *live) {
-      rows += s.rows;
-      bytes += s.bytes;
-      stored += s.stored_bytes;
-    }
-    j["files"] = live->size();
-    j["rows"] = rows;
-    j["bytes"] = bytes;
-    j["stored_bytes"] = stored;
-    j["first_block"] = live->empty() ? json(nullptr) : json(live->front().start);
-    j["last_block"] = live->empty() ? json(nullptr) : json(live->back().end);
+  if (state != nullptr) {
+    j["files"] = state->files;
+    j["rows"] = state->rows;
+    j["bytes"] = state->bytes;
+    j["stored_bytes"] = state->stored_bytes;
+    j["first_block"] = state->empty() ? json(nullptr) : json(state->first);
+    j["last_block"] = state->empty() ? json(nullptr) : json(state->end);
   }
   return j;
 }
@@ -193,26 +188,47 @@ class SpooledBody {
 
 // --- handlers, one per route -------------------------------------------------
 
-// The tables of `dataset` (every table if empty), each with its live files' totals.
-Status ReplyTables(TableService* tables, const std::string& dataset, httplib::Response& res) {
-  ARROW_ASSIGN_OR_RAISE(auto all, tables->ListTables());
+// ?amount= (1..10000, default 1000): the size of a page of a listing.
+Result<size_t> PageSize(const httplib::Request& req) {
+  ARROW_ASSIGN_OR_RAISE(auto v, U64QueryParam(req, "amount"));
+  if (!v) return size_t{1000};
+  if (*v < 1 || *v > 10000) return InvalidArgument(fmt::format("amount must be from 1 to 10000, not {}", *v));
+  return static_cast<size_t>(*v);
+}
+
+json PageJson(bool has_more, const std::string& next, size_t results, size_t max_per_page) {
+  return {{"has_more", has_more},
+          {"next_offset", has_more ? next : ""},
+          {"results", results},
+          {"max_per_page", max_per_page}};
+}
+
+// A page of the tables of `dataset` (every dataset if empty) after ?after=<dataset>/<table>, each with its live
+// files' totals (one KV read per table).
+Status ReplyTables(TableService* tables, const httplib::Request& req, const std::string& dataset,
+                   httplib::Response& res) {
+  ARROW_ASSIGN_OR_RAISE(size_t amount, PageSize(req));
+  std::string after = req.has_param("after") ? req.get_param_value("after") : "";
+  bool has_more = false;
+  ARROW_ASSIGN_OR_RAISE(auto page, tables->ListTables(after, dataset, amount, &has_more));
   json out = json::array();
-  for (const auto& t : all) {
-    if (!dataset.empty() && t.id.dataset != dataset) continue;
-    auto live = tables->LiveSegments(t.id);
-    out.push_back(TableJson(t, live.ok() ? &live->segments : nullptr));
+  for (const auto& t : page) {
+    auto state = tables->State(t.id);
+    out.push_back(TableJson(t, state.ok() ? &*state : nullptr));
   }
-  ReplyJson(res, 200, {{"tables", out}});
+  size_t n = out.size();
+  std::string next = page.empty() ? "" : page.back().id.ToString();
+  ReplyJson(res, 200, {{"tables", std::move(out)}, {"pagination", PageJson(has_more, next, n, amount)}});
   return Status::OK();
 }
 
-Status ListTables(TableService* tables, const httplib::Request&, httplib::Response& res) {
-  return ReplyTables(tables, "", res);
+Status ListTables(TableService* tables, const httplib::Request& req, httplib::Response& res) {
+  return ReplyTables(tables, req, "", res);
 }
 
 Status ListDatasetTables(TableService* tables, const httplib::Request& req, httplib::Response& res) {
   ARROW_RETURN_NOT_OK(table::ValidateName("dataset", req.matches[1].str()));
-  return ReplyTables(tables, req.matches[1].str(), res);
+  return ReplyTables(tables, req, req.matches[1].str(), res);
 }
 
 // Creates the table with the schema of the Arrow IPC stream in the body: 201, or 200 if it exists.
@@ -231,8 +247,8 @@ Status PutTable(TableService* tables, const httplib::Request& req, httplib::Resp
 Status GetTable(TableService* tables, const httplib::Request& req, httplib::Response& res) {
   ARROW_ASSIGN_OR_RAISE(auto id, IdFrom(req));
   ARROW_ASSIGN_OR_RAISE(auto info, tables->GetTable(id));
-  ARROW_ASSIGN_OR_RAISE(auto live, tables->LiveSegments(id));
-  ReplyJson(res, 200, TableJson(info, &live.segments));
+  ARROW_ASSIGN_OR_RAISE(auto state, tables->State(id));
+  ReplyJson(res, 200, TableJson(info, &state));
   return Status::OK();
 }
 
@@ -275,12 +291,49 @@ Status AppendSegment(TableService* tables, const httplib::Request& req, httplib:
   return Status::OK();
 }
 
+// A page of the live files in block order, after ?after=<a file's start_block>, streamed as it is read
+// from the registry a few hundred records at a time.
 Status ListFiles(TableService* tables, const httplib::Request& req, httplib::Response& res) {
   ARROW_ASSIGN_OR_RAISE(auto id, IdFrom(req));
-  ARROW_ASSIGN_OR_RAISE(auto live, tables->LiveSegments(id));
-  json files = json::array();
-  for (const auto& s : live.segments) files.push_back(SegmentJson(s));
-  ReplyJson(res, 200, {{"files", files}});
+  ARROW_ASSIGN_OR_RAISE(size_t amount, PageSize(req));
+  ARROW_ASSIGN_OR_RAISE(std::optional<uint64_t> after, U64QueryParam(req, "after"));
+  static constexpr size_t kChunk = 256;
+  // The first chunk is read before answering, so an unknown table is a 404.
+  ARROW_ASSIGN_OR_RAISE(auto first, tables->ListSegments(id, after, std::min(kChunk, amount)));
+  struct Stream {
+    table::SegmentPage chunk;
+    std::optional<uint64_t> after;
+    size_t sent = 0;
+    bool started = false;
+  };
+  auto st = std::make_shared<Stream>(Stream{std::move(first), after});
+  res.status = 200;
+  res.set_chunked_content_provider("application/json", [tables, id, amount, st](size_t, httplib::DataSink& sink) {
+    std::string out = st->started ? "" : "{\"files\":[";
+    st->started = true;
+    for (const auto& s : st->chunk.segments) {
+      if (st->sent > 0) out += ",";
+      out += SegmentJson(s).dump(-1, ' ', false, json::error_handler_t::replace);
+      st->sent++;
+      st->after = s.start;
+    }
+    bool more = st->chunk.has_more;
+    if (more && st->sent < amount) {
+      auto next = tables->ListSegments(id, st->after, std::min(kChunk, amount - st->sent));
+      if (!next.ok()) {
+        spdlog::warn("table {}: listing files failed mid-stream: {}", id.ToString(), next.status().ToString());
+        return false;  // the client sees a cut response, never a short list that looks whole
+      }
+      st->chunk = std::move(*next);
+      sink.write(out.data(), out.size());
+      return true;
+    }
+    std::string next_offset = st->after ? std::to_string(*st->after) : "";
+    out += "],\"pagination\":" + PageJson(more, next_offset, st->sent, amount).dump() + "}";
+    sink.write(out.data(), out.size());
+    sink.done();
+    return true;
+  });
   return Status::OK();
 }
 

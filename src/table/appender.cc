@@ -130,15 +130,15 @@ Result<AppendResult> Appender::Commit(const TableInfo& table, const SegmentRecor
   const TableId& id = table.id;
   std::lock_guard<std::mutex> append_lock(CommitMutex(id));
   for (int attempt = 0;; ++attempt) {
-    ARROW_ASSIGN_OR_RAISE(Snapshot snap, registry_->TakeSnapshot(id));
+    ARROW_ASSIGN_OR_RAISE(TableState state, registry_->State(id));
     AppendResult result;
     result.segment = seg;
-    auto planned = PlanChange(table, seg, snap, force, &result);
+    auto planned = PlanChange(table, seg, state, force, &result);
     if (!planned.ok()) {
-      // Planning reads the file a reorg straddles; if the live set moved
-      // meanwhile, that file may have been merged away and collected: plan again.
-      auto now = registry_->TakeSnapshot(id);
-      if (attempt < 5 && now.ok() && now->version != snap.version) continue;
+      // Planning reads the last segment, and the file a reorg straddles; if the
+      // live set moved meanwhile, that one may have been merged away: plan again.
+      auto now = registry_->State(id);
+      if (attempt < 5 && now.ok() && now->token != state.token) continue;
       return planned.status();
     }
     LiveSetChange change = std::move(*planned);
@@ -146,28 +146,27 @@ Result<AppendResult> Appender::Commit(const TableInfo& table, const SegmentRecor
     for (const auto& [block, hash] : hashes) {
       if (block + max_reorg_depth_ >= seg.end) change.put_hashes[block] = hash;  // a reorg D deep needs head - D
     }
-    Status st = registry_->Commit(id, change, clock_->Now());
-    if (st.ok()) {
-      Committed(id, snap.segments, result, force);
+    auto committed = registry_->Commit(id, change, clock_->Now());
+    if (committed.ok()) {
+      Committed(id, *committed, result, force);
       return result;
     }
     if (result.rewritten) (void)DiscardUnlessLive(registry_, blobs_, id, result.rewritten->path);
-    if (!IsPreconditionFailed(st) || attempt >= 5) return st;
+    if (!IsPreconditionFailed(committed.status()) || attempt >= 5) return committed.status();
     // The live set moved under us (a merge swapped in, another append landed): look again.
   }
 }
 
-Result<LiveSetChange> Appender::PlanChange(const TableInfo& table, const SegmentRecord& seg, const Snapshot& snap,
+Result<LiveSetChange> Appender::PlanChange(const TableInfo& table, const SegmentRecord& seg, const TableState& state,
                                            bool force, AppendResult* result) {
   const TableId& id = table.id;
-  const auto& live = snap.segments;
   LiveSetChange change;
   change.add.push_back(seg);
-  if (live.empty()) {
-    change.expect_version = snap.version;  // two first appends: one wins, the other looks again
+  if (state.empty()) {
+    change.expect_version = state.token;  // two first appends: one wins, the other looks again
     return change;
   }
-  const SegmentRecord& last = live.back();
+  ARROW_ASSIGN_OR_RAISE(SegmentRecord last, registry_->Segment(id, state.last));
   if (seg.start == last.end + 1) {
     if (seg.parent_hash != last.end_hash) {
       return Conflict(fmt::format(
@@ -183,14 +182,16 @@ Result<LiveSetChange> Appender::PlanChange(const TableInfo& table, const Segment
                                 id.ToString(), seg.start, last.end));
   }
   // A reorg: proven against the stored hash of the block before it, then
-  // every live segment with blocks at or after seg.start is replaced.
-  ARROW_RETURN_NOT_OK(CheckReorg(id, seg, live, force));
+  // every live segment with blocks at or after seg.start is replaced. Only
+  // those segments and the one before them are read.
+  ARROW_ASSIGN_OR_RAISE(Snapshot tail, registry_->TakeSnapshot(id, seg.start == 0 ? 0 : seg.start - 1, UINT64_MAX));
+  ARROW_RETURN_NOT_OK(CheckReorg(id, seg, tail, force));
   result->reorg = true;
   // Nothing may have landed meanwhile: a tail another server appended after
   // our snapshot would otherwise survive next to the blocks that replace it.
-  change.expect_version = snap.version;
+  change.expect_version = tail.version;
   ARROW_ASSIGN_OR_RAISE(change.drop_hashes, registry_->HashedBlocksFrom(id, seg.start));
-  for (const auto& s : live) {
+  for (const auto& s : tail.segments) {
     if (s.end < seg.start) {
       if (s.end + 1 == seg.start) change.keep.push_back(s);  // the proof must still hold when we commit
       continue;
@@ -206,20 +207,21 @@ Result<LiveSetChange> Appender::PlanChange(const TableInfo& table, const Segment
   return change;
 }
 
-Result<std::optional<std::string>> Appender::StoredHash(const TableId& id, const std::vector<SegmentRecord>& live,
-                                                        uint64_t start) {
-  // The hash of block start - 1.
-  for (const auto& s : live) {
+Result<std::optional<std::string>> Appender::StoredHash(const TableId& id, const Snapshot& tail, uint64_t start) {
+  // The hash of block start - 1: the end of the segment before, the parent of the table's first, else the window.
+  for (const auto& s : tail.segments) {
     if (s.end + 1 == start) return std::optional<std::string>(s.end_hash);
   }
-  if (!live.empty() && live.front().start == start) return std::optional<std::string>(live.front().parent_hash);
+  if (!tail.segments.empty() && tail.segments.front().start == start && tail.state.first == start) {
+    return std::optional<std::string>(tail.segments.front().parent_hash);
+  }
   if (start == 0) return std::optional<std::string>();
   return registry_->BlockHash(id, start - 1);
 }
 
-Status Appender::CheckReorg(const TableId& id, const SegmentRecord& seg, const std::vector<SegmentRecord>& live,
-                            bool force) {
-  const uint64_t head = live.back().end, first = live.front().start;
+Status Appender::CheckReorg(const TableId& id, const SegmentRecord& seg, const Snapshot& tail, bool force) {
+  if (tail.state.empty()) return PreconditionFailed(fmt::format("table {}: the live set changed", id.ToString()));
+  const uint64_t head = tail.state.end, first = tail.state.first;
   const std::string how = "nothing was changed; send force=true to replace the blocks anyway";
   if (seg.start < first) {
     if (force) return Status::OK();
@@ -232,7 +234,7 @@ Status Appender::CheckReorg(const TableId& id, const SegmentRecord& seg, const s
         "table {}: a reorg from block {} replaces {} blocks (through block {}), more than max_reorg_depth {}; {}",
         id.ToString(), seg.start, depth, head, max_reorg_depth_, how));
   }
-  ARROW_ASSIGN_OR_RAISE(auto stored, StoredHash(id, live, seg.start));
+  ARROW_ASSIGN_OR_RAISE(auto stored, StoredHash(id, tail, seg.start));
   const std::string parent = seg.start == 0 ? "the parent of block 0" : fmt::format("block {}", seg.start - 1);
   if (!stored) {
     if (force) return Status::OK();
@@ -255,8 +257,7 @@ Status Appender::CheckReorg(const TableId& id, const SegmentRecord& seg, const s
   return Status::OK();
 }
 
-void Appender::Committed(const TableId& id, const std::vector<SegmentRecord>& live, const AppendResult& result,
-                         bool force) {
+void Appender::Committed(const TableId& id, const TableState& state, const AppendResult& result, bool force) {
   const SegmentRecord& seg = result.segment;
   const auto& rewritten = result.rewritten;
   if (result.reorg) {
@@ -271,13 +272,7 @@ void Appender::Committed(const TableId& id, const std::vector<SegmentRecord>& li
         seg.start, result.replaced.size(), into_merged ? ", reaching into a merged file" : "",
         rewritten ? fmt::format("; {} rewritten to end at block {}", result.replaced.front().id, rewritten->end) : "");
   }
-  std::vector<SegmentRecord> now_live;
-  for (const auto& s : live) {
-    if (s.end < seg.start) now_live.push_back(s);
-  }
-  if (rewritten) now_live.push_back(*rewritten);
-  now_live.push_back(seg);
-  metrics_->UpdateGauges(id, now_live);
+  metrics_->UpdateGauges(id, state);
 }
 
 Result<SegmentRecord> Appender::RewriteWithout(const TableInfo& table, const SegmentRecord& s, uint64_t cut_block,

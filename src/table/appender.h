@@ -98,16 +98,17 @@ class Appender {
   Result<std::map<uint64_t, std::string>> RequestHashes(const AppendRequest& request, const SegmentRecord& seg);
   Result<AppendResult> Commit(const TableInfo& table, const SegmentRecord& seg,
                               const std::map<uint64_t, std::string>& hashes, bool force);
-  // What committing `seg` over `snap` changes; writes the straddling file's
-  // rewrite, if any, into result->rewritten.
-  Result<LiveSetChange> PlanChange(const TableInfo& table, const SegmentRecord& seg, const Snapshot& snap, bool force,
-                                   AppendResult* result);
-  // Conflict unless a reorg from seg.start is proven (or forced).
-  Status CheckReorg(const TableId& id, const SegmentRecord& seg, const std::vector<SegmentRecord>& live, bool force);
-  // The stored hash of `block`: a live segment's end or first parent, else the window.
-  Result<std::optional<std::string>> StoredHash(const TableId& id, const std::vector<SegmentRecord>& live,
-                                                uint64_t block);
-  void Committed(const TableId& id, const std::vector<SegmentRecord>& live, const AppendResult& result, bool force);
+  // What committing `seg` over the live set of `state` changes: reads the
+  // last segment, or for a reorg the segments from its start on; writes the
+  // straddling file's rewrite, if any, into result->rewritten.
+  Result<LiveSetChange> PlanChange(const TableInfo& table, const SegmentRecord& seg, const TableState& state,
+                                   bool force, AppendResult* result);
+  // Conflict unless a reorg from seg.start is proven (or forced). `tail`: the
+  // live segments from block seg.start - 1 on.
+  Status CheckReorg(const TableId& id, const SegmentRecord& seg, const Snapshot& tail, bool force);
+  // The stored hash of block `start` - 1: a live segment's end or the first one's parent, else the window.
+  Result<std::optional<std::string>> StoredHash(const TableId& id, const Snapshot& tail, uint64_t start);
+  void Committed(const TableId& id, const TableState& state, const AppendResult& result, bool force);
   Result<SegmentRecord> RewriteWithout(const TableInfo& table, const SegmentRecord& s, uint64_t cut_block,
                                        const std::string& end_hash);
   std::mutex& CommitMutex(const TableId& id);

@@ -176,7 +176,7 @@ TEST_F(AppenderTest, TheFirstAppendRequiresTheTableStillEmpty) {
   b.add = {seg(5, 12)};
   b.expect_version = snap->version;
   ASSERT_TRUE(reg.Commit(id_, a, clock_->Now()).ok());
-  EXPECT_TRUE(IsPreconditionFailed(reg.Commit(id_, b, clock_->Now())));
+  EXPECT_TRUE(IsPreconditionFailed(reg.Commit(id_, b, clock_->Now()).status()));
   EXPECT_EQ(reg.TakeSnapshot(id_)->segments.size(), 1u);
 }
 

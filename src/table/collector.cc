@@ -27,13 +27,11 @@ Result<GcResult> Collector::RunGc(const TableId& id) {
   if (!mine) return result;
   ARROW_RETURN_NOT_OK(
       registry_->PruneHistory(id, ToUnixMicros(clock_->Now() - std::chrono::hours(24 * TableRegistry::kHistoryDays))));
-  ARROW_ASSIGN_OR_RAISE(Snapshot live, registry_->TakeSnapshot(id));
+  ARROW_ASSIGN_OR_RAISE(TableState state, registry_->State(id));
   // A reorg max_reorg_depth deep needs the hash of block head - max_reorg_depth.
-  if (!live.segments.empty() && live.segments.back().end > max_reorg_depth_) {
-    ARROW_RETURN_NOT_OK(registry_->PruneBlockHashes(id, live.segments.back().end - max_reorg_depth_));
+  if (!state.empty() && state.end > max_reorg_depth_) {
+    ARROW_RETURN_NOT_OK(registry_->PruneBlockHashes(id, state.end - max_reorg_depth_));
   }
-  std::set<std::string> live_paths;
-  for (const auto& s : live.segments) live_paths.insert(s.path);
   ARROW_ASSIGN_OR_RAISE(auto entries, registry_->ListGc(id));
   TimePoint now = clock_->Now();
   for (const auto& e : entries) {
@@ -48,7 +46,8 @@ Result<GcResult> Collector::RunGc(const TableId& id) {
       result.waiting++;
       continue;
     }
-    if (live_paths.count(e.path)) {
+    ARROW_ASSIGN_OR_RAISE(bool live, registry_->IsLive(id, e.path));
+    if (live) {
       // Never delete what the live set references, whatever the manifest says.
       spdlog::error("table {}: {} is in the GC manifest but live; dropping the entry, keeping the file", id.ToString(),
                     e.path);

@@ -60,8 +60,8 @@ Result<PassResult> Compactor::RunPass(const TableId& id, const ProgressFn& progr
     }
   }
   if (!groups.empty()) {
-    auto live = registry_->TakeSnapshot(id);
-    if (live.ok()) metrics_->UpdateGauges(id, live->segments);
+    auto state = registry_->State(id);
+    if (state.ok()) metrics_->UpdateGauges(id, *state);
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return result;
@@ -92,7 +92,7 @@ MergeOutcome Compactor::MergeAndSwap(const TableInfo& table, const std::vector<S
     out.error = st.message();
     return out;
   }
-  st = registry_->Commit(table.id, swap, clock_->Now());
+  st = registry_->Commit(table.id, swap, clock_->Now()).status();
   if (st.ok()) st = failpoint::Hit("table.merge.after_swap");
   if (!st.ok()) {
     // Never delete a file the live set holds: a swap whose outcome is

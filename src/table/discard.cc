@@ -6,17 +6,15 @@ namespace sediment::table {
 
 Result<bool> DiscardUnlessLive(TableRegistry* registry, blob::BlobStore* blobs, const TableId& id,
                                const std::string& path) {
-  auto snap = registry->TakeSnapshot(id);
-  if (!snap.ok()) {
+  auto live = registry->IsLive(id, path);
+  if (!live.ok()) {
     spdlog::warn("table {}: keeping {}: cannot tell whether it is live ({}); the start-up sweep removes it if not",
-                 id.ToString(), path, snap.status().ToString());
-    return snap.status();
+                 id.ToString(), path, live.status().ToString());
+    return live.status();
   }
-  for (const auto& s : snap->segments) {
-    if (s.path == path) {
-      spdlog::warn("table {}: {} is live after all (the commit landed); kept", id.ToString(), path);
-      return true;
-    }
+  if (*live) {
+    spdlog::warn("table {}: {} is live after all (the commit landed); kept", id.ToString(), path);
+    return true;
   }
   Status del = blobs->Delete(path);
   if (!del.ok() && !IsNotFound(del)) {

@@ -21,6 +21,9 @@ class LandsButFailsKv final : public kv::KvStore {
   Status Set(std::string_view k, std::string_view v) override { return inner_->Set(k, v); }
   Status Delete(std::string_view k) override { return inner_->Delete(k); }
   Result<kv::ScanPage> Scan(std::string_view p, std::string_view f, size_t n) override { return inner_->Scan(p, f, n); }
+  Result<std::optional<kv::KeyValue>> Floor(std::string_view p, std::string_view at) override {
+    return inner_->Floor(p, at);
+  }
   // Only batches that change the live set (t/seg/ keys) are failed.
   Status Apply(const kv::Batch& b) override {
     Status st = inner_->Apply(b);

@@ -45,6 +45,62 @@ Result<uint64_t> BlockOfHashKey(const TableId& id, const std::string& key) {
   return std::stoull(digits);
 }
 
+// The state record: {"v":2,"token":…,"files":…,…}. Stores written before it
+// existed hold a bare token there; LoadState counts those once.
+constexpr int kStateFormatVersion = 2;
+
+std::string EncodeState(const TableState& st) {
+  json j = {{"v", kStateFormatVersion}, {"token", st.token}, {"files", st.files},
+            {"rows", st.rows},          {"bytes", st.bytes}, {"stored_bytes", st.stored_bytes}};
+  if (!st.empty()) {
+    j["first"] = st.first;
+    j["last"] = st.last;
+    j["end"] = st.end;
+  }
+  return j.dump();
+}
+
+Result<TableState> DecodeState(const std::string& key, const std::string& text) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.value("v", 0) != kStateFormatVersion || !j.contains("token")) {
+    return Status::IOError(fmt::format("{}: malformed table state record", key));
+  }
+  TableState st;
+  st.token = j.value("token", "");
+  st.files = j.value("files", int64_t{0});
+  st.rows = j.value("rows", int64_t{0});
+  st.bytes = j.value("bytes", int64_t{0});
+  st.stored_bytes = j.value("stored_bytes", int64_t{0});
+  st.first = j.value("first", uint64_t{0});
+  st.last = j.value("last", uint64_t{0});
+  st.end = j.value("end", uint64_t{0});
+  if (st.files < 0 || (!st.empty() && (st.first > st.last || st.last > st.end))) {
+    return Status::IOError(fmt::format("{}: inconsistent table state record: {}", key, text));
+  }
+  return st;
+}
+
+void Count(TableState* st, const SegmentRecord& s, int sign) {
+  st->files += sign;
+  st->rows += sign * s.rows;
+  st->bytes += sign * s.bytes;
+  st->stored_bytes += sign * s.stored_bytes;
+}
+
+// The first block a segment file's name ("<start>-<hex>.parquet") carries.
+std::optional<uint64_t> StartOfPath(const std::string& path) {
+  size_t slash = path.rfind('/');
+  std::string_view name = std::string_view(path).substr(slash == std::string::npos ? 0 : slash + 1);
+  size_t dash = name.find('-');
+  if (dash == 0 || dash == std::string_view::npos || dash > 20) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : name.substr(0, dash)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return v;
+}
+
 std::string NewToken() {
   thread_local std::mt19937_64 rng(std::random_device{}());
   return fmt::format("{:016x}", rng());
@@ -121,27 +177,83 @@ Result<std::vector<TableInfo>> TableRegistry::ListTables() {
   return out;
 }
 
+Result<std::vector<TableInfo>> TableRegistry::ListTables(const std::string& after, const std::string& dataset,
+                                                         size_t limit, bool* has_more) {
+  std::vector<TableInfo> out;
+  *has_more = false;
+  std::string prefix = dataset.empty() ? "t/tables/" : fmt::format("t/tables/{}/", dataset);
+  std::string from = after.empty() ? "" : "t/tables/" + after + std::string(1, '\0');
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(prefix, from, [&](const kv::KeyValue& kv) -> Result<bool> {
+    if (out.size() == limit) {
+      *has_more = true;
+      return false;
+    }
+    ARROW_ASSIGN_OR_RAISE(TableInfo t, DecodeTable(kv.value));
+    out.push_back(std::move(t));
+    return true;
+  }));
+  return out;
+}
+
+Result<TableState> TableRegistry::LoadState(const TableId& id, std::string* raw) {
+  auto got = kv_->Get(VerKey(id));
+  if (IsNotFound(got.status())) {
+    raw->clear();
+    return TableState{};
+  }
+  ARROW_RETURN_NOT_OK(got.status());
+  *raw = std::move(*got);
+  if (!raw->empty() && raw->front() == '{') return DecodeState(VerKey(id), *raw);
+  // A bare token, from before the state record: count the live set once
+  // (the next change stores the state).
+  TableState st;
+  st.token = *raw;
+  bool first = true;
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(SegPrefix(id), "", [&](const kv::KeyValue& kv) -> Result<bool> {
+    ARROW_ASSIGN_OR_RAISE(SegmentRecord s, DecodeSegmentRecord(kv.value));
+    Count(&st, s, +1);
+    if (first) st.first = s.start;
+    first = false;
+    st.last = s.start;
+    st.end = s.end;
+    return true;
+  }));
+  return st;
+}
+
+Result<TableState> TableRegistry::State(const TableId& id) {
+  std::string raw;
+  return LoadState(id, &raw);
+}
+
+Result<SegmentRecord> TableRegistry::Segment(const TableId& id, uint64_t start) {
+  auto raw = kv_->Get(SegKey(id, start));
+  if (IsNotFound(raw.status())) {
+    return NotFound(fmt::format("table {}: no live segment starts at block {}", id.ToString(), start));
+  }
+  ARROW_RETURN_NOT_OK(raw.status());
+  return DecodeSegmentRecord(*raw);
+}
+
 Result<Snapshot> TableRegistry::TakeSnapshot(const TableId& id) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     Snapshot snap;
-    auto v1 = kv_->Get(VerKey(id));
-    if (!v1.ok() && !IsNotFound(v1.status())) return v1.status();
-    if (v1.ok()) {
+    std::string v1, v2;
+    ARROW_ASSIGN_OR_RAISE(snap.state, LoadState(id, &v1));
+    if (!v1.empty()) {
       std::lock_guard<std::mutex> lock(cache_mu_);
       auto it = cache_.find(id);
-      if (it != cache_.end() && it->second.version == *v1) return it->second;
+      if (it != cache_.end() && it->second.state == snap.state) return it->second;
     }
     ARROW_RETURN_NOT_OK(kv_->ScanAll(SegPrefix(id), "", [&](const kv::KeyValue& kv) -> Result<bool> {
       ARROW_ASSIGN_OR_RAISE(SegmentRecord s, DecodeSegmentRecord(kv.value));
       snap.segments.push_back(std::move(s));
       return true;
     }));
-    auto v2 = kv_->Get(VerKey(id));
-    if (!v2.ok() && !IsNotFound(v2.status())) return v2.status();
-    std::string a = v1.ok() ? *v1 : "", b = v2.ok() ? *v2 : "";
-    if (a == b) {
-      snap.version = a;
-      if (!a.empty()) {
+    ARROW_RETURN_NOT_OK(LoadState(id, &v2).status());
+    if (v1 == v2) {
+      snap.version = snap.state.token;
+      if (!v1.empty()) {
         std::lock_guard<std::mutex> lock(cache_mu_);
         cache_[id] = snap;
       }
@@ -151,7 +263,187 @@ Result<Snapshot> TableRegistry::TakeSnapshot(const TableId& id) {
   return Busy(fmt::format("table {} changes too fast to take a snapshot", id.ToString()));
 }
 
-Status TableRegistry::Commit(const TableId& id, const LiveSetChange& change, TimePoint now) {
+Result<Snapshot> TableRegistry::TakeSnapshot(const TableId& id, uint64_t from, uint64_t to) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    Snapshot snap;
+    std::string v1, v2;
+    ARROW_ASSIGN_OR_RAISE(snap.state, LoadState(id, &v1));
+    snap.version = snap.state.token;
+    if (!snap.state.empty() && from <= to && from <= snap.state.end && to >= snap.state.first) {
+      // The segment holding `from` (if any) starts at or before it.
+      ARROW_ASSIGN_OR_RAISE(auto floor, kv_->Floor(SegPrefix(id), SegKey(id, from)));
+      std::string begin = floor ? floor->key : SegKey(id, from);
+      ARROW_RETURN_NOT_OK(kv_->ScanAll(
+          SegPrefix(id), begin,
+          [&](const kv::KeyValue& kv) -> Result<bool> {
+            ARROW_ASSIGN_OR_RAISE(SegmentRecord s, DecodeSegmentRecord(kv.value));
+            if (s.start > to) return false;
+            if (s.end >= from) snap.segments.push_back(std::move(s));
+            return true;
+          },
+          16));
+    }
+    ARROW_RETURN_NOT_OK(LoadState(id, &v2).status());
+    if (v1 == v2) return snap;
+  }
+  return Busy(fmt::format("table {} changes too fast to take a snapshot", id.ToString()));
+}
+
+Result<SegmentPage> TableRegistry::ListSegments(const TableId& id, std::optional<uint64_t> after, size_t limit) {
+  SegmentPage page;
+  std::string from = after ? SegKey(id, *after) + std::string(1, '\0') : "";
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(
+      SegPrefix(id), from,
+      [&](const kv::KeyValue& kv) -> Result<bool> {
+        if (page.segments.size() == limit) {
+          page.has_more = true;
+          return false;
+        }
+        ARROW_ASSIGN_OR_RAISE(SegmentRecord s, DecodeSegmentRecord(kv.value));
+        page.segments.push_back(std::move(s));
+        return true;
+      },
+      limit + 1));
+  return page;
+}
+
+Result<bool> TableRegistry::IsLive(const TableId& id, const std::string& path) {
+  std::optional<uint64_t> start = StartOfPath(path);
+  if (!start) {
+    ARROW_ASSIGN_OR_RAISE(Snapshot snap, TakeSnapshot(id));
+    for (const auto& s : snap.segments) {
+      if (s.path == path) return true;
+    }
+    return false;
+  }
+  auto seg = Segment(id, *start);
+  if (IsNotFound(seg.status())) return false;
+  ARROW_RETURN_NOT_OK(seg.status());
+  return seg->path == path;
+}
+
+Result<TableState> TableRegistry::NextState(const TableId& id, const TableState& state, const LiveSetChange& change) {
+  TableState next = state;
+  std::set<uint64_t> removed;
+  for (const auto& r : change.remove) {
+    Count(&next, r, -1);
+    removed.insert(r.start);
+  }
+  for (const auto& a : change.add) Count(&next, a, +1);
+  if (next.files < 0) {
+    return Status::IOError(fmt::format("table {}: the change removes more segments than are live", id.ToString()));
+  }
+  if (next.files == 0) {
+    next.first = next.last = next.end = 0;
+    return next;
+  }
+  // The last segment: the greatest start among those that stay and the added.
+  std::optional<std::pair<uint64_t, uint64_t>> last;  // start, end
+  if (!state.empty()) {
+    if (!removed.count(state.last)) {
+      last = {state.last, state.end};
+    } else {
+      // Walk back over removed segments (one floor lookup each).
+      std::string at = SegKey(id, state.last);
+      while (true) {
+        ARROW_ASSIGN_OR_RAISE(auto floor, kv_->Floor(SegPrefix(id), at));
+        if (!floor) break;
+        ARROW_ASSIGN_OR_RAISE(SegmentRecord s, DecodeSegmentRecord(floor->value));
+        if (!removed.count(s.start)) {
+          last = {s.start, s.end};
+          break;
+        }
+        if (s.start == 0) break;
+        at = SegKey(id, s.start - 1);
+      }
+    }
+  }
+  // The first segment: the smallest start among those that stay and the added.
+  std::optional<uint64_t> first;
+  if (!state.empty()) {
+    if (!removed.count(state.first)) {
+      first = state.first;
+    } else {
+      ARROW_RETURN_NOT_OK(
+          kv_->ScanAll(SegPrefix(id), SegKey(id, state.first), [&](const kv::KeyValue& kv) -> Result<bool> {
+            ARROW_ASSIGN_OR_RAISE(SegmentRecord s, DecodeSegmentRecord(kv.value));
+            if (removed.count(s.start)) return true;
+            first = s.start;
+            return false;
+          }));
+    }
+  }
+  for (const auto& a : change.add) {
+    if (!last || a.start > last->first) last = {a.start, a.end};
+    if (!first || a.start < *first) first = a.start;
+  }
+  if (!last || !first) {
+    return Status::IOError(
+        fmt::format("table {}: the live set's ends cannot be found after the change", id.ToString()));
+  }
+  next.first = *first;
+  next.last = last->first;
+  next.end = last->second;
+  return next;
+}
+
+Result<bool> TableRegistry::SegmentsStillHold(const TableId& id, const LiveSetChange& change) {
+  auto unchanged = [&](const SegmentRecord& r) -> Result<bool> {
+    auto raw = kv_->Get(SegKey(id, r.start));
+    if (IsNotFound(raw.status())) return false;
+    ARROW_RETURN_NOT_OK(raw.status());
+    return *raw == EncodeSegmentRecord(r);
+  };
+  std::set<uint64_t> freed;
+  for (const auto& r : change.remove) {
+    ARROW_ASSIGN_OR_RAISE(bool same, unchanged(r));
+    if (!same) return false;
+    freed.insert(r.start);
+  }
+  for (const auto& k : change.keep) {
+    ARROW_ASSIGN_OR_RAISE(bool same, unchanged(k));
+    if (!same) return false;
+  }
+  for (const auto& a : change.add) {
+    if (freed.count(a.start)) continue;
+    auto raw = kv_->Get(SegKey(id, a.start));
+    if (!IsNotFound(raw.status())) {
+      ARROW_RETURN_NOT_OK(raw.status());
+      return false;
+    }
+  }
+  return true;
+}
+
+Result<TableState> TableRegistry::Commit(const TableId& id, const LiveSetChange& change, TimePoint now) {
+  for (const auto& a : change.add) {
+    // IsLive finds a segment by the first block its file name carries.
+    if (StartOfPath(a.path) != std::optional<uint64_t>(a.start)) {
+      return InvalidArgument(
+          fmt::format("table {}: segment file {} does not name its first block {}", id.ToString(), a.path, a.start));
+    }
+  }
+  for (int attempt = 0;; ++attempt) {
+    std::string raw;
+    ARROW_ASSIGN_OR_RAISE(TableState state, LoadState(id, &raw));
+    if (change.expect_version && state.token != *change.expect_version) {
+      return PreconditionFailed(fmt::format("table {}: the live set changed", id.ToString()));
+    }
+    ARROW_ASSIGN_OR_RAISE(TableState next, NextState(id, state, change));
+    next.token = NewToken();
+    kv::Batch batch = CommitBatch(id, change, now);
+    batch.Require(raw.empty() ? kv::Precondition::Absent(VerKey(id)) : kv::Precondition::Equals(VerKey(id), raw));
+    batch.Put(VerKey(id), EncodeState(next));
+    Status st = kv_->Apply(batch);
+    if (st.ok()) return next;
+    // Only the state moved (another change landed beside ours): apply ours to the new state.
+    if (!IsPreconditionFailed(st) || attempt >= 50) return st;
+    ARROW_ASSIGN_OR_RAISE(bool holds, SegmentsStillHold(id, change));
+    if (!holds) return st;
+  }
+}
+
+kv::Batch TableRegistry::CommitBatch(const TableId& id, const LiveSetChange& change, TimePoint now) {
   kv::Batch batch;
   std::set<uint64_t> freed;
   for (const auto& r : change.remove) {
@@ -169,14 +461,9 @@ Status TableRegistry::Commit(const TableId& id, const LiveSetChange& change, Tim
     if (!freed.count(a.start)) batch.Require(kv::Precondition::Absent(key));
     batch.Put(key, EncodeSegmentRecord(a));
   }
-  if (change.expect_version) {
-    batch.Require(change.expect_version->empty() ? kv::Precondition::Absent(VerKey(id))
-                                                 : kv::Precondition::Equals(VerKey(id), *change.expect_version));
-  }
   for (uint64_t b : change.drop_hashes) batch.Delete(HashKey(id, b));
   for (const auto& [b, h] : change.put_hashes) batch.Put(HashKey(id, b), EncodeBlockHash(h));
-  batch.Put(VerKey(id), NewToken());
-  return kv_->Apply(batch);
+  return batch;
 }
 
 Status TableRegistry::RecordAppend(const TableId& id, const SegmentRecord& s) {

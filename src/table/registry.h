@@ -4,19 +4,27 @@
 // Keys (see docs/formats.md):
 //   t/tables/<ds>/<t>             table record (schema as Arrow IPC, base64)
 //   t/seg/<ds>/<t>/<start:020>    live segment record, ordered by first block
+//   t/ver/<ds>/<t>                the live set's state: a token replaced by every
+//                                 change, totals, first and last segment (TableState)
 //   t/gc/<ds>/<t>/<segment id>    GC manifest entry
-//   t/ver/<ds>/<t>                token replaced by every change of the live set
 //   t/lease/<ds>/<t>              which server compacts the table (kv::Lease; TableService)
 //   t/hist/<ds>/<t>/<time:020>-<id>  one record per appended segment, for the simulator's replay
 //   t/bh/<ds>/<t>/<block:020>     a block's hash, kept within the reorg window ([writer] max_reorg_depth)
 //
-// Live segments never overlap, so the first block is a unique, ordered key.
+// Live segments never overlap, so the first block is a unique, ordered key,
+// and the segment holding block b is the floor of b's key (one index
+// lookup). Nothing on the write path reads the whole live set: an append
+// reads the state and the last segment, a reorg the segments from its start,
+// a scan of a block range the segments that overlap it (docs/scale.md).
+//
 // Every change is one KV batch: each removed segment must still be live and
 // unchanged, each added one's key must be free (or freed by the batch); the
-// removed segments enter the GC manifest in the same batch. A snapshot reads
-// the version token before and after scanning the segments and retries if it
-// moved, so it is the live set at one instant; while the token stays the same
-// the last snapshot is reused without scanning.
+// removed segments enter the GC manifest in the same batch, and the state is
+// replaced (compare-and-set on the state read). If only the state moved (an
+// unrelated change landed), the change is applied again on the new state.
+// A snapshot reads the state before and after reading the segments and
+// retries if it moved, so it is the live set at one instant; while the token
+// stays the same the last whole snapshot is reused without scanning.
 //
 // Thread-safety: safe from many threads and many servers sharing the KV.
 #pragma once
@@ -46,9 +54,30 @@ struct TableInfo {
   int64_t created_at_us = 0;
 };
 
+// What the live set adds up to, kept in one record beside the segments and
+// replaced in the same batch as them.
+struct TableState {
+  std::string token;  // replaced by every change; "" = the table never had a segment
+  int64_t files = 0;
+  int64_t rows = 0;
+  int64_t bytes = 0;         // uncompressed
+  int64_t stored_bytes = 0;  // on storage
+  uint64_t first = 0;        // the first block (the first segment's start)
+  uint64_t last = 0;         // the last segment's start
+  uint64_t end = 0;          // the last block
+  bool empty() const { return files == 0; }
+  bool operator==(const TableState&) const = default;
+};
+
 struct Snapshot {
   std::vector<SegmentRecord> segments;  // in block order
-  std::string version;
+  std::string version;                  // state.token
+  TableState state;
+};
+
+struct SegmentPage {
+  std::vector<SegmentRecord> segments;
+  bool has_more = false;
 };
 
 // One appended segment, as the history keeps it.
@@ -81,9 +110,29 @@ class TableRegistry {
   Result<TableInfo> GetTable(const TableId& id);
   Result<std::vector<TableInfo>> ListTables();
 
+  // Up to `limit` tables of `dataset` (all if "") after "<dataset>/<table>"
+  // `after` ("" = from the start), in name order.
+  Result<std::vector<TableInfo>> ListTables(const std::string& after, const std::string& dataset, size_t limit,
+                                            bool* has_more);
+
+  // One KV read.
+  Result<TableState> State(const TableId& id);
+  // The segment that starts at `start`; NotFound if none does.
+  Result<SegmentRecord> Segment(const TableId& id, uint64_t start);
+  // Every live segment (the compactor's planning, GC's sweep, whole-table reads).
   Result<Snapshot> TakeSnapshot(const TableId& id);
+  // The live segments that hold blocks in [from, to], at one instant: a floor
+  // lookup and a range scan, whatever the number of live files.
+  Result<Snapshot> TakeSnapshot(const TableId& id, uint64_t from, uint64_t to);
+  // Up to `limit` live segments that start after block `after` (all if
+  // nullopt), in block order. Pages are not one snapshot.
+  Result<SegmentPage> ListSegments(const TableId& id, std::optional<uint64_t> after, size_t limit);
+  // Whether a live segment has this file: one read (the file name starts with
+  // the segment's first block).
+  Result<bool> IsLive(const TableId& id, const std::string& path);
   // PreconditionFailed if the live set changed in a way that conflicts.
-  Status Commit(const TableId& id, const LiveSetChange& change, TimePoint now);
+  // Returns the state after the change.
+  Result<TableState> Commit(const TableId& id, const LiveSetChange& change, TimePoint now);
 
   // The append history: recorded after each append, kept for kHistoryDays.
   static constexpr int kHistoryDays = 30;
@@ -108,6 +157,15 @@ class TableRegistry {
   static std::string SegmentPath(const TableId& id, const std::string& segment_id);
 
  private:
+  // The state and its stored text ("" if the table never had a segment).
+  Result<TableState> LoadState(const TableId& id, std::string* raw);
+  // The state after `change` is applied to the live set of `state`.
+  Result<TableState> NextState(const TableId& id, const TableState& state, const LiveSetChange& change);
+  // Whether the change's own preconditions (segments, free keys) still hold.
+  Result<bool> SegmentsStillHold(const TableId& id, const LiveSetChange& change);
+  // The change's segment and GC mutations and their preconditions (not the state's).
+  static kv::Batch CommitBatch(const TableId& id, const LiveSetChange& change, TimePoint now);
+
   std::shared_ptr<kv::KvStore> kv_;
   // The last snapshot of each table, reused while the version token is the
   // same (every change replaces it), so reads of a busy table don't decode

@@ -159,7 +159,13 @@ Result<std::unique_ptr<Scan>> Scan::Open(TableService* tables, const TableId& id
     out_fields.push_back(schema.field(wanted[i]));
   }
   scan->output_schema_ = arrow::schema(out_fields);
-  ARROW_ASSIGN_OR_RAISE(scan->snapshot_, tables->OpenSnapshot(id));
+  // A block range reads only the segment records that overlap it.
+  ARROW_ASSIGN_OR_RAISE(
+      scan->snapshot_, tables->OpenSnapshot(id, request.from_block.value_or(0), request.to_block.value_or(UINT64_MAX)));
+  // The files outside the range were skipped without being looked at.
+  int64_t outside = scan->snapshot_->table_files() - static_cast<int64_t>(scan->snapshot_->segments().size());
+  scan->stats_.files += outside;
+  scan->stats_.files_skipped += outside;
   return scan;
 }
 

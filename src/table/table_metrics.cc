@@ -1,5 +1,7 @@
 #include "table/table_metrics_internal.h"
 
+#include "table/registry.h"
+
 namespace sediment::table {
 
 TableMetrics::TableMetrics(MetricsRegistry* r)
@@ -36,15 +38,10 @@ TableMetrics::TableMetrics(MetricsRegistry* r)
       bytes(r->Gauge("table_bytes", "Uncompressed bytes of the table's live files.", {"dataset", "table"})),
       stored(r->Gauge("table_stored_bytes", "Bytes on storage of the table's live files.", {"dataset", "table"})) {}
 
-void TableMetrics::UpdateGauges(const TableId& id, const std::vector<SegmentRecord>& live) {
-  int64_t total = 0, on_storage = 0;
-  for (const auto& s : live) {
-    total += s.bytes;
-    on_storage += s.stored_bytes;
-  }
-  files.With(Labels(id)).Set(static_cast<double>(live.size()));
-  bytes.With(Labels(id)).Set(static_cast<double>(total));
-  stored.With(Labels(id)).Set(static_cast<double>(on_storage));
+void TableMetrics::UpdateGauges(const TableId& id, const TableState& state) {
+  files.With(Labels(id)).Set(static_cast<double>(state.files));
+  bytes.With(Labels(id)).Set(static_cast<double>(state.bytes));
+  stored.With(Labels(id)).Set(static_cast<double>(state.stored_bytes));
 }
 
 }  // namespace sediment::table

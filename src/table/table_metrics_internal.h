@@ -10,9 +10,10 @@
 
 #include "base/metrics.h"
 #include "table/names.h"
-#include "table/segment.h"
 
 namespace sediment::table {
+
+struct TableState;
 
 struct TableMetrics {
   explicit TableMetrics(MetricsRegistry* r);
@@ -36,8 +37,8 @@ struct TableMetrics {
   MetricFamily<GaugeMetric>& bytes;
   MetricFamily<GaugeMetric>& stored;
 
-  // Sets the table_files / table_bytes / table_stored_bytes gauges from a live set.
-  void UpdateGauges(const TableId& id, const std::vector<SegmentRecord>& live);
+  // Sets the table_files / table_bytes / table_stored_bytes gauges from the live set's state.
+  void UpdateGauges(const TableId& id, const TableState& state);
 };
 
 inline std::vector<std::string> Labels(const TableId& id) { return {id.dataset, id.table}; }

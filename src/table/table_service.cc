@@ -65,8 +65,8 @@ Status TableService::Start(bool background, Duration orphan_min_age) {
   for (const auto& t : tables) {
     auto swept = collector_->SweepOrphans(t.id, start, writer_tag_);
     if (!swept.ok()) spdlog::warn("table {}: orphan sweep failed: {}", t.id.ToString(), swept.status().ToString());
-    auto live = registry_.TakeSnapshot(t.id);
-    if (live.ok()) metrics_->UpdateGauges(t.id, live->segments);
+    auto state = registry_.State(t.id);
+    if (state.ok()) metrics_->UpdateGauges(t.id, *state);
   }
   if (background) scheduler_->Start([this] { Tick(); });
   return Status::OK();
@@ -114,6 +114,21 @@ Result<Snapshot> TableService::LiveSegments(const TableId& id) {
   return registry_.TakeSnapshot(id);
 }
 
+Result<TableState> TableService::State(const TableId& id) {
+  ARROW_RETURN_NOT_OK(registry_.GetTable(id).status());
+  return registry_.State(id);
+}
+
+Result<SegmentPage> TableService::ListSegments(const TableId& id, std::optional<uint64_t> after, size_t limit) {
+  ARROW_RETURN_NOT_OK(registry_.GetTable(id).status());
+  return registry_.ListSegments(id, after, limit);
+}
+
+Result<Snapshot> TableService::SegmentsOverlapping(const TableId& id, uint64_t from, uint64_t to) {
+  ARROW_RETURN_NOT_OK(registry_.GetTable(id).status());
+  return registry_.TakeSnapshot(id, from, to);
+}
+
 Result<AppendResult> TableService::Append(const TableId& id, const AppendRequest& request,
                                           arrow::RecordBatchReader* batches) {
   ARROW_ASSIGN_OR_RAISE(AppendResult result, appender_->Append(id, request, batches));
@@ -126,10 +141,10 @@ Result<PassResult> TableService::CompactNow(const TableId& id, const ProgressFn&
   return scheduler_->RunNow(id, progress);
 }
 
-Result<std::shared_ptr<ReadSnapshot>> TableService::OpenSnapshot(const TableId& id) {
+Result<std::shared_ptr<ReadSnapshot>> TableService::OpenSnapshot(const TableId& id, uint64_t from, uint64_t to) {
   ARROW_ASSIGN_OR_RAISE(TableInfo table, registry_.GetTable(id));
   pins_.BeginOpen();
-  auto snap = registry_.TakeSnapshot(id);
+  auto snap = from == 0 && to == UINT64_MAX ? registry_.TakeSnapshot(id) : registry_.TakeSnapshot(id, from, to);
   if (!snap.ok()) {
     pins_.CancelOpen();
     return snap.status();
@@ -138,6 +153,7 @@ Result<std::shared_ptr<ReadSnapshot>> TableService::OpenSnapshot(const TableId& 
   out->table_ = id;
   out->schema_ = table.schema;
   out->segments_ = std::move(snap->segments);
+  out->table_files_ = snap->state.files;
   pins_.Pin(out->segments_);
   out->pins_ = &pins_;
   return out;

@@ -55,7 +55,10 @@ class ReadSnapshot {
   ~ReadSnapshot();
   const TableId& table() const { return table_; }
   const std::shared_ptr<arrow::Schema>& schema() const { return schema_; }
+  // Every live file of the table holding blocks in the snapshot's range.
   const std::vector<SegmentRecord>& segments() const { return segments_; }
+  // The table's live files at that instant, in the range or not.
+  int64_t table_files() const { return table_files_; }
 
  private:
   friend class TableService;
@@ -63,6 +66,7 @@ class ReadSnapshot {
   TableId table_;
   std::shared_ptr<arrow::Schema> schema_;
   std::vector<SegmentRecord> segments_;
+  int64_t table_files_ = 0;
 };
 
 class TableService {
@@ -87,7 +91,19 @@ class TableService {
   Result<bool> CreateTable(const TableId& id, const std::shared_ptr<arrow::Schema>& schema);
   Result<TableInfo> GetTable(const TableId& id) { return registry_.GetTable(id); }
   Result<std::vector<TableInfo>> ListTables() { return registry_.ListTables(); }
+  // Every live segment (whole-table work: histograms, reads of everything).
   Result<Snapshot> LiveSegments(const TableId& id);
+  // The live set's totals and ends: one KV read.
+  Result<TableState> State(const TableId& id);
+  // A page of live segments starting after block `after`, in block order.
+  Result<SegmentPage> ListSegments(const TableId& id, std::optional<uint64_t> after, size_t limit);
+  // The live segments holding blocks in [from, to], at one instant.
+  Result<Snapshot> SegmentsOverlapping(const TableId& id, uint64_t from, uint64_t to);
+  // A page of the tables of `dataset` (all if "") after "<dataset>/<table>" `after`, in name order.
+  Result<std::vector<TableInfo>> ListTables(const std::string& after, const std::string& dataset, size_t limit,
+                                            bool* has_more) {
+    return registry_.ListTables(after, dataset, limit, has_more);
+  }
 
   // Appender::Append, then requests a pass. Nothing is left behind if
   // anything fails.
@@ -108,7 +124,9 @@ class TableService {
     return collector_->SweepOrphans(id, older_than);
   }
 
-  Result<std::shared_ptr<ReadSnapshot>> OpenSnapshot(const TableId& id);
+  // The segments holding blocks in [from, to] (every live segment by
+  // default): a floor lookup and a range scan in the registry.
+  Result<std::shared_ptr<ReadSnapshot>> OpenSnapshot(const TableId& id, uint64_t from = 0, uint64_t to = UINT64_MAX);
   // Every row of a snapshot, in block order (tests and small tables).
   Result<std::shared_ptr<arrow::Table>> ReadAll(const ReadSnapshot& snapshot);
 

@@ -115,7 +115,35 @@ class TableServiceTest : public ::testing::Test {
     return out;
   }
 
-  std::vector<SegmentRecord> Live() { return service_->LiveSegments(id_)->segments; }
+  // The live set; checks on the way that the incremental state record (the
+  // totals and ends appends and listings read) adds up to it.
+  std::vector<SegmentRecord> Live() {
+    auto snap = service_->LiveSegments(id_);
+    EXPECT_TRUE(snap.ok()) << snap.status().ToString();
+    if (!snap.ok()) return {};
+    ExpectStateOf(snap->segments, snap->state);
+    return snap->segments;
+  }
+
+  static void ExpectStateOf(const std::vector<SegmentRecord>& live, const TableState& state) {
+    TableState want;
+    for (const auto& s : live) {
+      want.files++;
+      want.rows += s.rows;
+      want.bytes += s.bytes;
+      want.stored_bytes += s.stored_bytes;
+    }
+    if (!live.empty()) {
+      want.first = live.front().start;
+      want.last = live.back().start;
+      want.end = live.back().end;
+    }
+    want.token = state.token;
+    EXPECT_EQ(state, want) << "the state record: files " << state.files << " rows " << state.rows << " first "
+                           << state.first << " last " << state.last << " end " << state.end << "; the live set: files "
+                           << want.files << " rows " << want.rows << " first " << want.first << " last " << want.last
+                           << " end " << want.end;
+  }
 
   // Paths of objects in storage under the table.
   std::set<std::string> Stored() {

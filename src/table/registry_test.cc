@@ -1,0 +1,216 @@
+// The registry's incremental records (registry.h): the state record stays
+// equal to the live set through every kind of change, block-range snapshots
+// hold exactly the overlapping segments, and an append reads the same number
+// of records whatever the number of live files.
+#include "table/registry.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <random>
+
+#include "base/failpoint.h"
+#include "catalog/hooked_kv_testing.h"
+#include "table/table_test_fixture_internal.h"
+
+namespace sediment::table {
+namespace {
+
+// Counts the records a caller reads: point reads, floor lookups and scanned items.
+class CountingKv final : public kv::KvStore {
+ public:
+  explicit CountingKv(std::shared_ptr<kv::KvStore> inner) : inner_(std::move(inner)) {}
+  std::atomic<int64_t> reads{0};
+  Result<std::string> Get(std::string_view k) override {
+    reads++;
+    return inner_->Get(k);
+  }
+  Status Set(std::string_view k, std::string_view v) override { return inner_->Set(k, v); }
+  Status Delete(std::string_view k) override { return inner_->Delete(k); }
+  Result<kv::ScanPage> Scan(std::string_view p, std::string_view f, size_t n) override {
+    auto page = inner_->Scan(p, f, n);
+    if (page.ok()) reads += static_cast<int64_t>(page->items.size()) + 1;
+    return page;
+  }
+  Result<std::optional<kv::KeyValue>> Floor(std::string_view p, std::string_view at) override {
+    reads++;
+    return inner_->Floor(p, at);
+  }
+  Status Apply(const kv::Batch& b) override { return inner_->Apply(b); }
+  std::string Describe() const override { return "counting"; }
+
+ private:
+  std::shared_ptr<kv::KvStore> inner_;
+};
+
+class RegistryTest : public TableServiceTest {};
+
+TEST_F(RegistryTest, TheStateFollowsTheLiveSetThroughAppendsReorgsMergesGcAndRestarts) {
+  config_.writer.max_reorg_depth = 20;
+  Restart();
+  Create();
+  Live();  // an empty table
+  for (uint64_t b = 0; b < 30; ++b) {
+    ASSERT_TRUE(Append(b, b, 0).ok());
+    Live();
+  }
+  ASSERT_TRUE(service_->CompactNow(id_).ok());
+  ASSERT_LT(Live().size(), 30u);
+  auto r = Append(25, 27, 1, 0);  // a reorg into the merged tail, which is rewritten
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->reorg);
+  Live();
+  ASSERT_TRUE(Append(28, 31, 1).ok());
+  Live();
+  r = Append(0, 4, 2, 9);  // forced from the table's first block: every file replaced
+  ASSERT_FALSE(r.ok());
+  AppendRequest forced{0, 4, Hash(4, 2), Hash(static_cast<uint64_t>(-1), 2), {}, true};
+  auto reader = Reader({Rows(0, 4, 2)});
+  ASSERT_TRUE(service_->Append(id_, forced, reader.get()).ok());
+  auto live = Live();
+  ASSERT_EQ(live.size(), 1u);
+  EXPECT_EQ(live.front().end, 4u);
+  for (uint64_t b = 5; b < 40; ++b) ASSERT_TRUE(Append(b, b, 2).ok());
+  ASSERT_TRUE(service_->CompactNow(id_).ok());
+  clock_->AdvanceSeconds(3600);
+  ASSERT_TRUE(service_->RunGc(id_).ok());
+  Restart();
+  live = Live();
+  ExpectContiguous(live);
+  EXPECT_EQ(ReadRows().size(), 40u * 3);
+}
+
+// A change that lands between another's read of the state and its batch:
+// both land (the second is applied to the new state), and the state adds up.
+TEST_F(RegistryTest, AChangeBesideAnotherIsAppliedOnTheNewState) {
+  auto hooked = std::make_shared<testing::HookedKv>(kv_);
+  kv_ = hooked;
+  Restart();
+  Create();
+  for (uint64_t b = 0; b < 6; ++b) ASSERT_TRUE(Append(b, b, 0).ok());
+  auto live = Live();
+  TableRegistry reg(hooked);
+  // Just before the next append's batch, a swap of the first two files lands.
+  bool swapped = false;
+  hooked->BeforeWrite(testing::HookedKv::Prefix("t/seg/eth/logs/00000000000000000006"), [&] {
+    SegmentRecord merged = live[0];
+    merged.id = NewSegmentId(0);
+    merged.path = TableRegistry::SegmentPath(id_, merged.id);
+    merged.end = live[1].end;
+    merged.end_hash = live[1].end_hash;
+    merged.rows = live[0].rows + live[1].rows;
+    merged.bytes = live[0].bytes + live[1].bytes;
+    merged.stored_bytes = live[0].stored_bytes + live[1].stored_bytes;
+    LiveSetChange swap;
+    swap.remove = {live[0], live[1]};
+    swap.add = {merged};
+    swapped = reg.Commit(id_, swap, clock_->Now()).ok();
+  });
+  ASSERT_TRUE(Append(6, 6, 0).ok());
+  EXPECT_TRUE(swapped);
+  live = Live();
+  ASSERT_EQ(live.size(), 6u);
+  EXPECT_EQ(live.front().end, 1u);
+  EXPECT_EQ(live.back().start, 6u);
+}
+
+TEST_F(RegistryTest, ARangeSnapshotHoldsExactlyTheSegmentsThatOverlapIt) {
+  Create();
+  for (uint64_t b = 10; b < 70; b += 3) ASSERT_TRUE(Append(b, b + 2, 0).ok());
+  auto all = Live();
+  TableRegistry reg(kv_);
+  std::mt19937 rng(7);
+  for (int i = 0; i < 300; ++i) {
+    uint64_t from = rng() % 90, to = from + rng() % 20;
+    auto snap = reg.TakeSnapshot(id_, from, to);
+    ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+    std::vector<SegmentRecord> want;
+    for (const auto& s : all) {
+      if (s.end >= from && s.start <= to) want.push_back(s);
+    }
+    EXPECT_EQ(snap->segments, want) << "[" << from << ", " << to << "]";
+    EXPECT_EQ(snap->state.files, static_cast<int64_t>(all.size()));
+  }
+  EXPECT_TRUE(reg.TakeSnapshot(id_, 5, 3)->segments.empty()) << "an empty range";
+  EXPECT_EQ(reg.TakeSnapshot(id_, 0, UINT64_MAX)->segments, all);
+}
+
+// A store written before the state record had a bare token there.
+TEST_F(RegistryTest, AStoreWithoutTheStateRecordIsCountedAndThenKept) {
+  Create();
+  for (uint64_t b = 0; b < 5; ++b) ASSERT_TRUE(Append(b, b, 0).ok());
+  ASSERT_TRUE(kv_->Set("t/ver/eth/logs", "0123456789abcdef").ok());
+  Restart();
+  auto live = Live();  // the counted state adds up
+  ASSERT_EQ(live.size(), 5u);
+  EXPECT_EQ(service_->State(id_)->token, "0123456789abcdef");
+  ASSERT_TRUE(Append(5, 5, 0).ok());
+  EXPECT_EQ(kv_->Get("t/ver/eth/logs")->front(), '{') << "the next change stores the state record";
+  EXPECT_EQ(Live().size(), 6u);
+}
+
+TEST_F(RegistryTest, AMalformedStateRecordIsAnErrorNamingItsKeyAndChangesNothing) {
+  Create();
+  ASSERT_TRUE(Append(0, 0, 0).ok());
+  ASSERT_TRUE(kv_->Set("t/ver/eth/logs", "{\"v\":2,\"token\":\"x\",\"files\":1,\"first\":9,\"last\":3}").ok());
+  auto r = Append(1, 1, 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("t/ver/eth/logs"), std::string::npos) << r.status().ToString();
+  TableRegistry reg(kv_);
+  EXPECT_EQ(reg.ListSegments(id_, std::nullopt, 10)->segments.size(), 1u) << "nothing was added";
+}
+
+// The rule of issue 17: an append reads the state, the last segment and a few
+// keys, not the live set. Counted in KV records read, at 10 and 400 live files.
+TEST_F(RegistryTest, AnAppendReadsAsManyRecordsAt400FilesAsAt10) {
+  auto counting = std::make_shared<CountingKv>(kv_);
+  kv_ = counting;
+  Restart();
+  Create();
+  auto reads_of_append = [&](uint64_t b) {
+    int64_t before = counting->reads;
+    EXPECT_TRUE(Append(b, b, 0).ok());
+    return counting->reads - before;
+  };
+  uint64_t b = 0;
+  for (; b < 10; ++b) ASSERT_TRUE(Append(b, b, 0).ok());
+  int64_t at_10 = reads_of_append(b++);
+  for (; b < 400; ++b) ASSERT_TRUE(Append(b, b, 0).ok());
+  int64_t at_400 = reads_of_append(b++);
+  EXPECT_EQ(at_400, at_10) << "records read by one append";
+  EXPECT_LT(at_10, 20);
+
+  // A reorg 3 blocks deep reads the segments it replaces, not the table.
+  auto reorg_reads = [&](uint64_t head) {
+    int64_t before = counting->reads;
+    auto r = Append(head - 2, head - 2, 1, 0);
+    EXPECT_TRUE(r.ok() && r->reorg) << r.status().ToString();
+    return counting->reads - before;
+  };
+  int64_t reorg_at_401 = reorg_reads(b - 1);
+  EXPECT_LT(reorg_at_401, 40);
+
+  // A 10-block range scan reads the records of the files it touches.
+  TableRegistry reg(counting);
+  int64_t before = counting->reads;
+  auto snap = reg.TakeSnapshot(id_, 100, 109);
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->segments.size(), 10u);
+  EXPECT_LE(counting->reads - before, 24);
+}
+
+TEST_F(RegistryTest, AnAppendAcknowledgedLostIsCountedOnce) {
+  Create();
+  for (uint64_t b = 0; b < 3; ++b) ASSERT_TRUE(Append(b, b, 0).ok());
+  ASSERT_TRUE(failpoint::Arm("table.append.after_commit", failpoint::Action::kError).ok());
+  auto r = Append(3, 3, 0);
+  failpoint::DisarmAll();
+  ASSERT_FALSE(r.ok());
+  Restart();
+  EXPECT_EQ(Live().size(), 4u) << "it landed; the state counts it once";
+  ASSERT_TRUE(Append(4, 4, 0).ok());
+  EXPECT_EQ(Live().size(), 5u);
+}
+
+}  // namespace
+}  // namespace sediment::table
