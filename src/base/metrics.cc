@@ -58,6 +58,28 @@ const M* MetricFamily<M>::Find(const std::vector<std::string>& label_values) con
 }
 
 template <typename M>
+void MetricFamily<M>::Remove(const std::vector<std::string>& label_values) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = series_.find(label_values);
+  if (it == series_.end()) return;
+  retired_.push_back(std::move(it->second));
+  series_.erase(it);
+}
+
+template <typename M>
+void MetricFamily<M>::RemoveWhere(size_t index, const std::string& value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = series_.begin(); it != series_.end();) {
+    if (index < it->first.size() && it->first[index] == value) {
+      retired_.push_back(std::move(it->second));
+      it = series_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+template <typename M>
 std::vector<std::pair<std::vector<std::string>, const M*>> MetricFamily<M>::Series() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::pair<std::vector<std::string>, const M*>> out;

@@ -5,7 +5,9 @@
 //   bytes_read.With({"eth", "logs"}).Add(n);
 //
 // Thread-safety: everything is safe to call from many threads. References
-// returned by the registry and by Family::With stay valid for the registry's life.
+// returned by the registry and by Family::With stay valid for the registry's
+// life, also after the series is removed (it is retired, not freed: a few
+// bytes each).
 #pragma once
 
 #include <atomic>
@@ -70,6 +72,12 @@ class MetricFamily {
   // nullptr if the series was never created.
   const M* Find(const std::vector<std::string>& label_values) const;
 
+  // Drops a series from the family (what it measured is gone: a deleted
+  // branch); With() creates it afresh.
+  void Remove(const std::vector<std::string>& label_values);
+  // Drops every series whose label number `index` is `value`.
+  void RemoveWhere(size_t index, const std::string& value);
+
   const std::vector<std::string>& label_names() const { return label_names_; }
   // A consistent copy of (label values -> series) for rendering.
   std::vector<std::pair<std::vector<std::string>, const M*>> Series() const;
@@ -79,6 +87,7 @@ class MetricFamily {
   std::vector<double> bounds_;
   mutable std::mutex mu_;
   std::map<std::vector<std::string>, std::unique_ptr<M>> series_;  // GUARDED_BY(mu_)
+  std::vector<std::unique_ptr<M>> retired_;                        // GUARDED_BY(mu_): removed, still referenced
 };
 
 class MetricsRegistry {

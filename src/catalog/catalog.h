@@ -283,6 +283,9 @@ class Catalog {
   // Called after every staged write or delete with (repo, branch, count).
   using MutationListener = std::function<void(const std::string&, const std::string&, int64_t)>;
   void SetMutationListener(MutationListener listener) { on_mutation_ = std::move(listener); }
+  // Called after a branch is deleted (branch "" : every branch of a deleted repository).
+  using BranchGoneListener = std::function<void(const std::string& repo, const std::string& branch)>;
+  void SetBranchGoneListener(BranchGoneListener listener) { on_branch_gone_ = std::move(listener); }
 
   // Tags.
   // Multipart uploads: their records (c/mp/<repo>/<id>[/<part>]). The caller
@@ -396,14 +399,16 @@ class Catalog {
   std::unique_ptr<ValueIterator> StagingView(const Branch& branch, bool include_current = true);
   Result<std::string> StoreCommit(const std::string& repo, Commit* commit);
   Result<std::string> MergeBase(const std::string& repo, const std::string& a, const std::string& b);
-  // Changes that turn dest into dest + (source - base); Conflict on a path
-  // changed differently on both sides, unless `strategy` settles it.
-  Result<std::vector<KeyValueEntry>> ThreeWay(const Repository& repo, const std::string& base,
-                                              const std::string& source, const std::string& dest,
-                                              MergeStrategy strategy);
+  // The changes that turn dest into dest + (source - base), streamed in key
+  // order from the two diffs (memory does not grow with them). Conflict on a
+  // path changed differently on both sides, unless `strategy` settles it:
+  // with kNone a first pass over the diffs looks for conflicts and changes
+  // (*any_change) before anything is written.
+  Result<std::unique_ptr<ValueIterator>> ThreeWay(const Repository& repo, const std::string& base,
+                                                  const std::string& source, const std::string& dest,
+                                                  MergeStrategy strategy, bool* any_change);
   // Applies `changes` to the clean branch's commit and commits with `parents`.
-  Result<Commit> CommitChanges(const Repository& repo, const BranchRecord& rec, std::vector<KeyValueEntry> changes,
-                               Commit commit, bool allow_empty);
+  Result<Commit> CommitChanges(const Repository& repo, const BranchRecord& rec, ValueIterator& changes, Commit commit);
   Result<BranchRecord> RequireClean(const Repository& repo, const std::string& branch);
   Result<Page<DiffItem>> CollectDiff(DiffIterator& diff, const ListOptions& opts);
   Status CheckWritable(const Repository& repo);
@@ -419,7 +424,18 @@ class Catalog {
   CatalogOptions options_;
   std::unique_ptr<RangeStore> ranges_;
   std::unique_ptr<PeriodicTask> dropper_;
-  MutationListener on_mutation_;  // set before serving; read-only afterwards
+  // Where `log` pages stop: (repo, head, last listed commit, first_parent) ->
+  // the commits the walk would look at next. A page that starts after one
+  // resumes there instead of walking again from the head; exact, since
+  // commits never change. Bounded; a miss (another server, evicted) walks.
+  struct LogCursors {
+    std::mutex mu;
+    std::unordered_map<std::string, std::vector<std::string>> frontier;  // GUARDED_BY(mu)
+    std::vector<std::string> order;                                      // GUARDED_BY(mu): FIFO eviction
+  };
+  LogCursors log_cursors_;
+  MutationListener on_mutation_;       // set before serving; read-only afterwards
+  BranchGoneListener on_branch_gone_;  // set before serving; read-only afterwards
   std::function<void()> after_commit_seal_;
 
   std::mutex commits_mu_;

@@ -207,42 +207,86 @@ Result<Commit> Catalog::CommitOnce(const Repository& repo, const std::string& br
 // ---------------------------------------------------------------------------
 // History
 
+namespace {
+
+constexpr size_t kLogCursors = 4096;
+
+std::string LogCursorKey(const std::string& repo, const std::string& head, const std::string& after,
+                         bool first_parent) {
+  return fmt::format("{}\n{}\n{}\n{}", repo, head, after, first_parent ? 1 : 0);
+}
+
+}  // namespace
+
 Result<Page<Commit>> Catalog::Log(const std::string& repo_id, const std::string& ref, const std::string& after,
                                   int64_t amount_in, bool first_parent) {
   ARROW_RETURN_NOT_OK(GetRepository(repo_id).status());
   ARROW_ASSIGN_OR_RAISE(auto resolved, ResolveRef(repo_id, ref));
   int64_t amount = ClampAmount(amount_in);
-  // Newest generation first, then newest date: a topological order of the history.
+  // Newest generation first, then newest date: a topological order of the
+  // history (a parent's generation is below its children's), so the walk
+  // lists every commit after all of its descendants.
   auto cmp = [](const Commit& a, const Commit& b) {
     if (a.generation != b.generation) return a.generation < b.generation;
     if (a.creation_date != b.creation_date) return a.creation_date < b.creation_date;
     return a.id < b.id;
   };
-  std::priority_queue<Commit, std::vector<Commit>, decltype(cmp)> queue(cmp);
+  std::vector<Commit> heap;  // a max-heap by cmp: the next commit to list on top
   std::unordered_set<std::string> seen;
-  ARROW_ASSIGN_OR_RAISE(auto head, GetCommit(repo_id, resolved.commit_id));
-  seen.insert(head.id);
-  queue.push(std::move(head));
-  Page<Commit> out;
+  auto push = [&](const std::string& id) -> Status {
+    if (!seen.insert(id).second) return Status::OK();
+    ARROW_ASSIGN_OR_RAISE(auto c, GetCommit(repo_id, id));
+    heap.push_back(std::move(c));
+    std::push_heap(heap.begin(), heap.end(), cmp);
+    return Status::OK();
+  };
+  // Resume where the previous page stopped, if this server saw it stop.
   bool emitting = after.empty();
-  while (!queue.empty()) {
-    Commit c = queue.top();
-    queue.pop();
-    size_t n_parents = first_parent ? std::min<size_t>(1, c.parents.size()) : c.parents.size();
-    for (size_t i = 0; i < n_parents; ++i) {
-      if (!seen.insert(c.parents[i]).second) continue;
-      ARROW_ASSIGN_OR_RAISE(auto p, GetCommit(repo_id, c.parents[i]));
-      queue.push(std::move(p));
+  if (!emitting) {
+    std::lock_guard<std::mutex> lock(log_cursors_.mu);
+    auto it = log_cursors_.frontier.find(LogCursorKey(repo_id, resolved.commit_id, after, first_parent));
+    if (it != log_cursors_.frontier.end()) {
+      emitting = true;
+      for (const auto& id : it->second) seen.insert(id);
     }
+  }
+  if (emitting && !after.empty()) {
+    std::vector<std::string> frontier(seen.begin(), seen.end());
+    seen.clear();
+    for (const auto& id : frontier) ARROW_RETURN_NOT_OK(push(id));
+  } else {
+    ARROW_RETURN_NOT_OK(push(resolved.commit_id));
+  }
+  Page<Commit> out;
+  while (!heap.empty()) {
+    if (emitting && static_cast<int64_t>(out.items.size()) == amount) {
+      out.has_more = true;
+      break;
+    }
+    std::pop_heap(heap.begin(), heap.end(), cmp);
+    Commit c = std::move(heap.back());
+    heap.pop_back();
+    size_t n_parents = first_parent ? std::min<size_t>(1, c.parents.size()) : c.parents.size();
+    for (size_t i = 0; i < n_parents; ++i) ARROW_RETURN_NOT_OK(push(c.parents[i]));
     if (!emitting) {
       if (c.id == after) emitting = true;
       continue;
     }
-    if (static_cast<int64_t>(out.items.size()) == amount) {
-      out.has_more = true;
-      break;
-    }
     out.items.push_back(std::move(c));
+  }
+  if (out.has_more && !out.items.empty()) {
+    // What the walk looks at next: the next page starts there.
+    std::vector<std::string> frontier;
+    for (const auto& c : heap) frontier.push_back(c.id);
+    std::string key = LogCursorKey(repo_id, resolved.commit_id, out.items.back().id, first_parent);
+    std::lock_guard<std::mutex> lock(log_cursors_.mu);
+    if (log_cursors_.frontier.emplace(key, std::move(frontier)).second) {
+      log_cursors_.order.push_back(key);
+      if (log_cursors_.order.size() > kLogCursors) {
+        log_cursors_.frontier.erase(log_cursors_.order.front());
+        log_cursors_.order.erase(log_cursors_.order.begin());
+      }
+    }
   }
   return out;
 }

@@ -22,46 +22,89 @@ Status DirtyBranch(const std::string& branch) {
 
 }  // namespace
 
-Result<std::vector<KeyValueEntry>> Catalog::ThreeWay(const Repository& repo, const std::string& base,
-                                                     const std::string& source, const std::string& dest,
-                                                     MergeStrategy strategy) {
+namespace {
+
+// The changes of a three-way merge, one at a time: every key source changed
+// since base, except where dest changed it too (the same way: nothing to do;
+// another way: source's value if source wins, else skipped and, with kNone,
+// counted as a conflict).
+class ThreeWayChanges final : public ValueIterator {
+ public:
+  ThreeWayChanges(std::unique_ptr<DiffIterator> source, std::unique_ptr<DiffIterator> dest, MergeStrategy strategy)
+      : sd_(std::move(source)), dd_(std::move(dest)), strategy_(strategy) {}
+
+  bool Next() override {
+    if (!started_) {
+      started_ = true;
+      d_ok_ = dd_->Next();
+    }
+    for (bool s_ok = sd_->Next(); s_ok; s_ok = sd_->Next()) {
+      while (d_ok_ && dd_->key() < sd_->key()) d_ok_ = dd_->Next();
+      if (!d_ok_ || dd_->key() != sd_->key()) return true;
+      bool same = SameObject(sd_->right(), dd_->right());
+      d_ok_ = dd_->Next();
+      if (same) continue;
+      if (strategy_ == MergeStrategy::kSourceWins) return true;
+      if (strategy_ == MergeStrategy::kNone) {
+        if (conflict_sample_.size() < 5) conflict_sample_.push_back(sd_->key());
+        conflicts_++;
+      }
+    }
+    return false;
+  }
+  void SeekGE(std::string_view) override { error_ = Status::NotImplemented("three-way changes are read in order"); }
+  const std::string& key() const override { return sd_->key(); }
+  const std::string& value() const override { return sd_->right(); }
+  Status status() const override {
+    if (!error_.ok()) return error_;
+    ARROW_RETURN_NOT_OK(sd_->status());
+    return dd_->status();
+  }
+
+  int64_t conflicts() const { return conflicts_; }
+  Status ConflictError() const {
+    std::string list;
+    for (size_t i = 0; i < conflict_sample_.size(); ++i) list += (i ? ", " : "") + conflict_sample_[i];
+    if (conflicts_ > static_cast<int64_t>(conflict_sample_.size())) {
+      list += fmt::format(" and {} more", conflicts_ - static_cast<int64_t>(conflict_sample_.size()));
+    }
+    return Conflict(fmt::format("conflict: {} path(s) changed on both sides: {}", conflicts_, list));
+  }
+
+ private:
+  std::unique_ptr<DiffIterator> sd_, dd_;
+  const MergeStrategy strategy_;
+  bool started_ = false;
+  bool d_ok_ = false;
+  int64_t conflicts_ = 0;
+  std::vector<std::string> conflict_sample_;  // the first few
+  Status error_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ValueIterator>> Catalog::ThreeWay(const Repository& repo, const std::string& base,
+                                                         const std::string& source, const std::string& dest,
+                                                         MergeStrategy strategy, bool* any_change) {
   ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
   ARROW_ASSIGN_OR_RAISE(auto base_mr, CommitMetaRange(repo, base));
   ARROW_ASSIGN_OR_RAISE(auto src_mr, CommitMetaRange(repo, source));
   ARROW_ASSIGN_OR_RAISE(auto dst_mr, CommitMetaRange(repo, dest));
-  auto sd = DiffMetaRanges(*ranges_, ns, base_mr, src_mr);
-  auto dd = DiffMetaRanges(*ranges_, ns, base_mr, dst_mr);
-  std::vector<KeyValueEntry> changes;
-  std::vector<std::string> conflicts;
-  bool s_ok = sd->Next(), d_ok = dd->Next();
-  while (s_ok) {
-    if (d_ok && dd->key() < sd->key()) {
-      d_ok = dd->Next();
-      continue;
-    }
-    if (d_ok && dd->key() == sd->key()) {
-      if (!SameObject(sd->right(), dd->right())) {
-        if (strategy == MergeStrategy::kSourceWins) {
-          changes.push_back({sd->key(), sd->right()});
-        } else if (strategy == MergeStrategy::kNone) {
-          conflicts.push_back(sd->key());
-        }
-      }
-      d_ok = dd->Next();
-    } else {
-      changes.push_back({sd->key(), sd->right()});
-    }
-    s_ok = sd->Next();
+  auto open = [&] {
+    return std::make_unique<ThreeWayChanges>(DiffMetaRanges(*ranges_, ns, base_mr, src_mr),
+                                             DiffMetaRanges(*ranges_, ns, base_mr, dst_mr), strategy);
+  };
+  *any_change = true;  // not known without a pass; merges with a strategy allow an empty commit
+  if (strategy == MergeStrategy::kNone) {
+    // Conflicts are found before anything is written, in a pass of their own.
+    auto check = open();
+    int64_t changes = 0;
+    while (check->Next()) changes++;
+    ARROW_RETURN_NOT_OK(check->status());
+    if (check->conflicts() > 0) return check->ConflictError();
+    *any_change = changes > 0;
   }
-  ARROW_RETURN_NOT_OK(sd->status());
-  ARROW_RETURN_NOT_OK(dd->status());
-  if (!conflicts.empty()) {
-    std::string list;
-    for (size_t i = 0; i < conflicts.size() && i < 5; ++i) list += (i ? ", " : "") + conflicts[i];
-    if (conflicts.size() > 5) list += fmt::format(" and {} more", conflicts.size() - 5);
-    return Conflict(fmt::format("conflict: {} path(s) changed on both sides: {}", conflicts.size(), list));
-  }
-  return changes;
+  return std::unique_ptr<ValueIterator>(open());
 }
 
 Result<Catalog::BranchRecord> Catalog::RequireClean(const Repository& repo, const std::string& branch) {
@@ -71,14 +114,12 @@ Result<Catalog::BranchRecord> Catalog::RequireClean(const Repository& repo, cons
   return rec;
 }
 
-Result<Commit> Catalog::CommitChanges(const Repository& repo, const BranchRecord& rec,
-                                      std::vector<KeyValueEntry> changes, Commit c, bool allow_empty) {
-  if (changes.empty() && !allow_empty) return NoChanges("nothing to apply");
+Result<Commit> Catalog::CommitChanges(const Repository& repo, const BranchRecord& rec, ValueIterator& changes,
+                                      Commit c) {
   ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
   ARROW_ASSIGN_OR_RAISE(auto head, GetCommit(repo.id, rec.branch.commit_id));
   ARROW_ASSIGN_OR_RAISE(auto head_mr, ranges_->LoadMetaRange(ns, head.meta_range_id));
-  auto it = NewVectorIterator(std::move(changes));
-  ARROW_ASSIGN_OR_RAISE(auto mr, ApplyChanges(*ranges_, ns, head_mr, *it));
+  ARROW_ASSIGN_OR_RAISE(auto mr, ApplyChanges(*ranges_, ns, head_mr, changes));
   c.meta_range_id = mr->id;
   c.generation = head.generation;
   for (const auto& p : c.parents) {
@@ -108,7 +149,8 @@ Result<Commit> Catalog::Merge(const std::string& repo_id, const std::string& sou
   if (base == src.commit_id && !params.allow_empty) {
     return NoChanges(fmt::format("\"{}\" is already merged into \"{}\"", source_ref, dest_branch));
   }
-  ARROW_ASSIGN_OR_RAISE(auto changes, ThreeWay(repo, base, src.commit_id, rec.branch.commit_id, strategy));
+  bool any_change = false;
+  ARROW_ASSIGN_OR_RAISE(auto changes, ThreeWay(repo, base, src.commit_id, rec.branch.commit_id, strategy, &any_change));
   Commit c;
   c.parents = {rec.branch.commit_id};
   if (!params.squash) c.parents.push_back(src.commit_id);
@@ -119,7 +161,7 @@ Result<Commit> Catalog::Merge(const std::string& repo_id, const std::string& sou
                                          : strategy == MergeStrategy::kDestWins ? "dest-wins"
                                                                                 : "default";
   if (params.date) c.creation_date = *params.date;
-  return CommitChanges(repo, rec, std::move(changes), std::move(c), /*allow_empty=*/true);
+  return CommitChanges(repo, rec, *changes, std::move(c));
 }
 
 Result<Commit> Catalog::Revert(const std::string& repo_id, const std::string& branch, const std::string& ref,
@@ -137,14 +179,16 @@ Result<Commit> Catalog::Revert(const std::string& repo_id, const std::string& br
     return InvalidArgument(fmt::format("parent_number {} out of range for commit {}", pn, c.id));
   }
   ARROW_ASSIGN_OR_RAISE(auto rec, RequireClean(repo, branch));
-  ARROW_ASSIGN_OR_RAISE(auto changes,
-                        ThreeWay(repo, c.id, c.parents[pn - 1], rec.branch.commit_id, MergeStrategy::kNone));
+  bool any_change = false;
+  ARROW_ASSIGN_OR_RAISE(
+      auto changes, ThreeWay(repo, c.id, c.parents[pn - 1], rec.branch.commit_id, MergeStrategy::kNone, &any_change));
+  if (!any_change && !params.allow_empty) return NoChanges("nothing to apply");
   Commit out;
   out.parents = {rec.branch.commit_id};
   out.committer = params.committer;
   out.message = params.message.empty() ? fmt::format("Revert {}", c.id) : params.message;
   out.metadata = params.metadata;
-  return CommitChanges(repo, rec, std::move(changes), std::move(out), params.allow_empty);
+  return CommitChanges(repo, rec, *changes, std::move(out));
 }
 
 Result<Commit> Catalog::CherryPick(const std::string& repo_id, const std::string& branch, const std::string& ref,
@@ -159,14 +203,16 @@ Result<Commit> Catalog::CherryPick(const std::string& repo_id, const std::string
     return InvalidArgument(fmt::format("parent_number {} out of range for commit {}", pn, c.id));
   }
   ARROW_ASSIGN_OR_RAISE(auto rec, RequireClean(repo, branch));
-  ARROW_ASSIGN_OR_RAISE(auto changes,
-                        ThreeWay(repo, c.parents[pn - 1], c.id, rec.branch.commit_id, MergeStrategy::kNone));
+  bool any_change = false;
+  ARROW_ASSIGN_OR_RAISE(
+      auto changes, ThreeWay(repo, c.parents[pn - 1], c.id, rec.branch.commit_id, MergeStrategy::kNone, &any_change));
+  if (!any_change) return NoChanges("nothing to apply");
   Commit out;
   out.parents = {rec.branch.commit_id};
   out.committer = committer;
   out.message = c.message;
   out.metadata = c.metadata;
-  return CommitChanges(repo, rec, std::move(changes), std::move(out), false);
+  return CommitChanges(repo, rec, *changes, std::move(out));
 }
 
 }  // namespace sediment::catalog

@@ -301,6 +301,7 @@ Status Catalog::DeleteBranch(const std::string& repo_id, const std::string& name
   if (IsPreconditionFailed(st)) return Conflict(fmt::format("branch \"{}\" changed while deleting; retry", name));
   ARROW_RETURN_NOT_OK(st);
   if (dropper_) dropper_->Trigger();
+  if (on_branch_gone_) on_branch_gone_(repo_id, name);
   return Status::OK();
 }
 

@@ -193,6 +193,7 @@ Status Catalog::DeleteRepository(const std::string& id) {
     }
   }
   if (dropper_) dropper_->Trigger();
+  if (on_branch_gone_) on_branch_gone_(id, "");
   // The repository is deleted; what remains is cleanup, which the background task retries.
   Status cleanup = FinishRepositoryDeletion(id);
   if (!cleanup.ok()) {

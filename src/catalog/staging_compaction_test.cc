@@ -491,3 +491,53 @@ TEST_F(StagingCompactionTest, RandomOperationsMatchAMapModel) {
 
 }  // namespace
 }  // namespace sediment::catalog
+
+namespace sediment::catalog {
+namespace {
+
+TEST_F(StagingCompactionTest, ABranchsStagedMutationsSeriesGoesWithTheBranch) {
+  MetricsRegistry metrics;
+  StagingCompactorOptions opts{.auto_trigger = false, .threshold = 1000, .workers = 1, .owner = "a"};
+  StagingCompactor compactor(catalog_.get(), kv_, clock_, &metrics, opts);
+  ASSERT_OK(compactor.Start(false));
+  auto series = [&](const std::string& branch) {
+    return metrics.RenderPrometheus().find("graveler_staged_mutations{repository=\"repo\",branch=\"" + branch +
+                                           "\"}") != std::string::npos;
+  };
+  for (const char* b : {"dev", "gone-later", "raced"}) {
+    ASSERT_TRUE(catalog_->CreateBranch("repo", b, "main").ok());
+    ASSERT_OK(catalog_->PutEntry("repo", b, "x", MakeEntry("v")));
+  }
+  ASSERT_OK(compactor.Flush());
+  EXPECT_TRUE(series("dev"));
+  EXPECT_TRUE(series("gone-later"));
+  ASSERT_OK(catalog_->DeleteBranch("repo", "dev"));
+  EXPECT_FALSE(series("dev")) << "dropped when the branch is deleted";
+  EXPECT_TRUE(series("gone-later"));
+  // Deleted by another server (no listener here): a flush with its count finds it gone.
+  ASSERT_OK(catalog_->PutEntry("repo", "gone-later", "y", MakeEntry("v")));
+  auto other = NewCatalog();
+  ASSERT_OK(other->DeleteBranch("repo", "gone-later"));
+  ASSERT_OK(compactor.Flush());
+  EXPECT_FALSE(series("gone-later"));
+  // Deleted elsewhere with nothing pending here: the periodic recheck drops it.
+  ASSERT_OK(other->DeleteBranch("repo", "raced"));
+  compactor.Stop();
+  StagingCompactorOptions recheck = opts;
+  recheck.auto_trigger = true;
+  recheck.recheck_every_flushes = 1;
+  StagingCompactor second(catalog_.get(), kv_, clock_, &metrics, recheck);
+  ASSERT_OK(second.Start(false));
+  ASSERT_OK(second.Flush());
+  EXPECT_FALSE(series("raced"));
+  // A deleted repository takes all its series.
+  ASSERT_OK(catalog_->PutEntry("repo", "main", "z", MakeEntry("v")));
+  ASSERT_OK(second.Flush());
+  EXPECT_TRUE(series("main"));
+  ASSERT_OK(catalog_->DeleteRepository("repo"));
+  EXPECT_FALSE(series("main"));
+  second.Stop();
+}
+
+}  // namespace
+}  // namespace sediment::catalog

@@ -53,6 +53,8 @@ Status StagingCompactor::Start(bool background) {
   pool_ = std::make_unique<ThreadPool>("staging-compact", options_.workers, /*max_queued=*/0);
   catalog_->SetMutationListener(
       [this](const std::string& repo, const std::string& branch, int64_t n) { RecordMutations(repo, branch, n); });
+  catalog_->SetBranchGoneListener(
+      [this](const std::string& repo, const std::string& branch) { ForgetBranch(repo, branch); });
   if (background) {
     flusher_ = std::make_unique<PeriodicTask>("staging-count", options_.flush_interval, [this] {
       Status st = Flush();
@@ -65,6 +67,10 @@ Status StagingCompactor::Start(bool background) {
 }
 
 Status StagingCompactor::RecheckCounters() {
+  // Series of branches deleted elsewhere (another server, or a race with a flush) go too.
+  for (const auto& [labels, gauge] : StagedGauge().Series()) {
+    if (IsNotFound(CounterEpoch(labels[0], labels[1]).status())) StagedGauge().Remove(labels);
+  }
   return kv_->ScanAll("c/m/", "", [&](const kv::KeyValue& item) -> Result<bool> {
     auto j = json::parse(item.value, nullptr, false);
     if (j.is_discarded() || j.value("count", int64_t{0}) < options_.threshold) return true;
@@ -86,6 +92,26 @@ void StagingCompactor::Stop() {
   flusher_.reset();
   if (pool_) pool_->Shutdown();
   catalog_->SetMutationListener(nullptr);
+  catalog_->SetBranchGoneListener(nullptr);
+}
+
+MetricFamily<GaugeMetric>& StagingCompactor::StagedGauge() {
+  return metrics_->Gauge("graveler_staged_mutations", "", {"repository", "branch"});
+}
+
+void StagingCompactor::ForgetBranch(const std::string& repo, const std::string& branch) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = deltas_.begin(); it != deltas_.end();) {
+      it =
+          it->first.first == repo && (branch.empty() || it->first.second == branch) ? deltas_.erase(it) : std::next(it);
+    }
+  }
+  if (branch.empty()) {
+    StagedGauge().RemoveWhere(0, repo);
+  } else {
+    StagedGauge().Remove({repo, branch});
+  }
 }
 
 void StagingCompactor::RecordMutations(const std::string& repo, const std::string& branch, int64_t n) {
@@ -121,10 +147,14 @@ Status StagingCompactor::Flush() {
   for (const auto& [key, delta] : deltas) {
     const auto& [repo, branch] = key;
     int64_t count = 0;
+    bool gone = false;
     Status st = [&]() -> Status {
       for (int attempt = 0; attempt < 10; ++attempt) {
         auto epoch = CounterEpoch(repo, branch);
-        if (IsNotFound(epoch.status())) return Status::OK();  // branch or repository gone
+        if (IsNotFound(epoch.status())) {  // branch or repository gone
+          gone = true;
+          return Status::OK();
+        }
         ARROW_RETURN_NOT_OK(epoch.status());
         auto raw = kv_->Get(CounterKey(repo, branch));
         std::optional<std::string> expected;
@@ -154,9 +184,11 @@ Status StagingCompactor::Flush() {
       if (first_error.ok()) first_error = st;
       continue;
     }
-    metrics_->Gauge("graveler_staged_mutations", "", {"repository", "branch"})
-        .With({repo, branch})
-        .Set(static_cast<double>(count));
+    if (gone) {
+      StagedGauge().Remove({repo, branch});
+      continue;
+    }
+    StagedGauge().With({repo, branch}).Set(static_cast<double>(count));
     if (options_.auto_trigger && count >= options_.threshold) {
       Status sub = Submit(repo, branch);
       if (!sub.ok() && !IsBusy(sub)) spdlog::warn("staging compaction of {}/{}: {}", repo, branch, sub.message());

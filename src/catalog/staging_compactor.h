@@ -29,6 +29,9 @@
 
 namespace sediment {
 class MetricsRegistry;
+class GaugeMetric;
+template <typename M>
+class MetricFamily;
 class PeriodicTask;
 class ThreadPool;
 namespace kv {
@@ -95,6 +98,9 @@ class StagingCompactor {
   // With auto_trigger: submits every branch whose stored count is over the threshold
   // (a compaction cut off by a crash, or refused while another server held the lease).
   Status RecheckCounters();
+  // Drops a deleted branch's pending count and gauge series ("" : every branch of the repository).
+  void ForgetBranch(const std::string& repo, const std::string& branch);
+  MetricFamily<GaugeMetric>& StagedGauge();
 
   Catalog* catalog_;
   std::shared_ptr<kv::KvStore> kv_;

@@ -17,6 +17,7 @@
 #include "chain/ingest_job.h"
 #include "cli/catalog_bench.h"
 #include "cli/client.h"
+#include "cli/scale_bench.h"
 #include "kv/kv.h"
 #include "table/table_service.h"
 
@@ -225,9 +226,11 @@ std::function<int()> AddBenchCommands(CLI::App& app) {
   ingest->add_option("--blocks-per-segment", flags->blocks_per_segment, "New blocks per poll");
   ingest->add_option("--txs-per-block", flags->txs_per_block, "Transactions per block");
   auto run_catalog = AddCatalogBench(bench);
+  auto run_scale = AddScaleBench(bench);
   return [=]() -> int {
     spdlog::set_level(spdlog::level::warn);
     if (int rc = run_catalog(); rc >= 0) return rc;
+    if (int rc = run_scale(); rc >= 0) return rc;
     if (ingest->parsed()) return Run([&] { return Ingest(*flags); });
     if (import->parsed()) return Run([&] { return Import(*flags); });
     if (compact->parsed()) return Run([&] { return Compact(*flags); });
