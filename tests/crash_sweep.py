@@ -252,6 +252,13 @@ def check_table(p, model, workdir, s3):
             v.append("table lost")
         return
     files = r.json()["files"]
+    # The incremental state (totals and ends, written in the same batch as the segments) equals the live set.
+    t = p.call("GET", TABLE).json()
+    summed = {"files": len(files), "rows": sum(f["rows"] for f in files), "bytes": sum(f["bytes"] for f in files),
+              "first_block": files[0]["start_block"] if files else None,
+              "last_block": files[-1]["end_block"] if files else None}
+    if {k: t.get(k) for k in summed} != summed:
+        v.append(f"table state {({k: t.get(k) for k in summed})} differs from its files {summed}")
     for a, b in zip(files, files[1:]):
         if b["start_block"] != a["end_block"] + 1:
             v.append(f"files not contiguous: [{a['start_block']}, {a['end_block']}] then "

@@ -772,3 +772,34 @@ def test_garbage_collection_of_a_repository(lakefs):
     assert requests.post(gc, params={"grace_seconds": 0}, auth=auth, timeout=30).json()["deleted"] == 0
     assert 'catalog_gc_runs_total{repository="repo1",outcome="completed"}' in requests.get(
         c.server.url + "/metrics", timeout=10).text
+
+
+def test_auth_listings_page_through_the_sdk(lakefs):
+    """Users, policies, credentials and a user's policies page with prefix/after/amount, as lakectl reads them."""
+    c = lakefs
+    for i in range(5):
+        c.auth_api.create_user(m.UserCreation(id=f"pager{i}"))
+        c.auth_api.create_policy(m.Policy(id=f"PagerPolicy{i}", statement=[
+            m.Statement(effect="allow", action=["fs:ReadObject"], resource="*")]))
+        c.auth_api.attach_policy_to_user("pager0", f"PagerPolicy{i}")
+    for i in range(5):
+        c.auth_api.create_credentials("pager1")
+
+    def walk(call, *args, **kw):
+        got, after = [], ""
+        for _ in range(100):
+            page = call(*args, after=after, amount=2, **kw)
+            assert len(page.results) <= 2
+            got += page.results
+            if not page.pagination.has_more:
+                return got
+            after = page.pagination.next_offset
+        raise AssertionError("paging does not end")
+
+    assert [u.id for u in walk(c.auth_api.list_users, prefix="pager")] == [f"pager{i}" for i in range(5)]
+    assert [p.id for p in walk(c.auth_api.list_policies, prefix="Pager")] == [f"PagerPolicy{i}" for i in range(5)]
+    assert [p.id for p in walk(c.auth_api.list_user_policies, "pager0")] == [f"PagerPolicy{i}" for i in range(5)]
+    assert len(walk(c.auth_api.list_user_credentials, "pager1")) == 5
+    page = c.auth_api.list_users(prefix="pager", amount=3)
+    assert [u.id for u in page.results] == ["pager0", "pager1", "pager2"] and page.pagination.has_more
+    assert page.pagination.next_offset == "pager2"

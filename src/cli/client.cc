@@ -57,6 +57,20 @@ std::unique_ptr<httplib::Client> Client::Connect(int read_timeout_s) {
   return c;
 }
 
+Result<nlohmann::json> Client::GetAllPages(const std::string& path, const std::string& key) {
+  nlohmann::json all = nlohmann::json::array();
+  std::string after;
+  const char* sep = path.find('?') == std::string::npos ? "?" : "&";
+  while (true) {
+    std::string url = path + sep + "amount=10000" + (after.empty() ? "" : "&after=" + after);
+    ARROW_ASSIGN_OR_RAISE(nlohmann::json j, Get(url));
+    for (auto& item : j[key]) all.push_back(std::move(item));
+    if (!j.contains("pagination") || !j["pagination"].value("has_more", false)) break;
+    after = j["pagination"]["next_offset"].get<std::string>();
+  }
+  return nlohmann::json{{key, std::move(all)}};
+}
+
 Result<nlohmann::json> Client::Get(const std::string& path) { return Send("GET", path); }
 
 Result<nlohmann::json> Client::Post(const std::string& path, const std::string& body, const std::string& type) {

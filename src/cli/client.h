@@ -3,8 +3,8 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "base/status.h"
@@ -27,6 +27,8 @@ class Client {
   explicit Client(std::string base_url);
   void SetCredentials(std::string access_key_id, std::string secret_access_key);
   Result<nlohmann::json> Get(const std::string& path);
+  // Every page of a paged listing of the tables API (`key`: "files", "tables", "appends"), joined as {key: [...]}.
+  Result<nlohmann::json> GetAllPages(const std::string& path, const std::string& key);
   // Any method; a JSON (or empty) response body.
   Result<nlohmann::json> Send(const std::string& method, const std::string& path, const std::string& body = "",
                               const std::string& content_type = "application/json");

@@ -284,7 +284,7 @@ std::function<int()> AddScaleBench(CLI::App* bench) {
   auto tf = std::make_shared<TablesFlags>();
   auto* tables = bench->add_subcommand("scale-tables", "Append, 10-block scan and files-page latency at N live files");
   CommonFlags(tables, &tf->common);
-  tables->add_option("--checkpoints", tf->checkpoints, "Live-file counts to measure at");
+  tables->add_option("--checkpoints", tf->checkpoints, "Live-file counts to measure at")->delimiter(',');
   tables->add_option("--samples", tf->samples, "Timed operations of each kind per checkpoint");
   auto mf = std::make_shared<MergeFlags>();
   auto* merge = bench->add_subcommand("scale-merge", "Merge a branch that differs from main in N entries");

@@ -106,8 +106,9 @@ Status Simulate(const SimFlags& f) {
     // the times and sizes they happened.
     ARROW_ASSIGN_OR_RAISE(auto id, table::ParseTableId(f.from));
     Client client(f.server);
-    ARROW_ASSIGN_OR_RAISE(json j,
-                          client.Get(fmt::format("/api/v1/datasets/{}/tables/{}/history", id.dataset, id.table)));
+    ARROW_ASSIGN_OR_RAISE(
+        json j,
+        client.GetAllPages(fmt::format("/api/v1/datasets/{}/tables/{}/history", id.dataset, id.table), "appends"));
     const json& appends = j["appends"];
     if (appends.size() < 2) {
       return InvalidArgument(

@@ -34,25 +34,11 @@ Result<json> FetchTable(const TableFlags& f, const std::string& suffix, table::T
   return j;
 }
 
-// Every page of a paged listing (`key`: "files" or "tables"), joined.
-Result<json> FetchAll(Client& client, const std::string& path, const char* key) {
-  json all = json::array();
-  std::string after;
-  while (true) {
-    std::string url = path + "?amount=10000" + (after.empty() ? "" : "&after=" + after);
-    ARROW_ASSIGN_OR_RAISE(json j, client.Get(url));
-    for (auto& item : j[key]) all.push_back(std::move(item));
-    if (!j.contains("pagination") || !j["pagination"].value("has_more", false)) break;
-    after = j["pagination"]["next_offset"].get<std::string>();
-  }
-  return json{{key, std::move(all)}};
-}
-
 std::string Bytes(const json& v) { return v.is_number() ? table::FormatBytes(v.get<int64_t>()) : "-"; }
 
 Status List(const TableFlags& f) {
   Client client(f.server);
-  ARROW_ASSIGN_OR_RAISE(json j, FetchAll(client, "/api/v1/tables", "tables"));
+  ARROW_ASSIGN_OR_RAISE(json j, client.GetAllPages("/api/v1/tables", "tables"));
   if (f.json) {
     std::cout << j.dump(2) << "\n";
     return Status::OK();
@@ -73,7 +59,7 @@ Status List(const TableFlags& f) {
 Status Files(const TableFlags& f) {
   ARROW_ASSIGN_OR_RAISE(table::TableId id, table::ParseTableId(f.name));
   Client client(f.server);
-  ARROW_ASSIGN_OR_RAISE(json j, FetchAll(client, TablePath(id) + "/files", "files"));
+  ARROW_ASSIGN_OR_RAISE(json j, client.GetAllPages(TablePath(id) + "/files", "files"));
   if (f.json) {
     std::cout << j.dump(2) << "\n";
     return Status::OK();

@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -375,12 +376,37 @@ Result<User> AuthService::GetUser(const std::string& id) {
   return User{id, j.is_discarded() ? 0 : j.value("creation_date", int64_t{0})};
 }
 
-Result<std::vector<User>> AuthService::ListUsers() {
+namespace {
+
+// Visits the records under `base` whose ids (the rest of the key) the page
+// selects, in order: visit(id, value).
+Status ScanIds(kv::KvStore& kv, const std::string& base, const AuthIdPage& page,
+               const std::function<Status(const std::string&, const std::string&)>& visit) {
+  if (page.has_more) *page.has_more = false;
+  size_t n = 0;
+  std::string from = page.after.empty() ? "" : base + page.after + std::string(1, '\0');
+  return kv.ScanAll(
+      base + page.prefix, from,
+      [&](const kv::KeyValue& item) -> Result<bool> {
+        if (n == page.amount) {
+          if (page.has_more) *page.has_more = true;
+          return false;
+        }
+        n++;
+        ARROW_RETURN_NOT_OK(visit(item.key.substr(base.size()), item.value));
+        return true;
+      },
+      std::min<size_t>(page.amount + 1, 1024));
+}
+
+}  // namespace
+
+Result<std::vector<User>> AuthService::ListUsers(const AuthIdPage& page) {
   std::vector<User> out;
-  ARROW_RETURN_NOT_OK(kv_->ScanAll("a/u/", "", [&](const kv::KeyValue& item) -> Result<bool> {
-    auto j = json::parse(item.value, nullptr, false);
-    out.push_back({item.key.substr(4), j.is_discarded() ? 0 : j.value("creation_date", int64_t{0})});
-    return true;
+  ARROW_RETURN_NOT_OK(ScanIds(*kv_, "a/u/", page, [&](const std::string& id, const std::string& value) -> Status {
+    auto j = json::parse(value, nullptr, false);
+    out.push_back({id, j.is_discarded() ? 0 : j.value("creation_date", int64_t{0})});
+    return Status::OK();
   }));
   return out;
 }
@@ -474,13 +500,13 @@ Result<Credentials> AuthService::CreateCredentials(const std::string& user, cons
   return Busy(fmt::format("user \"{}\" kept changing; retry creating the access key", user));
 }
 
-Result<std::vector<Credentials>> AuthService::ListCredentials(const std::string& user) {
+Result<std::vector<Credentials>> AuthService::ListCredentials(const std::string& user, const AuthIdPage& page) {
   ARROW_RETURN_NOT_OK(GetUser(user).status());
   std::vector<Credentials> out;
   std::string prefix = "a/uk/" + user + "/";
-  ARROW_RETURN_NOT_OK(kv_->ScanAll(prefix, "", [&](const kv::KeyValue& item) -> Result<bool> {
+  ARROW_RETURN_NOT_OK(ScanIds(*kv_, prefix, page, [&](const std::string& id, const std::string&) -> Status {
     Credentials c;
-    c.access_key_id = item.key.substr(prefix.size());
+    c.access_key_id = id;
     c.user = user;
     auto raw = kv_->Get(KeyKey(c.access_key_id));
     if (raw.ok()) {
@@ -488,7 +514,7 @@ Result<std::vector<Credentials>> AuthService::ListCredentials(const std::string&
       if (!j.is_discarded()) c.creation_date = j.value("creation_date", int64_t{0});
     }
     out.push_back(std::move(c));
-    return true;
+    return Status::OK();
   }));
   return out;
 }
@@ -533,12 +559,12 @@ Result<Policy> AuthService::GetPolicy(const std::string& id) {
   return ParsePolicy(id, *raw);
 }
 
-Result<std::vector<Policy>> AuthService::ListPolicies() {
+Result<std::vector<Policy>> AuthService::ListPolicies(const AuthIdPage& page) {
   std::vector<Policy> out;
-  ARROW_RETURN_NOT_OK(kv_->ScanAll("a/p/", "", [&](const kv::KeyValue& item) -> Result<bool> {
-    ARROW_ASSIGN_OR_RAISE(auto p, ParsePolicy(item.key.substr(4), item.value));
+  ARROW_RETURN_NOT_OK(ScanIds(*kv_, "a/p/", page, [&](const std::string& id, const std::string& value) -> Status {
+    ARROW_ASSIGN_OR_RAISE(auto p, ParsePolicy(id, value));
     out.push_back(std::move(p));
-    return true;
+    return Status::OK();
   }));
   return out;
 }
@@ -601,13 +627,13 @@ Status AuthService::DetachPolicy(const std::string& user, const std::string& pol
   return kv_->Delete(AttachmentKey(user, policy));
 }
 
-Result<std::vector<Policy>> AuthService::ListUserPolicies(const std::string& user) {
+Result<std::vector<Policy>> AuthService::ListUserPolicies(const std::string& user, const AuthIdPage& page) {
   std::vector<Policy> out;
   std::string prefix = "a/up/" + user + "/";
-  ARROW_RETURN_NOT_OK(kv_->ScanAll(prefix, "", [&](const kv::KeyValue& item) -> Result<bool> {
-    auto p = GetPolicy(item.key.substr(prefix.size()));
+  ARROW_RETURN_NOT_OK(ScanIds(*kv_, prefix, page, [&](const std::string& id, const std::string&) -> Status {
+    auto p = GetPolicy(id);
     if (p.ok()) out.push_back(std::move(*p));  // a deleted policy grants nothing
-    return true;
+    return Status::OK();
   }));
   return out;
 }

@@ -29,6 +29,7 @@
 //
 // Thread-safety: all methods are safe from many threads.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -76,6 +77,15 @@ struct User {
   int64_t creation_date = 0;
 };
 
+// The lakeFS auth API's paging of a listing: ids starting with `prefix`,
+// after `after`, at most `amount` (read from the KV store a page at a time).
+struct AuthIdPage {
+  std::string prefix;
+  std::string after;
+  size_t amount = SIZE_MAX;
+  bool* has_more = nullptr;  // set if more ids follow
+};
+
 class AuthService {
  public:
   // `encrypt_secret_key`: any string (its SHA-256 is the AES key); "" = a random key kept in the store.
@@ -101,19 +111,19 @@ class AuthService {
 
   Result<User> CreateUser(const std::string& id);
   Result<User> GetUser(const std::string& id);
-  Result<std::vector<User>> ListUsers();
+  Result<std::vector<User>> ListUsers(const AuthIdPage& page = {});
   Status DeleteUser(const std::string& id);
   Result<Credentials> CreateCredentials(const std::string& user, const std::string& access_key_id = "",
                                         const std::string& secret_access_key = "");
-  Result<std::vector<Credentials>> ListCredentials(const std::string& user);
+  Result<std::vector<Credentials>> ListCredentials(const std::string& user, const AuthIdPage& page = {});
   Status DeleteCredentials(const std::string& user, const std::string& access_key_id);
   Result<Policy> CreatePolicy(const Policy& policy);
   Result<Policy> GetPolicy(const std::string& id);
-  Result<std::vector<Policy>> ListPolicies();
+  Result<std::vector<Policy>> ListPolicies(const AuthIdPage& page = {});
   Status DeletePolicy(const std::string& id);
   Status AttachPolicy(const std::string& user, const std::string& policy);
   Status DetachPolicy(const std::string& user, const std::string& policy);
-  Result<std::vector<Policy>> ListUserPolicies(const std::string& user);
+  Result<std::vector<Policy>> ListUserPolicies(const std::string& user, const AuthIdPage& page = {});
 
  private:
   class ScopedCacheClear;  // clears the cache on entry and on exit of a change

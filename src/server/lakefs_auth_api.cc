@@ -16,10 +16,16 @@ json PolicyJson(const Policy& p) {
   return json{{"id", p.id}, {"creation_date", p.creation_date}, {"statement", st}};
 }
 
-void ReplyPolicies(httplib::Response& res, const std::vector<Policy>& ps) {
+// ?prefix=&after=&amount= as the lakeFS auth API pages its listings (amount 1..1000, default 100).
+Result<AuthIdPage> PageOf(const Req& req, bool* has_more) {
+  ARROW_ASSIGN_OR_RAISE(auto o, ListParams(req));
+  return AuthIdPage{o.prefix, o.after, static_cast<size_t>(o.amount), has_more};
+}
+
+void ReplyPolicies(httplib::Response& res, const std::vector<Policy>& ps, bool has_more, int64_t amount) {
   json results = json::array();
   for (const auto& p : ps) results.push_back(PolicyJson(p));
-  ReplyPage(res, std::move(results), false, "", 1000);
+  ReplyPage(res, std::move(results), has_more, ps.empty() ? "" : ps.back().id, amount);
 }
 
 }  // namespace
@@ -116,12 +122,14 @@ Status GetCurrentUser(const Context& ctx, const Req&, Res& res, const std::strin
 
 // --- users and credentials -----------------------------------------------------
 
-Status ListUsers(const Context& ctx, const Req&, Res& res, const std::string& me) {
+Status ListUsers(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ListUsers", "*"));
-  ARROW_ASSIGN_OR_RAISE(auto users, ctx.auth->ListUsers());
+  bool more = false;
+  ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
+  ARROW_ASSIGN_OR_RAISE(auto users, ctx.auth->ListUsers(page));
   json results = json::array();
   for (const auto& u : users) results.push_back(UserJson(u));
-  ReplyPage(res, std::move(results), false, "", 1000);
+  ReplyPage(res, std::move(results), more, users.empty() ? "" : users.back().id, static_cast<int64_t>(page.amount));
   return Status::OK();
 }
 
@@ -160,12 +168,15 @@ Status CreateCredentials(const Context& ctx, const Req& req, Res& res, const std
 
 Status ListCredentials(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ListCredentials", UserArn(req.matches[1])));
-  ARROW_ASSIGN_OR_RAISE(auto creds, ctx.auth->ListCredentials(req.matches[1]));
+  bool more = false;
+  ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
+  ARROW_ASSIGN_OR_RAISE(auto creds, ctx.auth->ListCredentials(req.matches[1], page));
   json results = json::array();
   for (const auto& c : creds) {
     results.push_back({{"access_key_id", c.access_key_id}, {"creation_date", c.creation_date}});
   }
-  ReplyPage(res, std::move(results), false, "", 1000);
+  ReplyPage(res, std::move(results), more, creds.empty() ? "" : creds.back().access_key_id,
+            static_cast<int64_t>(page.amount));
   return Status::OK();
 }
 
@@ -197,10 +208,12 @@ Status CreatePolicy(const Context& ctx, const Req& req, Res& res, const std::str
   return Status::OK();
 }
 
-Status ListPolicies(const Context& ctx, const Req&, Res& res, const std::string& me) {
+Status ListPolicies(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ListPolicies", "*"));
-  ARROW_ASSIGN_OR_RAISE(auto ps, ctx.auth->ListPolicies());
-  ReplyPolicies(res, ps);
+  bool more = false;
+  ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
+  ARROW_ASSIGN_OR_RAISE(auto ps, ctx.auth->ListPolicies(page));
+  ReplyPolicies(res, ps, more, static_cast<int64_t>(page.amount));
   return Status::OK();
 }
 
@@ -220,8 +233,10 @@ Status DeletePolicy(const Context& ctx, const Req& req, Res& res, const std::str
 
 Status ListUserPolicies(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ReadUser", UserArn(req.matches[1])));
-  ARROW_ASSIGN_OR_RAISE(auto ps, ctx.auth->ListUserPolicies(req.matches[1]));
-  ReplyPolicies(res, ps);
+  bool more = false;
+  ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
+  ARROW_ASSIGN_OR_RAISE(auto ps, ctx.auth->ListUserPolicies(req.matches[1], page));
+  ReplyPolicies(res, ps, more, static_cast<int64_t>(page.amount));
   return Status::OK();
 }
 

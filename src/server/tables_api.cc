@@ -217,7 +217,7 @@ Status ReplyTables(TableService* tables, const httplib::Request& req, const std:
     out.push_back(TableJson(t, state.ok() ? &*state : nullptr));
   }
   size_t n = out.size();
-  std::string next = page.empty() ? "" : page.back().id.ToString();
+  std::string next = page.empty() ? "" : page.back().id.dataset + "/" + page.back().id.table;
   ReplyJson(res, 200, {{"tables", std::move(out)}, {"pagination", PageJson(has_more, next, n, amount)}});
   return Status::OK();
 }
@@ -391,13 +391,19 @@ Status Compact(TableService* tables, const httplib::Request& req, httplib::Respo
 Status GetHistory(TableService* tables, const httplib::Request& req, httplib::Response& res) {
   ARROW_ASSIGN_OR_RAISE(auto id, IdFrom(req));
   ARROW_ASSIGN_OR_RAISE(auto since, U64QueryParam(req, "since_us"));
-  ARROW_ASSIGN_OR_RAISE(auto history, tables->AppendHistory(id, static_cast<int64_t>(since.value_or(0))));
+  ARROW_ASSIGN_OR_RAISE(size_t amount, PageSize(req));
+  std::string after = req.has_param("after") ? req.get_param_value("after") : "";
+  bool more = false;
+  ARROW_ASSIGN_OR_RAISE(auto history,
+                        tables->AppendHistory(id, static_cast<int64_t>(since.value_or(0)), after, amount, &more));
   json appends = json::array();
   for (const auto& a : history) {
     appends.push_back(
         {{"t_us", a.t_us}, {"bytes", a.bytes}, {"rows", a.rows}, {"start_block", a.start}, {"end_block", a.end}});
   }
-  ReplyJson(res, 200, {{"appends", appends}});
+  size_t n = appends.size();
+  std::string next = history.empty() ? "" : history.back().cursor;
+  ReplyJson(res, 200, {{"appends", std::move(appends)}, {"pagination", PageJson(more, next, n, amount)}});
   return Status::OK();
 }
 

@@ -195,6 +195,23 @@ Result<std::vector<TableInfo>> TableRegistry::ListTables(const std::string& afte
   return out;
 }
 
+Result<std::vector<TableId>> TableRegistry::TablesWithSegments(const std::optional<TableId>& after, size_t limit) {
+  std::vector<TableId> out;
+  std::string from = after ? VerKey(*after) + std::string(1, '\0') : "";
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(
+      "t/ver/", from,
+      [&](const kv::KeyValue& kv) -> Result<bool> {
+        if (out.size() == limit) return false;
+        std::string rest = kv.key.substr(6);
+        size_t slash = rest.find('/');
+        if (slash == std::string::npos) return Status::IOError(fmt::format("{}: malformed table state key", kv.key));
+        out.push_back({rest.substr(0, slash), rest.substr(slash + 1)});
+        return true;
+      },
+      std::min<size_t>(limit + 1, 1024)));
+  return out;
+}
+
 Result<TableState> TableRegistry::LoadState(const TableId& id, std::string* raw) {
   auto got = kv_->Get(VerKey(id));
   if (IsNotFound(got.status())) {
@@ -472,16 +489,30 @@ Status TableRegistry::RecordAppend(const TableId& id, const SegmentRecord& s) {
   return kv_->Set(HistPrefix(id) + fmt::format("{:020}-{}", s.created_at_us, s.id), j.dump());
 }
 
-Result<std::vector<AppendRecord>> TableRegistry::AppendHistory(const TableId& id, int64_t since_us) {
+Result<std::vector<AppendRecord>> TableRegistry::AppendHistory(const TableId& id, int64_t since_us,
+                                                               const std::string& cursor, size_t limit,
+                                                               bool* has_more) {
   std::vector<AppendRecord> out;
+  if (has_more) *has_more = false;
   std::string from = HistPrefix(id) + fmt::format("{:020}", std::max<int64_t>(0, since_us));
-  ARROW_RETURN_NOT_OK(kv_->ScanAll(HistPrefix(id), from, [&](const kv::KeyValue& kv) -> Result<bool> {
-    json j = json::parse(kv.value, nullptr, false);
-    if (j.is_discarded() || j.value("v", 0) != 1) return InvalidArgument("append history: malformed record");
-    out.push_back({j.value("t_us", int64_t{0}), j.value("bytes", int64_t{0}), j.value("rows", int64_t{0}),
-                   j.value("start", uint64_t{0}), j.value("end", uint64_t{0})});
-    return true;
-  }));
+  if (!cursor.empty()) from = std::max(from, HistPrefix(id) + cursor + std::string(1, '\0'));
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(
+      HistPrefix(id), from,
+      [&](const kv::KeyValue& kv) -> Result<bool> {
+        if (out.size() == limit) {
+          if (has_more) *has_more = true;
+          return false;
+        }
+        json j = json::parse(kv.value, nullptr, false);
+        if (j.is_discarded() || j.value("v", 0) != 1) {
+          return Status::IOError(fmt::format("{}: malformed append history record", kv.key));
+        }
+        out.push_back({j.value("t_us", int64_t{0}), j.value("bytes", int64_t{0}), j.value("rows", int64_t{0}),
+                       j.value("start", uint64_t{0}), j.value("end", uint64_t{0}),
+                       kv.key.substr(HistPrefix(id).size())});
+        return true;
+      },
+      std::min<size_t>(limit == SIZE_MAX ? 64 : limit + 1, 8192)));
   return out;
 }
 

@@ -87,6 +87,7 @@ struct AppendRecord {
   int64_t rows = 0;
   uint64_t start = 0;
   uint64_t end = 0;
+  std::string cursor;  // where a page that ends here resumes ("<time:020>-<segment id>")
 };
 
 struct LiveSetChange {
@@ -115,6 +116,10 @@ class TableRegistry {
   Result<std::vector<TableInfo>> ListTables(const std::string& after, const std::string& dataset, size_t limit,
                                             bool* has_more);
 
+  // Up to `limit` tables that have (or had) segments, in name order after
+  // `after` (nullopt: from the first): what background work visits. Reads
+  // the small state records, not the table records with their schemas.
+  Result<std::vector<TableId>> TablesWithSegments(const std::optional<TableId>& after, size_t limit);
   // One KV read.
   Result<TableState> State(const TableId& id);
   // The segment that starts at `start`; NotFound if none does.
@@ -137,7 +142,9 @@ class TableRegistry {
   // The append history: recorded after each append, kept for kHistoryDays.
   static constexpr int kHistoryDays = 30;
   Status RecordAppend(const TableId& id, const SegmentRecord& segment);
-  Result<std::vector<AppendRecord>> AppendHistory(const TableId& id, int64_t since_us);
+  // Appends since `since_us`, oldest first: up to `limit` after `cursor` ("" = from since_us).
+  Result<std::vector<AppendRecord>> AppendHistory(const TableId& id, int64_t since_us, const std::string& cursor = "",
+                                                  size_t limit = SIZE_MAX, bool* has_more = nullptr);
   // Deletes history records older than `before_us`.
   Status PruneHistory(const TableId& id, int64_t before_us);
 

@@ -214,3 +214,41 @@ TEST_F(RegistryTest, AnAppendAcknowledgedLostIsCountedOnce) {
 
 }  // namespace
 }  // namespace sediment::table
+
+namespace sediment::table {
+namespace {
+
+// The timer's round visits a bounded number of tables, round-robin: with 2 a
+// tick, 5 tables with files due for GC are all collected in 3 ticks, 2 at a time.
+TEST_F(RegistryTest, TheTimerVisitsABoundedSliceOfTheTablesEachTick) {
+  std::vector<TableId> ids;
+  for (int t = 0; t < 5; ++t) {
+    id_ = TableId{"eth", fmt::format("t{}", t)};
+    ids.push_back(id_);
+    Create();
+    for (uint64_t b = 0; b < 4; ++b) ASSERT_TRUE(Append(b, b, 0).ok());
+    auto pass = service_->CompactNow(id_);
+    ASSERT_TRUE(pass.ok() && !pass->merges.empty());
+  }
+  clock_->AdvanceSeconds(3600);
+  TableRegistry reg(kv_);
+  auto collected = [&] {
+    int n = 0;
+    for (const auto& id : ids) n += reg.ListGc(id)->empty() ? 1 : 0;
+    return n;
+  };
+  ASSERT_EQ(collected(), 0);
+  service_->TickForTesting(2);
+  EXPECT_EQ(collected(), 2);
+  service_->TickForTesting(2);
+  EXPECT_EQ(collected(), 4);
+  service_->TickForTesting(2);
+  EXPECT_EQ(collected(), 5) << "the last one, then the round wraps to the first";
+  auto first = reg.TablesWithSegments(std::nullopt, 10);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(*first, ids);
+  EXPECT_EQ(*reg.TablesWithSegments(ids[2], 2), (std::vector<TableId>{ids[3], ids[4]}));
+}
+
+}  // namespace
+}  // namespace sediment::table

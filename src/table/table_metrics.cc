@@ -1,6 +1,5 @@
-#include "table/table_metrics_internal.h"
-
 #include "table/registry.h"
+#include "table/table_metrics_internal.h"
 
 namespace sediment::table {
 

@@ -81,16 +81,29 @@ void TableService::Stop() {
 }
 
 void TableService::Tick() {
-  auto tables = registry_.ListTables();
+  std::lock_guard<std::mutex> lock(tick_mu_);
+  auto tables = registry_.TablesWithSegments(tick_cursor_, tables_per_tick_);
+  if (tables.ok() && tables->size() < tables_per_tick_ && tick_cursor_) {
+    // The end of the names: go on from the first, through the one this round began after.
+    auto key = [](const TableId& id) { return id.dataset + "/" + id.table; };  // the registry's order
+    auto wrapped = registry_.TablesWithSegments(std::nullopt, tables_per_tick_ - tables->size());
+    if (wrapped.ok()) {
+      for (const auto& id : *wrapped) {
+        if (key(id) > key(*tick_cursor_)) break;
+        tables->push_back(id);
+      }
+    }
+  }
   if (!tables.ok()) {
     spdlog::warn("tables: cannot list tables: {}", tables.status().ToString());
     return;
   }
-  for (const auto& t : *tables) {
+  for (const auto& id : *tables) {
     if (stopping_) return;
-    RequestCompaction(t.id);
-    auto gc = RunGc(t.id);
-    if (!gc.ok()) spdlog::warn("table {}: GC failed: {}", t.id.ToString(), gc.status().ToString());
+    tick_cursor_ = id;
+    RequestCompaction(id);
+    auto gc = RunGc(id);
+    if (!gc.ok()) spdlog::warn("table {}: GC failed: {}", id.ToString(), gc.status().ToString());
   }
 }
 
@@ -172,9 +185,10 @@ Result<std::shared_ptr<arrow::Table>> TableService::ReadAll(const ReadSnapshot& 
   return arrow::Table::FromRecordBatches(snapshot.schema(), batches);
 }
 
-Result<std::vector<AppendRecord>> TableService::AppendHistory(const TableId& id, int64_t since_us) {
+Result<std::vector<AppendRecord>> TableService::AppendHistory(const TableId& id, int64_t since_us,
+                                                              const std::string& cursor, size_t limit, bool* has_more) {
   ARROW_RETURN_NOT_OK(registry_.GetTable(id).status());
-  return registry_.AppendHistory(id, since_us);
+  return registry_.AppendHistory(id, since_us, cursor, limit, has_more);
 }
 
 Result<HistogramReport> TableService::Histogram(const TableId& id) {

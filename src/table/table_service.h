@@ -118,6 +118,12 @@ class TableService {
   void RequestCompaction(const TableId& id) { scheduler_->Request(id); }
   // Waits until no background pass is queued or running (tests).
   void WaitIdle() { scheduler_->WaitIdle(); }
+  // One round of the timer (tests): requests a pass and runs GC on the next
+  // `tables_per_tick` tables after the last round's, round-robin.
+  void TickForTesting(size_t tables_per_tick) {
+    tables_per_tick_ = tables_per_tick;
+    Tick();
+  }
 
   Result<GcResult> RunGc(const TableId& id) { return collector_->RunGc(id); }
   Result<int64_t> SweepOrphans(const TableId& id, TimePoint older_than) {
@@ -132,7 +138,10 @@ class TableService {
 
   Result<HistogramReport> Histogram(const TableId& id);
   // Appends since `since_us` (Unix microseconds), oldest first.
-  Result<std::vector<AppendRecord>> AppendHistory(const TableId& id, int64_t since_us = 0);
+  // A page of them: up to `limit` after `cursor`.
+  Result<std::vector<AppendRecord>> AppendHistory(const TableId& id, int64_t since_us = 0,
+                                                  const std::string& cursor = "", size_t limit = SIZE_MAX,
+                                                  bool* has_more = nullptr);
 
   const WriterConfig& writer_config() const { return writer_; }
   const std::string& server_id() const { return leases_->server_id(); }
@@ -146,6 +155,9 @@ class TableService {
  private:
   // The pass the scheduler runs: a compaction pass, then GC if it planned anything.
   Result<PassResult> RunPass(const TableId& id, const ProgressFn& progress);
+  // The timer's round: at most tables_per_tick_ tables, so its cost does not
+  // grow with the number of tables; all of them are visited every
+  // ceil(tables / tables_per_tick) ticks.
   void Tick();
 
   std::shared_ptr<kv::KvStore> kv_;
@@ -156,7 +168,10 @@ class TableService {
   const PlannerSettings planner_;
   TableRegistry registry_;
   std::atomic<bool> stopping_{false};
-  uint32_t writer_tag_ = 0;  // WriterTag(server_id): marks the files this server writes
+  std::atomic<size_t> tables_per_tick_{256};
+  std::mutex tick_mu_;
+  std::optional<TableId> tick_cursor_;  // GUARDED_BY(tick_mu_): the last table the timer visited
+  uint32_t writer_tag_ = 0;             // WriterTag(server_id): marks the files this server writes
   SnapshotPins pins_;
   std::unique_ptr<TableLeases> leases_;
   std::unique_ptr<Appender> appender_;
