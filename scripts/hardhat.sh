@@ -10,14 +10,19 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HARDHAT_VERSION="2.22.19"
-cmd="${1:?usage: hardhat.sh start|stop DIR}"
-dir="${2:?usage: hardhat.sh start|stop DIR}"
+cmd="${1:?usage: hardhat.sh install | start DIR | stop DIR}"
+dir="${2:-}"
+if [ "$cmd" != install ] && [ -z "$dir" ]; then echo "usage: hardhat.sh install | start DIR | stop DIR" >&2; exit 2; fi
 home="$ROOT/.cache/hardhat"
 
 free_port() { "$ROOT/.venv/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 install() {
   if [ "$(cat "$home/version" 2>/dev/null)" = "$HARDHAT_VERSION" ]; then return; fi
+  if ! command -v npm >/dev/null; then
+    source "$ROOT/scripts/lib.sh"
+    apt_install nodejs npm >&2
+  fi
   mkdir -p "$home"
   (cd "$home" && npm install --no-audit --no-fund --silent "hardhat@$HARDHAT_VERSION" >&2)
   echo 'module.exports = { networks: { hardhat: { chainId: 31337 } } };' >"$home/hardhat.config.js"

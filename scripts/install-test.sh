@@ -52,3 +52,6 @@ if [ ! -x .cache/bin/lakectl ] || [ ! -x .cache/bin/esti ] ||
 fi
 # Where esti's golden files are (it runs from its own directory).
 (cd tools/lakefs && "$GO" list -m -f '{{.Dir}}' github.com/treeverse/lakefs) >.cache/bin/lakefs-module.dir
+
+# An Ethereum node for the evm-rpc tests: Hardhat Network from npm (pinned in scripts/hardhat.sh).
+scripts/hardhat.sh install

@@ -359,7 +359,22 @@ const std::vector<JobOption>& JobOptions() {
          for (char c : v) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_');
          return ok ? std::string() : fmt::format("\"{}\" is not a dataset name ([a-z][a-z0-9_]*)", v);
        })},
-      {"source", JF(source), T::kString, OneOf({"synthetic"})},
+      {"source", JF(source), T::kString, OneOf({"synthetic", "evm-rpc"})},
+      {"url", JF(url), T::kString, Check<std::string>([](const std::string& v) {
+         return v.rfind("http://", 0) == 0 && v.size() > 7 ? std::string()
+                                                           : fmt::format("\"{}\" is not an http:// URL", v);
+       })},
+      {"finality", JF(finality), T::kString, Check<std::string>([](const std::string& v) {
+         bool digits = !v.empty() && v.size() <= 6;
+         for (char c : v) digits = digits && c >= '0' && c <= '9';
+         return v == "latest" || v == "safe" || v == "finalized" || digits
+                    ? std::string()
+                    : fmt::format("\"{}\" must be latest, safe, finalized or a number of confirmations", v);
+       })},
+      {"batch_size", JF(batch_size), T::kInt, IntAtLeast(1)},
+      {"concurrency", JF(concurrency), T::kInt, IntAtLeast(1)},
+      {"rate_limit", JF(rate_limit), T::kDouble, DoubleAtLeast(0)},
+      {"timeout", JF(timeout), T::kDouble, DoubleAtLeast(0.001)},
       {"seed", JF(seed), T::kInt, IntAtLeast(0)},
       {"start_block", JF(start_block), T::kInt, IntAtLeast(0)},
       {"history_blocks", JF(history_blocks), T::kInt, IntAtLeast(0)},
@@ -399,6 +414,9 @@ Status ParseJobs(Config* config, const toml::node& node, const std::string& file
       ARROW_RETURN_NOT_OK(SetFromToml(config, opt, v, where));
     }
     if (job.dataset.empty()) return ConfigError(entry_origin, "jobs", "an entry has no dataset");
+    if (job.source == "evm-rpc" && job.url.empty()) {
+      return ConfigError(entry_origin, "jobs.url", "an evm-rpc job needs the node's url");
+    }
     for (const auto& other : config->jobs) {
       if (other.dataset == job.dataset) {
         return ConfigError(entry_origin, "jobs", fmt::format("dataset \"{}\" has two jobs", job.dataset));

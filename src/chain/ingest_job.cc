@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "chain/evm_job.h"
+
 namespace sediment::chain {
 namespace {
 
@@ -61,6 +63,7 @@ IngestJob::IngestJob(JobConfig config, const WorkerConfig& worker, table::TableS
       clock_(std::move(clock)),
       metrics_(metrics) {
   status_.dataset = config_.dataset;
+  status_.source = config_.source;
 }
 
 IngestJob::~IngestJob() { Stop(); }
@@ -267,7 +270,11 @@ JobStatus IngestJob::Describe() {
 JobManager::JobManager(const Config& config, table::TableService* tables, std::shared_ptr<kv::KvStore> kv,
                        std::shared_ptr<Clock> clock, MetricsRegistry* metrics) {
   for (const auto& j : config.jobs) {
-    jobs_[j.dataset] = std::make_unique<IngestJob>(j, config.worker, tables, kv, clock, metrics);
+    if (j.source == "evm-rpc") {
+      jobs_[j.dataset] = std::make_unique<EvmRpcJob>(j, config.worker, tables, metrics);
+    } else {
+      jobs_[j.dataset] = std::make_unique<IngestJob>(j, config.worker, tables, kv, clock, metrics);
+    }
   }
 }
 
@@ -288,20 +295,20 @@ std::vector<JobStatus> JobManager::List() {
   return out;
 }
 
-IngestJob* JobManager::Find(const std::string& dataset) {
+Job* JobManager::Find(const std::string& dataset) {
   auto it = jobs_.find(dataset);
   return it == jobs_.end() ? nullptr : it->second.get();
 }
 
 Result<JobStatus> JobManager::StartJob(const std::string& dataset) {
-  IngestJob* job = Find(dataset);
+  Job* job = Find(dataset);
   if (job == nullptr) return NotFound(fmt::format("job {} not found", dataset));
   ARROW_RETURN_NOT_OK(job->Start());
   return job->Describe();
 }
 
 Result<JobStatus> JobManager::StopJob(const std::string& dataset) {
-  IngestJob* job = Find(dataset);
+  Job* job = Find(dataset);
   if (job == nullptr) return NotFound(fmt::format("job {} not found", dataset));
   job->Stop();
   return job->Describe();

@@ -35,28 +35,42 @@ namespace sediment::chain {
 
 struct JobStatus {
   std::string dataset;
+  std::string source;  // synthetic | evm-rpc
   bool running = false;
-  std::optional<uint64_t> head;                               // the source's head block
+  std::optional<uint64_t> head;                               // the newest block the job may write
+  std::optional<uint64_t> node_head;                          // evm-rpc: the node's latest block
+  int64_t retries = 0;                                        // evm-rpc: requests retried
   std::map<std::string, std::optional<uint64_t>> last_block;  // per table: last block written
   int64_t segments_written = 0;
   int64_t reorgs = 0;
   std::string last_error;
 };
 
-class IngestJob {
+// What JobManager runs: a job that follows a chain source into a dataset's tables.
+class Job {
+ public:
+  virtual ~Job() = default;
+  virtual Status Start() = 0;
+  virtual void Stop() = 0;
+  virtual Status PollOnce() = 0;
+  virtual JobStatus Describe() = 0;
+  virtual const JobConfig& config() const = 0;
+};
+
+class IngestJob : public Job {
  public:
   IngestJob(JobConfig config, const WorkerConfig& worker, table::TableService* tables, std::shared_ptr<kv::KvStore> kv,
             std::shared_ptr<Clock> clock, MetricsRegistry* metrics);
-  ~IngestJob();
+  ~IngestJob() override;
 
   // Creates the tables if needed and starts polling every poll_interval_secs.
-  Status Start();
-  void Stop();
+  Status Start() override;
+  void Stop() override;
   // One poll: writes whatever the source has beyond the tables.
-  Status PollOnce();
-  JobStatus Describe();
+  Status PollOnce() override;
+  JobStatus Describe() override;
 
-  const JobConfig& config() const { return config_; }
+  const JobConfig& config() const override { return config_; }
   const ChainGenerator& generator() const { return generator_; }
   // The source's head at `now`, if any block exists yet.
   Result<std::optional<uint64_t>> HeadAt(TimePoint now);
@@ -107,10 +121,10 @@ class JobManager {
   std::vector<JobStatus> List();
   Result<JobStatus> StartJob(const std::string& dataset);
   Result<JobStatus> StopJob(const std::string& dataset);
-  IngestJob* Find(const std::string& dataset);
+  Job* Find(const std::string& dataset);
 
  private:
-  std::map<std::string, std::unique_ptr<IngestJob>> jobs_;
+  std::map<std::string, std::unique_ptr<Job>> jobs_;
 };
 
 }  // namespace sediment::chain

@@ -100,10 +100,12 @@ struct JobFlags {
 void PrintJob(const json& j) {
   std::string last;
   for (const auto& [t, b] : j["last_block"].items()) last += fmt::format(" {}={}", t, b.is_null() ? "-" : b.dump());
+  auto opt = [&](const char* k) { return !j.contains(k) || j[k].is_null() ? std::string("-") : j[k].dump(); };
   std::cout << fmt::format(
-      "{:<16} {:<8} head={:<10} segments={:<8} reorgs={:<5}{}{}\n", j["dataset"].get<std::string>(),
-      j["running"].get<bool>() ? "running" : "stopped", j["head"].is_null() ? "-" : j["head"].dump(),
-      j["segments_written"].get<int64_t>(), j["reorgs"].get<int64_t>(), last,
+      "{:<16} {:<9} {:<8} head={:<10} node={:<10} lag={:<8} retries={:<5} segments={:<8} reorgs={:<5}{}{}\n",
+      j["dataset"].get<std::string>(), j.value("source", ""), j["running"].get<bool>() ? "running" : "stopped",
+      opt("head"), opt("node_head"), opt("lag"), j.value("retries", int64_t{0}), j["segments_written"].get<int64_t>(),
+      j["reorgs"].get<int64_t>(), last,
       j["last_error"].get<std::string>().empty() ? "" : "  error: " + j["last_error"].get<std::string>());
 }
 

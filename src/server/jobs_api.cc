@@ -15,9 +15,20 @@ using nlohmann::json;
 json JobJson(const chain::JobStatus& s) {
   json tables = json::object();
   for (const auto& [name, last] : s.last_block) tables[name] = last ? json(*last) : json(nullptr);
+  std::optional<uint64_t> behind;  // the table furthest behind
+  for (const auto& [name, last] : s.last_block) {
+    if (!last) continue;
+    behind = behind ? std::min(*behind, *last) : *last;
+  }
+  std::optional<uint64_t> newest = s.node_head ? s.node_head : s.head;
+  json lag = newest && behind ? json(*newest > *behind ? *newest - *behind : 0) : json(nullptr);
   return {{"dataset", s.dataset},
+          {"source", s.source},
           {"running", s.running},
           {"head", s.head ? json(*s.head) : json(nullptr)},
+          {"node_head", s.node_head ? json(*s.node_head) : json(nullptr)},
+          {"lag", lag},
+          {"retries", s.retries},
           {"last_block", tables},
           {"segments_written", s.segments_written},
           {"reorgs", s.reorgs},

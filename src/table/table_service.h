@@ -95,6 +95,10 @@ class TableService {
   Result<Snapshot> LiveSegments(const TableId& id);
   // The live set's totals and ends: one KV read.
   Result<TableState> State(const TableId& id);
+  // The stored hash (hex) of `block`, if the table's reorg window holds it.
+  Result<std::optional<std::string>> BlockHash(const TableId& id, uint64_t block) {
+    return registry_.BlockHash(id, block);
+  }
   // A page of live segments starting after block `after`, in block order.
   Result<SegmentPage> ListSegments(const TableId& id, std::optional<uint64_t> after, size_t limit);
   // The live segments holding blocks in [from, to], at one instant.

@@ -1,0 +1,243 @@
+#include "chain/evm_job.h"
+
+#include <arrow/api.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "base/executor.h"
+#include "base/metrics.h"
+#include "table/table_service.h"
+
+namespace sediment::chain {
+namespace {
+
+constexpr EvmTable kEvmTables[] = {EvmTable::kBlocks, EvmTable::kTransactions, EvmTable::kLogs};
+
+const char* EvmTableName(EvmTable t) {
+  switch (t) {
+    case EvmTable::kBlocks:
+      return "blocks";
+    case EvmTable::kTransactions:
+      return "transactions";
+    case EvmTable::kLogs:
+      return "logs";
+  }
+  return "?";
+}
+
+const std::shared_ptr<arrow::RecordBatch>& RowsOf(const EvmRows& rows, EvmTable t) {
+  switch (t) {
+    case EvmTable::kBlocks:
+      return rows.blocks;
+    case EvmTable::kTransactions:
+      return rows.transactions;
+    case EvmTable::kLogs:
+      break;
+  }
+  return rows.logs;
+}
+
+// The rows of blocks >= `from` (block_num is column 0, in order).
+std::shared_ptr<arrow::RecordBatch> From(const std::shared_ptr<arrow::RecordBatch>& batch, uint64_t from) {
+  const auto& blocks = static_cast<const arrow::UInt64Array&>(*batch->column(0));
+  const uint64_t* v = blocks.raw_values();
+  int64_t first = std::lower_bound(v, v + blocks.length(), from) - v;
+  return batch->Slice(first);
+}
+
+}  // namespace
+
+EvmRpcJob::EvmRpcJob(JobConfig config, const WorkerConfig& worker, table::TableService* tables,
+                     MetricsRegistry* metrics)
+    : config_(std::move(config)), worker_(worker), tables_(tables), metrics_(metrics) {
+  status_.dataset = config_.dataset;
+  status_.source = config_.source;
+  RpcOptions o;
+  o.url = config_.url;
+  o.timeout_seconds = config_.timeout;
+  o.rate_limit = config_.rate_limit;
+  // A poll gives up after a few seconds of trouble; the next poll tries again.
+  o.max_attempts = 5;
+  o.backoff_max = 2;
+  auto rpc = JsonRpcClient::Make(o);
+  auto finality = Finality::Parse(config_.finality);
+  if (!rpc.ok()) {
+    setup_ = rpc.status();
+  } else if (!finality.ok()) {
+    setup_ = finality.status();
+  } else {
+    rpc_ = std::move(*rpc);
+    source_ = std::make_unique<EvmSource>(rpc_.get(), *finality, static_cast<int>(config_.batch_size),
+                                          static_cast<int>(config_.concurrency));
+  }
+}
+
+EvmRpcJob::~EvmRpcJob() { Stop(); }
+
+Status EvmRpcJob::Start() {
+  std::lock_guard<std::mutex> lock(run_mu_);
+  if (task_) return Status::OK();
+  task_ = std::make_unique<PeriodicTask>(
+      "job-" + config_.dataset, std::chrono::milliseconds(static_cast<int64_t>(worker_.poll_interval_secs * 1000)),
+      [this] {
+        Status st = PollOnce();
+        if (!st.ok()) spdlog::warn("job {}: poll failed: {}", config_.dataset, st.ToString());
+      });
+  task_->Start();
+  task_->Trigger();
+  std::lock_guard<std::mutex> s(status_mu_);
+  status_.running = true;
+  return Status::OK();
+}
+
+void EvmRpcJob::Stop() {
+  std::unique_ptr<PeriodicTask> task;
+  {
+    std::lock_guard<std::mutex> lock(run_mu_);
+    task = std::move(task_);
+  }
+  if (task) task->Stop();
+  std::lock_guard<std::mutex> s(status_mu_);
+  status_.running = false;
+}
+
+JobStatus EvmRpcJob::Describe() {
+  std::lock_guard<std::mutex> s(status_mu_);
+  JobStatus out = status_;
+  if (rpc_) out.retries = rpc_->retries();
+  return out;
+}
+
+Status EvmRpcJob::PollOnce() {
+  std::lock_guard<std::mutex> lock(poll_mu_);
+  Status st = setup_.ok() ? PollLocked() : setup_;
+  std::lock_guard<std::mutex> s(status_mu_);
+  status_.last_error = st.ok() ? "" : st.ToString();
+  if (!st.ok()) {
+    metrics_->Counter("ingest_poll_errors_total", "Ingest polls that failed, per job.", {"dataset"})
+        .With({config_.dataset})
+        .Add();
+  }
+  return st;
+}
+
+Status EvmRpcJob::EnsureTablesLocked() {
+  if (tables_ready_) return Status::OK();
+  for (EvmTable t : kEvmTables) {
+    ARROW_RETURN_NOT_OK(tables_->CreateTable({config_.dataset, EvmTableName(t)}, EvmSchema(t)).status());
+  }
+  tables_ready_ = true;
+  return Status::OK();
+}
+
+Result<uint64_t> EvmRpcJob::ResumePointLocked(EvmTable t, uint64_t latest, bool* reorg) {
+  *reorg = false;
+  table::TableId id{config_.dataset, EvmTableName(t)};
+  ARROW_ASSIGN_OR_RAISE(auto state, tables_->State(id));
+  if (state.empty()) return static_cast<uint64_t>(config_.start_block);
+  ARROW_ASSIGN_OR_RAISE(auto tail, tables_->SegmentsOverlapping(id, state.end, state.end));
+  if (tail.segments.empty())
+    return Status::IOError(fmt::format("table {}: its last segment moved; retry", id.ToString()));
+  const auto& last = tail.segments.back();
+  // The newest block both the table and the node have, and the window below it.
+  uint64_t top = std::min(state.end, latest);
+  uint64_t depth = static_cast<uint64_t>(config_.max_reorg_depth);
+  uint64_t lo = std::max(state.first, top > depth ? top - depth : 0);
+  ARROW_ASSIGN_OR_RAISE(auto node, source_->Hashes(lo, top));
+  if (top == state.end && node.back() == last.end_hash) return state.end + 1;
+  *reorg = true;
+  for (uint64_t b = top + 1; b-- > lo;) {
+    std::optional<std::string> stored;
+    if (b == state.end) {
+      stored = last.end_hash;
+    } else {
+      ARROW_ASSIGN_OR_RAISE(stored, tables_->BlockHash(id, b));
+    }
+    if (stored && *stored == node[b - lo]) return b + 1;
+  }
+  if (lo == state.first && state.first > 0) {
+    return Conflict(
+        fmt::format("table {}: none of blocks {}..{} is on the node's chain any more", id.ToString(), lo, top));
+  }
+  return Conflict(fmt::format(
+      "table {}: the node's chain differs from the table's at every block from {} to {}: a reorg deeper than "
+      "max_reorg_depth {} (or another chain); nothing was written",
+      id.ToString(), lo, top, depth));
+}
+
+Status EvmRpcJob::PollLocked() {
+  ARROW_RETURN_NOT_OK(EnsureTablesLocked());
+  ARROW_ASSIGN_OR_RAISE(uint64_t latest, source_->Latest());
+  ARROW_ASSIGN_OR_RAISE(auto head, source_->Head());
+  {
+    std::lock_guard<std::mutex> s(status_mu_);
+    status_.node_head = latest;
+    status_.head = head;
+  }
+  metrics_->Gauge("ingest_node_head_block", "The node's latest block, per evm-rpc job.", {"dataset"})
+      .With({config_.dataset})
+      .Set(static_cast<double>(latest));
+  if (!head) return Status::OK();
+  std::map<EvmTable, uint64_t> next;
+  uint64_t from = UINT64_MAX;
+  for (EvmTable t : kEvmTables) {
+    bool reorg = false;
+    ARROW_ASSIGN_OR_RAISE(next[t], ResumePointLocked(t, latest, &reorg));
+    from = std::min(from, next[t]);
+    if (reorg) {
+      spdlog::info("job {}: {} reorganized: going on from block {}", config_.dataset, EvmTableName(t), next[t]);
+      std::lock_guard<std::mutex> s(status_mu_);
+      status_.reorgs++;
+    }
+  }
+  const auto& writer = tables_->writer_config();
+  const uint64_t window = static_cast<uint64_t>(writer.max_reorg_depth);
+  while (from <= *head) {
+    // Catching up: a range of about the [writer] target; at the head, what is new.
+    uint64_t blocks = *head - from + 1;
+    uint64_t per_round = static_cast<uint64_t>(config_.batch_size * config_.concurrency);
+    if (bytes_per_block_ > 0) {
+      per_round =
+          std::max<uint64_t>(per_round, static_cast<uint64_t>(static_cast<double>(writer.bytes) / bytes_per_block_));
+    }
+    uint64_t to = from + std::min(blocks, per_round) - 1;
+    ARROW_ASSIGN_OR_RAISE(EvmRows rows, source_->Read(from, to));
+    int64_t bytes = 0;
+    for (EvmTable t : kEvmTables) {
+      if (next[t] > to) continue;
+      uint64_t start = std::max(from, next[t]);
+      table::TableId id{config_.dataset, EvmTableName(t)};
+      auto batch = From(RowsOf(rows, t), start);
+      table::AppendRequest req;
+      req.start_block = start;
+      req.end_block = to;
+      req.end_hash = rows.hashes.back();
+      req.parent_hash = start == from ? rows.parent_hash : rows.hashes[start - 1 - from];
+      for (uint64_t b = to >= start + window ? to - window + 1 : start; b <= to; ++b) {
+        req.block_hashes.push_back(rows.hashes[b - from]);
+      }
+      ARROW_ASSIGN_OR_RAISE(auto reader, arrow::RecordBatchReader::Make({batch}, batch->schema()));
+      auto appended = tables_->Append(id, req, reader.get());
+      if (!appended.ok()) {
+        return WithContext(appended.status(), fmt::format("job {}: appending blocks {}..{} to {}", config_.dataset,
+                                                          start, to, id.ToString()));
+      }
+      bytes += appended->segment.bytes;
+      next[t] = to + 1;
+      std::lock_guard<std::mutex> s(status_mu_);
+      status_.segments_written++;
+      status_.last_block[EvmTableName(t)] = to;
+    }
+    double measured = static_cast<double>(bytes) / static_cast<double>(to - from + 1);
+    bytes_per_block_ = bytes_per_block_ > 0 ? 0.7 * bytes_per_block_ + 0.3 * measured : measured;
+    metrics_->Counter("ingest_blocks_written_total", "Blocks written by ingest jobs.", {"dataset", "table"})
+        .With({config_.dataset, "blocks"})
+        .Add(static_cast<double>(to - from + 1));
+    from = to + 1;
+  }
+  return Status::OK();
+}
+
+}  // namespace sediment::chain

@@ -1,0 +1,158 @@
+#include "chain/evm_source.h"
+
+#include <arrow/api.h>
+#include <fmt/format.h>
+
+#include <future>
+
+namespace sediment::chain {
+
+using nlohmann::json;
+
+namespace {
+std::string Q(uint64_t n) { return fmt::format("0x{:x}", n); }
+}  // namespace
+
+Result<Finality> Finality::Parse(const std::string& text) {
+  Finality f;
+  if (text == "latest" || text == "safe" || text == "finalized") {
+    f.tag = text;
+    return f;
+  }
+  bool digits = !text.empty() && text.size() <= 6;
+  for (char c : text) digits = digits && c >= '0' && c <= '9';
+  if (!digits) {
+    return InvalidArgument(
+        fmt::format("finality \"{}\" must be latest, safe, finalized or a number of confirmations", text));
+  }
+  f.tag.clear();
+  f.depth = std::stoull(text);
+  return f;
+}
+
+Result<uint64_t> EvmSource::Latest() {
+  ARROW_ASSIGN_OR_RAISE(json v, rpc_->Call("eth_blockNumber", json::array()));
+  return HexQuantity(v, "eth_blockNumber");
+}
+
+Result<std::optional<uint64_t>> EvmSource::Head() {
+  if (finality_.tag.empty() || finality_.tag == "latest") {
+    ARROW_ASSIGN_OR_RAISE(uint64_t latest, Latest());
+    if (latest < finality_.depth) return std::optional<uint64_t>();
+    return std::optional<uint64_t>(latest - finality_.depth);
+  }
+  ARROW_ASSIGN_OR_RAISE(json b, rpc_->Call("eth_getBlockByNumber", json::array({finality_.tag, false})));
+  if (b.is_null()) return std::optional<uint64_t>();
+  ARROW_ASSIGN_OR_RAISE(uint64_t n, HexQuantity(b.value("number", json()), finality_.tag + " block: number"));
+  return std::optional<uint64_t>(n);
+}
+
+Result<std::vector<std::string>> EvmSource::Hashes(uint64_t from, uint64_t to) {
+  std::vector<RpcCall> calls;
+  for (uint64_t b = from; b <= to; ++b) calls.push_back({"eth_getBlockByNumber", json::array({Q(b), false})});
+  ARROW_ASSIGN_OR_RAISE(auto answers, rpc_->Batch(calls));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < answers.size(); ++i) {
+    ARROW_RETURN_NOT_OK(answers[i].status());
+    const json& blk = *answers[i];
+    std::string where = fmt::format("block {}", from + i);
+    if (blk.is_null()) return Status::IOError(fmt::format("{}: the node has no such block (null)", where));
+    ARROW_ASSIGN_OR_RAISE(std::string hash, HexData(blk.value("hash", json()), where + ": hash", 32));
+    static const char* d = "0123456789abcdef";
+    std::string hex;
+    for (unsigned char c : hash) {
+      hex.push_back(d[c >> 4]);
+      hex.push_back(d[c & 15]);
+    }
+    out.push_back(std::move(hex));
+  }
+  return out;
+}
+
+Result<std::vector<EvmBlock>> EvmSource::ReadBatch(uint64_t from, uint64_t to) {
+  std::vector<RpcCall> calls;
+  for (uint64_t b = from; b <= to; ++b) calls.push_back({"eth_getBlockByNumber", json::array({Q(b), true})});
+  ARROW_ASSIGN_OR_RAISE(auto answers, rpc_->Batch(calls));
+  std::vector<EvmBlock> blocks(answers.size());
+  for (size_t i = 0; i < answers.size(); ++i) {
+    ARROW_RETURN_NOT_OK(answers[i].status());
+    blocks[i].block = std::move(*answers[i]);
+    if (blocks[i].block.is_null()) {
+      // Not there yet (a node behind its own head, or a restart): the batch is retried by the next poll.
+      return Status::IOError(fmt::format("block {}: the node has no such block yet (null)", from + i));
+    }
+  }
+  if (block_receipts_ != 0) {
+    calls.clear();
+    for (uint64_t b = from; b <= to; ++b) calls.push_back({"eth_getBlockReceipts", json::array({Q(b)})});
+    ARROW_ASSIGN_OR_RAISE(auto receipts, rpc_->Batch(calls));
+    bool supported = true;
+    for (size_t i = 0; i < receipts.size() && supported; ++i) {
+      if (!receipts[i].ok()) {
+        const std::string& m = receipts[i].status().message();
+        if (block_receipts_ == -1 &&
+            (m.find("not supported") != std::string::npos || m.find("does not exist") != std::string::npos ||
+             m.find("-32601") != std::string::npos || m.find("-32004") != std::string::npos)) {
+          supported = false;
+          break;
+        }
+        return receipts[i].status();
+      }
+      if (!receipts[i]->is_array()) {
+        return Status::IOError(fmt::format("block {}: eth_getBlockReceipts did not answer a list", from + i));
+      }
+      for (auto& r : *receipts[i]) blocks[i].receipts.push_back(std::move(r));
+    }
+    block_receipts_ = supported ? 1 : 0;
+    if (supported) return blocks;
+    for (auto& b : blocks) b.receipts.clear();
+  }
+  calls.clear();
+  std::vector<size_t> owner;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const json& txs = blocks[i].block.value("transactions", json::array());
+    for (const auto& tx : txs) {
+      calls.push_back({"eth_getTransactionReceipt", json::array({tx.is_object() ? tx.value("hash", json()) : tx})});
+      owner.push_back(i);
+    }
+  }
+  ARROW_ASSIGN_OR_RAISE(auto receipts, rpc_->Batch(calls));
+  for (size_t k = 0; k < receipts.size(); ++k) {
+    ARROW_RETURN_NOT_OK(receipts[k].status());
+    if (receipts[k]->is_null()) {
+      return Status::IOError(
+          fmt::format("block {}: no receipt for transaction {} yet", from + owner[k], calls[k].params[0].dump()));
+    }
+    blocks[owner[k]].receipts.push_back(std::move(*receipts[k]));
+  }
+  return blocks;
+}
+
+Result<EvmRows> EvmSource::Read(uint64_t from, uint64_t to) {
+  // Batches of batch_size blocks, `concurrency` in flight at a time.
+  std::vector<std::pair<uint64_t, uint64_t>> batches;
+  for (uint64_t b = from; b <= to; b += static_cast<uint64_t>(batch_size_)) {
+    batches.emplace_back(b, std::min(to, b + static_cast<uint64_t>(batch_size_) - 1));
+  }
+  std::vector<EvmBlock> all;
+  for (size_t i = 0; i < batches.size(); i += static_cast<size_t>(concurrency_)) {
+    std::vector<std::future<Result<std::vector<EvmBlock>>>> inflight;
+    for (size_t j = i; j < batches.size() && j < i + static_cast<size_t>(concurrency_); ++j) {
+      inflight.push_back(
+          std::async(std::launch::async, [this, b = batches[j]] { return ReadBatch(b.first, b.second); }));
+    }
+    Status first;
+    for (auto& f : inflight) {
+      auto got = f.get();
+      if (!got.ok()) {
+        if (first.ok()) first = got.status();
+        continue;
+      }
+      for (auto& blk : *got) all.push_back(std::move(blk));
+    }
+    ARROW_RETURN_NOT_OK(first);
+  }
+  return DecodeEvmBlocks(from, all);
+}
+
+}  // namespace sediment::chain

@@ -1,0 +1,54 @@
+// EvmSource: what the evm-rpc job reads from a node (through JsonRpcClient):
+// the head it may write up to (latest, safe, finalized, or latest minus a
+// confirmation depth), block hashes to check a table against, and ranges of
+// blocks with their receipts, decoded (evm_decode.h). A range is read as
+// batch requests of `batch_size` blocks, `concurrency` of them in flight;
+// receipts come from eth_getBlockReceipts where the node has it, else
+// eth_getTransactionReceipt per transaction (remembered after the first try).
+//
+// Thread-safety: one caller at a time.
+#pragma once
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "chain/evm_decode.h"
+#include "chain/evm_rpc.h"
+
+namespace sediment::chain {
+
+struct Finality {
+  std::string tag = "latest";  // latest | safe | finalized; or "" with `depth`
+  uint64_t depth = 0;          // confirmations below latest (tag empty)
+  // "latest", "safe", "finalized" or a number of confirmations ("12").
+  static Result<Finality> Parse(const std::string& text);
+};
+
+class EvmSource {
+ public:
+  EvmSource(JsonRpcClient* rpc, Finality finality, int batch_size, int concurrency)
+      : rpc_(rpc), finality_(std::move(finality)), batch_size_(batch_size), concurrency_(concurrency) {}
+
+  // The node's latest block.
+  Result<uint64_t> Latest();
+  // The newest block the job may write (nullopt: none yet, e.g. no safe block).
+  Result<std::optional<uint64_t>> Head();
+  // The node's hashes (hex, no 0x) of blocks [from, to].
+  Result<std::vector<std::string>> Hashes(uint64_t from, uint64_t to);
+  // Blocks [from, to] with their receipts, decoded and checked.
+  Result<EvmRows> Read(uint64_t from, uint64_t to);
+
+ private:
+  Result<std::vector<EvmBlock>> ReadBatch(uint64_t from, uint64_t to);
+
+  JsonRpcClient* const rpc_;
+  const Finality finality_;
+  const int batch_size_;
+  const int concurrency_;
+  std::atomic<int> block_receipts_{-1};  // eth_getBlockReceipts: -1 unknown, 0 no, 1 yes
+};
+
+}  // namespace sediment::chain

@@ -1,0 +1,267 @@
+"""The evm-rpc source against a real Ethereum node: Hardhat Network, started by scripts/hardhat.sh.
+
+Real transactions (transfers, a contract deployed from its bytecode, calls that emit events); the
+tables must equal what the node answers for every block (eth_getBlockByNumber, eth_getLogs,
+receipts), through a reorg made by evm_snapshot / evm_revert, and through a node that is down,
+busy or slow for a while (a proxy in front of it)."""
+import http.server
+import json
+import socketserver
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Runtime: copy the calldata to memory, LOG2(memory, topic0 = TOPIC, topic1 = caller), stop.
+TOPIC = "ab" * 32
+RUNTIME = "36600060003733" + "7f" + TOPIC + "366000a200"
+INIT = "602d80600b6000396000f3"  # copy the 45-byte runtime after these 11 bytes, return it
+assert len(RUNTIME) // 2 == 0x2d
+
+
+class Node:
+    def __init__(self, url):
+        self.url = url
+        self.s = requests.Session()
+
+    def rpc(self, method, *params):
+        r = self.s.post(self.url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": list(params)},
+                        timeout=30)
+        j = r.json()
+        assert "error" not in j, (method, j)
+        return j["result"]
+
+    def latest(self):
+        return int(self.rpc("eth_blockNumber"), 16)
+
+    def send(self, frm, to=None, value=0, data="0x"):
+        tx = {"from": frm, "value": hex(value), "data": data, "gas": hex(300000)}
+        if to:
+            tx["to"] = to
+        h = self.rpc("eth_sendTransaction", tx)
+        return self.rpc("eth_getTransactionReceipt", h)
+
+
+class Proxy:
+    """Forwards JSON-RPC to the node; `mode` makes it answer as a node in trouble does."""
+
+    def __init__(self, target):
+        self.target = target
+        self.mode = "ok"
+        self.requests = 0
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                proxy.requests += 1
+                mode = proxy.mode
+                if mode == "down":
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                if mode in ("503", "429"):
+                    self.send_response(int(mode))
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if mode == "slow":
+                    time.sleep(1.5)
+                r = requests.post(proxy.target, data=body, headers={"content-type": "application/json"}, timeout=30)
+                self.send_response(r.status_code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(r.content)))
+                self.end_headers()
+                self.wfile.write(r.content)
+
+        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+            daemon_threads = True
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+
+
+@pytest.fixture
+def node(tmp_path):
+    d = tmp_path / "hardhat"
+    out = subprocess.run([str(ROOT / "scripts" / "hardhat.sh"), "start", str(d)], capture_output=True, text=True,
+                         check=True, timeout=300).stdout
+    url = out.strip().splitlines()[-1].split("=", 1)[1]
+    yield Node(url)
+    subprocess.run([str(ROOT / "scripts" / "hardhat.sh"), "stop", str(d)], check=False)
+
+
+def start(start_server, tmp_path, url, extra=""):
+    cfg = tmp_path / "sediment.toml"
+    cfg.write_text(f"""
+[worker]
+poll_interval_secs = 0.2
+[writer]
+max_reorg_depth = 64
+[writer.compactor]
+min_interval = 0.5
+cooldown_duration = 1.0
+[[jobs]]
+dataset = "eth"
+source = "evm-rpc"
+url = "{url}"
+batch_size = 3
+concurrency = 2
+max_reorg_depth = 16
+timeout = 1.0
+{extra}
+""")
+    return start_server("--config", str(cfg))
+
+
+def job(server):
+    return server.get("/api/v1/jobs").json()["jobs"][0]
+
+
+def wait_for(server, node, what="the tables to reach the node's head", timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        j = job(server)
+        head = node.latest()
+        hashes = scan(server, "blocks")
+        if (all(v == head for v in j["last_block"].values()) and len(j["last_block"]) == 3 and hashes
+                and hashes[-1]["hash"] == node.rpc("eth_getBlockByNumber", hex(head), False)["hash"]):
+            return j
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}: {job(server)}")
+
+
+def scan(server, table):
+    r = server.get(f"/api/v1/datasets/eth/tables/{table}/scan", params={"format": "jsonl"})
+    if r.status_code == 404:
+        return []
+    assert r.status_code == 200, r.text
+    return [json.loads(x) for x in r.text.splitlines() if x]
+
+
+def q(hexstr):
+    return int(hexstr, 16)
+
+
+def u256(hexstr):
+    return "0x" + format(int(hexstr, 16), "064x")
+
+
+def expect_tables_equal_the_node(server, node):
+    head = node.latest()
+    blocks = scan(server, "blocks")
+    assert [b["block_num"] for b in blocks] == list(range(head + 1)), "every block once, none missing"
+    want_txs, want_logs = [], []
+    for b in blocks:
+        nb = node.rpc("eth_getBlockByNumber", hex(b["block_num"]), True)
+        assert (b["hash"], b["parent_hash"], b["timestamp"], b["miner"], b["gas_used"], b["gas_limit"],
+                b["tx_count"]) == (nb["hash"], nb["parentHash"], q(nb["timestamp"]), nb["miner"], q(nb["gasUsed"]),
+                                   q(nb["gasLimit"]), len(nb["transactions"])), b["block_num"]
+        assert b["base_fee_per_gas"] == q(nb["baseFeePerGas"])
+        for i, tx in enumerate(nb["transactions"]):
+            rc = node.rpc("eth_getTransactionReceipt", tx["hash"])
+            want_txs.append((b["block_num"], i, tx["hash"], tx["from"], tx["to"], u256(tx["value"]), tx["input"],
+                             q(tx["nonce"]), q(rc["status"]), q(rc["gasUsed"]), rc["contractAddress"]))
+    got_txs = [(t["block_num"], t["tx_index"], t["hash"], t["from"], t["to"], t["value"], t["input"], t["nonce"],
+                t["status"], t["gas_used"], t["contract_address"]) for t in scan(server, "transactions")]
+    assert got_txs == want_txs
+    for lg in node.rpc("eth_getLogs", {"fromBlock": "0x0", "toBlock": hex(head)}):
+        topics = lg["topics"] + [None] * (4 - len(lg["topics"]))
+        want_logs.append((q(lg["blockNumber"]), q(lg["transactionIndex"]), q(lg["logIndex"]), lg["transactionHash"],
+                          lg["address"], *topics, lg["data"]))
+    got_logs = [(x["block_num"], x["tx_index"], x["log_index"], x["tx_hash"], x["address"], x["topic0"], x["topic1"],
+                 x["topic2"], x["topic3"], x["data"]) for x in scan(server, "logs")]
+    assert got_logs == want_logs
+    return len(blocks), len(got_txs), len(got_logs)
+
+
+def traffic(node, n, salt=0):
+    """n blocks of transactions (automine: one block each): transfers and calls that emit events."""
+    accounts = node.rpc("eth_accounts")
+    created = node.send(accounts[0], data="0x" + INIT + RUNTIME)
+    contract = created["contractAddress"]
+    for i in range(n):
+        if i % 2 == 0:
+            node.send(accounts[1 + i % 5], to=contract, data="0x" + format(salt * 1000 + i, "064x") + "beef")
+        else:
+            node.send(accounts[1 + i % 5], to=accounts[9], value=10**18 + i + salt)
+    return contract
+
+
+def test_the_tables_equal_what_the_node_answers(start_server, tmp_path, node):
+    traffic(node, 12)
+    server = start(start_server, tmp_path, node.url)
+    wait_for(server, node)
+    blocks, txs, logs = expect_tables_equal_the_node(server, node)
+    assert blocks == node.latest() + 1 and txs == 13 and logs == 6
+    # At the head: new blocks arrive as segments.
+    traffic(node, 4, salt=1)
+    j = wait_for(server, node)
+    expect_tables_equal_the_node(server, node)
+    assert j["source"] == "evm-rpc" and j["last_error"] == "" and j["lag"] == 0 and j["node_head"] == node.latest()
+    out = server.cli("job", "list")
+    assert out[0] == 0 and "evm-rpc" in out[1], out
+
+
+def test_a_reorg_is_followed_exactly(start_server, tmp_path, node):
+    traffic(node, 6)
+    server = start(start_server, tmp_path, node.url)
+    wait_for(server, node)
+    fork = node.latest()
+    snap = node.rpc("evm_snapshot")
+    traffic(node, 4, salt=2)  # blocks fork+1 .. fork+5 on the branch that will be dropped
+    wait_for(server, node)
+    dropped = node.rpc("eth_getBlockByNumber", hex(fork + 1), False)["hash"]
+    assert node.rpc("evm_revert", snap) is True
+    assert node.latest() == fork
+    for _ in range(3):
+        node.rpc("evm_mine")  # empty blocks on the new branch (it is shorter than the dropped one)
+    traffic(node, 5, salt=3)  # and longer now
+    j = wait_for(server, node, "the tables to follow the new branch")
+    assert j["reorgs"] >= 1
+    assert node.rpc("eth_getBlockByNumber", hex(fork + 1), False)["hash"] != dropped
+    expect_tables_equal_the_node(server, node)
+
+
+def test_a_node_in_trouble_is_retried_and_nothing_partial_is_written(start_server, tmp_path, node):
+    proxy = Proxy(node.url)
+    try:
+        traffic(node, 4)
+        server = start(start_server, tmp_path, proxy.url)
+        wait_for(server, node)
+        for mode in ("down", "503", "429", "slow"):
+            proxy.mode = mode
+            traffic(node, 2, salt=ord(mode[0]))
+            deadline = time.time() + 30
+            while time.time() < deadline and not (job(server)["retries"] > 0 and job(server)["last_error"]):
+                time.sleep(0.2)
+            j = job(server)
+            assert j["retries"] > 0 and j["last_error"], (mode, j)
+            proxy.mode = "ok"
+            wait_for(server, node, f"the job to recover after '{mode}'")
+            assert job(server)["last_error"] == ""
+        expect_tables_equal_the_node(server, node)
+    finally:
+        proxy.close()
+
+
+def test_bad_job_settings_are_refused_naming_them(tmp_path):
+    from conftest import run_sediment
+    for bad, says in ((' url = "ftp://x"', "jobs.url"), (' finality = "soon"', "jobs.finality"),
+                      (' batch_size = 0', "jobs.batch_size"), ('', "needs the node's url")):
+        cfg = tmp_path / "bad.toml"
+        cfg.write_text(f'[[jobs]]\ndataset = "eth"\nsource = "evm-rpc"\n{bad}\n')
+        code, out = run_sediment("serve", "--config", str(cfg), "--data-dir", str(tmp_path / "d"))
+        assert code != 0 and says in out, (bad, out)
