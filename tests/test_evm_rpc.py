@@ -265,3 +265,15 @@ def test_bad_job_settings_are_refused_naming_them(tmp_path):
         cfg.write_text(f'[[jobs]]\ndataset = "eth"\nsource = "evm-rpc"\n{bad}\n')
         code, out = run_sediment("serve", "--config", str(cfg), "--data-dir", str(tmp_path / "d"))
         assert code != 0 and says in out, (bad, out)
+
+
+def test_finality_keeps_the_tables_behind_the_head(start_server, tmp_path, node):
+    traffic(node, 8)
+    server = start(start_server, tmp_path, node.url, extra='finality = "3"')
+    head = node.latest()
+    deadline = time.time() + 30
+    while time.time() < deadline and job(server)["last_block"].get("blocks") != head - 3:
+        time.sleep(0.2)
+    j = job(server)
+    assert j["head"] == head - 3 and j["node_head"] == head and j["lag"] == 3, j
+    assert [b["block_num"] for b in scan(server, "blocks")] == list(range(head - 2))
