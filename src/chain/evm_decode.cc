@@ -269,10 +269,14 @@ Result<EvmRows> DecodeEvmBlocks(uint64_t first, const std::vector<EvmBlock>& blo
       ARROW_ASSIGN_OR_RAISE(auto gas_price, OptionalQuantity(tx, "gasPrice", tw));
       ARROW_RETURN_NOT_OK(AppendOptionalU64(t[8], gas_price));
       ARROW_ASSIGN_OR_RAISE(auto type, OptionalQuantity(tx, "type", tw));
+      if (type.value_or(0) > 255)
+        return InvalidArgument(fmt::format("{}: type {} is not a transaction type", tw, *type));
       ARROW_RETURN_NOT_OK(AppendU8(t[9], type.value_or(0)));
       ARROW_ASSIGN_OR_RAISE(uint64_t nonce, HexQuantity(nonce_v, tw + ": nonce"));
       ARROW_RETURN_NOT_OK(AppendU64(t[10], nonce));
       ARROW_ASSIGN_OR_RAISE(auto status, OptionalQuantity(rc, "status", tw + " receipt"));
+      if (status.value_or(0) > 1)
+        return InvalidArgument(fmt::format("{}: receipt status {} is not 0 or 1", tw, *status));
       if (status) {
         ARROW_RETURN_NOT_OK(AppendU8(t[11], *status));
       } else {
@@ -308,6 +312,7 @@ Result<EvmRows> DecodeEvmBlocks(uint64_t first, const std::vector<EvmBlock>& blo
         ARROW_RETURN_NOT_OK(AppendU64(l[0], number));
         ARROW_RETURN_NOT_OK(AppendU32(l[1], k));
         ARROW_ASSIGN_OR_RAISE(uint64_t log_index, HexQuantity(li_v, lw + ": logIndex"));
+        if (log_index > UINT32_MAX) return InvalidArgument(fmt::format("{}: logIndex {} is too large", lw, log_index));
         ARROW_RETURN_NOT_OK(AppendU32(l[2], log_index));
         ARROW_RETURN_NOT_OK(AppendFixed(l[3], tx_hash));
         ARROW_ASSIGN_OR_RAISE(std::string addr, HexData(addr_v, lw + ": address", 20));

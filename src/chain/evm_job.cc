@@ -112,7 +112,14 @@ JobStatus EvmRpcJob::Describe() {
 
 Status EvmRpcJob::PollOnce() {
   std::lock_guard<std::mutex> lock(poll_mu_);
-  Status st = setup_.ok() ? PollLocked() : setup_;
+  Status st = setup_;
+  if (st.ok()) {
+    try {
+      st = PollLocked();
+    } catch (const std::exception& e) {  // nothing should throw; if something does, the server stays up
+      st = Status::IOError(fmt::format("job {}: {}", config_.dataset, e.what()));
+    }
+  }
   std::lock_guard<std::mutex> s(status_mu_);
   status_.last_error = st.ok() ? "" : st.ToString();
   if (!st.ok()) {
@@ -138,28 +145,41 @@ Result<uint64_t> EvmRpcJob::ResumePointLocked(EvmTable t, uint64_t latest, bool*
   ARROW_ASSIGN_OR_RAISE(auto state, tables_->State(id));
   if (state.empty()) return static_cast<uint64_t>(config_.start_block);
   ARROW_ASSIGN_OR_RAISE(auto tail, tables_->SegmentsOverlapping(id, state.end, state.end));
-  if (tail.segments.empty())
+  if (tail.segments.empty() || tail.segments.back().end != tail.state.end) {
     return Status::IOError(fmt::format("table {}: its last segment moved; retry", id.ToString()));
-  const auto& last = tail.segments.back();
-  // The newest block both the table and the node have, and the window below it.
-  uint64_t top = std::min(state.end, latest);
-  uint64_t depth = static_cast<uint64_t>(config_.max_reorg_depth);
-  uint64_t lo = std::max(state.first, top > depth ? top - depth : 0);
-  ARROW_ASSIGN_OR_RAISE(auto node, source_->Hashes(lo, top));
-  if (top == state.end && node.back() == last.end_hash) return state.end + 1;
-  *reorg = true;
-  for (uint64_t b = top + 1; b-- > lo;) {
-    std::optional<std::string> stored;
-    if (b == state.end) {
-      stored = last.end_hash;
-    } else {
-      ARROW_ASSIGN_OR_RAISE(stored, tables_->BlockHash(id, b));
-    }
-    if (stored && *stored == node[b - lo]) return b + 1;
   }
-  if (lo == state.first && state.first > 0) {
+  const table::SegmentRecord last = tail.segments.back();
+  const uint64_t end = tail.state.end, first = tail.state.first;
+  // The stored hash of block b (the window's, or the last segment's end).
+  auto stored = [&](uint64_t b) -> Result<std::optional<std::string>> {
+    if (b == end) return std::optional<std::string>(last.end_hash);
+    return tables_->BlockHash(id, b);
+  };
+  // The newest block both the table and the node have: the common case is one hash that matches.
+  const uint64_t top = std::min(end, latest);
+  if (top < first)
     return Conflict(
-        fmt::format("table {}: none of blocks {}..{} is on the node's chain any more", id.ToString(), lo, top));
+        fmt::format("table {}: the node's chain ends at block {}, before the table's "
+                    "first block {}",
+                    id.ToString(), latest, first));
+  ARROW_ASSIGN_OR_RAISE(auto node_top, source_->Hashes(top, top));
+  ARROW_ASSIGN_OR_RAISE(auto stored_top, stored(top));
+  // A node behind the table (and agreeing so far) has nothing new: not a reorg.
+  if (stored_top && *stored_top == node_top[0]) return end + 1;
+  // A reorg: the newest block of the window whose stored hash the node still has.
+  *reorg = true;
+  const uint64_t depth = static_cast<uint64_t>(config_.max_reorg_depth);
+  const uint64_t lo = std::max(first, top > depth ? top - depth : 0);
+  ARROW_ASSIGN_OR_RAISE(auto node, source_->Hashes(lo, top));
+  for (uint64_t b = top; b-- > lo;) {
+    ARROW_ASSIGN_OR_RAISE(auto h, stored(b));
+    if (h && *h == node[b - lo]) return b + 1;
+  }
+  if (lo == first && first > 0) {
+    // The fork is at the table's first block: its parent is still the node's.
+    ARROW_ASSIGN_OR_RAISE(auto head_seg, tables_->SegmentsOverlapping(id, first, first));
+    ARROW_ASSIGN_OR_RAISE(auto parent, source_->Hashes(first - 1, first - 1));
+    if (!head_seg.segments.empty() && head_seg.segments.front().parent_hash == parent[0]) return first;
   }
   return Conflict(fmt::format(
       "table {}: the node's chain differs from the table's at every block from {} to {}: a reorg deeper than "
@@ -186,11 +206,8 @@ Status EvmRpcJob::PollLocked() {
     bool reorg = false;
     ARROW_ASSIGN_OR_RAISE(next[t], ResumePointLocked(t, latest, &reorg));
     from = std::min(from, next[t]);
-    if (reorg) {
+    if (reorg)
       spdlog::info("job {}: {} reorganized: going on from block {}", config_.dataset, EvmTableName(t), next[t]);
-      std::lock_guard<std::mutex> s(status_mu_);
-      status_.reorgs++;
-    }
   }
   const auto& writer = tables_->writer_config();
   const uint64_t window = static_cast<uint64_t>(writer.max_reorg_depth);
@@ -226,15 +243,16 @@ Status EvmRpcJob::PollLocked() {
       }
       bytes += appended->segment.bytes;
       next[t] = to + 1;
+      metrics_->Counter("ingest_blocks_written_total", "Blocks written by ingest jobs.", {"dataset", "table"})
+          .With({config_.dataset, EvmTableName(t)})
+          .Add(static_cast<double>(to - start + 1));
       std::lock_guard<std::mutex> s(status_mu_);
       status_.segments_written++;
+      if (appended->reorg) status_.reorgs++;
       status_.last_block[EvmTableName(t)] = to;
     }
     double measured = static_cast<double>(bytes) / static_cast<double>(to - from + 1);
     bytes_per_block_ = bytes_per_block_ > 0 ? 0.7 * bytes_per_block_ + 0.3 * measured : measured;
-    metrics_->Counter("ingest_blocks_written_total", "Blocks written by ingest jobs.", {"dataset", "table"})
-        .With({config_.dataset, "blocks"})
-        .Add(static_cast<double>(to - from + 1));
     from = to + 1;
   }
   return Status::OK();

@@ -83,6 +83,20 @@ void JsonRpcClient::WaitForRate(size_t calls) {
 }
 
 Result<std::vector<Result<json>>> JsonRpcClient::Batch(const std::vector<RpcCall>& calls) {
+  // Nodes cap a batch (geth: 1,000 calls, 25 MB of answer): larger lists go as several requests.
+  constexpr size_t kMaxCalls = 200;
+  if (calls.size() <= kMaxCalls) return BatchOnce(calls);
+  std::vector<Result<json>> out;
+  for (size_t i = 0; i < calls.size(); i += kMaxCalls) {
+    std::vector<RpcCall> part(calls.begin() + static_cast<std::ptrdiff_t>(i),
+                              calls.begin() + static_cast<std::ptrdiff_t>(std::min(calls.size(), i + kMaxCalls)));
+    ARROW_ASSIGN_OR_RAISE(auto answers, BatchOnce(part));
+    for (auto& a : answers) out.push_back(std::move(a));
+  }
+  return out;
+}
+
+Result<std::vector<Result<json>>> JsonRpcClient::BatchOnce(const std::vector<RpcCall>& calls) {
   if (calls.empty()) return std::vector<Result<json>>{};
   int64_t first_id = next_id_.fetch_add(static_cast<int64_t>(calls.size()));
   json body = json::array();
@@ -137,9 +151,12 @@ Result<std::vector<Result<json>>> JsonRpcClient::Batch(const std::vector<RpcCall
       const auto& call = calls[static_cast<size_t>(i)];
       if (item.contains("error")) {
         const json& e = item["error"];
+        std::string code = e.is_object() && e.contains("code") ? e["code"].dump() : "?";
+        std::string message = e.is_object() && e.contains("message") && e["message"].is_string()
+                                  ? e["message"].get<std::string>()
+                                  : e.dump();
         out[static_cast<size_t>(i)] =
-            Status::IOError(fmt::format("{} {}: node error {}: {}", call.method, call.params.dump(), e.value("code", 0),
-                                        e.value("message", e.dump())));
+            Status::IOError(fmt::format("{} {}: node error {}: {}", call.method, call.params.dump(), code, message));
       } else if (!item.contains("result")) {
         out[static_cast<size_t>(i)] =
             Status::IOError(fmt::format("{}: an answer with neither result nor error", call.method));

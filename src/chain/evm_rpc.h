@@ -57,6 +57,7 @@ class JsonRpcClient {
 
  private:
   explicit JsonRpcClient(RpcOptions options, std::string host, int port, std::string path);
+  Result<std::vector<Result<nlohmann::json>>> BatchOnce(const std::vector<RpcCall>& calls);
   std::unique_ptr<httplib::Client> TakeConnection();
   void GiveBack(std::unique_ptr<httplib::Client> c);
   void WaitForRate(size_t calls);

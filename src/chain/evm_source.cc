@@ -43,7 +43,10 @@ Result<std::optional<uint64_t>> EvmSource::Head() {
   }
   ARROW_ASSIGN_OR_RAISE(json b, rpc_->Call("eth_getBlockByNumber", json::array({finality_.tag, false})));
   if (b.is_null()) return std::optional<uint64_t>();
-  ARROW_ASSIGN_OR_RAISE(uint64_t n, HexQuantity(b.value("number", json()), finality_.tag + " block: number"));
+  if (!b.is_object() || !b.contains("number")) {
+    return Status::IOError(fmt::format("the {} block: the answer is not a block: {}", finality_.tag, b.dump()));
+  }
+  ARROW_ASSIGN_OR_RAISE(uint64_t n, HexQuantity(b["number"], finality_.tag + " block: number"));
   return std::optional<uint64_t>(n);
 }
 
@@ -57,7 +60,10 @@ Result<std::vector<std::string>> EvmSource::Hashes(uint64_t from, uint64_t to) {
     const json& blk = *answers[i];
     std::string where = fmt::format("block {}", from + i);
     if (blk.is_null()) return Status::IOError(fmt::format("{}: the node has no such block (null)", where));
-    ARROW_ASSIGN_OR_RAISE(std::string hash, HexData(blk.value("hash", json()), where + ": hash", 32));
+    if (!blk.is_object() || !blk.contains("hash")) {
+      return Status::IOError(fmt::format("{}: the answer is not a block", where));
+    }
+    ARROW_ASSIGN_OR_RAISE(std::string hash, HexData(blk["hash"], where + ": hash", 32));
     static const char* d = "0123456789abcdef";
     std::string hex;
     for (unsigned char c : hash) {
@@ -90,9 +96,9 @@ Result<std::vector<EvmBlock>> EvmSource::ReadBatch(uint64_t from, uint64_t to) {
     for (size_t i = 0; i < receipts.size() && supported; ++i) {
       if (!receipts[i].ok()) {
         const std::string& m = receipts[i].status().message();
+        // Only "no such method" decides it (codes -32601, -32004), not an error about a block.
         if (block_receipts_ == -1 &&
-            (m.find("not supported") != std::string::npos || m.find("does not exist") != std::string::npos ||
-             m.find("-32601") != std::string::npos || m.find("-32004") != std::string::npos)) {
+            (m.find("node error -32601") != std::string::npos || m.find("node error -32004") != std::string::npos)) {
           supported = false;
           break;
         }
@@ -110,9 +116,15 @@ Result<std::vector<EvmBlock>> EvmSource::ReadBatch(uint64_t from, uint64_t to) {
   calls.clear();
   std::vector<size_t> owner;
   for (size_t i = 0; i < blocks.size(); ++i) {
-    const json& txs = blocks[i].block.value("transactions", json::array());
-    for (const auto& tx : txs) {
-      calls.push_back({"eth_getTransactionReceipt", json::array({tx.is_object() ? tx.value("hash", json()) : tx})});
+    const json& blk = blocks[i].block;
+    if (!blk.is_object() || !blk.contains("transactions") || !blk["transactions"].is_array()) {
+      return Status::IOError(fmt::format("block {}: the answer is not a block with a list of transactions", from + i));
+    }
+    for (const auto& tx : blk["transactions"]) {
+      if (!tx.is_object() || !tx.contains("hash")) {
+        return Status::IOError(fmt::format("block {}: a transaction without a hash", from + i));
+      }
+      calls.push_back({"eth_getTransactionReceipt", json::array({tx["hash"]})});
       owner.push_back(i);
     }
   }
@@ -138,8 +150,13 @@ Result<EvmRows> EvmSource::Read(uint64_t from, uint64_t to) {
   for (size_t i = 0; i < batches.size(); i += static_cast<size_t>(concurrency_)) {
     std::vector<std::future<Result<std::vector<EvmBlock>>>> inflight;
     for (size_t j = i; j < batches.size() && j < i + static_cast<size_t>(concurrency_); ++j) {
-      inflight.push_back(
-          std::async(std::launch::async, [this, b = batches[j]] { return ReadBatch(b.first, b.second); }));
+      inflight.push_back(std::async(std::launch::async, [this, b = batches[j]]() -> Result<std::vector<EvmBlock>> {
+        try {
+          return ReadBatch(b.first, b.second);
+        } catch (const std::exception& e) {
+          return Status::IOError(fmt::format("blocks {}..{}: {}", b.first, b.second, e.what()));
+        }
+      }));
     }
     Status first;
     for (auto& f : inflight) {
