@@ -76,11 +76,21 @@ class Proxy:
                 if mode == "slow":
                     time.sleep(1.5)
                 r = requests.post(proxy.target, data=body, headers={"content-type": "application/json"}, timeout=30)
+                content = r.content
+                if mode == "null":
+                    # A node that has not got the blocks yet (behind its own head, or catching up after a restart).
+                    calls = json.loads(body)
+                    answers = json.loads(content)
+                    methods = {c["id"]: c["method"] for c in (calls if isinstance(calls, list) else [calls])}
+                    for a in (answers if isinstance(answers, list) else [answers]):
+                        if methods.get(a.get("id")) == "eth_getBlockByNumber":
+                            a["result"] = None
+                    content = json.dumps(answers).encode()
                 self.send_response(r.status_code)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(r.content)))
+                self.send_header("Content-Length", str(len(content)))
                 self.end_headers()
-                self.wfile.write(r.content)
+                self.wfile.write(content)
 
         class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
             daemon_threads = True
@@ -253,6 +263,18 @@ def test_a_node_in_trouble_is_retried_and_nothing_partial_is_written(start_serve
             proxy.mode = "ok"
             wait_for(server, node, f"the job to recover after '{mode}'")
             assert job(server)["last_error"] == ""
+        # A node that answers null for blocks it has not got: the poll fails naming the block, writes nothing.
+        written = job(server)["last_block"]
+        proxy.mode = "null"
+        traffic(node, 2, salt=9)
+        deadline = time.time() + 30
+        while time.time() < deadline and "no such block" not in job(server)["last_error"]:
+            time.sleep(0.2)
+        j = job(server)
+        assert "no such block" in j["last_error"] and "block " in j["last_error"], j
+        assert j["last_block"] == written, "nothing written while the node has no blocks"
+        proxy.mode = "ok"
+        wait_for(server, node, "the job to recover after null blocks")
         expect_tables_equal_the_node(server, node)
     finally:
         proxy.close()

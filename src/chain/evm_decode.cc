@@ -3,6 +3,8 @@
 #include <arrow/api.h>
 #include <fmt/format.h>
 
+#include "chain/generator.h"
+
 namespace sediment::chain {
 namespace {
 
@@ -39,14 +41,7 @@ const json& Field(const json& obj, const char* name, const std::string& where, S
 }
 
 std::string Hex(const std::string& bytes) {
-  static const char* d = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    out.push_back(d[c >> 4]);
-    out.push_back(d[c & 15]);
-  }
-  return out;
+  return ToHex(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
 }
 
 // Appends the bytes of a hex field of `size` bytes (null if the JSON is null and `nullable`).

@@ -5,6 +5,8 @@
 
 #include <future>
 
+#include "chain/generator.h"
+
 namespace sediment::chain {
 
 using nlohmann::json;
@@ -64,12 +66,7 @@ Result<std::vector<std::string>> EvmSource::Hashes(uint64_t from, uint64_t to) {
       return Status::IOError(fmt::format("{}: the answer is not a block", where));
     }
     ARROW_ASSIGN_OR_RAISE(std::string hash, HexData(blk["hash"], where + ": hash", 32));
-    static const char* d = "0123456789abcdef";
-    std::string hex;
-    for (unsigned char c : hash) {
-      hex.push_back(d[c >> 4]);
-      hex.push_back(d[c & 15]);
-    }
+    std::string hex = ToHex(reinterpret_cast<const uint8_t*>(hash.data()), hash.size());
     out.push_back(std::move(hex));
   }
   return out;
