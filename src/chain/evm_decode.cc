@@ -47,7 +47,7 @@ std::string Hex(const std::string& bytes) {
 // Appends the bytes of a hex field of `size` bytes (null if the JSON is null and `nullable`).
 class Rows {
  public:
-  explicit Rows(EvmTable t) : schema_(EvmSchema(t)) {
+  explicit Rows(ChainTable t) : schema_(EvmSchema(t)) {
     for (const auto& f : schema_->fields()) {
       std::unique_ptr<arrow::ArrayBuilder> b;
       (void)arrow::MakeBuilder(arrow::default_memory_pool(), f->type(), &b);
@@ -96,20 +96,27 @@ Status AppendOptionalU64(arrow::ArrayBuilder* b, const std::optional<uint64_t>& 
   return v ? AppendU64(b, *v) : b->AppendNull();
 }
 
+// An address field that may be absent or null (`to` of a contract creation, `contractAddress`).
+Status AppendOptionalAddress(arrow::ArrayBuilder* b, const json& obj, const char* name, const std::string& where) {
+  if (!obj.contains(name) || obj[name].is_null()) return b->AppendNull();
+  ARROW_ASSIGN_OR_RAISE(std::string address, HexData(obj[name], fmt::format("{}: {}", where, name), 20));
+  return AppendFixed(b, address);
+}
+
 }  // namespace
 
-std::shared_ptr<arrow::Schema> EvmSchema(EvmTable t) {
+std::shared_ptr<arrow::Schema> EvmSchema(ChainTable t) {
   auto block = arrow::field("block_num", arrow::uint64(), false);
   auto h32 = arrow::fixed_size_binary(32);
   auto a20 = arrow::fixed_size_binary(20);
   switch (t) {
-    case EvmTable::kBlocks:
+    case ChainTable::kBlocks:
       return arrow::schema(
           {block, arrow::field("hash", h32, false), arrow::field("parent_hash", h32, false),
            arrow::field("timestamp", arrow::uint64(), false), arrow::field("miner", a20, false),
            arrow::field("gas_used", arrow::uint64(), false), arrow::field("gas_limit", arrow::uint64(), false),
            arrow::field("base_fee_per_gas", arrow::uint64(), true), arrow::field("tx_count", arrow::uint32(), false)});
-    case EvmTable::kTransactions:
+    case ChainTable::kTransactions:
       return arrow::schema(
           {block, arrow::field("tx_index", arrow::uint32(), false), arrow::field("hash", h32, false),
            arrow::field("from", a20, false), arrow::field("to", a20, true),
@@ -118,7 +125,7 @@ std::shared_ptr<arrow::Schema> EvmSchema(EvmTable t) {
            arrow::field("type", arrow::uint8(), false), arrow::field("nonce", arrow::uint64(), false),
            arrow::field("status", arrow::uint8(), true), arrow::field("gas_used", arrow::uint64(), false),
            arrow::field("contract_address", a20, true)});
-    case EvmTable::kLogs:
+    case ChainTable::kLogs:
       return arrow::schema({block, arrow::field("tx_index", arrow::uint32(), false),
                             arrow::field("log_index", arrow::uint32(), false), arrow::field("tx_hash", h32, false),
                             arrow::field("address", a20, false), arrow::field("topic0", h32, true),
@@ -167,7 +174,7 @@ Result<std::array<uint8_t, 32>> HexUint256(const json& v, const std::string& wha
 }
 
 Result<EvmRows> DecodeEvmBlocks(uint64_t first, const std::vector<EvmBlock>& blocks) {
-  Rows b(EvmTable::kBlocks), t(EvmTable::kTransactions), l(EvmTable::kLogs);
+  Rows b(ChainTable::kBlocks), t(ChainTable::kTransactions), l(ChainTable::kLogs);
   EvmRows out;
   std::string prev_hash;
   for (size_t i = 0; i < blocks.size(); ++i) {
@@ -249,12 +256,7 @@ Result<EvmRows> DecodeEvmBlocks(uint64_t first, const std::vector<EvmBlock>& blo
       ARROW_RETURN_NOT_OK(AppendFixed(t[2], tx_hash));
       ARROW_ASSIGN_OR_RAISE(std::string from, HexData(from_v, tw + ": from", 20));
       ARROW_RETURN_NOT_OK(AppendFixed(t[3], from));
-      if (!tx.contains("to") || tx["to"].is_null()) {
-        ARROW_RETURN_NOT_OK(t[4]->AppendNull());
-      } else {
-        ARROW_ASSIGN_OR_RAISE(std::string to, HexData(tx["to"], tw + ": to", 20));
-        ARROW_RETURN_NOT_OK(AppendFixed(t[4], to));
-      }
+      ARROW_RETURN_NOT_OK(AppendOptionalAddress(t[4], tx, "to", tw));
       ARROW_ASSIGN_OR_RAISE(auto value, HexUint256(value_v, tw + ": value"));
       ARROW_RETURN_NOT_OK(static_cast<arrow::FixedSizeBinaryBuilder*>(t[5])->Append(value.data()));
       ARROW_ASSIGN_OR_RAISE(std::string input, HexData(input_v, tw + ": input"));
@@ -272,19 +274,10 @@ Result<EvmRows> DecodeEvmBlocks(uint64_t first, const std::vector<EvmBlock>& blo
       ARROW_ASSIGN_OR_RAISE(auto status, OptionalQuantity(rc, "status", tw + " receipt"));
       if (status.value_or(0) > 1)
         return InvalidArgument(fmt::format("{}: receipt status {} is not 0 or 1", tw, *status));
-      if (status) {
-        ARROW_RETURN_NOT_OK(AppendU8(t[11], *status));
-      } else {
-        ARROW_RETURN_NOT_OK(t[11]->AppendNull());
-      }
+      ARROW_RETURN_NOT_OK(status ? AppendU8(t[11], *status) : t[11]->AppendNull());
       ARROW_ASSIGN_OR_RAISE(uint64_t gas_used, HexQuantity(rc_used_v, tw + ": receipt gasUsed"));
       ARROW_RETURN_NOT_OK(AppendU64(t[12], gas_used));
-      if (!rc.contains("contractAddress") || rc["contractAddress"].is_null()) {
-        ARROW_RETURN_NOT_OK(t[13]->AppendNull());
-      } else {
-        ARROW_ASSIGN_OR_RAISE(std::string created, HexData(rc["contractAddress"], tw + ": contractAddress", 20));
-        ARROW_RETURN_NOT_OK(AppendFixed(t[13], created));
-      }
+      ARROW_RETURN_NOT_OK(AppendOptionalAddress(t[13], rc, "contractAddress", tw + " receipt"));
 
       if (!logs.is_array()) return InvalidArgument(fmt::format("{}: receipt logs is not an array", tw));
       for (size_t j = 0; j < logs.size(); ++j) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "chain/generator.h"
 
 namespace arrow {
 class RecordBatch;
@@ -27,8 +28,8 @@ class Schema;
 
 namespace sediment::chain {
 
-enum class EvmTable { kBlocks = 0, kTransactions = 1, kLogs = 2 };
-std::shared_ptr<arrow::Schema> EvmSchema(EvmTable t);
+// The tables of ChainTable (generator.h), with the columns a node gives.
+std::shared_ptr<arrow::Schema> EvmSchema(ChainTable t);
 
 // "0x1a" -> 26. InvalidArgument unless 0x followed by 1..16 hex digits.
 Result<uint64_t> HexQuantity(const nlohmann::json& v, const std::string& what);

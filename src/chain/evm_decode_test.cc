@@ -87,7 +87,7 @@ TEST(EvmDecodeTest, BlocksTransactionsAndLogs) {
   EXPECT_EQ(rows->logs->num_rows(), 5);
   EXPECT_EQ(rows->hashes, (std::vector<std::string>{std::string(64, 'a'), std::string(64, 'b'), std::string(64, '3')}));
   EXPECT_EQ(rows->parent_hash, std::string(64, '0'));
-  EXPECT_TRUE(rows->blocks->schema()->Equals(*EvmSchema(EvmTable::kBlocks)));
+  EXPECT_TRUE(rows->blocks->schema()->Equals(*EvmSchema(ChainTable::kBlocks)));
   auto to = rows->transactions->GetColumnByName("to");
   EXPECT_TRUE(to->IsNull(0)) << "a contract creation has no `to`";
   EXPECT_FALSE(to->IsNull(1));

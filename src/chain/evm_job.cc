@@ -6,34 +6,19 @@
 
 #include <algorithm>
 
-#include "base/executor.h"
 #include "base/metrics.h"
 #include "table/table_service.h"
 
 namespace sediment::chain {
 namespace {
 
-constexpr EvmTable kEvmTables[] = {EvmTable::kBlocks, EvmTable::kTransactions, EvmTable::kLogs};
-
-const char* EvmTableName(EvmTable t) {
+const std::shared_ptr<arrow::RecordBatch>& RowsOf(const EvmRows& rows, ChainTable t) {
   switch (t) {
-    case EvmTable::kBlocks:
-      return "blocks";
-    case EvmTable::kTransactions:
-      return "transactions";
-    case EvmTable::kLogs:
-      return "logs";
-  }
-  return "?";
-}
-
-const std::shared_ptr<arrow::RecordBatch>& RowsOf(const EvmRows& rows, EvmTable t) {
-  switch (t) {
-    case EvmTable::kBlocks:
+    case ChainTable::kBlocks:
       return rows.blocks;
-    case EvmTable::kTransactions:
+    case ChainTable::kTransactions:
       return rows.transactions;
-    case EvmTable::kLogs:
+    case ChainTable::kLogs:
       break;
   }
   return rows.logs;
@@ -51,7 +36,7 @@ std::shared_ptr<arrow::RecordBatch> From(const std::shared_ptr<arrow::RecordBatc
 
 EvmRpcJob::EvmRpcJob(JobConfig config, const WorkerConfig& worker, table::TableService* tables,
                      MetricsRegistry* metrics)
-    : config_(std::move(config)), worker_(worker), tables_(tables), metrics_(metrics) {
+    : Job(worker.poll_interval_secs), config_(std::move(config)), tables_(tables), metrics_(metrics) {
   status_.dataset = config_.dataset;
   status_.source = config_.source;
   RpcOptions o;
@@ -76,37 +61,11 @@ EvmRpcJob::EvmRpcJob(JobConfig config, const WorkerConfig& worker, table::TableS
 
 EvmRpcJob::~EvmRpcJob() { Stop(); }
 
-Status EvmRpcJob::Start() {
-  std::lock_guard<std::mutex> lock(run_mu_);
-  if (task_) return Status::OK();
-  task_ = std::make_unique<PeriodicTask>(
-      "job-" + config_.dataset, std::chrono::milliseconds(static_cast<int64_t>(worker_.poll_interval_secs * 1000)),
-      [this] {
-        Status st = PollOnce();
-        if (!st.ok()) spdlog::warn("job {}: poll failed: {}", config_.dataset, st.ToString());
-      });
-  task_->Start();
-  task_->Trigger();
-  std::lock_guard<std::mutex> s(status_mu_);
-  status_.running = true;
-  return Status::OK();
-}
-
-void EvmRpcJob::Stop() {
-  std::unique_ptr<PeriodicTask> task;
-  {
-    std::lock_guard<std::mutex> lock(run_mu_);
-    task = std::move(task_);
-  }
-  if (task) task->Stop();
-  std::lock_guard<std::mutex> s(status_mu_);
-  status_.running = false;
-}
-
 JobStatus EvmRpcJob::Describe() {
   std::lock_guard<std::mutex> s(status_mu_);
   JobStatus out = status_;
   if (rpc_) out.retries = rpc_->retries();
+  out.running = running();
   return out;
 }
 
@@ -132,16 +91,16 @@ Status EvmRpcJob::PollOnce() {
 
 Status EvmRpcJob::EnsureTablesLocked() {
   if (tables_ready_) return Status::OK();
-  for (EvmTable t : kEvmTables) {
-    ARROW_RETURN_NOT_OK(tables_->CreateTable({config_.dataset, EvmTableName(t)}, EvmSchema(t)).status());
+  for (ChainTable t : kAllTables) {
+    ARROW_RETURN_NOT_OK(tables_->CreateTable({config_.dataset, TableName(t)}, EvmSchema(t)).status());
   }
   tables_ready_ = true;
   return Status::OK();
 }
 
-Result<uint64_t> EvmRpcJob::ResumePointLocked(EvmTable t, uint64_t latest, bool* reorg) {
+Result<uint64_t> EvmRpcJob::ResumePointLocked(ChainTable t, uint64_t latest, bool* reorg) {
   *reorg = false;
-  table::TableId id{config_.dataset, EvmTableName(t)};
+  table::TableId id{config_.dataset, TableName(t)};
   ARROW_ASSIGN_OR_RAISE(auto state, tables_->State(id));
   if (state.empty()) return static_cast<uint64_t>(config_.start_block);
   ARROW_ASSIGN_OR_RAISE(auto tail, tables_->SegmentsOverlapping(id, state.end, state.end));
@@ -200,14 +159,13 @@ Status EvmRpcJob::PollLocked() {
       .With({config_.dataset})
       .Set(static_cast<double>(latest));
   if (!head) return Status::OK();
-  std::map<EvmTable, uint64_t> next;
+  std::map<ChainTable, uint64_t> next;
   uint64_t from = UINT64_MAX;
-  for (EvmTable t : kEvmTables) {
+  for (ChainTable t : kAllTables) {
     bool reorg = false;
     ARROW_ASSIGN_OR_RAISE(next[t], ResumePointLocked(t, latest, &reorg));
     from = std::min(from, next[t]);
-    if (reorg)
-      spdlog::info("job {}: {} reorganized: going on from block {}", config_.dataset, EvmTableName(t), next[t]);
+    if (reorg) spdlog::info("job {}: {} reorganized: going on from block {}", config_.dataset, TableName(t), next[t]);
   }
   const auto& writer = tables_->writer_config();
   const uint64_t window = static_cast<uint64_t>(writer.max_reorg_depth);
@@ -222,10 +180,10 @@ Status EvmRpcJob::PollLocked() {
     uint64_t to = from + std::min(blocks, per_round) - 1;
     ARROW_ASSIGN_OR_RAISE(EvmRows rows, source_->Read(from, to));
     int64_t bytes = 0;
-    for (EvmTable t : kEvmTables) {
+    for (ChainTable t : kAllTables) {
       if (next[t] > to) continue;
       uint64_t start = std::max(from, next[t]);
-      table::TableId id{config_.dataset, EvmTableName(t)};
+      table::TableId id{config_.dataset, TableName(t)};
       auto batch = From(RowsOf(rows, t), start);
       table::AppendRequest req;
       req.start_block = start;
@@ -244,12 +202,12 @@ Status EvmRpcJob::PollLocked() {
       bytes += appended->segment.bytes;
       next[t] = to + 1;
       metrics_->Counter("ingest_blocks_written_total", "Blocks written by ingest jobs.", {"dataset", "table"})
-          .With({config_.dataset, EvmTableName(t)})
+          .With({config_.dataset, TableName(t)})
           .Add(static_cast<double>(to - start + 1));
       std::lock_guard<std::mutex> s(status_mu_);
       status_.segments_written++;
       if (appended->reorg) status_.reorgs++;
-      status_.last_block[EvmTableName(t)] = to;
+      status_.last_block[TableName(t)] = to;
     }
     double measured = static_cast<double>(bytes) / static_cast<double>(to - from + 1);
     bytes_per_block_ = bytes_per_block_ > 0 ? 0.7 * bytes_per_block_ + 0.3 * measured : measured;

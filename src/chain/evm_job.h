@@ -31,7 +31,6 @@
 
 namespace sediment {
 class MetricsRegistry;
-class PeriodicTask;
 namespace table {
 class TableService;
 }
@@ -44,8 +43,6 @@ class EvmRpcJob : public Job {
   EvmRpcJob(JobConfig config, const WorkerConfig& worker, table::TableService* tables, MetricsRegistry* metrics);
   ~EvmRpcJob() override;
 
-  Status Start() override;
-  void Stop() override;
   Status PollOnce() override;
   JobStatus Describe() override;
   const JobConfig& config() const override { return config_; }
@@ -55,10 +52,9 @@ class EvmRpcJob : public Job {
   Status PollLocked();
   Status EnsureTablesLocked();
   // Where to go on writing table `t` (see above); *reorg if it is a reorg.
-  Result<uint64_t> ResumePointLocked(EvmTable t, uint64_t latest, bool* reorg);
+  Result<uint64_t> ResumePointLocked(ChainTable t, uint64_t latest, bool* reorg);
 
   const JobConfig config_;
-  const WorkerConfig worker_;
   table::TableService* const tables_;
   MetricsRegistry* const metrics_;
   std::unique_ptr<JsonRpcClient> rpc_;
@@ -68,9 +64,6 @@ class EvmRpcJob : public Job {
   std::mutex poll_mu_;
   bool tables_ready_ = false;   // GUARDED_BY(poll_mu_)
   double bytes_per_block_ = 0;  // GUARDED_BY(poll_mu_): sizes segments while catching up
-
-  std::mutex run_mu_;
-  std::unique_ptr<PeriodicTask> task_;  // GUARDED_BY(run_mu_)
 
   std::mutex status_mu_;
   JobStatus status_;  // GUARDED_BY(status_mu_)

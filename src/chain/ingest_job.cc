@@ -55,7 +55,8 @@ std::string AnchorKey(const std::string& dataset) { return "j/anchor/" + dataset
 
 IngestJob::IngestJob(JobConfig config, const WorkerConfig& worker, table::TableService* tables,
                      std::shared_ptr<kv::KvStore> kv, std::shared_ptr<Clock> clock, MetricsRegistry* metrics)
-    : config_(std::move(config)),
+    : Job(worker.poll_interval_secs),
+      config_(std::move(config)),
       worker_(worker),
       generator_(OptionsFrom(config_)),
       tables_(tables),
@@ -235,36 +236,42 @@ Status IngestJob::PollTableLocked(ChainTable table, uint64_t head) {
   return Status::OK();
 }
 
-Status IngestJob::Start() {
+Status Job::Start() {
   std::lock_guard<std::mutex> lock(run_mu_);
   if (task_) return Status::OK();
+  const std::string name = config().dataset;
   task_ = std::make_unique<PeriodicTask>(
-      "job-" + config_.dataset, std::chrono::milliseconds(static_cast<int64_t>(worker_.poll_interval_secs * 1000)),
-      [this] {
+      "job-" + name, std::chrono::milliseconds(static_cast<int64_t>(poll_interval_secs_ * 1000)), [this, name] {
         Status st = PollOnce();
-        if (!st.ok()) spdlog::warn("job {}: poll failed: {}", config_.dataset, st.ToString());
+        if (!st.ok()) spdlog::warn("job {}: poll failed: {}", name, st.ToString());
       });
   task_->Start();
   task_->Trigger();
-  std::lock_guard<std::mutex> s(status_mu_);
-  status_.running = true;
   return Status::OK();
 }
 
-void IngestJob::Stop() {
+void Job::Stop() {
   std::unique_ptr<PeriodicTask> task;
   {
     std::lock_guard<std::mutex> lock(run_mu_);
     task = std::move(task_);
   }
   if (task) task->Stop();
-  std::lock_guard<std::mutex> s(status_mu_);
-  status_.running = false;
+}
+
+bool Job::running() {
+  std::lock_guard<std::mutex> lock(run_mu_);
+  return task_ != nullptr;
 }
 
 JobStatus IngestJob::Describe() {
-  std::lock_guard<std::mutex> s(status_mu_);
-  return status_;
+  JobStatus out;
+  {
+    std::lock_guard<std::mutex> s(status_mu_);
+    out = status_;
+  }
+  out.running = running();
+  return out;
 }
 
 JobManager::JobManager(const Config& config, table::TableService* tables, std::shared_ptr<kv::KvStore> kv,

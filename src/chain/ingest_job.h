@@ -47,14 +47,25 @@ struct JobStatus {
 };
 
 // What JobManager runs: a job that follows a chain source into a dataset's tables.
+// Start() polls every poll_interval_secs on a thread of its own until Stop();
+// a subclass's destructor must call Stop() before its members go.
 class Job {
  public:
   virtual ~Job() = default;
-  virtual Status Start() = 0;
-  virtual void Stop() = 0;
+  Status Start();
+  void Stop();
+  bool running();
   virtual Status PollOnce() = 0;
   virtual JobStatus Describe() = 0;
   virtual const JobConfig& config() const = 0;
+
+ protected:
+  explicit Job(double poll_interval_secs) : poll_interval_secs_(poll_interval_secs) {}
+
+ private:
+  const double poll_interval_secs_;
+  std::mutex run_mu_;
+  std::unique_ptr<PeriodicTask> task_;  // GUARDED_BY(run_mu_)
 };
 
 class IngestJob : public Job {
@@ -63,10 +74,7 @@ class IngestJob : public Job {
             std::shared_ptr<Clock> clock, MetricsRegistry* metrics);
   ~IngestJob() override;
 
-  // Creates the tables if needed and starts polling every poll_interval_secs.
-  Status Start() override;
-  void Stop() override;
-  // One poll: writes whatever the source has beyond the tables.
+  // One poll (creating the tables if needed): writes whatever the source has beyond the tables.
   Status PollOnce() override;
   JobStatus Describe() override;
 
@@ -105,9 +113,6 @@ class IngestJob : public Job {
 
   mutable std::mutex status_mu_;
   JobStatus status_;  // GUARDED_BY(status_mu_)
-
-  std::mutex run_mu_;
-  std::unique_ptr<PeriodicTask> task_;  // GUARDED_BY(run_mu_)
 };
 
 // All jobs of a server, from [[jobs]].

@@ -189,7 +189,7 @@ Result<LiveSetChange> Appender::PlanChange(const TableInfo& table, const Segment
   result->reorg = true;
   // Nothing may have landed meanwhile: a tail another server appended after
   // our snapshot would otherwise survive next to the blocks that replace it.
-  change.expect_version = tail.version;
+  change.expect_version = tail.state.token;
   ARROW_ASSIGN_OR_RAISE(change.drop_hashes, registry_->HashedBlocksFrom(id, seg.start));
   for (const auto& s : tail.segments) {
     if (s.end < seg.start) {

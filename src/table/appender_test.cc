@@ -172,9 +172,9 @@ TEST_F(AppenderTest, TheFirstAppendRequiresTheTableStillEmpty) {
   };
   LiveSetChange a, b;
   a.add = {seg(0, 9)};
-  a.expect_version = snap->version;
+  a.expect_version = snap->state.token;
   b.add = {seg(5, 12)};
-  b.expect_version = snap->version;
+  b.expect_version = snap->state.token;
   ASSERT_TRUE(reg.Commit(id_, a, clock_->Now()).ok());
   EXPECT_TRUE(IsPreconditionFailed(reg.Commit(id_, b, clock_->Now()).status()));
   EXPECT_EQ(reg.TakeSnapshot(id_)->segments.size(), 1u);

@@ -269,7 +269,6 @@ Result<Snapshot> TableRegistry::TakeSnapshot(const TableId& id) {
     }));
     ARROW_RETURN_NOT_OK(LoadState(id, &v2).status());
     if (v1 == v2) {
-      snap.version = snap.state.token;
       if (!v1.empty()) {
         std::lock_guard<std::mutex> lock(cache_mu_);
         cache_[id] = snap;
@@ -285,7 +284,6 @@ Result<Snapshot> TableRegistry::TakeSnapshot(const TableId& id, uint64_t from, u
     Snapshot snap;
     std::string v1, v2;
     ARROW_ASSIGN_OR_RAISE(snap.state, LoadState(id, &v1));
-    snap.version = snap.state.token;
     if (!snap.state.empty() && from <= to && from <= snap.state.end && to >= snap.state.first) {
       // The segment holding `from` (if any) starts at or before it.
       ARROW_ASSIGN_OR_RAISE(auto floor, kv_->Floor(SegPrefix(id), SegKey(id, from)));

@@ -71,8 +71,7 @@ struct TableState {
 
 struct Snapshot {
   std::vector<SegmentRecord> segments;  // in block order
-  std::string version;                  // state.token
-  TableState state;
+  TableState state;                     // state.token is the snapshot's version
 };
 
 struct SegmentPage {
