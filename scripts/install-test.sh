@@ -9,7 +9,7 @@ cd "$ROOT"
 source scripts/lib.sh
 
 scripts/install.sh
-apt_install libgtest-dev libgmock-dev postgresql curl clang-format
+apt_install libgtest-dev libgmock-dev postgresql curl clang-format chromium chromium-driver
 pip_install_once requirements-test.txt || true
 
 # A Go toolchain for building MinIO: the machine's if it is 1.24 or newer,

@@ -20,7 +20,8 @@ Parquet files at its head, merged in the background. In another terminal:
   build/sediment query demo.logs --from 100 --to 101 --where 'log_index < 3'
   curl -s http://127.0.0.1:8000/metrics | grep compaction_
 
-Server: http://127.0.0.1:8000 (health: /api/v1/healthcheck). Ctrl-C stops it.
+API: http://127.0.0.1:8000/api/v1 (health: /api/v1/healthcheck). Ctrl-C stops it.
+Console: http://127.0.0.1:8000/
 
 MSG
 exec build/sediment serve --config config/demo.toml "$@"

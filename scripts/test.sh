@@ -16,3 +16,4 @@ eval "$(scripts/postgres.sh start "$services/postgres")"
 
 ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 600
 .venv/bin/python -m pytest -q tests "$@"
+echo "Console screenshots (the browser tests' artifacts): build/test-artifacts/console/"

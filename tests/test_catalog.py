@@ -113,6 +113,20 @@ def test_objects_listing_and_ranges(lakefs):
 
     assert bytes(c.objects_api.get_object("repo1", "main", "data/a.txt")) == b"hello world"
     assert bytes(c.objects_api.get_object("repo1", "main", "data/a.txt", range="bytes=6-10")) == b"world"
+    # Ranges past the end are clamped to the object (the console previews the first 64 KiB of anything);
+    # a range that starts past it is a 416, and several ranges serve the whole object.
+    obj = c.server.url + "/api/v1/repositories/repo1/refs/main/objects"
+    get = lambda rng: requests.get(obj, params={"path": "data/a.txt"}, headers={"Range": rng},
+                                   auth=(ADMIN_KEY, ADMIN_SECRET), timeout=10)
+    r = get("bytes=0-65535")
+    assert (r.status_code, r.content, r.headers["Content-Range"]) == (206, b"hello world", "bytes 0-10/11")
+    r = get("bytes=-100")
+    assert (r.status_code, r.content) == (206, b"hello world")
+    assert (get("bytes=4-").status_code, get("bytes=4-").content) == (206, b"o world")
+    r = get("bytes=11-20")
+    assert r.status_code == 416 and "not satisfiable for 11 bytes" in r.json()["message"]
+    assert r.headers["Content-Range"] == "bytes */11"
+    assert (get("bytes=0-1,3-4").status_code, get("bytes=0-1,3-4").content) == (200, b"hello world")
 
     for ref in ["main"]:
         delimited, pages = list_paths(c, ref, delimiter="/", amount=2)

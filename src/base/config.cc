@@ -112,6 +112,12 @@ const std::vector<Option>& Options() {
       {"gateway.region", FIELD(gateway.region), T::kString, Check<std::string>([](const std::string& v) {
          return v.empty() ? std::string("must not be empty") : std::string();
        })},
+      {"console.enabled", FIELD(console.enabled), T::kBool, Any()},
+      {"console.dir", FIELD(console.dir), T::kString,
+       Check<std::string>([](const std::string& v) { return v.empty() ? std::string() : AbsoluteDirectory(v); })},
+      {"console.chart_js", FIELD(console.chart_js), T::kString, Check<std::string>([](const std::string& v) {
+         return v.empty() || v.front() != '/' ? fmt::format("\"{}\" is not an absolute file path", v) : std::string();
+       })},
       {"auth.encrypt_secret_key", FIELD(auth.encrypt_secret_key), T::kString, Any(), {}, true},
       {"storage.data_dir", FIELD(storage.data_dir), T::kString, Check<std::string>([](const std::string& v) {
          return v.empty() ? std::string("must not be empty") : std::string();

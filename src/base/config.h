@@ -36,6 +36,18 @@ struct GatewayConfig {
   std::string region = "us-east-1";
 };
 
+// The web console (src/server/console.h, docs/console.md), served at / on
+// server.listen.
+struct ConsoleConfig {
+  bool enabled = true;
+  // Its pages; "" = <dir of the sediment binary>/console, then ../console
+  // (a build tree beside the source's console/).
+  std::string dir;
+  // Chart.js, served to the pages as /_console/vendor/chart.js (Debian's
+  // libjs-chart.js by default).
+  std::string chart_js = "/usr/share/javascript/chart.js/chart.min.js";
+};
+
 struct AuthConfig {
   // Encrypts stored access-key secrets (the S3 gateway needs them to check
   // signatures). "" = a random key kept in the database.
@@ -170,6 +182,7 @@ struct JobConfig {
 struct Config {
   ServerConfig server;
   GatewayConfig gateway;
+  ConsoleConfig console;
   AuthConfig auth;
   StorageConfig storage;
   DatabaseConfig database;

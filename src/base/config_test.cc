@@ -173,6 +173,9 @@ TEST_F(ConfigTest, NamespaceSettings) {
        "catalog.s3_namespace_prefixes: \"gs://lake\" is not s3://bucket or s3://bucket/prefix"},
       {"[catalog]\ns3_namespace_prefixes = [\"s3://\"]\n", "\"s3://\" is not s3://bucket or s3://bucket/prefix"},
       {"[catalog]\ns3_namespace_prefixes = [\"s3://lake/a/../b\"]\n", "\"s3://lake/a/../b\" is not s3://bucket"},
+      {"[console]\ndir = \"console\"\n", "config.toml:2: console.dir: \"console\" is not an absolute directory"},
+      {"[console]\nchart_js = \"chart.js\"\n", "console.chart_js: \"chart.js\" is not an absolute file path"},
+      {"[console]\nenabled = \"yes\"\n", "console.enabled"},
   };
   for (const auto& c : bad_files) {
     auto bad = Config::Load(Write(c.toml), {});

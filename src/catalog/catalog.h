@@ -280,8 +280,10 @@ class Catalog {
   // Runs in a commit right after it sealed the staging token (tests interleave with it).
   void SetAfterCommitSealForTesting(std::function<void()> hook) { after_commit_seal_ = std::move(hook); }
 
-  // Called after every staged write or delete with (repo, branch, count).
-  using MutationListener = std::function<void(const std::string&, const std::string&, int64_t)>;
+  // Called after every staged write or delete with (repo, branch, the staging
+  // token the writes landed in, count).
+  using MutationListener =
+      std::function<void(const std::string& repo, const std::string& branch, const std::string& token, int64_t n)>;
   void SetMutationListener(MutationListener listener) { on_mutation_ = std::move(listener); }
   // Called after a branch is deleted (branch "" : every branch of a deleted repository).
   using BranchGoneListener = std::function<void(const std::string& repo, const std::string& branch)>;
@@ -344,15 +346,17 @@ class Catalog {
   // to another commit, meanwhile, writes again on the branch as it is now. A
   // token the write may have landed in after it was dropped is queued for
   // dropping again. Busy ("... retry the <what>") if the branch kept changing.
+  // `*token`, if given: the staging token the write stayed in.
   Status WriteStaged(const std::string& repo, const std::string& branch,
-                     const std::function<Status(const Branch& branch)>& write, const char* what);
+                     const std::function<Status(const Branch& branch)>& write, const char* what,
+                     std::string* token = nullptr);
   // Queues `token` for the background dropper.
   Status QueueDrop(const std::string& token);
   // One pass of ResetPath on the branch as loaded (see catalog_reset.cc).
   Status ResetPathOn(const Repository& repo, const Branch& branch, const std::string& path, bool prefix);
   // PutEntry with if_absent: one atomic check-and-write on the current token.
   Status PutIfAbsent(const Repository& repo, const std::string& branch, const std::string& path,
-                     const std::string& value);
+                     const std::string& value, std::string* token);
   // The encoded entry of `path` on `branch` (tokens, then its base meta-range),
   // nullopt if absent or deleted. Skips the current token unless `include_current`.
   Result<std::optional<std::string>> LookupOnBranch(const Repository& repo, const Branch& branch,

@@ -15,7 +15,8 @@
 namespace sediment::catalog {
 
 Status Catalog::WriteStaged(const std::string& repo_id, const std::string& branch,
-                            const std::function<Status(const Branch& branch)>& write, const char* what) {
+                            const std::function<Status(const Branch& branch)>& write, const char* what,
+                            std::string* token) {
   ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo_id, branch));
   for (int i = 0; i < internal::kCasRetries; ++i) {
     const Branch& wrote_on = rec.branch;
@@ -29,6 +30,7 @@ Status Catalog::WriteStaged(const std::string& repo_id, const std::string& branc
     }
     ARROW_RETURN_NOT_OK(now.status());
     if (now->branch.staging_token == wrote_on.staging_token && now->branch.commit_id == wrote_on.commit_id) {
+      if (token) *token = wrote_on.staging_token;
       return Status::OK();
     }
     // A commit or compaction sealed the token (write again to the new one), or
@@ -63,13 +65,14 @@ Status Catalog::PutEntry(const Repository& repo, const std::string& branch, cons
   if (!force) ARROW_RETURN_NOT_OK(CheckWritable(repo));
   ARROW_RETURN_NOT_OK(CheckProtection(repo, branch, /*commit=*/false));
   std::string value = EncodeEntry(entry);
+  std::string token;
   if (if_absent) {
-    ARROW_RETURN_NOT_OK(PutIfAbsent(repo, branch, path, value));
+    ARROW_RETURN_NOT_OK(PutIfAbsent(repo, branch, path, value, &token));
   } else {
     auto write = [&](const Branch& b) { return kv_->Set(StagingPrefix(b.staging_token) + path, value); };
-    ARROW_RETURN_NOT_OK(WriteStaged(repo_id, branch, write, "write"));
+    ARROW_RETURN_NOT_OK(WriteStaged(repo_id, branch, write, "write", &token));
   }
-  if (on_mutation_) on_mutation_(repo_id, branch, 1);
+  if (on_mutation_) on_mutation_(repo_id, branch, token, 1);
   return Status::OK();
 }
 
@@ -79,7 +82,7 @@ Status Catalog::PutEntry(const Repository& repo, const std::string& branch, cons
 // write that loses either race re-reads and checks again; no re-check after the
 // write is needed, since it cannot land in a token that was sealed meanwhile.
 Status Catalog::PutIfAbsent(const Repository& repo, const std::string& branch, const std::string& path,
-                            const std::string& value) {
+                            const std::string& value, std::string* token) {
   auto exists = [&] {
     return PreconditionFailed(fmt::format("object \"{}\" already exists on branch \"{}\"", path, branch));
   };
@@ -101,6 +104,7 @@ Status Catalog::PutIfAbsent(const Repository& repo, const std::string& branch, c
     }
     batch.Put(key, value);
     Status st = kv_->Apply(batch);
+    if (st.ok()) *token = rec.branch.staging_token;
     if (!IsPreconditionFailed(st)) return st;
   }
   return Busy(fmt::format("branch \"{}\" kept changing; retry the write of \"{}\"", branch, path));
@@ -121,8 +125,9 @@ Status Catalog::PutEntries(const std::string& repo_id, const std::string& branch
       }
       return kv_->Apply(batch);
     };
-    ARROW_RETURN_NOT_OK(WriteStaged(repo_id, branch, write, "write"));
-    if (on_mutation_) on_mutation_(repo_id, branch, static_cast<int64_t>(end - start));
+    std::string token;
+    ARROW_RETURN_NOT_OK(WriteStaged(repo_id, branch, write, "write", &token));
+    if (on_mutation_) on_mutation_(repo_id, branch, token, static_cast<int64_t>(end - start));
   }
   return Status::OK();
 }
@@ -141,16 +146,25 @@ Result<int64_t> Catalog::DeleteEntries(const std::string& repo_id, const std::st
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
   if (!force) ARROW_RETURN_NOT_OK(CheckWritable(repo));
   ARROW_RETURN_NOT_OK(CheckProtection(repo, branch, /*commit=*/false));
-  int64_t deleted = 0;
+  int64_t deleted = 0, run = 0;  // run: deletes counted into `token` but not reported yet
+  std::string token;
+  auto report = [&] {
+    if (on_mutation_ && run > 0) on_mutation_(repo_id, branch, token, run);
+    run = 0;
+  };
   for (const auto& p : paths) {
     auto e = GetEntry(repo_id, branch, p);
     if (IsNotFound(e.status())) continue;
     ARROW_RETURN_NOT_OK(e.status());
     auto write = [&](const Branch& b) { return kv_->Set(StagingPrefix(b.staging_token) + p, ""); };
-    ARROW_RETURN_NOT_OK(WriteStaged(repo_id, branch, write, "delete"));
+    std::string landed;
+    ARROW_RETURN_NOT_OK(WriteStaged(repo_id, branch, write, "delete", &landed));
+    if (landed != token) report();  // a commit sealed the token between two deletes
+    token = landed;
+    ++run;
     ++deleted;
   }
-  if (on_mutation_ && deleted > 0) on_mutation_(repo_id, branch, deleted);
+  report();
   return deleted;
 }
 

@@ -495,6 +495,32 @@ TEST_F(StagingCompactionTest, RandomOperationsMatchAMapModel) {
 namespace sediment::catalog {
 namespace {
 
+// Writes counted before a commit but flushed after it were committed: the
+// branch has nothing staged, and only writes into the new token count.
+TEST_F(StagingCompactionTest, WritesACommitTookAreNotCountedAfterIt) {
+  MetricsRegistry metrics;
+  StagingCompactorOptions opts{.auto_trigger = false, .threshold = 1000, .workers = 1, .owner = "a"};
+  StagingCompactor compactor(catalog_.get(), kv_, clock_, &metrics, opts);
+  ASSERT_OK(compactor.Start(false));
+  for (int i = 0; i < 3; ++i) Put(fmt::format("c{}", i), "v");
+  CommitParams p;
+  p.committer = "t";
+  p.message = "took them";
+  ASSERT_OK(catalog_->CommitBranch("repo", "main", p).status());
+  ASSERT_OK(compactor.Flush());
+  EXPECT_EQ(*compactor.StagedMutations("repo", "main"), 0) << "the commit took the three writes";
+
+  Put("after", "v");
+  ASSERT_OK(catalog_->DeleteEntries("repo", "main", {"c0", "c1"}, false).status());
+  ASSERT_OK(compactor.Flush());
+  EXPECT_EQ(*compactor.StagedMutations("repo", "main"), 3) << "one write and two deletes since";
+  ASSERT_OK(catalog_->CommitBranch("repo", "main", p).status());
+  Put("later", "v");
+  ASSERT_OK(compactor.Flush());
+  EXPECT_EQ(*compactor.StagedMutations("repo", "main"), 1);
+  compactor.Stop();
+}
+
 TEST_F(StagingCompactionTest, ABranchsStagedMutationsSeriesGoesWithTheBranch) {
   MetricsRegistry metrics;
   StagingCompactorOptions opts{.auto_trigger = false, .threshold = 1000, .workers = 1, .owner = "a"};

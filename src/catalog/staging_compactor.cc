@@ -51,8 +51,8 @@ StagingCompactor::~StagingCompactor() { Stop(); }
 
 Status StagingCompactor::Start(bool background) {
   pool_ = std::make_unique<ThreadPool>("staging-compact", options_.workers, /*max_queued=*/0);
-  catalog_->SetMutationListener(
-      [this](const std::string& repo, const std::string& branch, int64_t n) { RecordMutations(repo, branch, n); });
+  catalog_->SetMutationListener([this](const std::string& repo, const std::string& branch, const std::string& token,
+                                       int64_t n) { RecordMutations(repo, branch, token, n); });
   catalog_->SetBranchGoneListener(
       [this](const std::string& repo, const std::string& branch) { ForgetBranch(repo, branch); });
   if (background) {
@@ -114,14 +114,34 @@ void StagingCompactor::ForgetBranch(const std::string& repo, const std::string& 
   }
 }
 
-void StagingCompactor::RecordMutations(const std::string& repo, const std::string& branch, int64_t n) {
+void StagingCompactor::RecordMutations(const std::string& repo, const std::string& branch, const std::string& token,
+                                       int64_t n) {
   std::lock_guard<std::mutex> lock(mu_);
-  deltas_[{repo, branch}] += n;
+  AddDelta({repo, branch}, {token, n}, /*newer=*/true);
 }
+
+void StagingCompactor::AddDelta(const BranchKey& key, const Delta& d, bool newer) {
+  auto [it, fresh] = deltas_.try_emplace(key, d);
+  if (fresh) return;
+  if (it->second.token == d.token) {
+    it->second.n += d.n;
+  } else if (newer) {
+    // Writes since a seal go to a new token; the older delta's writes were
+    // committed or compacted, so they are staged no more.
+    it->second = d;
+  }  // else: `d` is a retried delta older than the writes counted since: dropped
+}
+
+namespace {
+
+// A count holds while the branch's commit and compacted meta-range do.
+std::string EpochOf(const catalog::Branch& b) { return b.commit_id + "/" + b.compacted_meta_range_id; }
+
+}  // namespace
 
 Result<std::string> StagingCompactor::CounterEpoch(const std::string& repo, const std::string& branch) {
   ARROW_ASSIGN_OR_RAISE(auto b, catalog_->GetBranch(repo, branch));
-  return b.commit_id + "/" + b.compacted_meta_range_id;
+  return EpochOf(b);
 }
 
 Result<int64_t> StagingCompactor::StagedMutations(const std::string& repo, const std::string& branch) {
@@ -135,7 +155,7 @@ Result<int64_t> StagingCompactor::StagedMutations(const std::string& repo, const
 }
 
 Status StagingCompactor::Flush() {
-  std::map<BranchKey, int64_t> deltas;
+  std::map<BranchKey, Delta> deltas;
   bool recheck;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -144,21 +164,24 @@ Status StagingCompactor::Flush() {
   }
   if (recheck) ARROW_RETURN_NOT_OK(RecheckCounters());
   Status first_error;
-  for (const auto& [key, delta] : deltas) {
+  for (const auto& [key, pending] : deltas) {
     const auto& [repo, branch] = key;
+    const Delta& delta = pending;
     int64_t count = 0;
     bool gone = false;
     Status st = [&]() -> Status {
       for (int attempt = 0; attempt < 10; ++attempt) {
-        auto epoch = CounterEpoch(repo, branch);
-        if (IsNotFound(epoch.status())) {  // branch or repository gone
+        auto b = catalog_->GetBranch(repo, branch);
+        if (IsNotFound(b.status())) {  // branch or repository gone
           gone = true;
           return Status::OK();
         }
-        ARROW_RETURN_NOT_OK(epoch.status());
+        ARROW_RETURN_NOT_OK(b.status());
+        auto epoch = std::make_optional(EpochOf(*b));
         auto raw = kv_->Get(CounterKey(repo, branch));
         std::optional<std::string> expected;
-        count = delta;
+        // Writes into a token sealed since (committed or compacted) are not staged any more.
+        count = b->staging_token == delta.token ? delta.n : 0;
         if (raw.ok()) {
           expected = *raw;
           auto j = json::parse(*raw, nullptr, false);
@@ -180,7 +203,7 @@ Status StagingCompactor::Flush() {
     if (!st.ok()) {
       // Keep the delta for the next flush.
       std::lock_guard<std::mutex> lock(mu_);
-      deltas_[key] += delta;
+      AddDelta(key, delta, /*newer=*/false);
       if (first_error.ok()) first_error = st;
       continue;
     }

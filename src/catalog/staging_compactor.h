@@ -78,8 +78,10 @@ class StagingCompactor {
   // lease is held elsewhere.
   Status CompactNow(const std::string& repo, const std::string& branch);
 
-  // Counts staged mutations (the catalog's mutation listener).
-  void RecordMutations(const std::string& repo, const std::string& branch, int64_t n);
+  // Counts staged mutations written into staging token `token` (the catalog's
+  // mutation listener). Writes into a token that a commit or compaction has
+  // sealed since are not counted: the sealed token's entries left staging.
+  void RecordMutations(const std::string& repo, const std::string& branch, const std::string& token, int64_t n);
   // Flushes counted mutations to the shared counters and triggers compactions.
   Status Flush();
   // The shared count for a branch.
@@ -112,9 +114,16 @@ class StagingCompactor {
   std::unique_ptr<PeriodicTask> flusher_;
 
   std::mutex mu_;
-  std::map<BranchKey, int64_t> deltas_;  // GUARDED_BY(mu_)
-  std::set<BranchKey> running_;          // GUARDED_BY(mu_): compactions queued or running here
-  int flushes_ = 0;                      // GUARDED_BY(mu_)
+  struct Delta {
+    std::string token;  // the staging token the counted writes went to
+    int64_t n = 0;
+  };
+  // Adds `d` to the branch's pending delta. A pending delta of another token
+  // is replaced if `d` is `newer` (just counted), else `d` is dropped.
+  void AddDelta(const BranchKey& key, const Delta& d, bool newer);  // REQUIRES: mu_ held
+  std::map<BranchKey, Delta> deltas_;                               // GUARDED_BY(mu_)
+  std::set<BranchKey> running_;  // GUARDED_BY(mu_): compactions queued or running here
+  int flushes_ = 0;              // GUARDED_BY(mu_)
 };
 
 }  // namespace sediment::catalog

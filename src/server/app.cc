@@ -19,6 +19,7 @@
 #include "chain/ingest_job.h"
 #include "kv/kv.h"
 #include "server/auth.h"
+#include "server/console.h"
 #include "server/errors.h"
 #include "server/http_server.h"
 #include "server/jobs_api.h"
@@ -156,6 +157,12 @@ Status App::Start() {
       .With({})
       .Set(static_cast<double>(ToUnixMicros(clock_->Now())) / 1e6);
 
+  if (config_.console.enabled) {
+    auto dir = FindConsoleDir(config_.console.dir);
+    if (!dir.ok() && !config_.console.dir.empty()) return dir.status();  // asked for, and wrong
+    if (!dir.ok()) spdlog::warn("console off: {}", dir.status().message());
+    console_dir_ = dir.ok() ? *dir : "";
+  }
   RegisterRoutes();
   http_->Start();
   if (gateway_http_) {
@@ -167,6 +174,7 @@ Status App::Start() {
   ARROW_RETURN_NOT_OK(jobs_->Start());
   spdlog::info("sediment {} listening on http://{}:{} (kv: {}, objects: {})", kVersion, host, http_->port(),
                kv_->Describe(), blobs_->Describe());
+  if (!console_dir_.empty()) spdlog::info("console: http://{}:{}/", host, http_->port());
   return Status::OK();
 }
 
@@ -211,7 +219,7 @@ bool App::GuardTablesAndJobs(const httplib::Request& req, httplib::Response& res
   auto user = auth_->Authenticate(req.get_header_value("Authorization"));
   Status st = user.ok() ? auth_->Authorize(*user, action, resource) : user.status();
   if (st.ok()) return true;
-  if (IsUnauthorized(st)) res.set_header("WWW-Authenticate", "Basic realm=\"sediment\"");
+  if (IsUnauthorized(st)) ChallengeBasic(req, res);
   ReplyError(res, st);
   return false;
 }
@@ -228,8 +236,16 @@ void App::RegisterRoutes() {
   http_->Handle("GET", "/metrics", "/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.RenderPrometheus(), "text/plain; version=0.0.4; charset=utf-8");
   });
+  GatewayOptions gateway = GatewayOptionsOf(config_);
+  if (!console_dir_.empty()) {
+    ConsoleFiles files{console_dir_, config_.console.chart_js};
+    RegisterConsole(http_.get(), files);
+    gateway.browser_page = [files](const httplib::Request& req, httplib::Response& res) {
+      ServeConsolePage(files, req, res);
+    };
+  }
   // Last: it takes every path the routes above do not.
-  RegisterS3Gateway(http_.get(), catalog_.get(), auth_.get(), GatewayOptionsOf(config_));
+  RegisterS3Gateway(http_.get(), catalog_.get(), auth_.get(), gateway);
 }
 
 void App::Stop() {

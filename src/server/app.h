@@ -98,6 +98,7 @@ class App {
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<HttpServer> gateway_http_;  // only with [gateway] listen
   bool started_ = false;
+  std::string console_dir_;  // "" = no console
   std::atomic<bool> auth_enforced_{false};
 };
 

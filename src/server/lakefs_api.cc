@@ -132,7 +132,7 @@ void Register(HttpServer* http, const std::shared_ptr<const Context>& ctx, const
                   : IsUnauthorized(user.status()) ? Unauthorized("error authenticating request")
                                                   : user.status();
       if (!st.ok()) {
-        if (IsUnauthorized(st)) res.set_header("WWW-Authenticate", "Basic realm=\"sediment\"");
+        if (IsUnauthorized(st)) ChallengeBasic(req, res);
         ReplyError(res, st);
       }
     });

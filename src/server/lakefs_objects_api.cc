@@ -9,6 +9,7 @@
 
 #include "base/failpoint.h"
 #include "blob/blob.h"
+#include "server/byte_range.h"
 #include "server/errors.h"
 #include "server/lakefs_api_internal.h"
 
@@ -426,12 +427,28 @@ Status GetObject(const Context& ctx, const Req& req, Res& res, const std::string
   res.set_header("ETag", etag);
   res.set_header("Last-Modified", HttpDate(e.mtime));
   res.set_header("Accept-Ranges", "bytes");
-  // httplib serves a Range request from the provider itself (206 + Content-Range).
+  // Ranges are served here, clamped to the object (httplib's own handling does
+  // not clamp, and would promise bytes past the end).
+  bool unsatisfiable = false;
+  auto range = ParseByteRange(req.get_header_value("Range"), e.size, &unsatisfiable);
+  const_cast<Req&>(req).ranges.clear();
+  if (unsatisfiable) {
+    res.set_header("Content-Range", fmt::format("bytes */{}", e.size));
+    ReplyError(res, 416,
+               fmt::format("the range \"{}\" is not satisfiable for {} bytes", req.get_header_value("Range"), e.size));
+    return Status::OK();
+  }
+  int64_t first = range ? range->first : 0, length = range ? range->length : e.size;
+  res.status = 200;
+  if (range) {
+    res.status = 206;
+    res.set_header("Content-Range", fmt::format("bytes {}-{}/{}", first, first + length - 1, e.size));
+  }
   res.set_content_provider(
-      static_cast<size_t>(e.size), e.content_type, [file](size_t offset, size_t length, httplib::DataSink& sink) {
-        size_t n = std::min<size_t>(length, 1 << 20);
-        auto buf = file->ReadAt(static_cast<int64_t>(offset), static_cast<int64_t>(n));
-        if (!buf.ok()) return false;
+      static_cast<size_t>(length), e.content_type, [file, first](size_t offset, size_t n, httplib::DataSink& sink) {
+        size_t take = std::min<size_t>(n, 1 << 20);
+        auto buf = file->ReadAt(first + static_cast<int64_t>(offset), static_cast<int64_t>(take));
+        if (!buf.ok() || (*buf)->size() == 0) return false;
         return sink.write(reinterpret_cast<const char*>((*buf)->data()), static_cast<size_t>((*buf)->size()));
       });
   return Status::OK();

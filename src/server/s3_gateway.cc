@@ -194,6 +194,11 @@ Status NotSupported(const std::string& what) {
 
 Status Dispatch(const Gateway& gw, const Req& req, Res& res, const Reader* body) {
   ARROW_ASSIGN_OR_RAISE(Target t, ParseTarget(gw.options, req));
+  if (t.bucket.empty() && gw.options.browser_page && (req.method == "GET" || req.method == "HEAD") &&
+      req.params.empty() && !IsAwsSigned(req)) {
+    gw.options.browser_page(req, res);
+    return Status::OK();
+  }
   ARROW_ASSIGN_OR_RAISE(Caller c, Authenticate(gw, req, t));
   const std::string& m = req.method;
   for (const char* sub : kUnsupported) {

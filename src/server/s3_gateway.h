@@ -9,6 +9,7 @@
 // <bucket>.<domain_name>. [gateway] listen gives it a port of its own too.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct GatewayOptions {
   // (<bucket>.<name>); a request to <name> itself is path-style.
   std::vector<std::string> domain_names = {"s3.local.lakefs.io"};
   std::string region = "us-east-1";
+  // Set: an unsigned GET of the service (/ on a non-bucket host, no query) is a
+  // browser, and gets this instead of ListBuckets' AccessDenied (the console).
+  std::function<void(const httplib::Request&, httplib::Response&)> browser_page;
 };
 
 // True if `req` carries an AWS signature (header or query).

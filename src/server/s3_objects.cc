@@ -9,6 +9,7 @@
 
 #include "base/failpoint.h"
 #include "blob/blob.h"
+#include "server/byte_range.h"
 #include "server/lakefs_api_internal.h"
 #include "server/s3_gateway_internal.h"
 
@@ -17,43 +18,14 @@ namespace {
 
 constexpr size_t kReadChunk = 1 << 20;
 
-struct ByteRange {
-  int64_t first = 0, length = 0;
-};
-
-// A single "bytes=a-b" / "bytes=a-" / "bytes=-n" range over `size` bytes:
-// nullopt when absent or not one well-formed range (then the whole object is
-// served, as S3 does); InvalidRange when it cannot be satisfied.
+// S3's words for a range that cannot be satisfied.
 Result<std::optional<ByteRange>> ParseRange(const std::string& header, int64_t size) {
-  if (header.rfind("bytes=", 0) != 0 || header.find(',') != std::string::npos) return std::nullopt;
-  std::string spec = header.substr(6);
-  size_t dash = spec.find('-');
-  if (dash == std::string::npos) return std::nullopt;
-  auto num = [](std::string_view s, int64_t* out) {
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-    return ec == std::errc() && p == s.data() + s.size() && *out >= 0;
-  };
-  std::string_view a = std::string_view(spec).substr(0, dash), b = std::string_view(spec).substr(dash + 1);
-  int64_t first = 0, last = 0;
-  auto unsatisfiable = [&] {
+  bool unsatisfiable = false;
+  auto range = ParseByteRange(header, size, &unsatisfiable);
+  if (unsatisfiable) {
     return S3Error(416, "InvalidRange", fmt::format("the range \"{}\" is not satisfiable for {} bytes", header, size));
-  };
-  if (a.empty()) {  // the last n bytes
-    if (!num(b, &last) || last == 0)
-      return b.empty() ? Result<std::optional<ByteRange>>(std::nullopt) : unsatisfiable();
-    int64_t n = std::min(last, size);
-    if (n == 0) return unsatisfiable();
-    return ByteRange{size - n, n};
   }
-  if (!num(a, &first)) return std::nullopt;
-  if (b.empty()) {
-    last = size - 1;
-  } else if (!num(b, &last) || last < first) {
-    return std::nullopt;
-  }
-  if (first >= size) return unsatisfiable();
-  last = std::min(last, size - 1);
-  return ByteRange{first, last - first + 1};
+  return range;
 }
 
 // S3's conditional GET/HEAD: 412 for a failed If-Match/If-Unmodified-Since,

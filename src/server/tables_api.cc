@@ -398,12 +398,61 @@ Status GetHistory(TableService* tables, const httplib::Request& req, httplib::Re
                         tables->AppendHistory(id, static_cast<int64_t>(since.value_or(0)), after, amount, &more));
   json appends = json::array();
   for (const auto& a : history) {
-    appends.push_back(
-        {{"t_us", a.t_us}, {"bytes", a.bytes}, {"rows", a.rows}, {"start_block", a.start}, {"end_block", a.end}});
+    appends.push_back({{"t_us", a.t_us},
+                       {"bytes", a.bytes},
+                       {"stored_bytes", a.stored_bytes},
+                       {"rows", a.rows},
+                       {"start_block", a.start},
+                       {"end_block", a.end}});
   }
   size_t n = appends.size();
   std::string next = history.empty() ? "" : history.back().cursor;
   ReplyJson(res, 200, {{"appends", std::move(appends)}, {"pagination", PageJson(more, next, n, amount)}});
+  return Status::OK();
+}
+
+// Passes that planned merges, newest first (?since_us, ?after, ?amount).
+Status GetPasses(TableService* tables, const httplib::Request& req, httplib::Response& res) {
+  ARROW_ASSIGN_OR_RAISE(auto id, IdFrom(req));
+  ARROW_ASSIGN_OR_RAISE(auto since, U64QueryParam(req, "since_us"));
+  ARROW_ASSIGN_OR_RAISE(size_t amount, PageSize(req));
+  std::string after = req.has_param("after") ? req.get_param_value("after") : "";
+  bool more = false;
+  ARROW_ASSIGN_OR_RAISE(auto passes,
+                        tables->PassHistory(id, static_cast<int64_t>(since.value_or(0)), after, amount, &more));
+  json out = json::array();
+  for (const auto& p : passes) {
+    json merges = json::array();
+    for (const auto& m : p.merges) {
+      json j = {{"outcome", m.outcome}, {"inputs", m.inputs},     {"start_block", m.start},
+                {"end_block", m.end},   {"bytes_in", m.bytes_in}, {"bytes_out", m.bytes_out}};
+      if (!m.error.empty()) j["error"] = m.error;
+      merges.push_back(std::move(j));
+    }
+    out.push_back({{"t_us", p.t_us},
+                   {"seconds", p.seconds},
+                   {"server", p.server},
+                   {"files_considered", p.files_considered},
+                   {"files_after", p.files_after},
+                   {"stored_bytes_after", p.stored_bytes_after},
+                   {"merges_total", p.merges_total},
+                   {"merges", std::move(merges)}});
+  }
+  size_t n = out.size();
+  std::string next = passes.empty() ? "" : passes.back().cursor;
+  ReplyJson(res, 200, {{"passes", std::move(out)}, {"pagination", PageJson(more, next, n, amount)}});
+  return Status::OK();
+}
+
+// Files waiting for GC.
+Status GetGcBacklog(TableService* tables, const httplib::Request& req, httplib::Response& res) {
+  ARROW_ASSIGN_OR_RAISE(auto id, IdFrom(req));
+  ARROW_ASSIGN_OR_RAISE(auto b, tables->GcBacklogOf(id));
+  ReplyJson(res, 200,
+            {{"files", b.files},
+             {"due", b.due},
+             {"oldest_removed_us", b.oldest_removed_us},
+             {"grace_seconds", b.grace_seconds}});
   return Status::OK();
 }
 
@@ -431,6 +480,8 @@ std::vector<ApiRoute<TableService>> Routes() {
       {"POST", tbl + "/compact",                     tbl_label + "/compact",              Compact},
       {"GET",  tbl + "/history",                     tbl_label + "/history",              GetHistory},
       {"GET",  tbl + "/histogram",                   tbl_label + "/histogram",            GetHistogram},
+      {"GET",  tbl + "/passes",                      tbl_label + "/passes",               GetPasses},
+      {"GET",  tbl + "/gc",                          tbl_label + "/gc",                   GetGcBacklog},
   };
   // clang-format on
 }

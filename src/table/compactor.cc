@@ -70,7 +70,14 @@ Result<PassResult> Compactor::RunPass(const TableId& id, const ProgressFn& progr
 MergeOutcome Compactor::MergeAndSwap(const TableInfo& table, const std::vector<SegmentRecord>& inputs,
                                      const MergeContext& ctx) {
   MergeOutcome out;
-  for (const auto& s : inputs) out.inputs.push_back(s.id);
+  for (const auto& s : inputs) {
+    out.inputs.push_back(s.id);
+    out.input_stored_bytes += s.stored_bytes;
+  }
+  if (!inputs.empty()) {
+    out.start = inputs.front().start;
+    out.end = inputs.back().end;
+  }
   if (*stopping_) {
     out.status = MergeStatus::kStopped;
     out.error = "server stopping";

@@ -49,6 +49,8 @@ enum class MergeStatus {
 struct MergeOutcome {
   MergeStatus status = MergeStatus::kFailed;
   std::vector<std::string> inputs;      // segment ids
+  uint64_t start = 0, end = 0;          // the inputs' blocks
+  int64_t input_stored_bytes = 0;       // the inputs' file sizes
   std::optional<SegmentRecord> output;  // kMerged
   MergeStats stats;                     // kMerged: row groups copied and re-encoded
   std::string error;                    // kFailed, kStopped: why

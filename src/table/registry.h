@@ -9,6 +9,8 @@
 //   t/gc/<ds>/<t>/<segment id>    GC manifest entry
 //   t/lease/<ds>/<t>              which server compacts the table (kv::Lease; TableService)
 //   t/hist/<ds>/<t>/<time:020>-<id>  one record per appended segment, for the simulator's replay
+//   t/pass/<ds>/<t>/<rtime:020>-<n>  one record per compaction pass that merged
+//                                 anything, newest first (rtime = INT64_MAX - time)
 //   t/bh/<ds>/<t>/<block:020>     a block's hash, kept within the reorg window ([writer] max_reorg_depth)
 //
 // Live segments never overlap, so the first block is a unique, ordered key,
@@ -86,7 +88,28 @@ struct AppendRecord {
   int64_t rows = 0;
   uint64_t start = 0;
   uint64_t end = 0;
-  std::string cursor;  // where a page that ends here resumes ("<time:020>-<segment id>")
+  std::string cursor;        // where a page that ends here resumes ("<time:020>-<segment id>")
+  int64_t stored_bytes = 0;  // the file's size (0 in records written before it was kept)
+};
+
+// One compaction pass that planned merges, as the pass history keeps it.
+struct PassRecord {
+  struct Merge {
+    std::string outcome;  // "merged", "failed", "discarded", "stopped"
+    int64_t inputs = 0;   // files
+    uint64_t start = 0, end = 0;
+    int64_t bytes_in = 0, bytes_out = 0;  // stored bytes
+    std::string error;
+  };
+  int64_t t_us = 0;  // when it started
+  double seconds = 0;
+  std::string server;
+  int64_t files_considered = 0;
+  int64_t files_after = 0, stored_bytes_after = 0;  // the live set when it ended
+  std::vector<Merge> merges;                        // the first kMaxMerges of them
+  int64_t merges_total = 0;
+  std::string cursor;  // where a page that ends here resumes
+  static constexpr size_t kMaxMerges = 64;
 };
 
 struct LiveSetChange {
@@ -144,8 +167,13 @@ class TableRegistry {
   // Appends since `since_us`, oldest first: up to `limit` after `cursor` ("" = from since_us).
   Result<std::vector<AppendRecord>> AppendHistory(const TableId& id, int64_t since_us, const std::string& cursor = "",
                                                   size_t limit = SIZE_MAX, bool* has_more = nullptr);
-  // Deletes history records older than `before_us`.
+  // Deletes append and pass history records older than `before_us`.
   Status PruneHistory(const TableId& id, int64_t before_us);
+  // The pass history: passes that planned merges, kept for kHistoryDays.
+  Status RecordPass(const TableId& id, const PassRecord& pass);
+  // Passes newest first, back to `since_us`: up to `limit` after `cursor`.
+  Result<std::vector<PassRecord>> PassHistory(const TableId& id, int64_t since_us, const std::string& cursor,
+                                              size_t limit, bool* has_more = nullptr);
 
   // The stored hash of `block` (hex), if the reorg window holds it.
   Result<std::optional<std::string>> BlockHash(const TableId& id, uint64_t block);

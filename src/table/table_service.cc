@@ -108,12 +108,69 @@ void TableService::Tick() {
 }
 
 Result<PassResult> TableService::RunPass(const TableId& id, const ProgressFn& progress) {
+  int64_t started_us = ToUnixMicros(clock_->Now());
   ARROW_ASSIGN_OR_RAISE(PassResult result, compactor_->RunPass(id, progress));
   if (!result.merges.empty()) {
+    RecordPass(id, result, started_us);
     auto gc = RunGc(id);
     if (!gc.ok()) spdlog::warn("table {}: GC failed: {}", id.ToString(), gc.status().ToString());
   }
   return result;
+}
+
+void TableService::RecordPass(const TableId& id, const PassResult& result, int64_t started_us) {
+  PassRecord p;
+  p.t_us = started_us;
+  p.seconds = result.seconds;
+  p.server = server_id();
+  p.files_considered = result.files_considered;
+  p.merges_total = static_cast<int64_t>(result.merges.size());
+  static const char* kOutcome[] = {"merged", "failed", "discarded", "stopped"};
+  for (const auto& m : result.merges) {
+    if (p.merges.size() == PassRecord::kMaxMerges) break;
+    PassRecord::Merge r;
+    r.outcome = m.status == MergeStatus::kMerged      ? kOutcome[0]
+                : m.status == MergeStatus::kFailed    ? kOutcome[1]
+                : m.status == MergeStatus::kDiscarded ? kOutcome[2]
+                                                      : kOutcome[3];
+    r.inputs = static_cast<int64_t>(m.inputs.size());
+    r.start = m.start;
+    r.end = m.end;
+    r.bytes_in = m.input_stored_bytes;
+    r.bytes_out = m.output ? m.output->stored_bytes : 0;
+    r.error = m.error;
+    p.merges.push_back(std::move(r));
+  }
+  auto state = registry_.State(id);
+  if (state.ok()) {
+    p.files_after = state->files;
+    p.stored_bytes_after = state->stored_bytes;
+  }
+  // The history is for people: a pass that cannot be recorded still counts.
+  if (Status st = registry_.RecordPass(id, p); !st.ok()) {
+    spdlog::warn("table {}: cannot record the pass in the history: {}", id.ToString(), st.ToString());
+  }
+}
+
+Result<std::vector<PassRecord>> TableService::PassHistory(const TableId& id, int64_t since_us,
+                                                          const std::string& cursor, size_t limit, bool* has_more) {
+  ARROW_RETURN_NOT_OK(registry_.GetTable(id).status());
+  return registry_.PassHistory(id, since_us, cursor, limit, has_more);
+}
+
+Result<GcBacklog> TableService::GcBacklogOf(const TableId& id) {
+  ARROW_RETURN_NOT_OK(registry_.GetTable(id).status());
+  ARROW_ASSIGN_OR_RAISE(auto entries, registry_.ListGc(id));
+  GcBacklog b;
+  b.files = static_cast<int64_t>(entries.size());
+  int64_t grace_us = static_cast<int64_t>(writer_.compactor.gc_manifest_grace_period * 1e6);
+  int64_t now_us = ToUnixMicros(clock_->Now());
+  for (const auto& e : entries) {
+    if (b.oldest_removed_us == 0 || e.removed_at_us < b.oldest_removed_us) b.oldest_removed_us = e.removed_at_us;
+    if (e.removed_at_us + grace_us <= now_us) ++b.due;
+  }
+  b.grace_seconds = writer_.compactor.gc_manifest_grace_period;
+  return b;
 }
 
 Result<bool> TableService::CreateTable(const TableId& id, const std::shared_ptr<arrow::Schema>& schema) {

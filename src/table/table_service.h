@@ -69,6 +69,14 @@ class ReadSnapshot {
   int64_t table_files_ = 0;
 };
 
+// Files that left the live set and wait for GC (the grace period).
+struct GcBacklog {
+  int64_t files = 0;
+  int64_t due = 0;  // past the grace period: the next GC deletes them
+  int64_t oldest_removed_us = 0;
+  double grace_seconds = 0;
+};
+
 class TableService {
  public:
   // `server_id` names this server in table leases; a server that keeps its
@@ -147,6 +155,11 @@ class TableService {
                                                   const std::string& cursor = "", size_t limit = SIZE_MAX,
                                                   bool* has_more = nullptr);
 
+  // Passes that planned merges, newest first, back to `since_us`: up to `limit` after `cursor`.
+  Result<std::vector<PassRecord>> PassHistory(const TableId& id, int64_t since_us = 0, const std::string& cursor = "",
+                                              size_t limit = SIZE_MAX, bool* has_more = nullptr);
+  Result<GcBacklog> GcBacklogOf(const TableId& id);
+
   const WriterConfig& writer_config() const { return writer_; }
   const std::string& server_id() const { return leases_->server_id(); }
   // How long a server's claim to compact a table lasts without renewal
@@ -159,6 +172,7 @@ class TableService {
  private:
   // The pass the scheduler runs: a compaction pass, then GC if it planned anything.
   Result<PassResult> RunPass(const TableId& id, const ProgressFn& progress);
+  void RecordPass(const TableId& id, const PassResult& result, int64_t started_us);
   // The timer's round: at most tables_per_tick_ tables, so its cost does not
   // grow with the number of tables; all of them are visited every
   // ceil(tables / tables_per_tick) ticks.

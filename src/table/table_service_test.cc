@@ -505,6 +505,93 @@ TEST_F(TableServiceTest, AppendHistoryIsKeptForThirtyDays) {
   EXPECT_TRUE(service_->AppendHistory(id_)->empty());
 }
 
+// The console's pass history: one record per pass that planned merges, newest
+// first, saying what each merge did and what the live set was after it.
+TEST_F(TableServiceTest, PassHistoryRecordsWhatEachPassMerged) {
+  config_.writer.compactor.max_eager_bytes = 2000;
+  Restart();
+  Create();
+  int64_t appended = 0;
+  for (uint64_t b = 0; b < 20; b += 5) ASSERT_TRUE(Append(b, b + 4, 0).ok());
+  for (const auto& s : Live()) appended += s.stored_bytes;
+  auto start_us = ToUnixMicros(clock_->Now());
+  ASSERT_TRUE(service_->CompactNow(id_).ok());
+  clock_->AdvanceSeconds(10);
+  ASSERT_TRUE(service_->CompactNow(id_).ok()) << "plans nothing: not recorded";
+  for (uint64_t b = 20; b < 30; b += 5) ASSERT_TRUE(Append(b, b + 4, 0).ok());
+  ASSERT_TRUE(service_->CompactNow(id_).ok());
+
+  auto passes = service_->PassHistory(id_);
+  ASSERT_TRUE(passes.ok()) << passes.status().ToString();
+  ASSERT_EQ(passes->size(), 2u);
+  const PassRecord& first = (*passes)[1];  // newest first
+  EXPECT_EQ(first.t_us, start_us);
+  EXPECT_EQ(first.files_considered, 4);
+  EXPECT_EQ(first.files_after, 1);
+  ASSERT_EQ(first.merges.size(), 1u);
+  EXPECT_EQ(first.merges[0].outcome, "merged");
+  EXPECT_EQ(first.merges[0].inputs, 4);
+  EXPECT_EQ(first.merges[0].start, 0u);
+  EXPECT_EQ(first.merges[0].end, 19u);
+  EXPECT_EQ(first.merges[0].bytes_in, appended);
+  auto live = Live();  // the first pass's file (too big to be eager now) and the second's
+  ASSERT_EQ(live.size(), 2u);
+  EXPECT_EQ((*passes)[0].merges[0].inputs, 2) << "only the two new small files";
+  EXPECT_EQ((*passes)[0].merges[0].bytes_out, live[1].stored_bytes);
+  EXPECT_EQ((*passes)[0].files_after, 2);
+  EXPECT_EQ((*passes)[0].stored_bytes_after, live[0].stored_bytes + live[1].stored_bytes);
+  EXPECT_GT((*passes)[0].t_us, first.t_us);
+
+  // Pages and the window.
+  bool more = false;
+  auto page = service_->PassHistory(id_, 0, "", 1, &more);
+  ASSERT_EQ(page->size(), 1u);
+  EXPECT_TRUE(more);
+  auto rest = service_->PassHistory(id_, 0, (*page)[0].cursor, 10, &more);
+  ASSERT_EQ(rest->size(), 1u);
+  EXPECT_FALSE(more);
+  EXPECT_EQ((*rest)[0].t_us, first.t_us);
+  EXPECT_EQ(service_->PassHistory(id_, first.t_us + 1)->size(), 1u) << "since_us leaves the older pass out";
+
+  // A malformed record is an error naming its key, not a wrong chart.
+  std::string key;
+  ASSERT_TRUE(kv_->ScanAll("t/pass/", "",
+                           [&](const kv::KeyValue& kv) -> Result<bool> {
+                             key = kv.key;
+                             return false;
+                           })
+                  .ok());
+  ASSERT_TRUE(kv_->Set(key, "{\"v\":1}").ok());
+  auto bad = service_->PassHistory(id_);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(key), std::string::npos) << bad.status().ToString();
+
+  // Kept as long as the append history.
+  clock_->AdvanceSeconds(31 * 86400);
+  ASSERT_TRUE(service_->RunGc(id_).ok());
+  EXPECT_TRUE(service_->PassHistory(id_)->empty());
+}
+
+TEST_F(TableServiceTest, GcBacklogCountsFilesWaitingForTheirGrace) {
+  config_.writer.compactor.max_eager_bytes = 2000;
+  Restart();
+  Create();
+  EXPECT_EQ(service_->GcBacklogOf(id_)->files, 0);
+  for (uint64_t b = 0; b < 15; b += 5) ASSERT_TRUE(Append(b, b + 4, 0).ok());
+  auto before = ToUnixMicros(clock_->Now());
+  ASSERT_TRUE(service_->CompactNow(id_).ok());
+  auto b = service_->GcBacklogOf(id_);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->files, 3);
+  EXPECT_EQ(b->due, 0);
+  EXPECT_EQ(b->oldest_removed_us, before);
+  clock_->AdvanceSeconds(config_.writer.compactor.gc_manifest_grace_period);
+  EXPECT_EQ(service_->GcBacklogOf(id_)->due, 3);
+  ASSERT_TRUE(service_->RunGc(id_).ok());
+  EXPECT_EQ(service_->GcBacklogOf(id_)->files, 0);
+  EXPECT_TRUE(IsNotFound(service_->GcBacklogOf(TableId{"eth", "nope"}).status()));
+}
+
 TEST_F(TableServiceTest, BackgroundPassesHonourMinInterval) {
   config_.writer.compactor.min_interval = 10;
   Restart(/*background=*/true);

@@ -1,0 +1,31 @@
+// Jobs: each ingest job's head, the node's head, lag, retries and last error.
+import { h, clear, table, api, count, onLeave } from "./app.js";
+
+function render(list, jobs) {
+  clear(list, jobs.length === 0
+    ? h("p", { class: "muted", id: "no-jobs" }, "No ingest jobs are configured ([[jobs]] in the config).")
+    : table(["Dataset", "Source", "State", ["Head", { class: "num" }], ["Node head", { class: "num" }],
+      ["Lag", { class: "num" }], ["Segments", { class: "num" }], ["Reorgs", { class: "num" }],
+      ["Retries", { class: "num" }], "Last error"],
+      jobs.map((j) => h("tr", { "data-job": j.dataset },
+        h("td", {}, j.dataset),
+        h("td", {}, j.source),
+        h("td", {}, h("span", { class: j.running ? "tag ok" : "tag bad" }, j.running ? "running" : "stopped")),
+        h("td", { class: "num head" }, j.head === null ? "—" : count(j.head)),
+        h("td", { class: "num" }, j.node_head === null ? "—" : count(j.node_head)),
+        h("td", { class: "num lag" }, j.lag === null || j.lag === undefined ? "—" : count(j.lag)),
+        h("td", { class: "num" }, count(j.segments_written)),
+        h("td", { class: "num" }, count(j.reorgs)),
+        h("td", { class: "num retries" }, count(j.retries)),
+        h("td", { class: "last-error" }, j.last_error ? h("span", { class: "tag bad" }, j.last_error) : ""),
+      )), { id: "jobs" }));
+}
+
+export async function jobsPage(main) {
+  const list = h("div");
+  clear(main, h("h1", {}, "Ingest jobs"), list, h("p", { class: "muted" }, "Refreshes every 2 s."));
+  const refresh = async () => render(list, (await api("GET", "/api/v1/jobs")).jobs);
+  await refresh();
+  const timer = setInterval(() => refresh().catch(() => {}), 2000);
+  onLeave(() => clearInterval(timer));
+}

@@ -1,0 +1,103 @@
+#include "server/console.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "server/http_server.h"
+
+namespace sediment::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* ContentType(const std::string& path) {
+  auto ends = [&](const char* ext) { return path.ends_with(ext); };
+  if (ends(".html")) return "text/html; charset=utf-8";
+  if (ends(".js") || ends(".mjs")) return "text/javascript; charset=utf-8";
+  if (ends(".css")) return "text/css; charset=utf-8";
+  if (ends(".svg")) return "image/svg+xml";
+  if (ends(".png")) return "image/png";
+  return "application/octet-stream";
+}
+
+// A console file's bytes; NotFound if it is not there.
+Result<std::string> ReadFile(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return NotFound(fmt::format("console file {} not found", path));
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  if (!in.good() && !in.eof()) return Status::IOError(fmt::format("cannot read console file {}", path));
+  return out.str();
+}
+
+void Reply(const std::string& path, httplib::Response& res) {
+  auto bytes = ReadFile(path);
+  if (!bytes.ok()) {
+    res.status = IsNotFound(bytes.status()) ? 404 : 500;
+    res.set_content(bytes.status().message() + "\n", "text/plain");
+    return;
+  }
+  // Pages change with the binary; revalidating costs one small read.
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_content(std::move(*bytes), ContentType(path));
+}
+
+// A file name under the console's directory: letters, digits, '-', '_', '.',
+// one level of subdirectory, never "..".
+bool SafeName(const std::string& name) {
+  if (name.empty() || name.size() > 128 || name.find("..") != std::string::npos) return false;
+  int slashes = 0;
+  for (char c : name) {
+    if (c == '/') {
+      ++slashes;
+    } else if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
+      return false;
+    }
+  }
+  return slashes <= 1 && name.front() != '/' && name.front() != '.';
+}
+
+}  // namespace
+
+Result<std::string> FindConsoleDir(const std::string& configured) {
+  std::error_code ec;
+  if (!configured.empty()) {
+    if (!fs::is_regular_file(fs::path(configured) / "index.html", ec)) {
+      return InvalidArgument(fmt::format("console.dir {} has no index.html", configured));
+    }
+    return configured;
+  }
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return NotFound(fmt::format("cannot find the sediment binary's directory: {}", ec.message()));
+  for (fs::path dir : {exe.parent_path() / "console", exe.parent_path().parent_path() / "console"}) {
+    if (fs::is_regular_file(dir / "index.html", ec)) return dir.lexically_normal().string();
+  }
+  return NotFound(
+      fmt::format("no console pages beside {} (looked in ./console and ../console); set console.dir", exe.string()));
+}
+
+void RegisterConsole(HttpServer* http, const ConsoleFiles& files) {
+  http->Handle("GET", R"(/_console/(.+))", "/_console", [files](const httplib::Request& req, httplib::Response& res) {
+    std::string name = req.matches[1];
+    if (name == "vendor/chart.js") return Reply(files.chart_js, res);
+    if (!SafeName(name)) {
+      res.status = 404;
+      res.set_content(fmt::format("no console file {}\n", name), "text/plain");
+      return;
+    }
+    Reply(files.dir + "/" + name, res);
+  });
+}
+
+void ServeConsolePage(const ConsoleFiles& files, const httplib::Request&, httplib::Response& res) {
+  Reply(files.dir + "/index.html", res);
+}
+
+}  // namespace sediment::server

@@ -1,0 +1,152 @@
+"""The web console's tables and jobs pages in headless Chromium against a real server that ingests a
+synthetic chain, and how the server serves the console next to the S3 gateway."""
+import time
+
+import boto3
+import pytest
+import requests
+from botocore.config import Config as BotoConfig
+from selenium.webdriver.common.by import By
+
+from console_util import browser, login, shot, wait_for  # noqa: F401
+
+KEY = "AKIAIOSFODNN7EXAMPLE"
+SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+# The demo's chain, faster; background passes at most once an hour, so the page's button runs the one
+# that shows.
+INGESTING = """
+[writer]
+bytes = 8388608
+[writer.compactor]
+cooldown_duration = 20.0
+max_eager_bytes = 262144
+min_interval = 3600.0
+gc_manifest_grace_period = 60.0
+[worker]
+poll_interval_secs = 0.5
+[[jobs]]
+dataset = "demo"
+history_blocks = 40
+block_time = 0.2
+txs_per_block = 50
+logs_per_tx = 2.0
+"""
+
+
+@pytest.fixture
+def ingesting(start_server, tmp_path):
+    cfg = tmp_path / "sediment.toml"
+    cfg.write_text(INGESTING)
+    return start_server("--config", str(cfg))
+
+
+def histogram_of(driver):
+    rows = driver.find_elements(By.CSS_SELECTOR, "#histogram tbody tr")
+    return {r.get_attribute("data-bucket"): int(r.find_element(By.CSS_SELECTOR, ".bucket-files").text.replace(",", ""))
+            for r in rows}
+
+
+def live_files(server, table):
+    return server.get(f"/api/v1/datasets/demo/tables/{table}").json()["files"]
+
+
+def test_table_page_shows_a_pass_change_the_histogram(ingesting, browser):
+    server, driver = ingesting, browser
+    deadline = time.time() + 60
+    while time.time() < deadline and live_files(server, "logs") < 12:
+        time.sleep(0.5)
+    assert live_files(server, "logs") >= 12, server.output()[-3000:]
+
+    # Before set-up the tables need no key: the list, then the table.
+    driver.get(server.url + "/")
+    row = wait_for(driver, '#tables tr[data-table="demo.logs"]')
+    assert int(row.find_element(By.CSS_SELECTOR, ".files").text.replace(",", "")) >= 12
+    shot(driver, "tables-list")
+    row.find_element(By.CSS_SELECTOR, "a.table-link").click()
+    wait_for(driver, "#table-name", text="demo.logs")
+    wait_for(driver, "#histogram tbody tr")
+    wait_for(driver, "#no-passes")  # nothing merged yet
+    before = histogram_of(driver)
+    assert sum(before.values()) >= 12
+    api = server.get("/api/v1/datasets/demo/tables/logs/histogram").json()
+    assert [b["label"] for b in api["buckets"]] == list(before), "the page shows the server's buckets"
+    shot(driver, "table-before-pass")
+
+    driver.find_element(By.CSS_SELECTOR, "#compact-now").click()
+    log = wait_for(driver, "#compact-log", text="done:", timeout=60)
+    assert "merged" in log.text, log.text
+    assert "FAILED" not in log.text and "ERROR" not in log.text, log.text
+
+    # The page refreshes itself: the pass is listed and the histogram moved.
+    row = wait_for(driver, "#passes tbody tr", timeout=20)
+    assert int(row.find_element(By.CSS_SELECTOR, ".merged").text) >= 1
+    passes = server.get("/api/v1/datasets/demo/tables/logs/passes").json()["passes"]
+    assert passes and passes[0]["merges"][0]["outcome"] == "merged"
+    deadline = time.time() + 15
+    while time.time() < deadline and histogram_of(driver) == before:
+        time.sleep(0.5)
+    after = histogram_of(driver)
+    assert after != before
+    assert sum(after.values()) < sum(before.values()) + 5, (before, after)  # many files became one
+    assert "merged-away files wait for GC" in driver.find_element(By.CSS_SELECTOR, "#gc-backlog").text
+    shot(driver, "table-after-pass")
+
+    # Jobs: the synthetic chain's head and lag.
+    driver.find_element(By.CSS_SELECTOR, 'nav a[data-section="jobs"]').click()
+    job = wait_for(driver, '#jobs tr[data-job="demo"]')
+    assert int(job.find_element(By.CSS_SELECTOR, ".head").text.replace(",", "")) >= 40
+    assert "running" in job.text
+    shot(driver, "jobs")
+
+
+def test_after_setup_the_console_needs_a_key(ingesting, browser):
+    server, driver = ingesting, browser
+    r = server.post("/api/v1/setup_lakefs", json={
+        "username": "admin", "key": {"access_key_id": KEY, "secret_access_key": SECRET}})
+    assert r.status_code == 200, r.text
+    driver.get(server.url + "/#/tables")
+    wait_for(driver, "#login-form")
+    wait_for(driver, "#access-key").send_keys(KEY)
+    driver.find_element(By.CSS_SELECTOR, "#secret-key").send_keys("not-the-secret")
+    driver.find_element(By.CSS_SELECTOR, "#login-submit").click()
+    err = wait_for(driver, "#login-error .error")
+    assert "check the access key and secret" in err.text
+    shot(driver, "login-refused")
+    assert driver.execute_script("return sessionStorage.getItem('sediment.credentials')") is None
+    login(driver, server.url, KEY, SECRET)
+    wait_for(driver, '#tables tr[data-table="demo.logs"]')  # the tables API took the key
+    driver.find_element(By.CSS_SELECTOR, "#logout").click()
+    wait_for(driver, "#login-form")
+
+
+def test_the_console_and_the_gateway_share_the_root(ingesting):
+    server = ingesting
+    page = requests.get(server.url + "/", timeout=10)
+    assert page.status_code == 200 and page.headers["Content-Type"].startswith("text/html")
+    assert '/_console/app.js' in page.text
+    for asset, kind in (("/_console/app.js", "text/javascript"), ("/_console/app.css", "text/css"),
+                        ("/_console/vendor/chart.js", "text/javascript")):
+        r = requests.get(server.url + asset, timeout=10)
+        assert r.status_code == 200 and r.headers["Content-Type"].startswith(kind), asset
+    assert "Chart" in requests.get(server.url + "/_console/vendor/chart.js", timeout=10).text
+    for bad in ("/_console/nope.js", "/_console/..%2F..%2Fetc%2Fpasswd", "/_console/a/b/c.js"):
+        assert requests.get(server.url + bad, timeout=10).status_code == 404, bad
+
+    # A signed request to / is still S3's ListBuckets.
+    server.post("/api/v1/setup_lakefs", json={
+        "username": "admin", "key": {"access_key_id": KEY, "secret_access_key": SECRET}}).raise_for_status()
+    s3 = boto3.client("s3", endpoint_url=server.url, aws_access_key_id=KEY, aws_secret_access_key=SECRET,
+                      region_name="us-east-1", config=BotoConfig(s3={"addressing_style": "path"}))
+    assert s3.list_buckets()["Buckets"] == []
+    # Query parameters mean an S3 client, not a browser.
+    assert requests.get(server.url + "/?list-type=2", timeout=10).headers["Content-Type"].startswith("application/xml")
+
+
+def test_a_wrong_console_dir_stops_the_server(start_server, tmp_path):
+    from conftest import run_sediment  # noqa: F401
+    cfg = tmp_path / "sediment.toml"
+    cfg.write_text(f'[console]\ndir = "{tmp_path}/nothing-here"\n')
+    with pytest.raises(RuntimeError) as e:
+        start_server("--config", str(cfg))
+    assert f"console.dir {tmp_path}/nothing-here has no index.html" in str(e.value)
