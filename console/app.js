@@ -141,7 +141,10 @@ export class ApiError extends Error {
 
 function authHeader() {
   const c = session.get();
-  return c ? { Authorization: "Basic " + btoa(`${c.key}:${c.secret}`) } : {};
+  if (!c) return {};
+  // Basic credentials are UTF-8 bytes, base64-encoded (btoa alone takes only Latin-1).
+  const utf8 = new TextEncoder().encode(`${c.key}:${c.secret}`);
+  return { Authorization: "Basic " + btoa(String.fromCharCode(...utf8)) };
 }
 
 // fetch() of the API with the session's key. `query` becomes the query string; `json` the body.
@@ -187,18 +190,6 @@ export async function api(method, path, { query, json, body, headers, raw, probe
   return text ? JSON.parse(text) : null;
 }
 
-// Every item of a paged lakeFS-style listing (results + pagination), up to `limit`.
-export async function allPages(path, query = {}, limit = 10000, key = "results") {
-  const out = [];
-  let after = "";
-  for (;;) {
-    const page = await api("GET", path, { query: { ...query, after, amount: Math.min(1000, limit - out.length) } });
-    out.push(...page[key]);
-    if (!page.pagination.has_more || out.length >= limit) return out;
-    after = page.pagination.next_offset;
-  }
-}
-
 export const enc = encodeURIComponent;
 
 // --- set-up and login ------------------------------------------------------
@@ -223,9 +214,8 @@ function renderWho() {
 }
 
 export function showLogin(message) {
-  location.hash = "#/login";
   if (message) loginMessage = message;
-  route();
+  go("#/login");
 }
 let loginMessage = "";
 
@@ -303,6 +293,13 @@ const routes = [
 let cleanup = [];
 // A page's timers and streams, stopped when the page changes.
 export function onLeave(fn) { cleanup.push(fn); }
+
+// {alive}: false once the user has moved to another page, so late answers render nothing.
+export function pageLife() {
+  const life = { alive: true };
+  onLeave(() => { life.alive = false; });
+  return life;
+}
 
 export async function route() {
   for (const fn of cleanup.splice(0)) { try { fn(); } catch { /* gone already */ } }

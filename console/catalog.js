@@ -5,7 +5,7 @@
 // API at /api/v1 with the logged-in key, one page per request: a listing never
 // walks a whole branch.
 import {
-  h, clear, errorBox, notice, table, formDialog, bytes, count, whenSeconds, ago, api, enc, onLeave, go,
+  h, clear, errorBox, notice, table, formDialog, bytes, count, whenSeconds, ago, api, enc, go, pageLife,
   setupState, setupPage,
 } from "./app.js";
 
@@ -25,12 +25,6 @@ const TAB_LABELS = { objects: "Objects", branches: "Branches", commits: "Commits
 
 // Whether the page that created it is still shown: a render or poll that
 // finishes after the user moved on must not touch the new page.
-function pageLife() {
-  const life = { alive: true };
-  onLeave(() => { life.alive = false; });
-  return life;
-}
-
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function short(id) {

@@ -1,5 +1,5 @@
 // Jobs: each ingest job's head, the node's head, lag, retries and last error.
-import { h, clear, table, api, count, onLeave } from "./app.js";
+import { h, clear, table, errorBox, api, count, onLeave, pageLife } from "./app.js";
 
 function render(list, jobs) {
   clear(list, jobs.length === 0
@@ -22,10 +22,16 @@ function render(list, jobs) {
 }
 
 export async function jobsPage(main) {
-  const list = h("div");
-  clear(main, h("h1", {}, "Ingest jobs"), list, h("p", { class: "muted" }, "Refreshes every 2 s."));
-  const refresh = async () => render(list, (await api("GET", "/api/v1/jobs")).jobs);
+  const life = pageLife();
+  const list = h("div"), error = h("div");
+  clear(main, h("h1", {}, "Ingest jobs"), error, list, h("p", { class: "muted" }, "Refreshes every 2 s."));
+  const refresh = async () => {
+    const jobs = (await api("GET", "/api/v1/jobs")).jobs;
+    if (!life.alive) return;
+    clear(error);
+    render(list, jobs);
+  };
   await refresh();
-  const timer = setInterval(() => refresh().catch(() => {}), 2000);
+  const timer = setInterval(() => refresh().catch((ex) => { if (life.alive) clear(error, errorBox(ex, "jobs-error")); }), 2000);
   onLeave(() => clearInterval(timer));
 }

@@ -2,7 +2,7 @@
 // the target, live files and write amplification over time (append history +
 // pass history), the last passes, the GC backlog, and a pass run on demand
 // with its progress streamed (POST …/compact?stream=true, JSON lines).
-import { h, clear, errorBox, table, card, api, bytes, count, when, ago, enc, onLeave } from "./app.js";
+import { h, clear, errorBox, table, card, api, bytes, count, when, ago, enc, onLeave, pageLife } from "./app.js";
 
 const PAGE = 200;
 
@@ -41,31 +41,64 @@ export async function listPage(main, _params, query) {
 
 // --- one table -------------------------------------------------------------
 
-const WINDOWS = { "15 min": 15 * 60, "1 hour": 3600, "6 hours": 6 * 3600, "24 hours": 86400 };
+const WINDOWS = { "15 min": 15 * 60, "1 hour": 3600, "6 hours": 6 * 3600 };
+// At most this many appends and passes of a window are loaded; the page says when a window holds more.
+const MAX_APPENDS = 50000, MAX_PASSES = 5000;
 
-async function pages(path, key, query, limit) {
+// Appends since `since` (oldest first), paged; `truncated` if there were more than `cap`.
+async function appendsSince(base, since, cap) {
   const out = [];
   let after = "";
-  while (out.length < limit) {
-    const p = await api("GET", path, { query: { ...query, after, amount: Math.min(10000, limit - out.length) } });
-    out.push(...p[key]);
-    if (!p.pagination.has_more) break;
+  for (;;) {
+    const p = await api("GET", base + "/history", { query: { since_us: since, after, amount: 10000 } });
+    out.push(...p.appends);
+    if (!p.pagination.has_more) return { appends: out, truncated: false };
+    if (out.length >= cap) return { appends: out, truncated: true };
     after = p.pagination.next_offset;
   }
-  return out;
 }
 
-async function load(ds, t, windowSeconds) {
+// Passes since `since`, newest first.
+async function passesSince(base, since, cap) {
+  const out = [];
+  let after = "";
+  for (;;) {
+    const p = await api("GET", base + "/passes", { query: { since_us: since, after, amount: Math.min(1000, cap - out.length) } });
+    out.push(...p.passes);
+    if (!p.pagination.has_more) return { passes: out, truncated: false };
+    if (out.length >= cap) return { passes: out, truncated: true };
+    after = p.pagination.next_offset;
+  }
+}
+
+// The window's data. `prev` (the last load of the same window): only appends since its newest are fetched.
+async function load(ds, t, windowSeconds, prev) {
   const base = tablePath(ds, t);
   const since = Math.floor((Date.now() / 1000 - windowSeconds) * 1e6);
-  const [info, histogram, appends, passes, gc] = await Promise.all([
+  let history;
+  if (prev && !prev.appendsTruncated && prev.appends.length) {
+    const last = prev.appends[prev.appends.length - 1].t_us;
+    const seen = new Set(prev.appends.filter((a) => a.t_us === last).map((a) => `${a.start_block}-${a.end_block}`));
+    const fresh = await appendsSince(base, last, MAX_APPENDS);
+    history = {
+      appends: prev.appends.filter((a) => a.t_us >= since)
+        .concat(fresh.appends.filter((a) => a.t_us !== last || !seen.has(`${a.start_block}-${a.end_block}`))),
+      truncated: fresh.truncated,
+    };
+  } else {
+    history = await appendsSince(base, since, MAX_APPENDS);
+  }
+  const [info, histogram, passes, gc] = await Promise.all([
     api("GET", base),
     api("GET", base + "/histogram"),
-    pages(base + "/history", "appends", { since_us: since }, 20000),
-    pages(base + "/passes", "passes", { since_us: since }, 2000),
+    passesSince(base, since, MAX_PASSES),
     api("GET", base + "/gc"),
   ]);
-  return { info, histogram, appends, passes, gc, since };
+  return {
+    info, histogram, gc, since,
+    appends: history.appends, appendsTruncated: history.truncated,
+    passes: passes.passes, passesTruncated: passes.truncated,
+  };
 }
 
 // Live files over the window, walked back from the current count: an append
@@ -212,11 +245,16 @@ function render(el, charts, d) {
   clear(el.gc, h("p", { id: "gc-backlog" },
     d.gc.files === 0 ? "Nothing waits for GC."
       : `${count(d.gc.files)} merged-away files wait for GC (${count(d.gc.due)} past the ${Math.round(d.gc.grace_seconds)} s grace period; oldest left the live set ${ago(oldest)}).`));
+  clear(el.truncated, d.appendsTruncated || d.passesTruncated
+    ? h("p", { class: "error", id: "history-truncated" },
+      `This window holds more than ${count(d.appendsTruncated ? MAX_APPENDS : MAX_PASSES)} ${d.appendsTruncated ? "appends" : "passes"}: `
+      + "the charts show only part of it. Choose a shorter window.")
+    : null);
   el.updated.textContent = `updated ${new Date().toLocaleTimeString("en-GB")}`;
 }
 
 // Runs a pass now, showing its events as they arrive.
-async function compactNow(ds, t, button, log, after) {
+async function compactNow(ds, t, button, log, after, life) {
   button.disabled = true;
   clear(log, "");
   log.hidden = false;
@@ -225,6 +263,7 @@ async function compactNow(ds, t, button, log, after) {
   try {
     const res = await api("POST", tablePath(ds, t) + "/compact", { query: { stream: "true" }, raw: true });
     const reader = res.body.getReader();
+    onLeave(() => reader.cancel().catch(() => {}));  // the pass goes on on the server; the page stops reading
     const dec = new TextDecoder();
     let buf = "";
     for (;;) {
@@ -244,14 +283,15 @@ async function compactNow(ds, t, button, log, after) {
       }
     }
   } catch (ex) {
-    line(`ERROR: ${ex.message}`);
+    if (life.alive) line(`ERROR: ${ex.message}`);
   } finally {
     button.disabled = false;
-    await after();
+    if (life.alive) await after();
   }
 }
 
 export async function tablePage(main, [ds, t], query) {
+  const life = pageLife();
   const windowName = Object.keys(WINDOWS).includes(query.window) ? query.window : "15 min";
   const el = {
     cards: h("div", { class: "cards" }),
@@ -262,6 +302,7 @@ export async function tablePage(main, [ds, t], query) {
     passes: h("div"),
     gc: h("div"),
     updated: h("span", { class: "muted", id: "updated" }),
+    truncated: h("div"),
     error: h("div"),
   };
   const log = h("pre", { class: "log", id: "compact-log", hidden: true });
@@ -272,12 +313,13 @@ export async function tablePage(main, [ds, t], query) {
   windowSel.addEventListener("change", () => { location.hash = `#/tables/${enc(ds)}/${enc(t)}?window=${enc(windowSel.value)}`; });
 
   let d = await load(ds, t, WINDOWS[windowName]);
+  if (!life.alive) return;
   const schema = d.info.schema || [];
   clear(main,
     h("div", { class: "crumbs" }, h("a", { href: "#/tables" }, "Tables"), " / ", h("b", { id: "table-name" }, `${ds}.${t}`)),
     h("form", { class: "inline", onsubmit: (e) => e.preventDefault() },
       button, h("label", {}, auto, " refresh every 5 s"), h("label", {}, "window ", windowSel), el.updated),
-    log, el.error, el.cards,
+    log, el.error, el.truncated, el.cards,
     h("div", { class: "grid2" },
       h("div", { class: "panel" }, h("div", { class: "chart" }, el.hist)),
       h("div", { class: "panel" }, h("h2", {}, "Histogram"), el.histTable)),
@@ -291,16 +333,32 @@ export async function tablePage(main, [ds, t], query) {
   const charts = makeCharts(el);
   render(el, charts, d);
 
+  // One refresh at a time (a slow one must not render after a newer one); one asked for meanwhile runs next.
+  let busy = false, again = false;
   const refresh = async () => {
+    if (!life.alive) return;
+    if (busy) {
+      again = true;
+      return;
+    }
+    busy = true;
     try {
-      d = await load(ds, t, WINDOWS[windowSel.value]);
+      const next = await load(ds, t, WINDOWS[windowSel.value], d);
+      if (!life.alive) return;
+      d = next;
       clear(el.error);
       render(el, charts, d);
     } catch (ex) {
-      clear(el.error, errorBox(ex, "refresh-error"));
+      if (life.alive) clear(el.error, errorBox(ex, "refresh-error"));
+    } finally {
+      busy = false;
+      if (again) {
+        again = false;
+        refresh();
+      }
     }
   };
-  button.addEventListener("click", () => compactNow(ds, t, button, log, refresh));
+  button.addEventListener("click", () => compactNow(ds, t, button, log, refresh, life));
   const timer = setInterval(() => { if (auto.checked && !document.hidden) refresh(); }, 5000);
   onLeave(() => {
     clearInterval(timer);

@@ -120,6 +120,8 @@ def test_objects_listing_and_ranges(lakefs):
                                    auth=(ADMIN_KEY, ADMIN_SECRET), timeout=10)
     r = get("bytes=0-65535")
     assert (r.status_code, r.content, r.headers["Content-Range"]) == (206, b"hello world", "bytes 0-10/11")
+    # Stored bytes never run as a page of the console's origin.
+    assert r.headers["Content-Security-Policy"] == "sandbox" and r.headers["X-Content-Type-Options"] == "nosniff"
     r = get("bytes=-100")
     assert (r.status_code, r.content) == (206, b"hello world")
     assert (get("bytes=4-").status_code, get("bytes=4-").content) == (206, b"o world")

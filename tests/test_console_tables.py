@@ -122,16 +122,25 @@ def test_after_setup_the_console_needs_a_key(ingesting, browser):
 
 def test_the_console_and_the_gateway_share_the_root(ingesting):
     server = ingesting
-    page = requests.get(server.url + "/", timeout=10)
+    html = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}  # what a browser asks for
+    page = requests.get(server.url + "/", headers=html, timeout=10)
     assert page.status_code == 200 and page.headers["Content-Type"].startswith("text/html")
     assert '/_console/app.js' in page.text
+    assert "frame-ancestors 'none'" in page.headers["Content-Security-Policy"]
+    again = requests.get(server.url + "/", headers={**html, "If-None-Match": page.headers["ETag"]}, timeout=10)
+    assert again.status_code == 304 and not again.content
+    # An anonymous S3 client (no Accept: text/html) and one with credentials keep ListBuckets.
+    assert requests.get(server.url + "/", timeout=10).headers["Content-Type"].startswith("application/xml")
+    assert requests.get(server.url + "/", headers=html, auth=("AKIANOSUCHKEY", "x"),
+                        timeout=10).headers["Content-Type"].startswith("application/xml")
     for asset, kind in (("/_console/app.js", "text/javascript"), ("/_console/app.css", "text/css"),
                         ("/_console/vendor/chart.js", "text/javascript")):
         r = requests.get(server.url + asset, timeout=10)
         assert r.status_code == 200 and r.headers["Content-Type"].startswith(kind), asset
     assert "Chart" in requests.get(server.url + "/_console/vendor/chart.js", timeout=10).text
     for bad in ("/_console/nope.js", "/_console/..%2F..%2Fetc%2Fpasswd", "/_console/a/b/c.js"):
-        assert requests.get(server.url + bad, timeout=10).status_code == 404, bad
+        r = requests.get(server.url + bad, timeout=10)
+        assert r.status_code == 404 and str(server.data_dir) not in r.text and "/console" not in r.text, bad
 
     # A signed request to / is still S3's ListBuckets.
     server.post("/api/v1/setup_lakefs", json={
@@ -140,7 +149,8 @@ def test_the_console_and_the_gateway_share_the_root(ingesting):
                       region_name="us-east-1", config=BotoConfig(s3={"addressing_style": "path"}))
     assert s3.list_buckets()["Buckets"] == []
     # Query parameters mean an S3 client, not a browser.
-    assert requests.get(server.url + "/?list-type=2", timeout=10).headers["Content-Type"].startswith("application/xml")
+    assert requests.get(server.url + "/?list-type=2", headers=html,
+                        timeout=10).headers["Content-Type"].startswith("application/xml")
 
 
 def test_a_wrong_console_dir_stops_the_server(start_server, tmp_path):

@@ -74,6 +74,7 @@ def test_put_get_head_ranges_conditions_and_delete(gw):
     got = s3.get_object(Bucket="repo1", Key="main/dir/a.bin")
     assert got["Body"].read() == body and got["ETag"] == etag
     assert got["ContentType"] == "application/x-test" and meta(got) == {"owner": "ana"}
+    assert got["ResponseMetadata"]["HTTPHeaders"]["content-security-policy"] == "sandbox"  # never a page of ours
     head = s3.head_object(Bucket="repo1", Key="main/dir/a.bin")
     assert head["ContentLength"] == len(body)
     # The lakeFS API sees the same object.

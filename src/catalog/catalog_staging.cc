@@ -158,7 +158,10 @@ Result<int64_t> Catalog::DeleteEntries(const std::string& repo_id, const std::st
     ARROW_RETURN_NOT_OK(e.status());
     auto write = [&](const Branch& b) { return kv_->Set(StagingPrefix(b.staging_token) + p, ""); };
     std::string landed;
-    ARROW_RETURN_NOT_OK(WriteStaged(repo_id, branch, write, "delete", &landed));
+    if (Status st = WriteStaged(repo_id, branch, write, "delete", &landed); !st.ok()) {
+      report();  // the deletes before this one landed
+      return st;
+    }
     if (landed != token) report();  // a commit sealed the token between two deletes
     token = landed;
     ++run;

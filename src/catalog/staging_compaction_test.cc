@@ -506,12 +506,22 @@ TEST_F(StagingCompactionTest, WritesACommitTookAreNotCountedAfterIt) {
   CommitParams p;
   p.committer = "t";
   p.message = "took them";
+  // Sealed but not yet committed: the writes are still staged, and count.
+  int64_t while_sealed = -1;
+  catalog_->SetAfterCommitSealForTesting([&] {
+    ASSERT_OK(compactor.Flush());
+    while_sealed = *compactor.StagedMutations("repo", "main");
+  });
+  ASSERT_OK(catalog_->CommitBranch("repo", "main", p).status());
+  catalog_->SetAfterCommitSealForTesting(nullptr);
+  EXPECT_EQ(while_sealed, 3);
+  Put("c3", "v");
   ASSERT_OK(catalog_->CommitBranch("repo", "main", p).status());
   ASSERT_OK(compactor.Flush());
-  EXPECT_EQ(*compactor.StagedMutations("repo", "main"), 0) << "the commit took the three writes";
+  EXPECT_EQ(*compactor.StagedMutations("repo", "main"), 0) << "the commit took the write";
 
   Put("after", "v");
-  ASSERT_OK(catalog_->DeleteEntries("repo", "main", {"c0", "c1"}, false).status());
+  ASSERT_OK(catalog_->DeleteEntries("repo", "main", {"c0", "c1", "no-such-path"}, false).status());
   ASSERT_OK(compactor.Flush());
   EXPECT_EQ(*compactor.StagedMutations("repo", "main"), 3) << "one write and two deletes since";
   ASSERT_OK(catalog_->CommitBranch("repo", "main", p).status());

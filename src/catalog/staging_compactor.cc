@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "base/executor.h"
@@ -117,19 +118,7 @@ void StagingCompactor::ForgetBranch(const std::string& repo, const std::string& 
 void StagingCompactor::RecordMutations(const std::string& repo, const std::string& branch, const std::string& token,
                                        int64_t n) {
   std::lock_guard<std::mutex> lock(mu_);
-  AddDelta({repo, branch}, {token, n}, /*newer=*/true);
-}
-
-void StagingCompactor::AddDelta(const BranchKey& key, const Delta& d, bool newer) {
-  auto [it, fresh] = deltas_.try_emplace(key, d);
-  if (fresh) return;
-  if (it->second.token == d.token) {
-    it->second.n += d.n;
-  } else if (newer) {
-    // Writes since a seal go to a new token; the older delta's writes were
-    // committed or compacted, so they are staged no more.
-    it->second = d;
-  }  // else: `d` is a retried delta older than the writes counted since: dropped
+  deltas_[{repo, branch}][token] += n;
 }
 
 namespace {
@@ -155,7 +144,7 @@ Result<int64_t> StagingCompactor::StagedMutations(const std::string& repo, const
 }
 
 Status StagingCompactor::Flush() {
-  std::map<BranchKey, Delta> deltas;
+  std::map<BranchKey, Deltas> deltas;
   bool recheck;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -166,7 +155,7 @@ Status StagingCompactor::Flush() {
   Status first_error;
   for (const auto& [key, pending] : deltas) {
     const auto& [repo, branch] = key;
-    const Delta& delta = pending;
+    const Deltas& delta = pending;
     int64_t count = 0;
     bool gone = false;
     Status st = [&]() -> Status {
@@ -180,8 +169,12 @@ Status StagingCompactor::Flush() {
         auto epoch = std::make_optional(EpochOf(*b));
         auto raw = kv_->Get(CounterKey(repo, branch));
         std::optional<std::string> expected;
-        // Writes into a token sealed since (committed or compacted) are not staged any more.
-        count = b->staging_token == delta.token ? delta.n : 0;
+        // Writes into a token folded since (committed or compacted) are not staged any more.
+        count = 0;
+        for (const auto& [token, n] : delta) {
+          const auto& sealed = b->sealed_tokens;
+          if (token == b->staging_token || std::find(sealed.begin(), sealed.end(), token) != sealed.end()) count += n;
+        }
         if (raw.ok()) {
           expected = *raw;
           auto j = json::parse(*raw, nullptr, false);
@@ -203,7 +196,7 @@ Status StagingCompactor::Flush() {
     if (!st.ok()) {
       // Keep the delta for the next flush.
       std::lock_guard<std::mutex> lock(mu_);
-      AddDelta(key, delta, /*newer=*/false);
+      for (const auto& [token, n] : delta) deltas_[key][token] += n;
       if (first_error.ok()) first_error = st;
       continue;
     }

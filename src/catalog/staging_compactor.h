@@ -80,7 +80,7 @@ class StagingCompactor {
 
   // Counts staged mutations written into staging token `token` (the catalog's
   // mutation listener). Writes into a token that a commit or compaction has
-  // sealed since are not counted: the sealed token's entries left staging.
+  // folded by the next flush are not counted: they left staging.
   void RecordMutations(const std::string& repo, const std::string& branch, const std::string& token, int64_t n);
   // Flushes counted mutations to the shared counters and triggers compactions.
   Status Flush();
@@ -114,16 +114,13 @@ class StagingCompactor {
   std::unique_ptr<PeriodicTask> flusher_;
 
   std::mutex mu_;
-  struct Delta {
-    std::string token;  // the staging token the counted writes went to
-    int64_t n = 0;
-  };
-  // Adds `d` to the branch's pending delta. A pending delta of another token
-  // is replaced if `d` is `newer` (just counted), else `d` is dropped.
-  void AddDelta(const BranchKey& key, const Delta& d, bool newer);  // REQUIRES: mu_ held
-  std::map<BranchKey, Delta> deltas_;                               // GUARDED_BY(mu_)
-  std::set<BranchKey> running_;  // GUARDED_BY(mu_): compactions queued or running here
-  int flushes_ = 0;              // GUARDED_BY(mu_)
+  // Per branch, mutations counted but not flushed, by the staging token they
+  // went to: at a flush, a token a commit or compaction folded (neither the
+  // branch's current token nor one of its sealed ones) is staged no more.
+  using Deltas = std::map<std::string, int64_t>;
+  std::map<BranchKey, Deltas> deltas_;  // GUARDED_BY(mu_)
+  std::set<BranchKey> running_;         // GUARDED_BY(mu_): compactions queued or running here
+  int flushes_ = 0;                     // GUARDED_BY(mu_)
 };
 
 }  // namespace sediment::catalog

@@ -36,16 +36,36 @@ Result<std::string> ReadFile(const std::string& path) {
   return out.str();
 }
 
-void Reply(const std::string& path, httplib::Response& res) {
-  auto bytes = ReadFile(path);
-  if (!bytes.ok()) {
-    res.status = IsNotFound(bytes.status()) ? 404 : 500;
-    res.set_content(bytes.status().message() + "\n", "text/plain");
+// The console's pages may only load their own files and call their own server.
+constexpr const char* kPagePolicy =
+    "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; frame-ancestors 'none'; "
+    "base-uri 'none'; form-action 'self'";
+
+void Reply(const std::string& path, const std::string& name, const httplib::Request& req, httplib::Response& res) {
+  std::error_code ec;
+  auto size = fs::file_size(path, ec);
+  auto mtime = fs::last_write_time(path, ec);
+  if (ec || !fs::is_regular_file(path, ec)) {
+    res.status = 404;
+    res.set_content(fmt::format("no console file {}\n", name), "text/plain");
     return;
   }
-  // Pages change with the binary; revalidating costs one small read.
+  // Revalidated on every load (pages change with an upgrade); unchanged files cost a 304.
+  std::string etag = fmt::format("\"{:x}-{:x}\"", static_cast<uint64_t>(mtime.time_since_epoch().count()), size);
+  res.set_header("ETag", etag);
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Content-Type-Options", "nosniff");
+  if (path.ends_with(".html")) res.set_header("Content-Security-Policy", kPagePolicy);
+  if (req.get_header_value("If-None-Match") == etag) {
+    res.status = 304;
+    return;
+  }
+  auto bytes = ReadFile(path);
+  if (!bytes.ok()) {
+    res.status = 500;
+    res.set_content(fmt::format("cannot read console file {}\n", name), "text/plain");
+    return;
+  }
   res.set_content(std::move(*bytes), ContentType(path));
 }
 
@@ -86,18 +106,18 @@ Result<std::string> FindConsoleDir(const std::string& configured) {
 void RegisterConsole(HttpServer* http, const ConsoleFiles& files) {
   http->Handle("GET", R"(/_console/(.+))", "/_console", [files](const httplib::Request& req, httplib::Response& res) {
     std::string name = req.matches[1];
-    if (name == "vendor/chart.js") return Reply(files.chart_js, res);
+    if (name == "vendor/chart.js") return Reply(files.chart_js, name, req, res);
     if (!SafeName(name)) {
       res.status = 404;
       res.set_content(fmt::format("no console file {}\n", name), "text/plain");
       return;
     }
-    Reply(files.dir + "/" + name, res);
+    Reply(files.dir + "/" + name, name, req, res);
   });
 }
 
-void ServeConsolePage(const ConsoleFiles& files, const httplib::Request&, httplib::Response& res) {
-  Reply(files.dir + "/index.html", res);
+void ServeConsolePage(const ConsoleFiles& files, const httplib::Request& req, httplib::Response& res) {
+  Reply(files.dir + "/index.html", "index.html", req, res);
 }
 
 }  // namespace sediment::server

@@ -427,6 +427,9 @@ Status GetObject(const Context& ctx, const Req& req, Res& res, const std::string
   res.set_header("ETag", etag);
   res.set_header("Last-Modified", HttpDate(e.mtime));
   res.set_header("Accept-Ranges", "bytes");
+  // Stored bytes are never a page of this origin (the console's): no scripts, no sniffing.
+  res.set_header("Content-Security-Policy", "sandbox");
+  res.set_header("X-Content-Type-Options", "nosniff");
   // Ranges are served here, clamped to the object (httplib's own handling does
   // not clamp, and would promise bytes past the end).
   bool unsatisfiable = false;

@@ -192,10 +192,17 @@ Status NotSupported(const std::string& what) {
   return S3Error(501, "NotImplemented", fmt::format("{} is not supported by this gateway", what));
 }
 
+// A browser opening the server's address: a GET of the service that asks for
+// HTML and carries no credentials or query. Every S3 client sends credentials
+// (or no Accept: text/html, when anonymous) and keeps ListBuckets.
+bool IsBrowserPageRequest(const Req& req) {
+  return (req.method == "GET" || req.method == "HEAD") && req.params.empty() && !req.has_header("Authorization") &&
+         !IsAwsSigned(req) && req.get_header_value("Accept").find("text/html") != std::string::npos;
+}
+
 Status Dispatch(const Gateway& gw, const Req& req, Res& res, const Reader* body) {
   ARROW_ASSIGN_OR_RAISE(Target t, ParseTarget(gw.options, req));
-  if (t.bucket.empty() && gw.options.browser_page && (req.method == "GET" || req.method == "HEAD") &&
-      req.params.empty() && !IsAwsSigned(req)) {
+  if (t.bucket.empty() && gw.options.browser_page && IsBrowserPageRequest(req)) {
     gw.options.browser_page(req, res);
     return Status::OK();
   }

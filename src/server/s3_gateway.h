@@ -31,8 +31,8 @@ struct GatewayOptions {
   // (<bucket>.<name>); a request to <name> itself is path-style.
   std::vector<std::string> domain_names = {"s3.local.lakefs.io"};
   std::string region = "us-east-1";
-  // Set: an unsigned GET of the service (/ on a non-bucket host, no query) is a
-  // browser, and gets this instead of ListBuckets' AccessDenied (the console).
+  // Set: a browser's GET of the service (/ on a non-bucket host, no query, no
+  // credentials, Accept: text/html) gets this instead of ListBuckets (the console).
   std::function<void(const httplib::Request&, httplib::Response&)> browser_page;
 };
 

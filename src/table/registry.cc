@@ -528,12 +528,12 @@ Status TableRegistry::PruneHistory(const TableId& id, int64_t before_us) {
     old.push_back(kv.key);
     return true;
   }));
-  // Passes run newest first: the old ones are the tail, from `before_us`'s key on.
-  ARROW_RETURN_NOT_OK(
-      kv_->ScanAll(PassPrefix(id), PassPrefix(id) + PassTime(before_us), [&](const kv::KeyValue& kv) -> Result<bool> {
-        old.push_back(kv.key);
-        return true;
-      }));
+  // Passes run newest first: the old ones are the tail, after those at `before_us` ('~' sorts after "-<server>").
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(PassPrefix(id), PassPrefix(id) + PassTime(before_us) + "~",
+                                   [&](const kv::KeyValue& kv) -> Result<bool> {
+                                     old.push_back(kv.key);
+                                     return true;
+                                   }));
   for (const auto& k : old) ARROW_RETURN_NOT_OK(kv_->Delete(k));
   return Status::OK();
 }
