@@ -129,9 +129,11 @@ export function ago(us) {
 
 // --- credentials and the API -----------------------------------------------
 
+// Who is logged in (for display); the credentials themselves are the session cookie the server set at
+// login, HttpOnly, so no script of the page can read them.
 export const session = {
   get() { try { return JSON.parse(sessionStorage.getItem(CREDS)); } catch { return null; } },
-  set(key, secret) { sessionStorage.setItem(CREDS, JSON.stringify({ key, secret })); },
+  set(user) { sessionStorage.setItem(CREDS, JSON.stringify({ user })); },
   clear() { sessionStorage.removeItem(CREDS); },
 };
 
@@ -139,15 +141,7 @@ export class ApiError extends Error {
   constructor(status, message) { super(message); this.status = status; }
 }
 
-function authHeader() {
-  const c = session.get();
-  if (!c) return {};
-  // Basic credentials are UTF-8 bytes, base64-encoded (btoa alone takes only Latin-1).
-  const utf8 = new TextEncoder().encode(`${c.key}:${c.secret}`);
-  return { Authorization: "Basic " + btoa(String.fromCharCode(...utf8)) };
-}
-
-// fetch() of the API with the session's key. `query` becomes the query string; `json` the body.
+// fetch() of the API (the session cookie goes with it). `query` becomes the query string; `json` the body.
 // Returns the Response for `raw`, else the parsed JSON (or null for an empty body). A 401 sends
 // the user to the login page, but for a `probe` (the login's own check).
 // A failure throws ApiError with the server's message.
@@ -159,8 +153,9 @@ export async function api(method, path, { query, json, body, headers, raw, probe
     const s = q.toString();
     if (s) url += (url.includes("?") ? "&" : "?") + s;
   }
-  // X-Requested-With: a 401 then carries no Basic challenge, which would open the browser's own prompt.
-  const init = { method, headers: { "X-Requested-With": "XMLHttpRequest", ...authHeader(), ...(headers || {}) } };
+  // X-Requested-With: the server takes the session cookie for writes only with it (no other site can
+  // send it), and a 401 carries no Basic challenge, which would open the browser's own prompt.
+  const init = { method, headers: { "X-Requested-With": "XMLHttpRequest", ...(headers || {}) } };
   if (json !== undefined) {
     init.body = JSON.stringify(json);
     init.headers["Content-Type"] = "application/json";
@@ -206,11 +201,27 @@ function renderWho() {
   const who = document.getElementById("who");
   const c = session.get();
   if (c) {
-    clear(who, h("span", { id: "who-key" }, c.key),
-      h("button", { id: "logout", onclick: () => { session.clear(); showLogin(); } }, "Log out"));
+    clear(who, h("span", { id: "who-user" }, c.user),
+      h("button", { id: "logout", onclick: logout }, "Log out"));
   } else {
     clear(who, setupState === "initialized" ? h("a", { href: "#/login" }, "Log in") : h("span", {}, "catalog not set up"));
   }
+}
+
+async function logout() {
+  try {
+    await api("POST", "/api/v1/auth/logout", { probe: true });
+  } finally {
+    session.clear();
+    showLogin();
+  }
+}
+
+// Trades a key and secret for the session cookie, then learns the user's name.
+async function logIn(key, secret) {
+  await api("POST", "/api/v1/auth/login", { json: { access_key_id: key, secret_access_key: secret }, probe: true });
+  const me = await api("GET", "/api/v1/user", { probe: true });
+  session.set(me.user.id);
 }
 
 export function showLogin(message) {
@@ -233,9 +244,9 @@ function loginPage(main) {
     h("button", { class: "primary", type: "submit", id: "login-submit" }, "Log in"));
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
-    session.set(key.value.trim(), secret.value);
     try {
-      await api("GET", "/api/v1/user", { probe: true });
+      await logIn(key.value.trim(), secret.value);
+      secret.value = "";
       renderWho();
       location.hash = sessionStorage.getItem("sediment.after_login") || "#/tables";
     } catch (ex) {
@@ -260,8 +271,8 @@ export function setupPage(main) {
     e.preventDefault();
     try {
       const c = await api("POST", "/api/v1/setup_lakefs", { json: { username: user.value.trim() } });
-      session.set(c.access_key_id, c.secret_access_key);
       setupState = "initialized";
+      await logIn(c.access_key_id, c.secret_access_key);
       renderWho();
       clear(main, h("div", { class: "login", id: "setup-done" },
         h("h1", {}, "Catalog set up"),
@@ -337,6 +348,12 @@ export function go(hash) {
 async function start() {
   try {
     await refreshSetupState();
+    // A session cookie from another tab of this browser is a login too.
+    if (setupState === "initialized" && !session.get()) {
+      try {
+        session.set((await api("GET", "/api/v1/user", { probe: true })).user.id);
+      } catch { /* not logged in */ }
+    }
   } catch (ex) {
     clear(document.getElementById("main"), errorBox(ex, "page-error"));
     return;

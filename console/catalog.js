@@ -289,21 +289,13 @@ async function objectsTab(box, ctx) {
     }
   }
 
-  async function download(o, button) {
-    button.disabled = true;
-    try {
-      const res = await api("GET", objectUrl, { query: { path: o.path }, raw: true });
-      const url = URL.createObjectURL(await res.blob());
-      const a = h("a", { href: url, download: o.path.split("/").pop() || "object", style: "display:none" });
-      document.body.append(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 60000);
-    } catch (ex) {
-      if (life.alive) clear(msg, errorBox(ex, "download-error"));
-    } finally {
-      button.disabled = false;
-    }
+  // A plain link: the browser streams the object to disk with the session cookie (nothing held in the page).
+  function download(o) {
+    const url = `${objectUrl}?path=${enc(o.path)}`;
+    const a = h("a", { href: url, download: o.path.split("/").pop() || "object", style: "display:none" });
+    document.body.append(a);
+    a.click();
+    a.remove();
   }
 
   async function remove(o) {
@@ -333,7 +325,7 @@ async function objectsTab(box, ctx) {
             h("td"), h("td"), h("td"), h("td"));
         }
         const pv = h("button", { type: "button", class: "preview", onclick: () => preview(o, pv) }, "Preview");
-        const dl = h("button", { type: "button", class: "download", onclick: () => download(o, dl) }, "Download");
+        const dl = h("button", { type: "button", class: "download", onclick: () => download(o) }, "Download");
         const del = branch ? h("button", { type: "button", class: "delete-object", onclick: () => remove(o) }, "Delete") : null;
         return h("tr", { dataset: { path: o.path } },
           h("td", {}, h("code", { class: "object-name" }, name)),

@@ -71,4 +71,4 @@ def login(driver, url, key, secret):
     wait_for(driver, "#access-key").send_keys(key)
     driver.find_element("css selector", "#secret-key").send_keys(secret)
     driver.find_element("css selector", "#login-submit").click()
-    wait_for(driver, "#who-key", text=key)
+    wait_for(driver, "#logout")

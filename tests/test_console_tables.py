@@ -115,9 +115,51 @@ def test_after_setup_the_console_needs_a_key(ingesting, browser):
     shot(driver, "login-refused")
     assert driver.execute_script("return sessionStorage.getItem('sediment.credentials')") is None
     login(driver, server.url, KEY, SECRET)
-    wait_for(driver, '#tables tr[data-table="demo.logs"]')  # the tables API took the key
+    assert wait_for(driver, "#who-user").text == "admin"
+    wait_for(driver, '#tables tr[data-table="demo.logs"]')  # the tables API took the session
+    # The secret is nowhere a script of the page could read it: the session is an HttpOnly cookie.
+    stored = driver.execute_script("return JSON.stringify(Object.assign({}, sessionStorage, localStorage))")
+    assert SECRET not in stored and KEY not in stored, stored
+    assert "internal_auth_session" not in driver.execute_script("return document.cookie")
+    assert any(c["name"] == "internal_auth_session" and c["httpOnly"] for c in driver.get_cookies())
     driver.find_element(By.CSS_SELECTOR, "#logout").click()
     wait_for(driver, "#login-form")
+    assert not any(c["name"] == "internal_auth_session" and c["value"] for c in driver.get_cookies())
+    driver.get(server.url + "/#/jobs")
+    wait_for(driver, "#login-form")  # logged out for good
+
+
+def test_login_sessions_over_http(ingesting):
+    server = ingesting
+    server.post("/api/v1/setup_lakefs", json={
+        "username": "admin", "key": {"access_key_id": KEY, "secret_access_key": SECRET}}).raise_for_status()
+    bad = server.post("/api/v1/auth/login", json={"access_key_id": KEY, "secret_access_key": "nope"})
+    assert bad.status_code == 401 and "Set-Cookie" not in bad.headers
+    assert server.post("/api/v1/auth/login", json={"access_key_id": KEY}).status_code == 400
+    r = server.post("/api/v1/auth/login", json={"access_key_id": KEY, "secret_access_key": SECRET})
+    assert r.status_code == 200, r.text
+    token = r.json()["token"]
+    assert r.json()["token_expiration"] > time.time() + 3600
+    cookie = r.headers["Set-Cookie"]
+    assert cookie.startswith(f"internal_auth_session={token};") and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert SECRET not in token
+
+    jar = {"internal_auth_session": token}
+    assert requests.get(server.url + "/api/v1/user", cookies=jar, timeout=10).json()["user"]["id"] == "admin"
+    assert requests.get(server.url + "/api/v1/user", headers={"Authorization": f"Bearer {token}"},
+                        timeout=10).status_code == 200
+    assert requests.get(server.url + "/api/v1/jobs", cookies=jar, timeout=10).status_code == 200  # tables/jobs too
+    # A write with only the cookie must come from the console's own scripts (X-Requested-With).
+    create = lambda **kw: requests.post(server.url + "/api/v1/auth/users", json={"id": "carol"}, cookies=jar,
+                                        timeout=10, **kw)
+    assert create().status_code == 401
+    assert requests.get(server.url + "/api/v1/auth/users/carol", cookies=jar, timeout=10).status_code == 404
+    assert create(headers={"X-Requested-With": "XMLHttpRequest"}).status_code == 201
+    forged = token[:-1] + ("0" if token[-1] != "0" else "1")
+    assert requests.get(server.url + "/api/v1/user", cookies={"internal_auth_session": forged},
+                        timeout=10).status_code == 401
+    out = server.post("/api/v1/auth/logout")
+    assert out.status_code == 204 and "Max-Age=0" in out.headers["Set-Cookie"]
 
 
 def test_the_console_and_the_gateway_share_the_root(ingesting):

@@ -216,7 +216,7 @@ bool App::GuardTablesAndJobs(const httplib::Request& req, httplib::Response& res
     if (!*set_up) return true;
     auth_enforced_ = true;  // set-up cannot be undone
   }
-  auto user = auth_->Authenticate(req.get_header_value("Authorization"));
+  auto user = auth_->Authenticate(AuthorizationOf(req));
   Status st = user.ok() ? auth_->Authorize(*user, action, resource) : user.status();
   if (st.ok()) return true;
   if (IsUnauthorized(st)) ChallengeBasic(req, res);

@@ -1,16 +1,20 @@
 #include "server/auth.h"
 
 #include <fmt/format.h>
+#include <httplib.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include <charconv>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 
 #include "base/wildcard.h"
 #include "catalog/entry.h"
 #include "kv/kv.h"
+#include "server/s3_signature.h"
 
 namespace sediment::server {
 
@@ -295,17 +299,94 @@ Result<AuthService::CachedKey> AuthService::LookupKey(const std::string& key_id)
 
 Result<std::string> AuthService::Authenticate(const std::string& header) {
   if (header.empty()) return Unauthorized("authentication required: send HTTP basic auth with an access key");
+  if (header.rfind("Bearer ", 0) == 0) return AuthenticateToken(header.substr(7));
   if (header.rfind("Basic ", 0) != 0) return Unauthorized("unsupported Authorization scheme (use Basic)");
   std::string decoded = Base64Decode(header.substr(6));
   auto colon = decoded.find(':');
   if (colon == std::string::npos) return Unauthorized("malformed basic auth credentials");
-  std::string key_id = decoded.substr(0, colon), secret = decoded.substr(colon + 1);
+  return CheckSecret(decoded.substr(0, colon), decoded.substr(colon + 1));
+}
+
+Result<std::string> AuthService::CheckSecret(const std::string& key_id, const std::string& secret) {
   ARROW_ASSIGN_OR_RAISE(CachedKey key, LookupKey(key_id));
   std::string want = key.hash, got = SecretHash(key.salt, secret);
   unsigned diff = want.size() ^ got.size();
   for (size_t i = 0; i < want.size() && i < got.size(); ++i) diff |= static_cast<unsigned>(want[i] ^ got[i]);
   if (diff != 0) return Unauthorized("invalid access key id or secret");
   return key.user;
+}
+
+namespace {
+
+std::optional<std::string> Unhex(std::string_view hex) {
+  if (hex.size() % 2) return std::nullopt;
+  std::string out(hex.size() / 2, '\0');
+  for (size_t i = 0; i < out.size(); ++i) {
+    auto [p, ec] = std::from_chars(hex.data() + 2 * i, hex.data() + 2 * i + 2, reinterpret_cast<uint8_t&>(out[i]), 16);
+    if (ec != std::errc() || p != hex.data() + 2 * i + 2) return std::nullopt;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string AuthorizationOf(const httplib::Request& req) {
+  std::string header = req.get_header_value("Authorization");
+  if (!header.empty()) return header;
+  if (req.method != "GET" && req.method != "HEAD" && !req.has_header("X-Requested-With")) return "";
+  const std::string header_value = req.get_header_value("Cookie");  // get_header_value returns a copy
+  std::string_view cookies = header_value;
+  std::string_view name = kSessionCookie;
+  while (!cookies.empty()) {
+    size_t end = cookies.find(';');
+    std::string_view c = cookies.substr(0, end);
+    while (!c.empty() && c.front() == ' ') c.remove_prefix(1);
+    if (c.size() > name.size() && c.substr(0, name.size()) == name && c[name.size()] == '=') {
+      return "Bearer " + std::string(c.substr(name.size() + 1));
+    }
+    if (end == std::string_view::npos) break;
+    cookies.remove_prefix(end + 1);
+  }
+  return "";
+}
+
+Result<std::string> AuthService::SessionKey() {
+  ARROW_ASSIGN_OR_RAISE(std::string key, EncryptionKey());
+  return Sha256Raw("sediment session tokens\n" + key);  // never the encryption key itself
+}
+
+// A token is hex(payload) "." hex(HMAC-SHA256(session key, payload)), the
+// payload {"k": access key id, "exp": Unix seconds, "n": random}.
+Result<SessionToken> AuthService::Login(const std::string& key_id, const std::string& secret, Duration ttl) {
+  ARROW_RETURN_NOT_OK(CheckSecret(key_id, secret).status());
+  ARROW_ASSIGN_OR_RAISE(std::string signing, SessionKey());
+  int64_t exp = ToUnixMicros(clock_->Now() + ttl) / 1'000'000;
+  std::string payload = json{{"k", key_id}, {"exp", exp}, {"n", catalog::RandomHex(8)}}.dump();
+  return SessionToken{s3::Hex(payload) + "." + s3::Hex(s3::HmacSha256(signing, payload)), exp};
+}
+
+Result<std::string> AuthService::AuthenticateToken(const std::string& token) {
+  auto invalid = [] { return Unauthorized("invalid or expired session: log in again"); };
+  auto dot = token.find('.');
+  if (dot == std::string::npos) return invalid();
+  auto payload = Unhex(std::string_view(token).substr(0, dot));
+  auto mac = Unhex(std::string_view(token).substr(dot + 1));
+  if (!payload || !mac) return invalid();
+  ARROW_ASSIGN_OR_RAISE(std::string signing, SessionKey());
+  std::string want = s3::HmacSha256(signing, *payload);
+  unsigned diff = want.size() ^ mac->size();
+  for (size_t i = 0; i < want.size() && i < mac->size(); ++i) diff |= static_cast<unsigned>(want[i] ^ (*mac)[i]);
+  if (diff != 0) return invalid();
+  json j = json::parse(*payload, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("k") || !j["k"].is_string() || !j.contains("exp") ||
+      !j["exp"].is_number_integer()) {
+    return invalid();
+  }
+  if (j["exp"].get<int64_t>() * 1'000'000 <= ToUnixMicros(clock_->Now())) return invalid();
+  // A deleted key (or user) ends its sessions.
+  auto key = LookupKey(j["k"].get<std::string>());
+  if (!key.ok()) return IsUnauthorized(key.status()) ? invalid() : key.status();
+  return key->user;
 }
 
 Result<SigningSecret> AuthService::SecretFor(const std::string& access_key_id) {

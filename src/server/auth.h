@@ -46,6 +46,10 @@ class KvStore;
 struct Batch;
 }  // namespace sediment::kv
 
+namespace httplib {
+struct Request;
+}  // namespace httplib
+
 namespace sediment::server {
 
 struct SigningSecret {
@@ -86,6 +90,23 @@ struct AuthIdPage {
   bool* has_more = nullptr;  // set if more ids follow
 };
 
+// A login session (the console's): a token naming an access key, signed by
+// the server, valid until `expires_unix` or until the key is deleted.
+struct SessionToken {
+  std::string token;
+  int64_t expires_unix = 0;
+};
+
+// The cookie a login sets (lakeFS's name for it).
+inline constexpr const char* kSessionCookie = "internal_auth_session";
+
+// A request's credentials as an Authorization value for Authenticate: its
+// Authorization header, else its session cookie as "Bearer <token>" — for a
+// method other than GET or HEAD only with X-Requested-With, a header no form
+// or link of another site can send (the cookie is SameSite=Strict too, but a
+// site on another port of the same host counts as the same site).
+std::string AuthorizationOf(const httplib::Request& req);
+
 class AuthService {
  public:
   // `encrypt_secret_key`: any string (its SHA-256 is the AES key); "" = a random key kept in the store.
@@ -97,8 +118,13 @@ class AuthService {
   Result<Credentials> Setup(const std::string& username, const std::string& access_key_id,
                             const std::string& secret_access_key);
 
-  // The user behind an "Authorization: Basic ..." header value; Unauthorized otherwise.
+  // The user behind an "Authorization: Basic ..." or "Bearer <session token>"
+  // header value; Unauthorized otherwise.
   Result<std::string> Authenticate(const std::string& authorization_header);
+  // Checks the key's secret, then issues a session token for it, valid for
+  // `ttl` on every server sharing the store (it is signed with a key derived
+  // from the secrets' encryption key).
+  Result<SessionToken> Login(const std::string& access_key_id, const std::string& secret, Duration ttl);
   // This installation's id (created once, kept in the store): lakeFS clients
   // show it in usage reports.
   Result<std::string> InstallationId();
@@ -132,6 +158,12 @@ class AuthService {
   struct CachedKey;
   // The record of an access key (cached), Unauthorized if unknown or its user is gone.
   Result<CachedKey> LookupKey(const std::string& key_id);
+  // The user of a valid, unexpired session token whose key still exists.
+  Result<std::string> AuthenticateToken(const std::string& token);
+  // The key session tokens are signed with.
+  Result<std::string> SessionKey();
+  // The user of key `key_id` if `secret` is its secret.
+  Result<std::string> CheckSecret(const std::string& key_id, const std::string& secret);
   // The AES-256 key secrets are encrypted with (loaded or created once).
   Result<std::string> EncryptionKey();
   Result<std::string> Encrypt(const std::string& secret);

@@ -59,7 +59,8 @@ class AuthIntegrityTest : public ::testing::Test {
   Policy ReadAll(const std::string& id) { return Policy{id, {{"allow", {"fs:Read*"}, "*"}}, 0}; }
 
   std::shared_ptr<HookedKv> kv_ = std::make_shared<HookedKv>(kv::NewMemoryStore());
-  AuthService auth_{kv_, std::make_shared<ManualClock>(), Duration::zero()};
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
+  AuthService auth_{kv_, clock_, Duration::zero()};
 };
 
 // --- 7. setup_lakefs ----------------------------------------------------------------
@@ -138,6 +139,41 @@ TEST_F(AuthIntegrityTest, CredentialsNeverOutliveTheirUser) {
   ASSERT_OK(auth_.DeleteUser("erin"));
   ASSERT_OK(auth_.CreateUser("erin").status());
   EXPECT_FALSE(Granted("erin", "R"));
+}
+
+// --- sessions (the console's log-in) --------------------------------------------------
+
+TEST_F(AuthIntegrityTest, SessionTokensNameAKeyUntilTheyExpireOrTheKeyGoes) {
+  ASSERT_OK(auth_.Setup("admin", "AKIAADMIN1", "admin-secret").status());
+  EXPECT_TRUE(IsUnauthorized(auth_.Login("AKIAADMIN1", "wrong", std::chrono::hours(1)).status()));
+  EXPECT_TRUE(IsUnauthorized(auth_.Login("AKIANOSUCH", "admin-secret", std::chrono::hours(1)).status()));
+  auto t = auth_.Login("AKIAADMIN1", "admin-secret", std::chrono::hours(1));
+  ASSERT_OK(t.status());
+  EXPECT_EQ(*auth_.Authenticate("Bearer " + t->token), "admin");
+  EXPECT_EQ(t->expires_unix, ToUnixMicros(clock_->Now() + std::chrono::hours(1)) / 1'000'000);
+  EXPECT_EQ(t->token.find("admin-secret"), std::string::npos);
+
+  // Any change to the token breaks its signature.
+  std::string forged = t->token;
+  forged[forged.size() / 4] = forged[forged.size() / 4] == '0' ? '1' : '0';
+  EXPECT_TRUE(IsUnauthorized(auth_.Authenticate("Bearer " + forged).status()));
+  EXPECT_TRUE(IsUnauthorized(auth_.Authenticate("Bearer " + t->token.substr(0, t->token.find('.'))).status()));
+  EXPECT_TRUE(IsUnauthorized(auth_.Authenticate("Bearer not-hex.zz").status()));
+  // Another server sharing the store accepts it (the signing key is shared).
+  AuthService other{kv_, clock_, Duration::zero()};
+  EXPECT_EQ(*other.Authenticate("Bearer " + t->token), "admin");
+
+  clock_->Advance(std::chrono::hours(1));
+  auto expired = auth_.Authenticate("Bearer " + t->token);
+  EXPECT_TRUE(IsUnauthorized(expired.status()));
+  EXPECT_NE(expired.status().message().find("log in again"), std::string::npos);
+
+  auto second = auth_.CreateCredentials("admin", "AKIAADMIN2", "second-secret");
+  ASSERT_OK(second.status());
+  auto t2 = auth_.Login("AKIAADMIN2", "second-secret", std::chrono::hours(1));
+  ASSERT_OK(t2.status());
+  ASSERT_OK(auth_.DeleteCredentials("admin", "AKIAADMIN2"));
+  EXPECT_TRUE(IsUnauthorized(auth_.Authenticate("Bearer " + t2->token).status())) << "a deleted key ends its sessions";
 }
 
 }  // namespace

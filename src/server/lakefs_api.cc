@@ -43,6 +43,8 @@ std::vector<Route> Routes() {
       // Setup, configuration, users, credentials, policies (lakefs_auth_api.cc)
       {"GET",    "/api/v1/setup_lakefs",          GetSetupState},
       {"POST",   "/api/v1/setup_lakefs",          SetupLakeFs},
+      {"POST",   "/api/v1/auth/login",            Login},
+      {"POST",   "/api/v1/auth/logout",           Logout},
       {"GET",    "/api/v1/config",                GetConfig},
       {"GET",    "/api/v1/config/storage",        GetStorageConfig},
       {"GET",    "/api/v1/usage-report/summary",  GetUsageReportSummary},
@@ -126,7 +128,7 @@ void Register(HttpServer* http, const std::shared_ptr<const Context>& ctx, const
   const std::string& pattern = route.pattern;
   if (auto* fn = std::get_if<AuthedHandler>(&route.handler)) {
     http->Handle(route.method, pattern, pattern, [ctx, fn = *fn](const Req& req, Res& res) {
-      auto user = ctx->auth->Authenticate(req.get_header_value("Authorization"));
+      auto user = ctx->auth->Authenticate(AuthorizationOf(req));
       // lakeFS's words for any failed authentication (lakectl doctor reads them).
       Status st = user.ok()                       ? fn(*ctx, req, res, *user)
                   : IsUnauthorized(user.status()) ? Unauthorized("error authenticating request")
@@ -145,7 +147,7 @@ void Register(HttpServer* http, const std::shared_ptr<const Context>& ctx, const
     // Unlike the other authenticated routes, an upload's 401 carries no WWW-Authenticate challenge.
     http->HandleStream(route.method, pattern, pattern,
                        [ctx, fn = *fn](const Req& req, Res& res, const httplib::ContentReader& reader) {
-                         auto user = ctx->auth->Authenticate(req.get_header_value("Authorization"));
+                         auto user = ctx->auth->Authenticate(AuthorizationOf(req));
                          Status st = user.ok() ? fn(*ctx, req, res, reader, *user) : user.status();
                          if (!st.ok()) ReplyError(res, st);
                        });

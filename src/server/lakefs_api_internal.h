@@ -107,6 +107,8 @@ using Res = httplib::Response;
 // lakefs_auth_api.cc: setup, config, users, credentials, policies.
 Status GetSetupState(const Context& ctx, const Req& req, Res& res);
 Status SetupLakeFs(const Context& ctx, const Req& req, Res& res);
+Status Login(const Context& ctx, const Req& req, Res& res);
+Status Logout(const Context& ctx, const Req& req, Res& res);
 Status GetConfig(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status GetStorageConfig(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status GetUsageReportSummary(const Context& ctx, const Req& req, Res& res, const std::string& me);

@@ -63,6 +63,38 @@ Status SetupLakeFs(const Context& ctx, const Req& req, Res& res) {
   return Status::OK();
 }
 
+// --- sessions (the console's log-in) ---------------------------------------------
+
+namespace {
+
+constexpr auto kSessionTtl = std::chrono::hours(12);
+
+std::string SessionCookie(const std::string& value, int64_t max_age) {
+  return fmt::format("{}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}", kSessionCookie, value, max_age);
+}
+
+}  // namespace
+
+// lakeFS's login: a session token for an access key, also set as an HttpOnly
+// cookie, which the API then accepts (AuthorizationOf).
+Status Login(const Context& ctx, const Req& req, Res& res) {
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
+  ARROW_ASSIGN_OR_RAISE(auto key_id, Field<std::string>(body, "access_key_id"));
+  ARROW_ASSIGN_OR_RAISE(auto secret, Field<std::string>(body, "secret_access_key"));
+  ARROW_ASSIGN_OR_RAISE(auto t, ctx.auth->Login(key_id, secret, kSessionTtl));
+  res.set_header("Set-Cookie", SessionCookie(t.token, std::chrono::seconds(kSessionTtl).count()));
+  res.set_header("Cache-Control", "no-store");
+  ReplyJson(res, 200, {{"token", t.token}, {"token_expiration", t.expires_unix}});
+  return Status::OK();
+}
+
+// Forgets the session cookie (the token itself stays valid until it expires).
+Status Logout(const Context&, const Req&, Res& res) {
+  res.set_header("Set-Cookie", SessionCookie("", 0));
+  res.status = 204;
+  return Status::OK();
+}
+
 // --- configuration and the caller ---------------------------------------------
 
 // Server configuration, as the high-level `lakefs` package reads it on first use. Sediment has no
