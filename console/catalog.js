@@ -677,7 +677,13 @@ async function compareTab(box, ctx) {
         : diffTable(items, "diff")),
       { life, nextId: "diff-next", prevId: "diff-prev" });
     clear(result, h("p", { class: "muted" }, "Comparing…"));
-    await diff.show();
+    try {
+      await diff.show({ rethrow: true });
+    } catch (ex) {
+      // A ref that does not exist (say): the server's message, and nothing to merge.
+      if (life.alive) clear(result, errorBox(ex, "compare-error"));
+      return;
+    }
     if (!life.alive) return;
     clear(result,
       h("div", { class: "section-head" },

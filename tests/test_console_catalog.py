@@ -303,8 +303,15 @@ def test_branches_compare_merge_and_conflict(catalog, browser, tmp_path):
     assert catalog.log("feature")[0]["message"] == "change hello"
     assert catalog.read("hello.txt", "main") == b"v1\n"
 
-    # Compare main...feature: the change.
+    # A ref that does not exist: the server's message, and no merge button.
     click(d, "a#tab-compare")
+    fill(d, "#left-ref", "main")
+    fill(d, "#right-ref", "no-such-branch")
+    click(d, "#compare-submit")
+    assert "not found" in wait_for(d, "#compare-error").text
+    assert not d.find_elements(By.CSS_SELECTOR, "#merge")
+
+    # Compare main...feature: the change.
     fill(d, "#left-ref", "main")
     fill(d, "#right-ref", "feature")
     click(d, "#compare-submit")
