@@ -158,8 +158,13 @@ def test_login_sessions_over_http(ingesting):
     forged = token[:-1] + ("0" if token[-1] != "0" else "1")
     assert requests.get(server.url + "/api/v1/user", cookies={"internal_auth_session": forged},
                         timeout=10).status_code == 401
-    out = server.post("/api/v1/auth/logout")
+    out = requests.post(server.url + "/api/v1/auth/logout", cookies=jar,
+                        headers={"X-Requested-With": "XMLHttpRequest"}, timeout=10)
     assert out.status_code == 204 and "Max-Age=0" in out.headers["Set-Cookie"]
+    # The session is over, for a copy of the cookie too.
+    assert requests.get(server.url + "/api/v1/user", cookies=jar, timeout=10).status_code == 401
+    assert requests.get(server.url + "/api/v1/user", headers={"Authorization": f"Bearer {token}"},
+                        timeout=10).status_code == 401
 
 
 def test_the_console_and_the_gateway_share_the_root(ingesting):

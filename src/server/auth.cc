@@ -365,28 +365,63 @@ Result<SessionToken> AuthService::Login(const std::string& key_id, const std::st
   return SessionToken{s3::Hex(payload) + "." + s3::Hex(s3::HmacSha256(signing, payload)), exp};
 }
 
-Result<std::string> AuthService::AuthenticateToken(const std::string& token) {
-  auto invalid = [] { return Unauthorized("invalid or expired session: log in again"); };
+namespace {
+
+// A revoked session: a/so/<SHA-256 of the token, hex> -> its expiry (Unix seconds).
+std::string RevokedKey(const std::string& token) { return "a/so/" + s3::Sha256Hex(token); }
+
+Status InvalidSession() { return Unauthorized("invalid or expired session: log in again"); }
+
+}  // namespace
+
+Result<std::pair<std::string, int64_t>> AuthService::VerifyToken(const std::string& token) {
   auto dot = token.find('.');
-  if (dot == std::string::npos) return invalid();
+  if (dot == std::string::npos) return InvalidSession();
   auto payload = Unhex(std::string_view(token).substr(0, dot));
   auto mac = Unhex(std::string_view(token).substr(dot + 1));
-  if (!payload || !mac) return invalid();
+  if (!payload || !mac) return InvalidSession();
   ARROW_ASSIGN_OR_RAISE(std::string signing, SessionKey());
   std::string want = s3::HmacSha256(signing, *payload);
   unsigned diff = want.size() ^ mac->size();
   for (size_t i = 0; i < want.size() && i < mac->size(); ++i) diff |= static_cast<unsigned>(want[i] ^ (*mac)[i]);
-  if (diff != 0) return invalid();
+  if (diff != 0) return InvalidSession();
   json j = json::parse(*payload, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("k") || !j["k"].is_string() || !j.contains("exp") ||
       !j["exp"].is_number_integer()) {
-    return invalid();
+    return InvalidSession();
   }
-  if (j["exp"].get<int64_t>() * 1'000'000 <= ToUnixMicros(clock_->Now())) return invalid();
+  int64_t exp = j["exp"].get<int64_t>();
+  if (exp * 1'000'000 <= ToUnixMicros(clock_->Now())) return InvalidSession();
+  return std::make_pair(j["k"].get<std::string>(), exp);
+}
+
+Result<std::string> AuthService::AuthenticateToken(const std::string& token) {
+  ARROW_ASSIGN_OR_RAISE(auto verified, VerifyToken(token));
+  // Logged out (on any server): one point read.
+  auto revoked = kv_->Get(RevokedKey(token));
+  if (revoked.ok()) return InvalidSession();
+  if (!IsNotFound(revoked.status())) return revoked.status();
   // A deleted key (or user) ends its sessions.
-  auto key = LookupKey(j["k"].get<std::string>());
-  if (!key.ok()) return IsUnauthorized(key.status()) ? invalid() : key.status();
+  auto key = LookupKey(verified.first);
+  if (!key.ok()) return IsUnauthorized(key.status()) ? InvalidSession() : key.status();
   return key->user;
+}
+
+Status AuthService::Revoke(const std::string& token) {
+  auto verified = VerifyToken(token);
+  if (!verified.ok()) return IsUnauthorized(verified.status()) ? Status::OK() : verified.status();
+  ARROW_RETURN_NOT_OK(kv_->Set(RevokedKey(token), std::to_string(verified->second)));
+  // Revocations of tokens that have expired anyway are dropped here: as many as log-outs in a token's life.
+  int64_t now = ToUnixMicros(clock_->Now()) / 1'000'000;
+  std::vector<std::string> stale;
+  ARROW_RETURN_NOT_OK(kv_->ScanAll("a/so/", "", [&](const kv::KeyValue& kv) -> Result<bool> {
+    int64_t exp = 0;
+    auto [p, ec] = std::from_chars(kv.value.data(), kv.value.data() + kv.value.size(), exp);
+    if (ec != std::errc() || exp <= now) stale.push_back(kv.key);
+    return true;
+  }));
+  for (const auto& k : stale) ARROW_RETURN_NOT_OK(kv_->Delete(k));
+  return Status::OK();
 }
 
 Result<SigningSecret> AuthService::SecretFor(const std::string& access_key_id) {

@@ -125,6 +125,9 @@ class AuthService {
   // `ttl` on every server sharing the store (it is signed with a key derived
   // from the secrets' encryption key).
   Result<SessionToken> Login(const std::string& access_key_id, const std::string& secret, Duration ttl);
+  // Ends a session on every server (log-out); a token that is not valid is
+  // left alone. Revocations are kept until the token would have expired.
+  Status Revoke(const std::string& token);
   // This installation's id (created once, kept in the store): lakeFS clients
   // show it in usage reports.
   Result<std::string> InstallationId();
@@ -158,8 +161,10 @@ class AuthService {
   struct CachedKey;
   // The record of an access key (cached), Unauthorized if unknown or its user is gone.
   Result<CachedKey> LookupKey(const std::string& key_id);
-  // The user of a valid, unexpired session token whose key still exists.
+  // The user of a valid, unexpired, unrevoked session token whose key still exists.
   Result<std::string> AuthenticateToken(const std::string& token);
+  // A token's key id and expiry if its signature holds; Unauthorized otherwise.
+  Result<std::pair<std::string, int64_t>> VerifyToken(const std::string& token);
   // The key session tokens are signed with.
   Result<std::string> SessionKey();
   // The user of key `key_id` if `secret` is its secret.

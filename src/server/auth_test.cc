@@ -163,6 +163,15 @@ TEST_F(AuthIntegrityTest, SessionTokensNameAKeyUntilTheyExpireOrTheKeyGoes) {
   AuthService other{kv_, clock_, Duration::zero()};
   EXPECT_EQ(*other.Authenticate("Bearer " + t->token), "admin");
 
+  // Log-out ends it on every server; other sessions of the key go on.
+  auto t3 = auth_.Login("AKIAADMIN1", "admin-secret", std::chrono::hours(1));
+  ASSERT_OK(t3.status());
+  ASSERT_OK(auth_.Revoke(t3->token));
+  EXPECT_TRUE(IsUnauthorized(other.Authenticate("Bearer " + t3->token).status()));
+  EXPECT_EQ(*auth_.Authenticate("Bearer " + t->token), "admin");
+  ASSERT_OK(auth_.Revoke("not-a-token"));
+  EXPECT_EQ(KeysUnder("a/so/").size(), 1u);
+
   clock_->Advance(std::chrono::hours(1));
   auto expired = auth_.Authenticate("Bearer " + t->token);
   EXPECT_TRUE(IsUnauthorized(expired.status()));
@@ -174,6 +183,10 @@ TEST_F(AuthIntegrityTest, SessionTokensNameAKeyUntilTheyExpireOrTheKeyGoes) {
   ASSERT_OK(t2.status());
   ASSERT_OK(auth_.DeleteCredentials("admin", "AKIAADMIN2"));
   EXPECT_TRUE(IsUnauthorized(auth_.Authenticate("Bearer " + t2->token).status())) << "a deleted key ends its sessions";
+  // The next log-out drops revocations of tokens that expired anyway.
+  auto t4 = auth_.Login("AKIAADMIN1", "admin-secret", std::chrono::hours(1));
+  ASSERT_OK(auth_.Revoke(t4->token));
+  EXPECT_EQ(KeysUnder("a/so/").size(), 1u);
 }
 
 }  // namespace

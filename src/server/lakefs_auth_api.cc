@@ -88,8 +88,10 @@ Status Login(const Context& ctx, const Req& req, Res& res) {
   return Status::OK();
 }
 
-// Forgets the session cookie (the token itself stays valid until it expires).
-Status Logout(const Context&, const Req&, Res& res) {
+// Ends the session of the request's cookie (or Bearer token) on every server, and clears the cookie.
+Status Logout(const Context& ctx, const Req& req, Res& res) {
+  std::string auth = AuthorizationOf(req);
+  if (auth.rfind("Bearer ", 0) == 0) ARROW_RETURN_NOT_OK(ctx.auth->Revoke(auth.substr(7)));
   res.set_header("Set-Cookie", SessionCookie("", 0));
   res.status = 204;
   return Status::OK();
