@@ -107,7 +107,7 @@ async function load(ds, t, windowSeconds, prev) {
 function liveFilesSeries(d) {
   const events = [
     ...d.appends.map((a) => ({ t: a.t_us, kind: "append" })),
-    ...d.passes.map((p) => ({ t: p.t_us + p.seconds * 1e6, kind: "pass", p })),
+    ...d.passes.filter((p) => !p.error).map((p) => ({ t: p.t_us + p.seconds * 1e6, kind: "pass", p })),
   ].sort((a, b) => b.t - a.t);
   let cur = d.info.files;
   const pts = [{ x: Date.now(), y: cur }];
@@ -189,6 +189,7 @@ function passRows(passes) {
     const inB = merged.reduce((s, m) => s + m.bytes_in, 0), outB = merged.reduce((s, m) => s + m.bytes_out, 0);
     const inFiles = merged.reduce((s, m) => s + m.inputs, 0);
     const detail = [
+      p.error ? h("div", { class: "tag bad pass-error" }, `the pass failed: ${p.error}`) : null,
       merged.length ? `${inFiles} files → ${merged.length} (${bytes(inB)} → ${bytes(outB)})` : null,
       ...failed.map((m) => h("div", { class: "tag bad" }, `failed: blocks ${m.start_block}–${m.end_block}: ${m.error || ""}`)),
       ...discarded.map((m) => h("div", { class: "tag" }, `discarded: blocks ${m.start_block}–${m.end_block} changed meanwhile`)),
@@ -199,10 +200,10 @@ function passRows(passes) {
       h("td", { class: "num" }, p.seconds.toFixed(2) + " s"),
       h("td", { class: "num" }, count(p.files_considered)),
       h("td", { class: "num merged" }, merged.length),
-      h("td", { class: "num failed" }, failed.length),
+      h("td", { class: "num failed" }, failed.length + (p.error ? 1 : 0)),
       h("td", { class: "num discarded" }, discarded.length),
       h("td", {}, detail),
-      h("td", { class: "num" }, count(p.files_after)),
+      h("td", { class: "num" }, p.error ? "" : count(p.files_after)),
       h("td", { class: "muted" }, p.server));
   });
 }
@@ -237,7 +238,7 @@ function render(el, charts, d) {
   charts.wa.data.datasets[0].data = writeAmpSeries(d);
   charts.wa.update("none");
   clear(el.passes, d.passes.length === 0
-    ? h("p", { class: "muted", id: "no-passes" }, "No pass merged anything in this window.")
+    ? h("p", { class: "muted", id: "no-passes" }, "No pass merged anything or failed in this window.")
     : table(["When", ["Took", { class: "num" }], ["Files seen", { class: "num" }], ["Merged", { class: "num" }],
       ["Failed", { class: "num" }], ["Discarded", { class: "num" }], "What", ["Files after", { class: "num" }], "Server"],
       passRows(d.passes), { id: "passes" }));

@@ -436,7 +436,8 @@ Status GetPasses(TableService* tables, const httplib::Request& req, httplib::Res
                    {"files_after", p.files_after},
                    {"stored_bytes_after", p.stored_bytes_after},
                    {"merges_total", p.merges_total},
-                   {"merges", std::move(merges)}});
+                   {"merges", std::move(merges)},
+                   {"error", p.error.empty() ? json(nullptr) : json(p.error)}});
   }
   size_t n = out.size();
   std::string next = passes.empty() ? "" : passes.back().cursor;

@@ -555,6 +555,7 @@ Status TableRegistry::RecordPass(const TableId& id, const PassRecord& p) {
             {"stored_bytes_after", p.stored_bytes_after},
             {"merges", std::move(merges)},
             {"merges_total", p.merges_total}};
+  if (!p.error.empty()) j["error"] = p.error;
   // Two passes of one table never start in the same microsecond on one
   // server; the server's name keeps two servers' records apart.
   return kv_->Set(PassPrefix(id) + PassTime(p.t_us) + "-" + p.server,
@@ -588,6 +589,7 @@ Result<std::vector<PassRecord>> TableRegistry::PassHistory(const TableId& id, in
         p.files_after = j.value("files_after", int64_t{0});
         p.stored_bytes_after = j.value("stored_bytes_after", int64_t{0});
         p.merges_total = j.value("merges_total", int64_t{0});
+        p.error = j.value("error", "");
         for (const auto& m : j["merges"]) {
           if (!m.is_object()) return Status::IOError(fmt::format("{}: malformed pass history record", kv.key));
           p.merges.push_back({m.value("outcome", ""), m.value("inputs", int64_t{0}), m.value("start", uint64_t{0}),

@@ -92,7 +92,7 @@ struct AppendRecord {
   int64_t stored_bytes = 0;  // the file's size (0 in records written before it was kept)
 };
 
-// One compaction pass that planned merges, as the pass history keeps it.
+// One compaction pass that planned merges, or failed, as the pass history keeps it.
 struct PassRecord {
   struct Merge {
     std::string outcome;  // "merged", "failed", "discarded", "stopped"
@@ -108,6 +108,7 @@ struct PassRecord {
   int64_t files_after = 0, stored_bytes_after = 0;  // the live set when it ended
   std::vector<Merge> merges;                        // the first kMaxMerges of them
   int64_t merges_total = 0;
+  std::string error;   // the pass failed as a whole (it could not plan, say): why
   std::string cursor;  // where a page that ends here resumes
   static constexpr size_t kMaxMerges = 64;
 };

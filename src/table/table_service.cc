@@ -109,7 +109,18 @@ void TableService::Tick() {
 
 Result<PassResult> TableService::RunPass(const TableId& id, const ProgressFn& progress) {
   int64_t started_us = ToUnixMicros(clock_->Now());
-  ARROW_ASSIGN_OR_RAISE(PassResult result, compactor_->RunPass(id, progress));
+  auto t0 = std::chrono::steady_clock::now();
+  auto ran = compactor_->RunPass(id, progress);
+  if (!ran.ok()) {
+    // Busy (another server compacts it) and a stop are not failures of the table.
+    if (!IsBusy(ran.status()) && !ran.status().IsCancelled()) {
+      PassResult failed;
+      failed.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      RecordPass(id, failed, started_us, ran.status().message());
+    }
+    return ran.status();
+  }
+  PassResult result = std::move(*ran);
   if (!result.merges.empty()) {
     RecordPass(id, result, started_us);
     auto gc = RunGc(id);
@@ -118,8 +129,10 @@ Result<PassResult> TableService::RunPass(const TableId& id, const ProgressFn& pr
   return result;
 }
 
-void TableService::RecordPass(const TableId& id, const PassResult& result, int64_t started_us) {
+void TableService::RecordPass(const TableId& id, const PassResult& result, int64_t started_us,
+                              const std::string& error) {
   PassRecord p;
+  p.error = error;
   p.t_us = started_us;
   p.seconds = result.seconds;
   p.server = server_id();

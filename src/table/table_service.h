@@ -172,7 +172,8 @@ class TableService {
  private:
   // The pass the scheduler runs: a compaction pass, then GC if it planned anything.
   Result<PassResult> RunPass(const TableId& id, const ProgressFn& progress);
-  void RecordPass(const TableId& id, const PassResult& result, int64_t started_us);
+  // Records a pass that planned merges, or (`error` set) failed as a whole.
+  void RecordPass(const TableId& id, const PassResult& result, int64_t started_us, const std::string& error = "");
   // The timer's round: at most tables_per_tick_ tables, so its cost does not
   // grow with the number of tables; all of them are visited every
   // ceil(tables / tables_per_tick) ticks.

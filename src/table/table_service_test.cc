@@ -572,6 +572,26 @@ TEST_F(TableServiceTest, PassHistoryRecordsWhatEachPassMerged) {
   EXPECT_TRUE(service_->PassHistory(id_)->empty());
 }
 
+TEST_F(TableServiceTest, APassThatFailsAsAWholeIsRecordedWithItsError) {
+  Create();
+  for (uint64_t b = 0; b < 10; b += 5) ASSERT_TRUE(Append(b, b + 4, 0).ok());
+  std::string key;
+  ASSERT_TRUE(kv_->ScanAll("t/seg/", "",
+                           [&](const kv::KeyValue& kv) -> Result<bool> {
+                             key = kv.key;
+                             return false;
+                           })
+                  .ok());
+  ASSERT_TRUE(kv_->Set(key, "not a segment record").ok());
+  auto pass = service_->CompactNow(id_);
+  ASSERT_FALSE(pass.ok());
+  auto passes = service_->PassHistory(id_);
+  ASSERT_TRUE(passes.ok()) << passes.status().ToString();
+  ASSERT_EQ(passes->size(), 1u);
+  EXPECT_EQ((*passes)[0].error, pass.status().message());
+  EXPECT_TRUE((*passes)[0].merges.empty());
+}
+
 TEST_F(TableServiceTest, GcBacklogCountsFilesWaitingForTheirGrace) {
   config_.writer.compactor.max_eager_bytes = 2000;
   Restart();
