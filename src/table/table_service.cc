@@ -113,7 +113,12 @@ Result<PassResult> TableService::RunPass(const TableId& id, const ProgressFn& pr
   auto ran = compactor_->RunPass(id, progress);
   if (!ran.ok()) {
     // Busy (another server compacts it) and a stop are not failures of the table.
-    if (!IsBusy(ran.status()) && !ran.status().IsCancelled()) {
+    // A table that keeps failing the same way (the timer retries it every
+    // tick) is recorded again only every ten minutes.
+    auto newest = registry_.PassHistory(id, 0, "", 1);
+    bool repeat = newest.ok() && !newest->empty() && newest->front().error == ran.status().message() &&
+                  started_us - newest->front().t_us < 10 * 60 * 1'000'000LL;
+    if (!IsBusy(ran.status()) && !ran.status().IsCancelled() && !repeat) {
       PassResult failed;
       failed.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       RecordPass(id, failed, started_us, ran.status().message());

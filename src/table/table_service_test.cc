@@ -590,6 +590,13 @@ TEST_F(TableServiceTest, APassThatFailsAsAWholeIsRecordedWithItsError) {
   ASSERT_EQ(passes->size(), 1u);
   EXPECT_EQ((*passes)[0].error, pass.status().message());
   EXPECT_TRUE((*passes)[0].merges.empty());
+  // The timer retries it every tick: the same failure is recorded again only after ten minutes.
+  clock_->AdvanceSeconds(60);
+  EXPECT_FALSE(service_->CompactNow(id_).ok());
+  EXPECT_EQ(service_->PassHistory(id_)->size(), 1u);
+  clock_->AdvanceSeconds(600);
+  EXPECT_FALSE(service_->CompactNow(id_).ok());
+  EXPECT_EQ(service_->PassHistory(id_)->size(), 2u);
 }
 
 TEST_F(TableServiceTest, GcBacklogCountsFilesWaitingForTheirGrace) {
