@@ -15,6 +15,7 @@ Parquet files at its head, merged in the background. In another terminal:
   build/sediment job list                       # the ingest job's progress
   build/sediment table list                     # tables, files, sizes
   build/sediment table histogram demo.logs      # small files appear, then merge (watch it for a minute)
+  build/sediment table passes demo.logs         # the last passes and the GC backlog
   build/sediment table files demo.logs
   build/sediment query demo.blocks --limit 5 --columns block_num,hash,tx_count
   build/sediment query demo.logs --from 100 --to 101 --where 'log_index < 3'

@@ -211,6 +211,21 @@ def test_compact_histogram_and_cli(server, tmp_path):
     r = server.post(T + "/compact")
     assert r.status_code == 200 and r.json()["merges"] == []
 
+    # The pass history keeps the one that merged (not the empty one), and the GC backlog.
+    passes = server.get(T + "/passes").json()["passes"]
+    assert len(passes) == 1 and passes[0]["files_considered"] == 10 and passes[0]["files_after"] == 1
+    assert passes[0]["merges"][0]["inputs"] == 10 and passes[0]["merges"][0]["bytes_out"] == files[0]["stored_bytes"]
+    assert server.get(T + "/gc").json()["files"] == 10
+    code, out = server.cli("table", "passes", "eth.logs")
+    assert code == 0, out
+    assert "GC backlog: 10 files (0 past the" in out
+    row = out.splitlines()[1].split()
+    assert row[2:6] == ["10", "1", "0", "0"], out  # seen, merged, failed, discarded
+    code, out = server.cli("table", "passes", "eth.logs", "--json")
+    assert json.loads(out)["passes"][0]["merges_total"] == 1
+    code, out = server.cli("table", "passes", "eth.logs", "--limit", "0")
+    assert code == 1 and "--limit 0 is not in 1..10000" in out
+
 
 def test_cli_errors(server):
     code, out = server.cli("table", "histogram", "eth.nope")

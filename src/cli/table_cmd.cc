@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 
+#include "base/clock.h"
 #include "cli/client.h"
 #include "cli/simulate_cmd.h"
 #include "table/histogram.h"
@@ -19,6 +20,7 @@ struct TableFlags {
   std::string server = DefaultServerUrl();
   std::string name;
   bool json = false;
+  int64_t limit = 20;
 };
 
 std::string TablePath(const table::TableId& id) {
@@ -150,6 +152,52 @@ Status Compact(const TableFlags& f) {
   return Status::OK();
 }
 
+// The last passes that merged or failed, newest first, and the GC backlog.
+Status Passes(const TableFlags& f) {
+  ARROW_ASSIGN_OR_RAISE(table::TableId id, table::ParseTableId(f.name));
+  if (f.limit < 1 || f.limit > 10000) return InvalidArgument(fmt::format("--limit {} is not in 1..10000", f.limit));
+  Client client(f.server);
+  ARROW_ASSIGN_OR_RAISE(json passes, client.Get(TablePath(id) + fmt::format("/passes?amount={}", f.limit)));
+  ARROW_ASSIGN_OR_RAISE(json gc, client.Get(TablePath(id) + "/gc"));
+  if (f.json) {
+    std::cout << json{{"passes", passes["passes"]}, {"gc", gc}}.dump(2) << "\n";
+    return Status::OK();
+  }
+  std::cout << fmt::format("{:<27} {:>8} {:>6} {:>6} {:>6} {:>9} {:>23} {:>6}  {}\n", "STARTED", "TOOK", "SEEN",
+                           "MERGED", "FAILED", "DISCARDED", "BYTES IN -> OUT", "AFTER", "SERVER / ERRORS");
+  for (const auto& p : passes["passes"]) {
+    int64_t merged = 0, failed = 0, discarded = 0, in = 0, out = 0;
+    std::string errors = p["server"].get<std::string>();
+    if (p["error"].is_string()) {
+      ++failed;
+      errors += ": the pass failed: " + p["error"].get<std::string>();
+    }
+    for (const auto& m : p["merges"]) {
+      std::string outcome = m["outcome"].get<std::string>();
+      if (outcome == "merged") {
+        ++merged;
+        in += m["bytes_in"].get<int64_t>();
+        out += m["bytes_out"].get<int64_t>();
+      } else if (outcome == "failed") {
+        ++failed;
+        errors += fmt::format("; blocks {}..{}: {}", m["start_block"].get<uint64_t>(), m["end_block"].get<uint64_t>(),
+                              m.value("error", ""));
+      } else if (outcome == "discarded") {
+        ++discarded;
+      }
+    }
+    std::cout << fmt::format("{:<27} {:>7.2f}s {:>6} {:>6} {:>6} {:>9} {:>23} {:>6}  {}\n",
+                             FormatTime(FromUnixMicros(p["t_us"].get<int64_t>())), p["seconds"].get<double>(),
+                             p["files_considered"].get<int64_t>(), merged, failed, discarded,
+                             merged ? table::FormatBytes(in) + " -> " + table::FormatBytes(out) : "-",
+                             p["error"].is_string() ? "-" : std::to_string(p["files_after"].get<int64_t>()), errors);
+  }
+  if (passes["passes"].empty()) std::cout << "(no pass merged anything or failed in the last 30 days)\n";
+  std::cout << fmt::format("GC backlog: {} files ({} past the {:.0f} s grace period)\n", gc["files"].get<int64_t>(),
+                           gc["due"].get<int64_t>(), gc["grace_seconds"].get<double>());
+  return Status::OK();
+}
+
 }  // namespace
 
 std::function<int()> AddTableCommands(CLI::App& app) {
@@ -170,15 +218,21 @@ std::function<int()> AddTableCommands(CLI::App& app) {
   compact->add_option("table", flags->name, "<dataset>.<table>")->required();
   compact->add_flag("--json", flags->json, "Print progress as JSON lines");
 
+  auto* passes = table->add_subcommand("passes", "Show a table's last compaction passes and its GC backlog");
+  passes->add_option("table", flags->name, "<dataset>.<table>")->required();
+  passes->add_option("--limit", flags->limit, "How many passes, newest first (default 20)");
+  passes->add_flag("--json", flags->json, "Print JSON");
+
   auto run_simulate = AddSimulateCommand(table);
   // --server may come after the subcommand too.
-  for (auto* sub : {list, files, histogram, compact}) sub->fallthrough();
+  for (auto* sub : {list, files, histogram, compact, passes}) sub->fallthrough();
 
   return [=]() -> int {
     if (list->parsed()) return Run([&] { return List(*flags); });
     if (files->parsed()) return Run([&] { return Files(*flags); });
     if (histogram->parsed()) return Run([&] { return Histogram(*flags); });
     if (compact->parsed()) return Run([&] { return Compact(*flags); });
+    if (passes->parsed()) return Run([&] { return Passes(*flags); });
     if (int code = run_simulate(); code >= 0) return code;
     return -1;
   };
