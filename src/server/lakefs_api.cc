@@ -113,15 +113,6 @@ std::vector<Route> Routes() {
   // clang-format on
 }
 
-// lakeFS's words for errors its clients show or compare (lakectl prints them
-// as they are): the request already names the user.
-Status InLakeFsWords(const Status& st) {
-  if (IsNotFound(st) && st.message().rfind("user \"", 0) == 0 && st.message().ends_with("\" not found")) {
-    return NotFound("user not found");
-  }
-  return st;
-}
-
 // Serves `route` with its handler; a failed Status becomes the error reply.
 // Every registered callback holds `ctx`, so it lives as long as the routes.
 void Register(HttpServer* http, const std::shared_ptr<const Context>& ctx, const Route& route) {
