@@ -79,7 +79,7 @@ Status Files(const TableFlags& f) {
 
 Status Histogram(const TableFlags& f) {
   table::TableId id;
-  bool printed;
+  bool printed = false;
   ARROW_ASSIGN_OR_RAISE(json j, FetchTable(f, "/histogram", &id, &printed));
   if (printed) return Status::OK();
   const json& s = j["summary"];
