@@ -98,6 +98,14 @@ def test_table_page_shows_a_pass_change_the_histogram(ingesting, browser):
     assert int(job.find_element(By.CSS_SELECTOR, ".head").text.replace(",", "")) >= 40
     assert "running" in job.text
     shot(driver, "jobs")
+    # Stop it and start it again from the page.
+    job.find_element(By.CSS_SELECTOR, "button.stop-job").click()
+    wait_for(driver, '#jobs tr[data-job="demo"] button.start-job')
+    assert server.get("/api/v1/jobs").json()["jobs"][0]["running"] is False
+    assert "stopped" in wait_for(driver, '#jobs tr[data-job="demo"]').text
+    driver.find_element(By.CSS_SELECTOR, '#jobs tr[data-job="demo"] button.start-job').click()
+    wait_for(driver, '#jobs tr[data-job="demo"] button.stop-job')
+    assert server.get("/api/v1/jobs").json()["jobs"][0]["running"] is True
 
 
 def test_after_setup_the_console_needs_a_key(ingesting, browser):
