@@ -41,22 +41,11 @@ export async function listPage(main, _params, query) {
 
 // --- one table -------------------------------------------------------------
 
-const WINDOWS = { "15 min": 15 * 60, "1 hour": 3600, "6 hours": 6 * 3600 };
-// At most this many appends and passes of a window are loaded; the page says when a window holds more.
-const MAX_APPENDS = 50000, MAX_PASSES = 5000;
-
-// Appends since `since` (oldest first), paged; `truncated` if there were more than `cap`.
-async function appendsSince(base, since, cap) {
-  const out = [];
-  let after = "";
-  for (;;) {
-    const p = await api("GET", base + "/history", { query: { since_us: since, after, amount: 10000 } });
-    out.push(...p.appends);
-    if (!p.pagination.has_more) return { appends: out, truncated: false };
-    if (out.length >= cap) return { appends: out, truncated: true };
-    after = p.pagination.next_offset;
-  }
-}
+const WINDOWS = { "15 min": 15 * 60, "1 hour": 3600, "6 hours": 6 * 3600, "24 hours": 86400 };
+// The append history comes summed per bucket: about this many buckets a window, whatever its length.
+const BUCKETS = 900;
+// At most this many passes of a window are loaded (newest first); the page says when a window holds more.
+const MAX_PASSES = 5000;
 
 // Passes since `since`, newest first.
 async function passesSince(base, since, cap) {
@@ -71,22 +60,19 @@ async function passesSince(base, since, cap) {
   }
 }
 
-// The window's data. `prev` (the last load of the same window): only appends since its newest are fetched.
+// The window's data. `prev` (the last load of the same window): only the buckets from its newest on
+// are fetched again.
 async function load(ds, t, windowSeconds, prev) {
   const base = tablePath(ds, t);
   const since = Math.floor((Date.now() / 1000 - windowSeconds) * 1e6);
-  let history;
-  if (prev && !prev.appendsTruncated && prev.appends.length) {
-    const last = prev.appends[prev.appends.length - 1].t_us;
-    const seen = new Set(prev.appends.filter((a) => a.t_us === last).map((a) => `${a.start_block}-${a.end_block}`));
-    const fresh = await appendsSince(base, last, MAX_APPENDS);
-    history = {
-      appends: prev.appends.filter((a) => a.t_us >= since)
-        .concat(fresh.appends.filter((a) => a.t_us !== last || !seen.has(`${a.start_block}-${a.end_block}`))),
-      truncated: fresh.truncated,
-    };
+  const bucketS = Math.max(1, Math.round(windowSeconds / BUCKETS));
+  let buckets;
+  if (prev && prev.bucketS === bucketS && prev.buckets.length) {
+    const last = prev.buckets[prev.buckets.length - 1].t_us;  // may have grown since: fetched again
+    const fresh = await api("GET", base + "/history", { query: { since_us: last, bucket_s: bucketS } });
+    buckets = prev.buckets.filter((b) => b.t_us >= since - bucketS * 1e6 && b.t_us < last).concat(fresh.buckets);
   } else {
-    history = await appendsSince(base, since, MAX_APPENDS);
+    buckets = (await api("GET", base + "/history", { query: { since_us: since, bucket_s: bucketS } })).buckets;
   }
   const [info, histogram, passes, gc] = await Promise.all([
     api("GET", base),
@@ -94,27 +80,24 @@ async function load(ds, t, windowSeconds, prev) {
     passesSince(base, since, MAX_PASSES),
     api("GET", base + "/gc"),
   ]);
-  return {
-    info, histogram, gc, since,
-    appends: history.appends, appendsTruncated: history.truncated,
-    passes: passes.passes, passesTruncated: passes.truncated,
-  };
+  return { info, histogram, gc, since, bucketS, buckets, passes: passes.passes, passesTruncated: passes.truncated };
 }
 
 // Live files over the window, walked back from the current count: an append
 // added one file; a pass left files_after, and before it each merge of n
 // files had n where it left one.
 function liveFilesSeries(d) {
+  const half = (d.bucketS * 1e6) / 2;  // a bucket's appends are drawn at its middle
   const events = [
-    ...d.appends.map((a) => ({ t: a.t_us, kind: "append" })),
+    ...d.buckets.map((b) => ({ t: b.t_us + half, kind: "appends", n: b.appends })),
     ...d.passes.filter((p) => !p.error).map((p) => ({ t: p.t_us + p.seconds * 1e6, kind: "pass", p })),
   ].sort((a, b) => b.t - a.t);
   let cur = d.info.files;
   const pts = [{ x: Date.now(), y: cur }];
   for (const e of events) {
-    if (e.kind === "append") {
+    if (e.kind === "appends") {
       pts.push({ x: e.t / 1000, y: cur });
-      cur = Math.max(0, cur - 1);
+      cur = Math.max(0, cur - e.n);
     } else {
       cur = e.p.files_after;
       pts.push({ x: e.t / 1000, y: cur });
@@ -128,10 +111,11 @@ function liveFilesSeries(d) {
   return pts.reverse();
 }
 
-// Write amplification since the window began: (bytes appended + bytes merges wrote) / bytes appended.
+// Write amplification since the window began: (bytes appended + bytes merges wrote) / bytes appended,
+// in stored bytes.
 function writeAmpSeries(d) {
   const events = [
-    ...d.appends.map((a) => ({ t: a.t_us, appended: a.stored_bytes || a.bytes, merged: 0 })),
+    ...d.buckets.map((b) => ({ t: b.t_us + d.bucketS * 1e6, appended: b.stored_bytes, merged: 0 })),
     ...d.passes.map((p) => ({
       t: p.t_us + p.seconds * 1e6, appended: 0,
       merged: p.merges.reduce((s, m) => s + (m.outcome === "merged" ? m.bytes_out : 0), 0),
@@ -246,10 +230,9 @@ function render(el, charts, d) {
   clear(el.gc, h("p", { id: "gc-backlog" },
     d.gc.files === 0 ? "Nothing waits for GC."
       : `${count(d.gc.files)} merged-away files wait for GC (${count(d.gc.due)} past the ${Math.round(d.gc.grace_seconds)} s grace period; oldest left the live set ${ago(oldest)}).`));
-  clear(el.truncated, d.appendsTruncated || d.passesTruncated
+  clear(el.truncated, d.passesTruncated
     ? h("p", { class: "error", id: "history-truncated" },
-      `This window holds more than ${count(d.appendsTruncated ? MAX_APPENDS : MAX_PASSES)} ${d.appendsTruncated ? "appends" : "passes"}: `
-      + "the charts show only part of it. Choose a shorter window.")
+      `This window holds more than ${count(MAX_PASSES)} passes: the charts show only the newest. Choose a shorter window.`)
     : null);
   el.updated.textContent = `updated ${new Date().toLocaleTimeString("en-GB")}`;
 }

@@ -331,6 +331,20 @@ def test_listings_page_and_resume(server):
 
     history, _ = pages(T + "/history", "appends", 4)
     assert [a["start_block"] for a in history] == list(range(25))
+    assert all(a["stored_bytes"] == f["stored_bytes"] for a, f in zip(history, whole))
+    # Summed per bucket (the console's charts): the same totals, whatever the width.
+    for width in (1, 60, 86400):
+        b = server.get(T + "/history", params={"bucket_s": width}).json()["buckets"]
+        assert sum(x["appends"] for x in b) == 25 and sum(x["rows"] for x in b) == logs["rows"], width
+        assert sum(x["stored_bytes"] for x in b) == sum(f["stored_bytes"] for f in whole)
+        assert all(x["t_us"] % (width * 1_000_000) == 0 for x in b)
+        assert [x["t_us"] for x in b] == sorted({x["t_us"] for x in b})
+    since = history[10]["t_us"]
+    b = server.get(T + "/history", params={"bucket_s": 1, "since_us": since}).json()["buckets"]
+    assert sum(x["appends"] for x in b) == sum(1 for a in history if a["t_us"] >= since)
+    for bad in ({"bucket_s": 0}, {"bucket_s": 86401}, {"bucket_s": "x"}):
+        r = server.get(T + "/history", params=bad)
+        assert r.status_code == 400 and "bucket_s" in r.json()["message"], (bad, r.text)
 
     for bad in ({"amount": 0}, {"amount": 10001}, {"amount": "x"}, {"after": "-1"}):
         r = server.get(T + "/files", params=bad)

@@ -388,9 +388,48 @@ Status Compact(TableService* tables, const httplib::Request& req, httplib::Respo
   return Status::OK();
 }
 
+// ?bucket_s=N: the appends since `since_us` summed per N seconds (only buckets
+// holding appends, oldest first), for charts of long windows.
+Status ReplyHistoryBuckets(TableService* tables, const table::TableId& id, int64_t since, uint64_t bucket_s,
+                           httplib::Response& res) {
+  const int64_t width = static_cast<int64_t>(bucket_s) * 1'000'000;
+  json buckets = json::array();
+  json* current = nullptr;
+  std::string cursor;
+  for (bool more = true; more;) {
+    ARROW_ASSIGN_OR_RAISE(auto page, tables->AppendHistory(id, since, cursor, 10000, &more));
+    for (const auto& a : page) {
+      int64_t start = a.t_us - a.t_us % width;
+      if (current == nullptr || (*current)["t_us"].get<int64_t>() != start) {
+        buckets.push_back({{"t_us", start}, {"appends", 0}, {"bytes", 0}, {"stored_bytes", 0}, {"rows", 0}});
+        current = &buckets.back();
+      }
+      (*current)["appends"] = (*current)["appends"].get<int64_t>() + 1;
+      (*current)["bytes"] = (*current)["bytes"].get<int64_t>() + a.bytes;
+      // Records from before the history kept stored sizes count their uncompressed size.
+      (*current)["stored_bytes"] =
+          (*current)["stored_bytes"].get<int64_t>() + (a.stored_bytes ? a.stored_bytes : a.bytes);
+      (*current)["rows"] = (*current)["rows"].get<int64_t>() + a.rows;
+    }
+    if (!page.empty()) cursor = page.back().cursor;
+  }
+  ReplyJson(res, 200, {{"buckets", std::move(buckets)}, {"bucket_s", bucket_s}, {"since_us", since}});
+  return Status::OK();
+}
+
 Status GetHistory(TableService* tables, const httplib::Request& req, httplib::Response& res) {
   ARROW_ASSIGN_OR_RAISE(auto id, IdFrom(req));
   ARROW_ASSIGN_OR_RAISE(auto since, U64QueryParam(req, "since_us"));
+  ARROW_ASSIGN_OR_RAISE(auto bucket_s, U64QueryParam(req, "bucket_s"));
+  if (bucket_s) {
+    if (*bucket_s < 1 || *bucket_s > 86400) {
+      return InvalidArgument(fmt::format("query parameter bucket_s={} is not in 1..86400 (seconds)", *bucket_s));
+    }
+    if (since.value_or(0) > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return InvalidArgument("query parameter since_us is too large");
+    }
+    return ReplyHistoryBuckets(tables, id, static_cast<int64_t>(since.value_or(0)), *bucket_s, res);
+  }
   ARROW_ASSIGN_OR_RAISE(size_t amount, PageSize(req));
   std::string after = req.has_param("after") ? req.get_param_value("after") : "";
   bool more = false;
