@@ -191,7 +191,7 @@ export const enc = encodeURIComponent;
 
 export let setupState = "unknown";
 
-export async function refreshSetupState() {
+async function refreshSetupState() {
   const s = await api("GET", "/api/v1/setup_lakefs");
   setupState = s.state;
   return s.state;
@@ -224,7 +224,7 @@ async function logIn(key, secret) {
   session.set(me.user.id);
 }
 
-export function showLogin(message) {
+function showLogin(message) {
   if (message) loginMessage = message;
   go("#/login");
 }
@@ -312,7 +312,7 @@ export function pageLife() {
   return life;
 }
 
-export async function route() {
+async function route() {
   for (const fn of cleanup.splice(0)) { try { fn(); } catch { /* gone already */ } }
   const main = document.getElementById("main");
   const hash = location.hash.replace(/^#/, "") || "/tables";

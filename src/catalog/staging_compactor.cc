@@ -153,9 +153,8 @@ Status StagingCompactor::Flush() {
   }
   if (recheck) ARROW_RETURN_NOT_OK(RecheckCounters());
   Status first_error;
-  for (const auto& [key, pending] : deltas) {
+  for (const auto& [key, delta] : deltas) {
     const auto& [repo, branch] = key;
-    const Deltas& delta = pending;
     int64_t count = 0;
     bool gone = false;
     Status st = [&]() -> Status {
@@ -166,7 +165,7 @@ Status StagingCompactor::Flush() {
           return Status::OK();
         }
         ARROW_RETURN_NOT_OK(b.status());
-        auto epoch = std::make_optional(EpochOf(*b));
+        const std::string epoch = EpochOf(*b);
         auto raw = kv_->Get(CounterKey(repo, branch));
         std::optional<std::string> expected;
         // Writes into a token folded since (committed or compacted) are not staged any more.
@@ -178,7 +177,7 @@ Status StagingCompactor::Flush() {
         if (raw.ok()) {
           expected = *raw;
           auto j = json::parse(*raw, nullptr, false);
-          if (!j.is_discarded() && j.value("epoch", "") == *epoch) count += j.value("count", int64_t{0});
+          if (!j.is_discarded() && j.value("epoch", "") == epoch) count += j.value("count", int64_t{0});
         } else if (!IsNotFound(raw.status())) {
           return raw.status();
         }
@@ -187,7 +186,7 @@ Status StagingCompactor::Flush() {
         batch.Require(kv::Precondition::Present(catalog::BranchKey(repo, branch)))
             .Require(expected ? kv::Precondition::Equals(CounterKey(repo, branch), *expected)
                               : kv::Precondition::Absent(CounterKey(repo, branch)))
-            .Put(CounterKey(repo, branch), json{{"epoch", *epoch}, {"count", count}}.dump());
+            .Put(CounterKey(repo, branch), json{{"epoch", epoch}, {"count", count}}.dump());
         Status set = kv_->Apply(batch);
         if (!IsPreconditionFailed(set)) return set;
       }

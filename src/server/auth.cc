@@ -309,10 +309,9 @@ Result<std::string> AuthService::Authenticate(const std::string& header) {
 
 Result<std::string> AuthService::CheckSecret(const std::string& key_id, const std::string& secret) {
   ARROW_ASSIGN_OR_RAISE(CachedKey key, LookupKey(key_id));
-  std::string want = key.hash, got = SecretHash(key.salt, secret);
-  unsigned diff = want.size() ^ got.size();
-  for (size_t i = 0; i < want.size() && i < got.size(); ++i) diff |= static_cast<unsigned>(want[i] ^ got[i]);
-  if (diff != 0) return Unauthorized("invalid access key id or secret");
+  if (!s3::ConstantTimeEquals(key.hash, SecretHash(key.salt, secret))) {
+    return Unauthorized("invalid access key id or secret");
+  }
   return key.user;
 }
 
@@ -378,13 +377,11 @@ Result<std::pair<std::string, int64_t>> AuthService::VerifyToken(const std::stri
   auto dot = token.find('.');
   if (dot == std::string::npos) return InvalidSession();
   auto payload = Unhex(std::string_view(token).substr(0, dot));
-  auto mac = Unhex(std::string_view(token).substr(dot + 1));
-  if (!payload || !mac) return InvalidSession();
+  if (!payload) return InvalidSession();
   ARROW_ASSIGN_OR_RAISE(std::string signing, SessionKey());
-  std::string want = s3::HmacSha256(signing, *payload);
-  unsigned diff = want.size() ^ mac->size();
-  for (size_t i = 0; i < want.size() && i < mac->size(); ++i) diff |= static_cast<unsigned>(want[i] ^ (*mac)[i]);
-  if (diff != 0) return InvalidSession();
+  if (!s3::ConstantTimeEquals(s3::Hex(s3::HmacSha256(signing, *payload)), std::string_view(token).substr(dot + 1))) {
+    return InvalidSession();
+  }
   json j = json::parse(*payload, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("k") || !j["k"].is_string() || !j.contains("exp") ||
       !j["exp"].is_number_integer()) {

@@ -1,5 +1,9 @@
 #include "server/byte_range.h"
 
+#include <arrow/buffer.h>
+#include <arrow/io/interfaces.h>
+#include <httplib.h>
+
 #include <algorithm>
 #include <charconv>
 #include <string_view>
@@ -42,6 +46,20 @@ std::optional<ByteRange> ParseByteRange(const std::string& header, int64_t size,
   }
   last = std::min(last, size - 1);
   return ByteRange{first, last - first + 1};
+}
+
+void StreamObject(httplib::Response& res, std::shared_ptr<arrow::io::RandomAccessFile> file, int64_t first,
+                  int64_t length, const std::string& content_type) {
+  res.set_header("Content-Security-Policy", "sandbox");
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_content_provider(static_cast<size_t>(length), content_type,
+                           [file = std::move(file), first](size_t offset, size_t n, httplib::DataSink& sink) {
+                             size_t take = std::min<size_t>(n, 1 << 20);
+                             auto buf = file->ReadAt(first + static_cast<int64_t>(offset), static_cast<int64_t>(take));
+                             if (!buf.ok() || (*buf)->size() == 0) return false;  // never loop on a short file
+                             return sink.write(reinterpret_cast<const char*>((*buf)->data()),
+                                               static_cast<size_t>((*buf)->size()));
+                           });
 }
 
 }  // namespace sediment::server

@@ -6,8 +6,17 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+
+namespace arrow::io {
+class RandomAccessFile;
+}  // namespace arrow::io
+
+namespace httplib {
+struct Response;
+}  // namespace httplib
 
 namespace sediment::server {
 
@@ -19,5 +28,12 @@ struct ByteRange {
 // object is served then, as S3 and lakeFS do); `*unsatisfiable` is set when
 // it is one but no byte of it exists (416).
 std::optional<ByteRange> ParseByteRange(const std::string& header, int64_t size, bool* unsatisfiable);
+
+// Streams bytes [first, first + length) of `file` as the response body, a
+// megabyte at a time, with headers that keep stored bytes from ever running
+// as a page of this origin (the console's): a sandbox CSP and nosniff. The
+// caller has cleared httplib's own ranges (they would be applied again).
+void StreamObject(httplib::Response& res, std::shared_ptr<arrow::io::RandomAccessFile> file, int64_t first,
+                  int64_t length, const std::string& content_type);
 
 }  // namespace sediment::server

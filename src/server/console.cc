@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "server/http_server.h"
@@ -16,23 +16,18 @@ namespace {
 namespace fs = std::filesystem;
 
 const char* ContentType(const std::string& path) {
-  auto ends = [&](const char* ext) { return path.ends_with(ext); };
-  if (ends(".html")) return "text/html; charset=utf-8";
-  if (ends(".js") || ends(".mjs")) return "text/javascript; charset=utf-8";
-  if (ends(".css")) return "text/css; charset=utf-8";
-  if (ends(".svg")) return "image/svg+xml";
-  if (ends(".png")) return "image/png";
+  if (path.ends_with(".html")) return "text/html; charset=utf-8";
+  if (path.ends_with(".js")) return "text/javascript; charset=utf-8";
+  if (path.ends_with(".css")) return "text/css; charset=utf-8";
   return "application/octet-stream";
 }
 
-// A console file's bytes; NotFound if it is not there.
-Result<std::string> ReadFile(const std::string& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return NotFound(fmt::format("console file {} not found", path));
+// A console file's bytes (Reply has checked that it is a file).
+std::optional<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream out;
   out << in.rdbuf();
-  if (!in.good() && !in.eof()) return Status::IOError(fmt::format("cannot read console file {}", path));
+  if (!in.good() && !in.eof()) return std::nullopt;
   return out.str();
 }
 
@@ -61,7 +56,7 @@ void Reply(const std::string& path, const std::string& name, const httplib::Requ
     return;
   }
   auto bytes = ReadFile(path);
-  if (!bytes.ok()) {
+  if (!bytes) {
     res.status = 500;
     res.set_content(fmt::format("cannot read console file {}\n", name), "text/plain");
     return;

@@ -1,7 +1,7 @@
 // The web console (docs/console.md): static pages that call the server's own
-// APIs with the caller's credentials, so it needs no API of its own. An
-// unsigned GET of / (a browser) gets its page; signed requests to / stay the
-// S3 gateway's ListBuckets. Its files live under /_console/ — no bucket name
+// APIs with the caller's session, so it needs no API of its own. A browser's
+// GET of / (Accept: text/html, no credentials, no query) gets its page; every
+// other request to / stays the S3 gateway's ListBuckets. Its files live under /_console/ — no bucket name
 // can start with "_", so the path never shadows a repository.
 #pragma once
 

@@ -427,9 +427,6 @@ Status GetObject(const Context& ctx, const Req& req, Res& res, const std::string
   res.set_header("ETag", etag);
   res.set_header("Last-Modified", HttpDate(e.mtime));
   res.set_header("Accept-Ranges", "bytes");
-  // Stored bytes are never a page of this origin (the console's): no scripts, no sniffing.
-  res.set_header("Content-Security-Policy", "sandbox");
-  res.set_header("X-Content-Type-Options", "nosniff");
   // Ranges are served here, clamped to the object (httplib's own handling does
   // not clamp, and would promise bytes past the end).
   bool unsatisfiable = false;
@@ -447,13 +444,7 @@ Status GetObject(const Context& ctx, const Req& req, Res& res, const std::string
     res.status = 206;
     res.set_header("Content-Range", fmt::format("bytes {}-{}/{}", first, first + length - 1, e.size));
   }
-  res.set_content_provider(
-      static_cast<size_t>(length), e.content_type, [file, first](size_t offset, size_t n, httplib::DataSink& sink) {
-        size_t take = std::min<size_t>(n, 1 << 20);
-        auto buf = file->ReadAt(first + static_cast<int64_t>(offset), static_cast<int64_t>(take));
-        if (!buf.ok() || (*buf)->size() == 0) return false;
-        return sink.write(reinterpret_cast<const char*>((*buf)->data()), static_cast<size_t>((*buf)->size()));
-      });
+  StreamObject(res, file, first, length, e.content_type);
   return Status::OK();
 }
 

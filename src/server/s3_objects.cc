@@ -16,8 +16,6 @@
 namespace sediment::server::s3 {
 namespace {
 
-constexpr size_t kReadChunk = 1 << 20;
-
 // S3's words for a range that cannot be satisfied.
 Result<std::optional<ByteRange>> ParseRange(const std::string& header, int64_t size) {
   bool unsatisfiable = false;
@@ -120,9 +118,6 @@ Status GetObject(const Gateway& gw, const Target& t, const Req& req, Res& res, c
   }
   ARROW_ASSIGN_OR_RAISE(auto range, ParseRange(req.get_header_value("Range"), e.size));
   ObjectHeaders(res, e, etag);
-  // The console shares this origin: stored bytes never run as its pages.
-  res.set_header("Content-Security-Policy", "sandbox");
-  res.set_header("X-Content-Type-Options", "nosniff");
   int64_t first = 0, length = e.size;
   res.status = 200;
   if (range) {
@@ -151,14 +146,7 @@ Status GetObject(const Gateway& gw, const Target& t, const Req& req, Res& res, c
     return S3Error(404, "NoSuchVersion", fmt::format("the data of \"{}\" is gone from the object store", t.key));
   }
   ARROW_RETURN_NOT_OK(file.status());
-  auto reader = *file;
-  res.set_content_provider(
-      static_cast<size_t>(length), content_type, [reader, first](size_t offset, size_t n, httplib::DataSink& sink) {
-        size_t take = std::min(n, kReadChunk);
-        auto buf = reader->ReadAt(first + static_cast<int64_t>(offset), static_cast<int64_t>(take));
-        if (!buf.ok() || (*buf)->size() == 0) return false;
-        return sink.write(reinterpret_cast<const char*>((*buf)->data()), static_cast<size_t>((*buf)->size()));
-      });
+  StreamObject(res, *file, first, length, content_type);
   return Status::OK();
 }
 

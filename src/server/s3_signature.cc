@@ -169,13 +169,13 @@ Status SetPayload(const std::string& hash, Signature* sig) {
   return Status::OK();
 }
 
+}  // namespace
+
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   unsigned diff = a.size() ^ b.size();
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) diff |= static_cast<unsigned>(a[i] ^ b[i]);
   return diff == 0;
 }
-
-}  // namespace
 
 std::string Hex(std::string_view bytes) {
   static const char* kDigits = "0123456789abcdef";

@@ -72,6 +72,8 @@ std::string CanonicalRequestV4(const WireRequest& req, const Signature& sig);
 std::string StringToSignV2(const WireRequest& req, const Signature& sig);
 std::string SigningKeyV4(const std::string& secret, const Signature& sig);
 std::string HmacSha256(std::string_view key, std::string_view data);  // raw bytes
+// Compares secrets in time that depends only on their lengths.
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
 std::string Sha256Hex(std::string_view data);
 std::string Hex(std::string_view bytes);
 std::string Base64(std::string_view bytes);

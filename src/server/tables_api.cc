@@ -392,26 +392,33 @@ Status Compact(TableService* tables, const httplib::Request& req, httplib::Respo
 // holding appends, oldest first), for charts of long windows.
 Status ReplyHistoryBuckets(TableService* tables, const table::TableId& id, int64_t since, uint64_t bucket_s,
                            httplib::Response& res) {
+  struct Bucket {
+    int64_t t_us = 0, appends = 0, bytes = 0, stored_bytes = 0, rows = 0;
+  };
   const int64_t width = static_cast<int64_t>(bucket_s) * 1'000'000;
-  json buckets = json::array();
-  json* current = nullptr;
+  std::vector<Bucket> sums;
   std::string cursor;
   for (bool more = true; more;) {
     ARROW_ASSIGN_OR_RAISE(auto page, tables->AppendHistory(id, since, cursor, 10000, &more));
     for (const auto& a : page) {
       int64_t start = a.t_us - a.t_us % width;
-      if (current == nullptr || (*current)["t_us"].get<int64_t>() != start) {
-        buckets.push_back({{"t_us", start}, {"appends", 0}, {"bytes", 0}, {"stored_bytes", 0}, {"rows", 0}});
-        current = &buckets.back();
-      }
-      (*current)["appends"] = (*current)["appends"].get<int64_t>() + 1;
-      (*current)["bytes"] = (*current)["bytes"].get<int64_t>() + a.bytes;
+      if (sums.empty() || sums.back().t_us != start) sums.push_back({start});
+      Bucket& b = sums.back();
+      ++b.appends;
+      b.bytes += a.bytes;
       // Records from before the history kept stored sizes count their uncompressed size.
-      (*current)["stored_bytes"] =
-          (*current)["stored_bytes"].get<int64_t>() + (a.stored_bytes ? a.stored_bytes : a.bytes);
-      (*current)["rows"] = (*current)["rows"].get<int64_t>() + a.rows;
+      b.stored_bytes += a.stored_bytes ? a.stored_bytes : a.bytes;
+      b.rows += a.rows;
     }
     if (!page.empty()) cursor = page.back().cursor;
+  }
+  json buckets = json::array();
+  for (const auto& b : sums) {
+    buckets.push_back({{"t_us", b.t_us},
+                       {"appends", b.appends},
+                       {"bytes", b.bytes},
+                       {"stored_bytes", b.stored_bytes},
+                       {"rows", b.rows}});
   }
   ReplyJson(res, 200, {{"buckets", std::move(buckets)}, {"bucket_s", bucket_s}, {"since_us", since}});
   return Status::OK();

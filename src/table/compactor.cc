@@ -61,7 +61,10 @@ Result<PassResult> Compactor::RunPass(const TableId& id, const ProgressFn& progr
   }
   if (!groups.empty()) {
     auto state = registry_->State(id);
-    if (state.ok()) metrics_->UpdateGauges(id, *state);
+    if (state.ok()) {
+      metrics_->UpdateGauges(id, *state);
+      result.state_after = *state;
+    }
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return result;

@@ -61,6 +61,7 @@ struct PassResult {
   std::vector<MergeOutcome> merges;
   int64_t files_considered = 0;
   double seconds = 0;
+  std::optional<TableState> state_after;  // read once the pass planned anything (gauges, the pass history)
 };
 
 // Progress events of a pass, for `sediment table compact`.

@@ -113,12 +113,13 @@ Result<PassResult> TableService::RunPass(const TableId& id, const ProgressFn& pr
   auto ran = compactor_->RunPass(id, progress);
   if (!ran.ok()) {
     // Busy (another server compacts it) and a stop are not failures of the table.
+    if (IsBusy(ran.status()) || ran.status().IsCancelled()) return ran.status();
     // A table that keeps failing the same way (the timer retries it every
     // tick) is recorded again only every ten minutes.
     auto newest = registry_.PassHistory(id, 0, "", 1);
     bool repeat = newest.ok() && !newest->empty() && newest->front().error == ran.status().message() &&
                   started_us - newest->front().t_us < 10 * 60 * 1'000'000LL;
-    if (!IsBusy(ran.status()) && !ran.status().IsCancelled() && !repeat) {
+    if (!repeat) {
       PassResult failed;
       failed.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       RecordPass(id, failed, started_us, ran.status().message());
@@ -159,10 +160,9 @@ void TableService::RecordPass(const TableId& id, const PassResult& result, int64
     r.error = m.error;
     p.merges.push_back(std::move(r));
   }
-  auto state = registry_.State(id);
-  if (state.ok()) {
-    p.files_after = state->files;
-    p.stored_bytes_after = state->stored_bytes;
+  if (result.state_after) {
+    p.files_after = result.state_after->files;
+    p.stored_bytes_after = result.state_after->stored_bytes;
   }
   // The history is for people: a pass that cannot be recorded still counts.
   if (Status st = registry_.RecordPass(id, p); !st.ok()) {

@@ -554,13 +554,9 @@ TEST_F(TableServiceTest, PassHistoryRecordsWhatEachPassMerged) {
   EXPECT_EQ(service_->PassHistory(id_, first.t_us + 1)->size(), 1u) << "since_us leaves the older pass out";
 
   // A malformed record is an error naming its key, not a wrong chart.
-  std::string key;
-  ASSERT_TRUE(kv_->ScanAll("t/pass/", "",
-                           [&](const kv::KeyValue& kv) -> Result<bool> {
-                             key = kv.key;
-                             return false;
-                           })
-                  .ok());
+  auto stored = kv_->Scan("t/pass/", "", 1);
+  ASSERT_TRUE(stored.ok() && !stored->items.empty());
+  std::string key = stored->items[0].key;
   ASSERT_TRUE(kv_->Set(key, "{\"v\":1}").ok());
   auto bad = service_->PassHistory(id_);
   ASSERT_FALSE(bad.ok());
@@ -575,13 +571,9 @@ TEST_F(TableServiceTest, PassHistoryRecordsWhatEachPassMerged) {
 TEST_F(TableServiceTest, APassThatFailsAsAWholeIsRecordedWithItsError) {
   Create();
   for (uint64_t b = 0; b < 10; b += 5) ASSERT_TRUE(Append(b, b + 4, 0).ok());
-  std::string key;
-  ASSERT_TRUE(kv_->ScanAll("t/seg/", "",
-                           [&](const kv::KeyValue& kv) -> Result<bool> {
-                             key = kv.key;
-                             return false;
-                           })
-                  .ok());
+  auto stored = kv_->Scan("t/seg/", "", 1);
+  ASSERT_TRUE(stored.ok() && !stored->items.empty());
+  std::string key = stored->items[0].key;
   ASSERT_TRUE(kv_->Set(key, "not a segment record").ok());
   auto pass = service_->CompactNow(id_);
   ASSERT_FALSE(pass.ok());
