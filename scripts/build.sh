@@ -8,6 +8,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 BUILD_TYPE="${SEDIMENT_BUILD_TYPE:-RelWithDebInfo}"
 export CCACHE_DIR="${CCACHE_DIR:-$ROOT/.cache/ccache}"
+# Paths relative to the clone, so another clone (or a worktree) hits the same cache.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(dirname "$ROOT")}" CCACHE_NOHASHDIR=1
 tests=OFF
 if [ "${1:-}" = "--tests" ]; then tests=ON; fi
 configured="$(sed -n 's/^SEDIMENT_TESTS:BOOL=//p' build/CMakeCache.txt 2>/dev/null || true)"

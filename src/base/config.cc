@@ -94,6 +94,12 @@ const std::vector<Option>& Options() {
          Status st = ParseHostPort(v, &host, &port);
          return st.ok() ? std::string() : st.message();
        })},
+      {"server.max_body_bytes", FIELD(server.max_body_bytes), T::kInt, IntAtLeast(1024)},
+      {"server.header_timeout_secs", FIELD(server.header_timeout_secs), T::kDouble, DoubleAtLeast(0, true)},
+      {"server.allowed_hosts", FIELD(server.allowed_hosts), T::kStringList, EachEntry([](const std::string& v) {
+         return v.find_first_of(" /\t") != std::string::npos ? fmt::format("\"{}\" is not a host name", v)
+                                                             : std::string();
+       })},
       {"gateway.listen", FIELD(gateway.listen), T::kString, Check<std::string>([](const std::string& v) {
          if (v.empty()) return std::string();
          std::string host;
@@ -183,6 +189,7 @@ const std::vector<Option>& Options() {
       {"catalog.dropped_token_grace", FIELD(catalog.dropped_token_grace), T::kDouble, DoubleAtLeast(0)},
       {"catalog.gc_interval", FIELD(catalog.gc_interval), T::kDouble, DoubleAtLeast(0)},
       {"catalog.gc_retention_days", FIELD(catalog.gc_retention_days), T::kDouble, DoubleAtLeast(0)},
+      {"catalog.link_address_ttl_secs", FIELD(catalog.link_address_ttl_secs), T::kDouble, DoubleAtLeast(0, true)},
       {"catalog.gc_grace", FIELD(catalog.gc_grace), T::kDouble, DoubleAtLeast(60)},
       {"graveler.compaction.auto_trigger",
        FIELD(graveler.compaction.auto_trigger),

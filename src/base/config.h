@@ -25,6 +25,16 @@ namespace sediment {
 
 struct ServerConfig {
   std::string listen = "127.0.0.1:8000";  // HOST:PORT
+  // A request body that is not a streamed upload may hold at most this many
+  // bytes: 413 before it is read (docs/security.md).
+  int64_t max_body_bytes = 1 << 20;
+  // A request's line and headers must arrive within this many seconds of its
+  // first byte (of the connection, for the first request); else it is cut off.
+  double header_timeout_secs = 10.0;
+  // Host names (and IPs) requests may name besides loopback ones, the listen
+  // address and the gateway's domain names; '*' wildcards. Empty on a
+  // non-loopback listen address = any.
+  std::vector<std::string> allowed_hosts;
 };
 
 // The S3 gateway (lakeFS's S3 protocol; src/server/s3_gateway.h). It always
@@ -134,6 +144,7 @@ struct CatalogConfig {
   double gc_interval = 86400.0;            // seconds between garbage collections (0 = on demand only)
   double gc_retention_days = 21.0;         // commits younger than this keep their objects
   double gc_grace = 21600.0;               // seconds an unreferenced file is kept after it was written
+  double link_address_ttl_secs = 3600.0;   // how long an address from GET .../staging/backing can be linked
   // Where repositories' storage namespaces may be (docs/catalog.md, "Storage namespaces").
   std::vector<std::string> local_namespace_roots;  // absolute directories; empty = <data_dir>/namespaces
   std::vector<std::string> s3_namespace_prefixes;  // s3://bucket[/prefix]; empty = anywhere

@@ -17,8 +17,9 @@
 #include <filesystem>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <vector>
+
+#include "base/crypto.h"
 
 namespace sediment::blob {
 namespace {
@@ -27,15 +28,11 @@ namespace {
 // the publishing rename is atomic); opening a local store empties it.
 constexpr std::string_view kTempPrefix = ".sediment-tmp";
 
-std::string RandomHex(int bytes) {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  std::string out;
-  for (int i = 0; i < bytes; ++i) out += fmt::format("{:02x}", static_cast<unsigned>(rng() & 0xff));
-  return out;
-}
-
+// A failed write, publish or delete: a server fault (500), whatever errno
+// says. ENOENT here means the store's own directories are gone, not that
+// what the client named is absent — a client that took it for "no such
+// table" would stop. Absent objects are NotFound only on reads (OpenReader, Stat).
 Status Errno(const std::string& what, const std::string& path, int err) {
-  if (err == ENOENT) return NotFound(fmt::format("{} {}: {}", what, path, std::strerror(err)));
   return Status::IOError(fmt::format("{} {}: {}", what, path, std::strerror(err)));
 }
 

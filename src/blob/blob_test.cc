@@ -269,6 +269,21 @@ TEST(BlobOpenTest, UriForms) {
   EXPECT_TRUE(IsInvalidArgument(d.status())) << d.status().ToString();
 }
 
+// A local store whose directory vanished under it: writes fail as server
+// faults (I/O errors, 500), never as NotFound, which a client would take for
+// "what you named does not exist"; reads of absent objects stay NotFound.
+TEST(BlobOpenTest, WritesIntoAVanishedRootAreIoErrorsNotNotFound) {
+  testing::TempDir dir;
+  auto store = OpenBlobStore(dir.Sub("objects"), S3Config{});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  fs::remove_all(dir.Sub("objects"));
+  Status put = (*store)->Put("tables/a/b.parquet", "x");
+  ASSERT_FALSE(put.ok());
+  EXPECT_FALSE(IsNotFound(put)) << put.ToString();
+  EXPECT_TRUE(put.IsIOError()) << put.ToString();
+  EXPECT_TRUE(IsNotFound((*store)->Get("tables/a/b.parquet").status()));
+}
+
 TEST(BlobOpenTest, MissingBucketIsAClearError) {
   std::string bucket;
   auto config = TestS3Config(&bucket);

@@ -178,6 +178,8 @@ struct CatalogOptions {
   // readable before the dropper deletes their keys: a reader that loaded the
   // branch just before the swap still reads them ([catalog] dropped_token_grace).
   Duration dropped_token_grace = std::chrono::seconds(60);
+  // How long an address from IssueLinkAddress can be linked ([catalog] link_address_ttl_secs).
+  Duration link_address_ttl = std::chrono::hours(1);
 };
 
 // What a ref names: a commit, and the branch when the ref is a branch name
@@ -306,6 +308,21 @@ class Catalog {
   // Removes the records; NotFound if already gone (only one completion wins).
   Status DeleteMultipartUpload(const std::string& repo, const std::string& id);
 
+  // Addresses handed out for a client to write an object's data itself before
+  // linking it (GET .../staging/backing): c/la/<repo>/<address> ->
+  // {branch, path, expires}. An address links once, for the branch and path
+  // it was issued for, before it expires; nothing else can be linked, so a
+  // link can never point at data the caller did not write.
+  Result<std::string> IssueLinkAddress(const Repository& repo, const std::string& branch, const std::string& path);
+  // InvalidArgument, naming what is wrong, unless `address` may be linked now.
+  Status CheckLinkAddress(const std::string& repo, const std::string& branch, const std::string& path,
+                          const std::string& address);
+  // Uses up the address; InvalidArgument naming what is wrong otherwise.
+  Status ClaimLinkAddress(const std::string& repo, const std::string& branch, const std::string& path,
+                          const std::string& address);
+  // Forgets addresses that expired unlinked (catalog GC calls it).
+  Status PruneLinkAddresses(const std::string& repo);
+
   Result<Tag> CreateTag(const std::string& repo, const std::string& id, const std::string& ref, bool force);
   Result<Tag> GetTag(const std::string& repo, const std::string& id);
   Result<Page<Tag>> ListTags(const std::string& repo, const std::string& prefix, const std::string& after,
@@ -416,6 +433,9 @@ class Catalog {
   Result<BranchRecord> RequireClean(const Repository& repo, const std::string& branch);
   Result<Page<DiffItem>> CollectDiff(DiffIterator& diff, const ListOptions& opts);
   Status CheckWritable(const Repository& repo);
+  // The record of a link address that may be linked now (CheckLinkAddress).
+  Result<std::string> LinkRecord(const std::string& repo, const std::string& branch, const std::string& path,
+                                 const std::string& address);
   // Forbidden if `branch` matches a protection rule ("cannot write to" or
   // "cannot commit to protected branch", lakeFS's words).
   static Status CheckProtection(const Repository& repo, const std::string& branch, bool commit);

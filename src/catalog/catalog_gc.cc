@@ -242,6 +242,7 @@ Result<GcReport> CollectGarbage(Catalog* catalog, const std::string& repo_id, co
   // Refs created or moved while marking (a branch made from an old commit)
   // are marked again just before the sweep.
   ARROW_RETURN_NOT_OK(run.MarkRefs());
+  if (!options.dry_run) ARROW_RETURN_NOT_OK(catalog->PruneLinkAddresses(repo_id));
   return run.Sweep(files, young);
 }
 

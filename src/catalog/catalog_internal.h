@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "base/crypto.h"
 #include "catalog/catalog.h"
 #include "catalog/entry.h"
 #include "kv/kv.h"

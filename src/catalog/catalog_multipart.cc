@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/crypto.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
 #include "kv/kv.h"

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "base/crypto.h"
 #include "base/executor.h"
 #include "blob/blob.h"
 #include "catalog/catalog.h"

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "base/crypto.h"
 #include "base/executor.h"
 #include "blob/blob.h"
 #include "catalog/catalog.h"
@@ -238,8 +239,9 @@ Status Catalog::FinishRepositoryDeletion(const std::string& id) {
       return Busy(fmt::format("branches of deleted repository \"{}\" kept changing; the cleanup will retry", id));
     }
   }
-  // Tags, commits, then the staging-compaction bookkeeping (counters, last status, leases).
-  for (const auto& p : {"c/t/", "c/c/", "c/m/", "c/cs/", "c/cl/"}) {
+  // Tags, commits, the staging-compaction bookkeeping (counters, last status,
+  // leases), multipart uploads and link addresses.
+  for (const auto& p : {"c/t/", "c/c/", "c/m/", "c/cs/", "c/cl/", "c/mp/", "c/la/"}) {
     Status st = DeletePrefixWhile(*kv_, p + id + "/", still);
     if (finished_elsewhere(st)) return Status::OK();
     ARROW_RETURN_NOT_OK(st);

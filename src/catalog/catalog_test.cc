@@ -612,5 +612,46 @@ TEST_F(CatalogScaleTest, AMergeOfManyChangesStreamsThemInOrder) {
   EXPECT_EQ(catalog_->GetBranch("repo", "main")->commit_id, head.id);
 }
 
+// A link address links once, for the branch and path it was issued for,
+// before it expires; anything else (another repository's address, an
+// object's address read from a listing) links nothing.
+TEST_F(CatalogTest, LinkAddressesLinkOnceWhereIssuedUntilTheyExpire) {
+  ASSERT_OK(catalog_->CreateBranch("repo", "dev", "main").status());
+  auto repo = *catalog_->GetRepository("repo");
+  auto issued = catalog_->IssueLinkAddress(repo, "main", "public/x");
+  ASSERT_OK(issued.status());
+  std::string a = *issued;
+  EXPECT_EQ(a.rfind("data/", 0), 0u) << a;
+  EXPECT_TRUE(IsInvalidArgument(catalog_->CheckLinkAddress("repo", "main", "public/y", a)));
+  EXPECT_TRUE(IsInvalidArgument(catalog_->CheckLinkAddress("repo", "dev", "public/x", a)));
+  EXPECT_TRUE(IsInvalidArgument(catalog_->CheckLinkAddress("repo", "main", "public/x", "data/never/issued")));
+  Put("secret/x", "s3cr3t");
+  auto secret = catalog_->GetEntry("repo", "main", "secret/x");
+  ASSERT_OK(secret.status());
+  EXPECT_TRUE(IsInvalidArgument(catalog_->ClaimLinkAddress("repo", "main", "public/x", secret->address)));
+  ASSERT_OK(catalog_->CheckLinkAddress("repo", "main", "public/x", a));
+  ASSERT_OK(catalog_->ClaimLinkAddress("repo", "main", "public/x", a));
+  Status again = catalog_->ClaimLinkAddress("repo", "main", "public/x", a);
+  EXPECT_TRUE(IsInvalidArgument(again));
+  EXPECT_NE(again.message().find("linked already"), std::string::npos) << again.ToString();
+
+  std::string b = *catalog_->IssueLinkAddress(repo, "main", "public/y");
+  ASSERT_OK(catalog_->IssueLinkAddress(repo, "main", "public/z").status());
+  clock_->Advance(std::chrono::hours(1));
+  Status expired = catalog_->ClaimLinkAddress("repo", "main", "public/y", b);
+  EXPECT_TRUE(IsInvalidArgument(expired));
+  EXPECT_NE(expired.message().find("expired"), std::string::npos) << expired.ToString();
+  // GC forgets the expired ones and keeps the current one.
+  std::string d = *catalog_->IssueLinkAddress(repo, "main", "public/w");
+  ASSERT_OK(catalog_->PruneLinkAddresses("repo"));
+  int left = 0;
+  ASSERT_OK(kv_->ScanAll("c/la/repo/", "", [&](const kv::KeyValue&) -> Result<bool> {
+    left++;
+    return true;
+  }));
+  EXPECT_EQ(left, 1);
+  ASSERT_OK(catalog_->ClaimLinkAddress("repo", "main", "public/w", d));
+}
+
 }  // namespace
 }  // namespace sediment::catalog

@@ -41,15 +41,4 @@ inline bool GetLengthPrefixed(std::string_view* in, std::string* s) {
   return true;
 }
 
-inline std::string HexEncode(const unsigned char* data, size_t n) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  out.reserve(n * 2);
-  for (size_t i = 0; i < n; ++i) {
-    out.push_back(kHex[data[i] >> 4]);
-    out.push_back(kHex[data[i] & 15]);
-  }
-  return out;
-}
-
 }  // namespace sediment::catalog::internal

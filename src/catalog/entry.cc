@@ -1,10 +1,9 @@
 #include "catalog/entry.h"
 
 #include <algorithm>
-#include <random>
 
+#include "base/crypto.h"
 #include "catalog/coding_internal.h"
-#include "catalog/hash_internal.h"
 
 namespace sediment::catalog {
 namespace {
@@ -70,19 +69,6 @@ std::string EntryIdentity(std::string_view encoded) {
   return id;
 }
 
-std::string Sha256Hex(std::string_view data) {
-  internal::Digest digest;
-  digest.Update(data);
-  return digest.Hex();
-}
-
-std::string RandomHex(size_t n) {
-  thread_local std::mt19937_64 rng(std::random_device{}() ^ (static_cast<uint64_t>(std::random_device{}()) << 32));
-  std::string bytes(n, '\0');
-  for (auto& c : bytes) c = static_cast<char>(rng());
-  return internal::HexEncode(reinterpret_cast<const unsigned char*>(bytes.data()), n);
-}
-
 std::string NewDataAddress(int64_t unix_seconds) {
   static const char* kDigits = "0123456789abcdefghijklmnopqrstuv";
   auto base32 = [](uint64_t v, size_t width) {
@@ -92,8 +78,7 @@ std::string NewDataAddress(int64_t unix_seconds) {
   };
   uint64_t hour = static_cast<uint64_t>(std::max<int64_t>(unix_seconds, 0)) / 3600;
   std::string partition = base32(~hour, 20);
-  thread_local std::mt19937_64 rng(std::random_device{}() ^ (static_cast<uint64_t>(std::random_device{}()) << 32));
-  std::string id = base32(rng(), 13) + base32(rng() & ((uint64_t{1} << 35) - 1), 7);
+  std::string id = base32(RandomUint64(), 13) + base32(RandomUint64() & ((uint64_t{1} << 35) - 1), 7);
   return "data/" + partition + "/" + id;
 }
 

@@ -34,10 +34,6 @@ Result<Entry> DecodeEntry(std::string_view data);
 // a tombstone ("") has identity "".
 std::string EntryIdentity(std::string_view encoded);
 
-// Hex SHA-256 of `data`.
-std::string Sha256Hex(std::string_view data);
-// `n` random bytes as hex (ids, tokens, keys).
-std::string RandomHex(size_t n);
 // Where a new object's data goes in its namespace, as lakeFS lays it out:
 // data/<partition>/<id>, both 20 characters of [0-9a-v]. The partition changes
 // every hour (newest sorts first), so a directory never holds more than an

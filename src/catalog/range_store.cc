@@ -13,10 +13,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/crypto.h"
 #include "blob/blob.h"
 #include "catalog/coding_internal.h"
 #include "catalog/entry.h"
-#include "catalog/hash_internal.h"
 
 namespace sediment::catalog {
 namespace fs = std::filesystem;
@@ -70,10 +70,10 @@ class ContentHash {
     digest_.Update(key);
     digest_.Update(value);
   }
-  std::string Hex() { return digest_.Hex(); }
+  std::string Hex() { return digest_.FinalHex(); }
 
  private:
-  internal::Digest digest_;
+  Digest digest_;
 };
 
 Result<std::string> ReadWholeFile(const std::string& path) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "base/crypto.h"
 #include "base/executor.h"
 #include "base/metrics.h"
 #include "catalog/catalog.h"

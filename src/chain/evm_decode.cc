@@ -3,6 +3,7 @@
 #include <arrow/api.h>
 #include <fmt/format.h>
 
+#include "base/crypto.h"
 #include "chain/generator.h"
 
 namespace sediment::chain {
@@ -38,10 +39,6 @@ const json& Field(const json& obj, const char* name, const std::string& where, S
     return kNull;
   }
   return obj[name];
-}
-
-std::string Hex(const std::string& bytes) {
-  return ToHex(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
 }
 
 // Appends the bytes of a hex field of `size` bytes (null if the JSON is null and `nullable`).

@@ -4,9 +4,10 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
-#include <random>
 #include <regex>
 #include <thread>
+
+#include "base/crypto.h"
 
 namespace sediment::chain {
 
@@ -107,13 +108,12 @@ Result<std::vector<Result<json>>> JsonRpcClient::BatchOnce(const std::vector<Rpc
                     {"params", calls[i].params.is_null() ? json::array() : calls[i].params}});
   }
   const std::string text = body.dump();
-  thread_local std::mt19937 rng(std::random_device{}());
   double backoff = options_.backoff_initial;
   std::string error;
   for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
     if (attempt > 1) {
       retries_++;
-      double jittered = backoff * std::uniform_real_distribution<double>(0.5, 1.0)(rng);
+      double jittered = backoff * RandomUniform(0.5, 1.0);
       std::this_thread::sleep_for(std::chrono::duration<double>(jittered));
       backoff = std::min(backoff * 2, options_.backoff_max);
     }

@@ -5,6 +5,7 @@
 
 #include <future>
 
+#include "base/crypto.h"
 #include "chain/generator.h"
 
 namespace sediment::chain {
@@ -66,7 +67,7 @@ Result<std::vector<std::string>> EvmSource::Hashes(uint64_t from, uint64_t to) {
       return Status::IOError(fmt::format("{}: the answer is not a block", where));
     }
     ARROW_ASSIGN_OR_RAISE(std::string hash, HexData(blk["hash"], where + ": hash", 32));
-    std::string hex = ToHex(reinterpret_cast<const uint8_t*>(hash.data()), hash.size());
+    std::string hex = Hex(reinterpret_cast<const uint8_t*>(hash.data()), hash.size());
     out.push_back(std::move(hex));
   }
   return out;

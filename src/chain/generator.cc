@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/crypto.h"
+
 namespace sediment::chain {
 namespace {
 
@@ -103,16 +105,6 @@ std::shared_ptr<arrow::Schema> TableSchema(ChainTable t) {
   return nullptr;
 }
 
-std::string ToHex(const uint8_t* data, size_t n) {
-  static const char* digits = "0123456789abcdef";
-  std::string out(n * 2, '0');
-  for (size_t i = 0; i < n; ++i) {
-    out[2 * i] = digits[data[i] >> 4];
-    out[2 * i + 1] = digits[data[i] & 15];
-  }
-  return out;
-}
-
 int64_t ChainGenerator::ReorgDepthAt(uint64_t n) const {
   if (options_.reorg_probability <= 0 || n <= options_.start_block) return 0;
   Rng r(Key(options_.seed, kReorg, n));
@@ -140,7 +132,7 @@ Hash32 ChainGenerator::BlockHash(uint64_t block, uint64_t head) const {
 
 std::string ChainGenerator::BlockHashHex(uint64_t block, uint64_t head) const {
   Hash32 h = BlockHash(block, head);
-  return ToHex(h.data(), h.size());
+  return Hex(h.data(), h.size());
 }
 
 Result<std::shared_ptr<arrow::RecordBatch>> ChainGenerator::Generate(ChainTable table, uint64_t from, uint64_t to,

@@ -40,7 +40,6 @@ const char* TableName(ChainTable t);
 std::shared_ptr<arrow::Schema> TableSchema(ChainTable t);
 
 using Hash32 = std::array<uint8_t, 32>;
-std::string ToHex(const uint8_t* data, size_t n);
 
 class ChainGenerator {
  public:

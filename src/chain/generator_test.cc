@@ -5,6 +5,8 @@
 #include <arrow/ipc/api.h>
 #include <gtest/gtest.h>
 
+#include "base/crypto.h"
+
 namespace sediment::chain {
 namespace {
 
@@ -72,7 +74,7 @@ TEST(GeneratorTest, ParentHashesChain) {
   auto hash = std::static_pointer_cast<arrow::FixedSizeBinaryArray>(blocks->GetColumnByName("hash"));
   auto parent = std::static_pointer_cast<arrow::FixedSizeBinaryArray>(blocks->GetColumnByName("parent_hash"));
   for (int64_t i = 1; i < blocks->num_rows(); ++i) EXPECT_EQ(parent->GetView(i), hash->GetView(i - 1));
-  EXPECT_EQ(ToHex(reinterpret_cast<const uint8_t*>(hash->GetView(5).data()), 32), g.BlockHashHex(5, 20));
+  EXPECT_EQ(Hex(reinterpret_cast<const uint8_t*>(hash->GetView(5).data()), 32), g.BlockHashHex(5, 20));
 }
 
 TEST(GeneratorTest, ReorgsReplaceTheLastBlocks) {

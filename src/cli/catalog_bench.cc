@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "base/crypto.h"
 #include "catalog/catalog.h"
 #include "catalog/entry.h"
 #include "cli/client.h"
@@ -60,7 +61,7 @@ class Bench {
     if (!f_.postgres_dsn.empty()) {
       config.database.type = "postgres";
       config.database.postgres_dsn = f_.postgres_dsn;
-      config.database.postgres_schema = fmt::format("bench_{}", catalog::RandomHex(6));
+      config.database.postgres_schema = fmt::format("bench_{}", RandomHex(6));
     }
     app_ = std::make_unique<server::App>(config);
     ARROW_RETURN_NOT_OK(app_->Start());

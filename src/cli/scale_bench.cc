@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "base/crypto.h"
 #include "catalog/catalog.h"
 #include "catalog/entry.h"
 #include "cli/client.h"
@@ -49,7 +50,7 @@ Result<Config> BenchConfig(const Common& c, bool fresh) {
   if (!c.postgres_dsn.empty()) {
     config.database.type = "postgres";
     config.database.postgres_dsn = c.postgres_dsn;
-    config.database.postgres_schema = c.schema.empty() ? fmt::format("bench_{}", catalog::RandomHex(6)) : c.schema;
+    config.database.postgres_schema = c.schema.empty() ? fmt::format("bench_{}", RandomHex(6)) : c.schema;
   }
   return config;
 }

@@ -20,9 +20,9 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
-#include <random>
 #include <thread>
 
+#include "base/crypto.h"
 #include "base/failpoint.h"
 #include "kv/kv.h"
 #include "kv/kv_internal.h"
@@ -44,14 +44,7 @@ bool IsUniqueViolation(const PGresult* r) {
   return state != nullptr && std::string(state) == "23505";
 }
 
-std::string RandomBatchId() {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  uint64_t a = rng(), b = rng();
-  std::string id(16, '\0');
-  std::memcpy(id.data(), &a, 8);
-  std::memcpy(id.data() + 8, &b, 8);
-  return id;
-}
+std::string RandomBatchId() { return RandomBytes(16); }
 
 bool IsRetryable(const PGresult* r) {
   const char* state = r == nullptr ? nullptr : PQresultErrorField(r, PG_DIAG_SQLSTATE);
@@ -89,8 +82,29 @@ class PostgresStore final : public KvStore {
  public:
   PostgresStore(std::string dsn, std::string schema) : dsn_(std::move(dsn)), schema_(std::move(schema)) {}
 
+  // Creates or checks the schema. Servers started together on a fresh database
+  // take turns: CREATE ... IF NOT EXISTS is not safe against a concurrent
+  // CREATE (both see nothing, one fails on a unique index), so the whole
+  // set-up runs in one transaction under an advisory lock named by the schema.
   Status Init() {
     return WithConnection([&](Connection& c) -> Status {
+      PgResult r = c.Exec("BEGIN");
+      if (PQresultStatus(r.get()) != PGRES_COMMAND_OK) return Error(c, "starting the schema set-up", r.get());
+      Status st = InitLocked(c);
+      r = c.Exec(st.ok() ? "COMMIT" : "ROLLBACK");
+      if (st.ok() && PQresultStatus(r.get()) != PGRES_COMMAND_OK) return Error(c, "committing the schema", r.get());
+      return st;
+    });
+  }
+
+  // REQUIRES: in a transaction on `c`.
+  Status InitLocked(Connection& c) {
+    {
+      std::string lock_name = "sediment schema " + schema_;
+      PgResult r = c.Exec("SELECT pg_advisory_xact_lock(hashtext($1))", {lock_name});
+      if (PQresultStatus(r.get()) != PGRES_TUPLES_OK) return Error(c, "locking the schema set-up", r.get());
+    }
+    {
       std::string create = fmt::format(
           "CREATE SCHEMA IF NOT EXISTS {0};"
           "CREATE TABLE IF NOT EXISTS {0}.sediment_schema (version integer NOT NULL);"
@@ -115,7 +129,7 @@ class PostgresStore final : public KvStore {
             kSchemaVersion));
       }
       return Status::OK();
-    });
+    }
   }
 
   Result<std::string> Get(std::string_view key) override {

@@ -58,6 +58,19 @@ std::vector<std::string> ServerOwnedPaths(const Config& c) {
   return out;
 }
 
+// The limits of a listener on `listen` (HOST:PORT, validated with the config).
+HttpLimits LimitsOf(const Config& c, const std::string& listen) {
+  HttpLimits l;
+  l.max_body_bytes = static_cast<size_t>(c.server.max_body_bytes);
+  l.header_timeout = std::chrono::milliseconds(static_cast<int64_t>(c.server.header_timeout_secs * 1000));
+  std::string host;
+  int port = 0;
+  if (ParseHostPort(listen, &host, &port).ok()) {
+    l.host_allowed = HostRule(host, c.gateway.domain_names, c.server.allowed_hosts);
+  }
+  return l;
+}
+
 }  // namespace
 
 App::App(Config config, AppDeps deps)
@@ -65,7 +78,7 @@ App::App(Config config, AppDeps deps)
       clock_(deps.clock ? deps.clock : SystemClock::Default()),
       kv_(std::move(deps.kv)),
       blobs_(std::move(deps.blobs)),
-      http_(std::make_unique<HttpServer>(&metrics_)) {}
+      http_(std::make_unique<HttpServer>(&metrics_, LimitsOf(config_, config_.server.listen))) {}
 
 App::~App() { Stop(); }
 
@@ -88,11 +101,17 @@ Status App::Start() {
   int port = 0;
   ARROW_RETURN_NOT_OK(ParseHostPort(config_.server.listen, &host, &port));
   ARROW_RETURN_NOT_OK(http_->Bind(host, port));
+  if (!LimitsOf(config_, config_.server.listen).host_allowed) {
+    spdlog::warn(
+        "listening on {} with [server] allowed_hosts empty: requests naming any Host are served; set it to the "
+        "names clients use (docs/security.md)",
+        config_.server.listen);
+  }
   if (!config_.gateway.listen.empty()) {
     std::string ghost;
     int gport = 0;
     ARROW_RETURN_NOT_OK(ParseHostPort(config_.gateway.listen, &ghost, &gport));
-    gateway_http_ = std::make_unique<HttpServer>(&metrics_);
+    gateway_http_ = std::make_unique<HttpServer>(&metrics_, LimitsOf(config_, config_.gateway.listen));
     ARROW_RETURN_NOT_OK(gateway_http_->Bind(ghost, gport));
   }
 
@@ -126,6 +145,7 @@ Status App::Start() {
   copts.cache_dir = config_.RangeCacheDir();
   copts.cache_bytes = config_.catalog.cache_bytes;
   copts.dropped_token_grace = SecondsToDuration(config_.catalog.dropped_token_grace);
+  copts.link_address_ttl = SecondsToDuration(config_.catalog.link_address_ttl_secs);
   copts.ranges = {config_.catalog.range_min_bytes, config_.catalog.range_max_bytes,
                   static_cast<uint64_t>(config_.catalog.range_split_modulus)};
   copts.s3 = config_.storage.s3;
@@ -219,7 +239,6 @@ bool App::GuardTablesAndJobs(const httplib::Request& req, httplib::Response& res
   auto user = auth_->Authenticate(AuthorizationOf(req));
   Status st = user.ok() ? auth_->Authorize(*user, action, resource) : user.status();
   if (st.ok()) return true;
-  if (IsUnauthorized(st)) ChallengeBasic(req, res);
   ReplyError(res, st);
   return false;
 }

@@ -3,18 +3,17 @@
 #include <fmt/format.h>
 #include <httplib.h>
 #include <openssl/evp.h>
-#include <openssl/rand.h>
 
 #include <charconv>
+#include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
 
+#include "base/crypto.h"
 #include "base/wildcard.h"
-#include "catalog/entry.h"
 #include "kv/kv.h"
-#include "server/s3_signature.h"
 
 namespace sediment::server {
 
@@ -39,43 +38,15 @@ std::string AttachmentKey(const std::string& user, const std::string& policy) { 
 Result<std::string> WithNewRev(const std::string& what, const std::string& raw) {
   auto j = json::parse(raw, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return Status::IOError(fmt::format("corrupt {} record", what));
-  j["rev"] = catalog::RandomHex(8);
+  j["rev"] = RandomHex(8);
   return j.dump();
 }
 
-std::string Base64Decode(std::string_view in) {
-  static const std::string chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  int val = 0, bits = -8;
-  for (char c : in) {
-    if (c == '=') break;
-    auto pos = chars.find(c);
-    if (pos == std::string::npos) return {};
-    val = (val << 6) + static_cast<int>(pos);
-    bits += 6;
-    if (bits >= 0) {
-      out.push_back(static_cast<char>((val >> bits) & 0xff));
-      bits -= 8;
-    }
-  }
-  return out;
-}
+// What generated access key ids and secrets are made of (as AWS's look).
+constexpr std::string_view kKeyIdChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+constexpr std::string_view kSecretChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-std::string RandomAlnum(size_t n, bool upper_only) {
-  std::string hex = catalog::RandomHex(n);
-  static const char* kUpper = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-  static const char* kAll = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  for (size_t i = 0; i < n; ++i) {
-    int b = std::stoi(hex.substr(i * 2, 2), nullptr, 16);
-    out.push_back(upper_only ? kUpper[b % 32] : kAll[b % 64]);
-  }
-  return out;
-}
-
-std::string SecretHash(const std::string& salt, const std::string& secret) {
-  return catalog::Sha256Hex(salt + ":" + secret);
-}
+std::string SecretHash(const std::string& salt, const std::string& secret) { return Sha256Hex(salt + ":" + secret); }
 
 Status ValidateId(const std::string& what, const std::string& id) {
   static const std::regex re("^[\\w+=,.@-]{1,128}$");
@@ -121,20 +92,18 @@ namespace {
 
 constexpr const char* kEncryptionKeyRecord = "a/ek";
 constexpr size_t kIvBytes = 12, kTagBytes = 16;
+// A sealed secret is "2:" base64(iv | ciphertext | tag) under the HKDF-derived
+// key; one without the prefix was sealed by an older version under the plain
+// SHA-256 of the key material, and is still read.
+constexpr std::string_view kSealedV2 = "2:";
+constexpr std::string_view kKdfSalt = "sediment";
 
-std::string Sha256Raw(const std::string& in) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(in.data(), in.size(), out, &n, EVP_sha256(), nullptr);
-  return std::string(reinterpret_cast<char*>(out), n);
+// The keys derived from the key material: one per use, never the material itself.
+std::string SecretsKey(std::string_view material) {
+  return HkdfSha256(material, kKdfSalt, "sediment access-key secrets v2", 32);
 }
-
-std::string Base64Encode(const std::string& in) {
-  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
+std::string SessionKeyOf(std::string_view material) {
+  return HkdfSha256(material, kKdfSalt, "sediment session tokens v2", 32);
 }
 
 }  // namespace
@@ -143,7 +112,7 @@ Result<std::string> AuthService::InstallationId() {
   constexpr const char* kRecord = "a/iid";
   auto raw = kv_->Get(kRecord);
   if (IsNotFound(raw.status())) {
-    std::string h = catalog::RandomHex(16);
+    std::string h = RandomHex(16);
     std::string uuid =
         h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" + h.substr(20, 12);
     kv::Batch b;
@@ -165,7 +134,7 @@ Result<std::string> AuthService::EncryptionKey() {
     auto raw = kv_->Get(kEncryptionKeyRecord);
     if (IsNotFound(raw.status())) {
       kv::Batch b;
-      std::string fresh = catalog::RandomHex(32);
+      std::string fresh = RandomHex(32);
       b.Require(kv::Precondition::Absent(kEncryptionKeyRecord)).Put(kEncryptionKeyRecord, fresh);
       Status st = kv_->Apply(b);
       if (!st.ok() && !IsPreconditionFailed(st)) return st;
@@ -175,7 +144,8 @@ Result<std::string> AuthService::EncryptionKey() {
     material = *raw;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  aes_key_ = Sha256Raw(material);
+  key_material_ = material;
+  aes_key_ = SecretsKey(material);
   return aes_key_;
 }
 
@@ -183,7 +153,8 @@ Result<std::string> AuthService::Encrypt(const std::string& secret) {
   ARROW_ASSIGN_OR_RAISE(auto key, EncryptionKey());
   std::string out(kIvBytes + secret.size() + kTagBytes, '\0');
   auto* o = reinterpret_cast<unsigned char*>(out.data());
-  if (RAND_bytes(o, kIvBytes) != 1) return Status::IOError("no randomness for an IV");
+  std::string iv = RandomBytes(kIvBytes);
+  std::memcpy(o, iv.data(), kIvBytes);
   EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
   int n = 0;
   bool ok =
@@ -194,12 +165,19 @@ Result<std::string> AuthService::Encrypt(const std::string& secret) {
       EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, kTagBytes, o + kIvBytes + secret.size()) == 1;
   EVP_CIPHER_CTX_free(ctx);
   if (!ok) return Status::IOError("encrypting a secret failed");
-  return Base64Encode(out);
+  return std::string(kSealedV2) + Base64(out);
 }
 
 Result<std::string> AuthService::Decrypt(const std::string& sealed_b64) {
   ARROW_ASSIGN_OR_RAISE(auto key, EncryptionKey());
-  std::string sealed = Base64Decode(sealed_b64);
+  std::string_view b64 = sealed_b64;
+  if (b64.substr(0, kSealedV2.size()) == kSealedV2) {
+    b64.remove_prefix(kSealedV2.size());
+  } else {
+    std::lock_guard<std::mutex> lock(mu_);
+    key = Sha256(key_material_);  // sealed by a version before the KDF
+  }
+  std::string sealed = Base64Decode(b64).value_or("");
   if (sealed.size() < kIvBytes + kTagBytes) return Status::IOError("corrupt encrypted secret");
   size_t len = sealed.size() - kIvBytes - kTagBytes;
   auto* in = reinterpret_cast<unsigned char*>(sealed.data());
@@ -301,33 +279,19 @@ Result<std::string> AuthService::Authenticate(const std::string& header) {
   if (header.empty()) return Unauthorized("authentication required: send HTTP basic auth with an access key");
   if (header.rfind("Bearer ", 0) == 0) return AuthenticateToken(header.substr(7));
   if (header.rfind("Basic ", 0) != 0) return Unauthorized("unsupported Authorization scheme (use Basic)");
-  std::string decoded = Base64Decode(header.substr(6));
-  auto colon = decoded.find(':');
+  auto decoded = Base64Decode(header.substr(6));
+  auto colon = decoded ? decoded->find(':') : std::string::npos;
   if (colon == std::string::npos) return Unauthorized("malformed basic auth credentials");
-  return CheckSecret(decoded.substr(0, colon), decoded.substr(colon + 1));
+  return CheckSecret(decoded->substr(0, colon), decoded->substr(colon + 1));
 }
 
 Result<std::string> AuthService::CheckSecret(const std::string& key_id, const std::string& secret) {
   ARROW_ASSIGN_OR_RAISE(CachedKey key, LookupKey(key_id));
-  if (!s3::ConstantTimeEquals(key.hash, SecretHash(key.salt, secret))) {
+  if (!ConstantTimeEquals(key.hash, SecretHash(key.salt, secret))) {
     return Unauthorized("invalid access key id or secret");
   }
   return key.user;
 }
-
-namespace {
-
-std::optional<std::string> Unhex(std::string_view hex) {
-  if (hex.size() % 2) return std::nullopt;
-  std::string out(hex.size() / 2, '\0');
-  for (size_t i = 0; i < out.size(); ++i) {
-    auto [p, ec] = std::from_chars(hex.data() + 2 * i, hex.data() + 2 * i + 2, reinterpret_cast<uint8_t&>(out[i]), 16);
-    if (ec != std::errc() || p != hex.data() + 2 * i + 2) return std::nullopt;
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string AuthorizationOf(const httplib::Request& req) {
   std::string header = req.get_header_value("Authorization");
@@ -350,8 +314,9 @@ std::string AuthorizationOf(const httplib::Request& req) {
 }
 
 Result<std::string> AuthService::SessionKey() {
-  ARROW_ASSIGN_OR_RAISE(std::string key, EncryptionKey());
-  return Sha256Raw("sediment session tokens\n" + key);  // never the encryption key itself
+  ARROW_RETURN_NOT_OK(EncryptionKey().status());  // loads the key material
+  std::lock_guard<std::mutex> lock(mu_);
+  return SessionKeyOf(key_material_);
 }
 
 // A token is hex(payload) "." hex(HMAC-SHA256(session key, payload)), the
@@ -360,26 +325,28 @@ Result<SessionToken> AuthService::Login(const std::string& key_id, const std::st
   ARROW_RETURN_NOT_OK(CheckSecret(key_id, secret).status());
   ARROW_ASSIGN_OR_RAISE(std::string signing, SessionKey());
   int64_t exp = ToUnixMicros(clock_->Now() + ttl) / 1'000'000;
-  std::string payload = json{{"k", key_id}, {"exp", exp}, {"n", catalog::RandomHex(8)}}.dump();
-  return SessionToken{s3::Hex(payload) + "." + s3::Hex(s3::HmacSha256(signing, payload)), exp};
+  std::string payload = json{{"k", key_id}, {"exp", exp}, {"n", RandomHex(16)}}.dump();
+  return SessionToken{Hex(payload) + "." + Hex(HmacSha256(signing, payload)), exp};
 }
 
 namespace {
 
-// A revoked session: a/so/<SHA-256 of the token, hex> -> its expiry (Unix seconds).
-std::string RevokedKey(const std::string& token) { return "a/so/" + s3::Sha256Hex(token); }
+// A revoked session: a/so/<SHA-256 of the token's payload, hex> -> its expiry
+// (Unix seconds). The payload, not the token's spelling: a token has one
+// spelling (lower-case hex), and even if it had two, both name one payload.
+std::string RevokedKey(std::string_view payload) { return "a/so/" + Sha256Hex(payload); }
 
 Status InvalidSession() { return Unauthorized("invalid or expired session: log in again"); }
 
 }  // namespace
 
-Result<std::pair<std::string, int64_t>> AuthService::VerifyToken(const std::string& token) {
+Result<AuthService::VerifiedToken> AuthService::VerifyToken(const std::string& token) {
   auto dot = token.find('.');
-  if (dot == std::string::npos) return InvalidSession();
-  auto payload = Unhex(std::string_view(token).substr(0, dot));
+  if (dot == std::string::npos || dot == 0) return InvalidSession();
+  auto payload = HexDecode(std::string_view(token).substr(0, dot));  // lower-case only: one spelling
   if (!payload) return InvalidSession();
   ARROW_ASSIGN_OR_RAISE(std::string signing, SessionKey());
-  if (!s3::ConstantTimeEquals(s3::Hex(s3::HmacSha256(signing, *payload)), std::string_view(token).substr(dot + 1))) {
+  if (!ConstantTimeEquals(Hex(HmacSha256(signing, *payload)), std::string_view(token).substr(dot + 1))) {
     return InvalidSession();
   }
   json j = json::parse(*payload, nullptr, false);
@@ -388,18 +355,18 @@ Result<std::pair<std::string, int64_t>> AuthService::VerifyToken(const std::stri
     return InvalidSession();
   }
   int64_t exp = j["exp"].get<int64_t>();
-  if (exp * 1'000'000 <= ToUnixMicros(clock_->Now())) return InvalidSession();
-  return std::make_pair(j["k"].get<std::string>(), exp);
+  if (exp <= ToUnixMicros(clock_->Now()) / 1'000'000) return InvalidSession();
+  return VerifiedToken{j["k"].get<std::string>(), exp, std::move(*payload)};
 }
 
 Result<std::string> AuthService::AuthenticateToken(const std::string& token) {
   ARROW_ASSIGN_OR_RAISE(auto verified, VerifyToken(token));
   // Logged out (on any server): one point read.
-  auto revoked = kv_->Get(RevokedKey(token));
+  auto revoked = kv_->Get(RevokedKey(verified.payload));
   if (revoked.ok()) return InvalidSession();
   if (!IsNotFound(revoked.status())) return revoked.status();
   // A deleted key (or user) ends its sessions.
-  auto key = LookupKey(verified.first);
+  auto key = LookupKey(verified.key_id);
   if (!key.ok()) return IsUnauthorized(key.status()) ? InvalidSession() : key.status();
   return key->user;
 }
@@ -407,7 +374,7 @@ Result<std::string> AuthService::AuthenticateToken(const std::string& token) {
 Status AuthService::Revoke(const std::string& token) {
   auto verified = VerifyToken(token);
   if (!verified.ok()) return IsUnauthorized(verified.status()) ? Status::OK() : verified.status();
-  ARROW_RETURN_NOT_OK(kv_->Set(RevokedKey(token), std::to_string(verified->second)));
+  ARROW_RETURN_NOT_OK(kv_->Set(RevokedKey(verified->payload), std::to_string(verified->expires_unix)));
   // Revocations of tokens that have expired anyway are dropped here: as many as log-outs in a token's life.
   int64_t now = ToUnixMicros(clock_->Now()) / 1'000'000;
   std::vector<std::string> stale;
@@ -565,13 +532,13 @@ Result<std::pair<Credentials, std::string>> AuthService::NewCredentials(const st
                                                                         const std::string& secret_in) {
   Credentials c;
   c.user = user;
-  c.access_key_id = key_in.empty() ? "AKIAJ" + RandomAlnum(15, true) : key_in;
-  c.secret_access_key = secret_in.empty() ? RandomAlnum(40, false) : secret_in;
+  c.access_key_id = key_in.empty() ? "AKIAJ" + RandomString(15, kKeyIdChars) : key_in;
+  c.secret_access_key = secret_in.empty() ? RandomString(40, kSecretChars) : secret_in;
   if (c.access_key_id.size() < 3 || c.secret_access_key.size() < 8) {
     return InvalidArgument("access key id needs at least 3 characters and the secret at least 8");
   }
   c.creation_date = ToUnixMicros(clock_->Now()) / 1000000;
-  std::string salt = catalog::RandomHex(8);
+  std::string salt = RandomHex(16);
   ARROW_ASSIGN_OR_RAISE(auto sealed, Encrypt(c.secret_access_key));
   json record = {{"user", user},
                  {"salt", salt},

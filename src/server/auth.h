@@ -4,10 +4,11 @@
 // Secrets are stored as salted SHA-256 hashes (a secret is 40 random
 // characters, so a fast hash is enough; the plain secret is shown once, on
 // creation) and, for the S3 gateway's request signatures (an HMAC keyed by the
-// secret itself), encrypted with AES-256-GCM under the server's secret key
-// ([auth] encrypt_secret_key; when unset, a random key kept in the store at
-// a/ek — which protects nothing against someone who reads the store, so set
-// it on shared deployments). Keys created before encryption existed have no
+// secret itself), encrypted with AES-256-GCM under a key derived with
+// HKDF-SHA256 from the server's key material ([auth] encrypt_secret_key, at
+// least 32 bytes; when unset, a random key kept in the store at a/ek — which
+// protects nothing against someone who reads the store, so set it on shared
+// deployments). Keys created before encryption existed have no
 // encrypted copy: they sign basic auth only. A request is allowed when one of the user's attached policies has
 // an "allow" statement matching the action and resource ARN and none has a
 // matching "deny" (wildcards: '*' any run, '?' one character).
@@ -109,7 +110,9 @@ std::string AuthorizationOf(const httplib::Request& req);
 
 class AuthService {
  public:
-  // `encrypt_secret_key`: any string (its SHA-256 is the AES key); "" = a random key kept in the store.
+  // `encrypt_secret_key`: at least 32 bytes of key material (the AES key and
+  // the session-signing key are derived from it with HKDF-SHA256); "" = a
+  // random key kept in the store.
   AuthService(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<Clock> clock,
               Duration cache_ttl = std::chrono::seconds(5), std::string encrypt_secret_key = "");
 
@@ -163,8 +166,13 @@ class AuthService {
   Result<CachedKey> LookupKey(const std::string& key_id);
   // The user of a valid, unexpired, unrevoked session token whose key still exists.
   Result<std::string> AuthenticateToken(const std::string& token);
-  // A token's key id and expiry if its signature holds; Unauthorized otherwise.
-  Result<std::pair<std::string, int64_t>> VerifyToken(const std::string& token);
+  struct VerifiedToken {
+    std::string key_id;
+    int64_t expires_unix;
+    std::string payload;  // what the token signs, decoded
+  };
+  // What a token says if its signature holds and it has not expired; Unauthorized otherwise.
+  Result<VerifiedToken> VerifyToken(const std::string& token);
   // The key session tokens are signed with.
   Result<std::string> SessionKey();
   // The user of key `key_id` if `secret` is its secret.
@@ -188,7 +196,8 @@ class AuthService {
   const Duration cache_ttl_;
 
   const std::string configured_key_;
-  std::string aes_key_;  // GUARDED_BY(mu_); empty until loaded
+  std::string key_material_;  // GUARDED_BY(mu_); configured or stored; empty until loaded
+  std::string aes_key_;       // GUARDED_BY(mu_); derived from key_material_
 
   struct CachedKey {
     std::string user, salt, hash, sealed;  // sealed: the encrypted secret ("" for old keys)

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/clock.h"
+#include "base/crypto.h"
 #include "catalog/hooked_kv_testing.h"
 #include "kv/kv.h"
 
@@ -17,23 +18,7 @@ using sediment::testing::HookedKv;
 
 #define ASSERT_OK(expr) ASSERT_TRUE((expr).ok()) << (expr).ToString()
 
-std::string Basic(const std::string& key, const std::string& secret) {
-  static const char* kChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string in = key + ":" + secret, out;
-  unsigned val = 0;
-  int bits = -6;
-  for (unsigned char c : in) {
-    val = ((val & 0xffffu) << 8) + c;
-    bits += 8;
-    while (bits >= 0) {
-      out.push_back(kChars[(val >> bits) & 0x3f]);
-      bits -= 6;
-    }
-  }
-  if (bits > -6) out.push_back(kChars[((val << 8) >> (bits + 8)) & 0x3f]);
-  while (out.size() % 4) out.push_back('=');
-  return "Basic " + out;
-}
+std::string Basic(const std::string& key, const std::string& secret) { return "Basic " + Base64(key + ":" + secret); }
 
 class AuthIntegrityTest : public ::testing::Test {
  protected:
@@ -187,6 +172,42 @@ TEST_F(AuthIntegrityTest, SessionTokensNameAKeyUntilTheyExpireOrTheKeyGoes) {
   auto t4 = auth_.Login("AKIAADMIN1", "admin-secret", std::chrono::hours(1));
   ASSERT_OK(auth_.Revoke(t4->token));
   EXPECT_EQ(KeysUnder("a/so/").size(), 1u);
+}
+
+// A token has one spelling: the same payload in upper-case hex is no token,
+// so a log-out cannot be sidestepped by re-spelling the token.
+TEST_F(AuthIntegrityTest, ATokenHasOneSpellingAndLogOutEndsIt) {
+  ASSERT_OK(auth_.Setup("admin", "AKIAADMIN1", "admin-secret").status());
+  auto t = auth_.Login("AKIAADMIN1", "admin-secret", std::chrono::hours(1));
+  ASSERT_OK(t.status());
+  std::string upper = t->token;
+  for (size_t i = 0; i < upper.find('.'); ++i) upper[i] = static_cast<char>(std::toupper(upper[i]));
+  ASSERT_NE(upper, t->token);
+  EXPECT_TRUE(IsUnauthorized(auth_.Authenticate("Bearer " + upper).status())) << "before log-out";
+  ASSERT_OK(auth_.Revoke(upper));  // not a token: changes nothing
+  EXPECT_EQ(*auth_.Authenticate("Bearer " + t->token), "admin");
+  ASSERT_OK(auth_.Revoke(t->token));
+  EXPECT_TRUE(IsUnauthorized(auth_.Authenticate("Bearer " + t->token).status()));
+  EXPECT_TRUE(IsUnauthorized(auth_.Authenticate("Bearer " + upper).status())) << "after log-out";
+}
+
+// Secrets sealed under the HKDF-derived key open on every server with the same
+// key material, and not under other material; secrets sealed by the version
+// before the KDF (plain SHA-256 of the material, no "2:" prefix) still open.
+TEST(AuthKeysTest, SealedSecretsOpenOnlyUnderTheirKeyMaterial) {
+  auto kv = kv::NewMemoryStore();
+  auto clock = std::make_shared<ManualClock>();
+  const std::string material(40, 'k');
+  AuthService a{kv, clock, Duration::zero(), material};
+  ASSERT_OK(a.Setup("admin", "AKIAADMIN1", "admin-secret").status());
+  auto record = kv->Get("a/k/AKIAADMIN1");
+  ASSERT_OK(record.status());
+  EXPECT_NE(record->find("\"enc\":\"2:"), std::string::npos) << *record;
+  AuthService b{kv, clock, Duration::zero(), material};
+  EXPECT_EQ(b.SecretFor("AKIAADMIN1")->secret, "admin-secret");
+  AuthService other{kv, clock, Duration::zero(), std::string(40, 'x')};
+  EXPECT_TRUE(IsUnauthorized(other.SecretFor("AKIAADMIN1").status()));
+  EXPECT_EQ(*other.Authenticate(Basic("AKIAADMIN1", "admin-secret")), "admin") << "basic auth needs no decryption";
 }
 
 }  // namespace

@@ -34,10 +34,6 @@ int HttpStatusFor(const Status& st) {
   return 500;
 }
 
-void ChallengeBasic(const httplib::Request& req, httplib::Response& res) {
-  if (!req.has_header("X-Requested-With")) res.set_header("WWW-Authenticate", "Basic realm=\"sediment\"");
-}
-
 void ReplyError(httplib::Response& res, int http_status, const std::string& message) {
   res.status = http_status;
   nlohmann::json body = {{"message", message}};

@@ -22,10 +22,6 @@ int HttpStatusFor(const Status& st);
 
 // Sets the status code and a {"message": ...} JSON body.
 void ReplyError(httplib::Response& res, const Status& st);
-// The Basic challenge of a 401 — unless the request came from a script
-// (X-Requested-With, as the console sends), where a browser would answer the
-// challenge with its own password prompt instead of letting the page show the error.
-void ChallengeBasic(const httplib::Request& req, httplib::Response& res);
 void ReplyError(httplib::Response& res, int http_status, const std::string& message);
 
 // Query parameter `name` as a non-negative integer: nullopt if absent,

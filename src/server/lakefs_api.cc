@@ -2,6 +2,9 @@
 // handlers live in lakefs_*_api.cc, one file per resource family.
 #include "server/lakefs_api.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <memory>
 #include <variant>
 #include <vector>
@@ -16,7 +19,8 @@ namespace {
 
 using namespace lakefs;  // NOLINT(build/namespaces): the handlers named in the table
 
-// Runs with the caller's user id; an unauthenticated request gets 401 and a Basic challenge.
+// Runs with the caller's user id; an unauthenticated request gets 401 (and no
+// Basic challenge: a browser must never be led to cache credentials for us).
 using AuthedHandler = Status (*)(const Context&, const Req&, Res&, const std::string& me);
 // Runs before anyone can log in (setup).
 using PublicHandler = Status (*)(const Context&, const Req&, Res&);
@@ -113,6 +117,21 @@ std::vector<Route> Routes() {
   // clang-format on
 }
 
+// A body of these routes is JSON, and says so: a cross-site form can send
+// only text/plain, x-www-form-urlencoded or multipart bodies, so a browser
+// cannot be made to send one of these writes (415 otherwise).
+bool RefuseNonJsonBody(const Req& req, Res& res) {
+  if (req.body.empty()) return false;
+  std::string type = req.get_header_value("Content-Type");
+  std::string media = type.substr(0, type.find(';'));
+  media.erase(media.find_last_not_of(" \t") + 1);
+  std::transform(media.begin(), media.end(), media.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (media == "application/json") return false;
+  ReplyError(res, 415,
+             fmt::format("the request body must be JSON sent as Content-Type: application/json (got \"{}\")", type));
+  return true;
+}
+
 // Serves `route` with its handler; a failed Status becomes the error reply.
 // Every registered callback holds `ctx`, so it lives as long as the routes.
 void Register(HttpServer* http, const std::shared_ptr<const Context>& ctx, const Route& route) {
@@ -121,21 +140,21 @@ void Register(HttpServer* http, const std::shared_ptr<const Context>& ctx, const
     http->Handle(route.method, pattern, pattern, [ctx, fn = *fn](const Req& req, Res& res) {
       auto user = ctx->auth->Authenticate(AuthorizationOf(req));
       // lakeFS's words for any failed authentication (lakectl doctor reads them).
-      Status st = user.ok()                       ? fn(*ctx, req, res, *user)
-                  : IsUnauthorized(user.status()) ? Unauthorized("error authenticating request")
-                                                  : user.status();
-      if (!st.ok()) {
-        if (IsUnauthorized(st)) ChallengeBasic(req, res);
-        ReplyError(res, st);
+      if (!user.ok()) {
+        ReplyError(res, IsUnauthorized(user.status()) ? Unauthorized("error authenticating request") : user.status());
+        return;
       }
+      if (RefuseNonJsonBody(req, res)) return;
+      Status st = fn(*ctx, req, res, *user);
+      if (!st.ok()) ReplyError(res, st);
     });
   } else if (auto* fn = std::get_if<PublicHandler>(&route.handler)) {
     http->Handle(route.method, pattern, pattern, [ctx, fn = *fn](const Req& req, Res& res) {
+      if (RefuseNonJsonBody(req, res)) return;
       Status st = fn(*ctx, req, res);
       if (!st.ok()) ReplyError(res, st);
     });
   } else if (auto* fn = std::get_if<UploadHandler>(&route.handler)) {
-    // Unlike the other authenticated routes, an upload's 401 carries no WWW-Authenticate challenge.
     http->HandleStream(route.method, pattern, pattern,
                        [ctx, fn = *fn](const Req& req, Res& res, const httplib::ContentReader& reader) {
                          auto user = ctx->auth->Authenticate(AuthorizationOf(req));

@@ -3,10 +3,10 @@
 #include <arrow/buffer.h>
 #include <arrow/io/interfaces.h>
 #include <fmt/format.h>
-#include <openssl/evp.h>
 
 #include <ctime>
 
+#include "base/crypto.h"
 #include "base/failpoint.h"
 #include "blob/blob.h"
 #include "server/byte_range.h"
@@ -137,31 +137,13 @@ std::map<std::string, std::string> UserMetadata(const httplib::Request& req) {
   return out;
 }
 
-class Md5 {
- public:
-  Md5() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_md5(), nullptr); }
-  ~Md5() { EVP_MD_CTX_free(ctx_); }
-  Md5(const Md5&) = delete;
-  Md5& operator=(const Md5&) = delete;
-  void Update(const char* d, size_t n) { EVP_DigestUpdate(ctx_, d, n); }
-  std::string Hex() {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    EVP_DigestFinal_ex(ctx_, md, &n);
-    return fmt::format("{:02x}", fmt::join(md, md + n, ""));
-  }
-
- private:
-  EVP_MD_CTX* ctx_;
-};
-
 // Streams the upload's content into `out`: the part named "content" of a
 // multipart form, or else the whole body. Sets e's size, checksum and (from
 // the part or the request) content type. A body that ends early or has no
 // content part aborts `out`, so nothing is published.
 Status ReceiveContent(const Req& req, const httplib::ContentReader& reader, arrow::io::OutputStream* out,
                       catalog::Entry* e) {
-  Md5 md5;
+  Digest md5(DigestKind::kMd5);
   Status write_st;
   auto receive = [&](const char* data, size_t n) {
     write_st = out->Write(data, static_cast<int64_t>(n));
@@ -196,7 +178,7 @@ Status ReceiveContent(const Req& req, const httplib::ContentReader& reader, arro
     (void)out->Abort();  // nothing is published; no entry is written
     return InvalidArgument("upload body ended early; nothing was stored");
   }
-  e->checksum = md5.Hex();
+  e->checksum = md5.FinalHex();
   return Status::OK();
 }
 
@@ -370,15 +352,38 @@ Status GetPhysicalAddress(const Context& ctx, const Req& req, Res& res, const st
   ARROW_RETURN_NOT_OK(Catalog::ValidatePath(path));
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:WriteObject", ObjectArn(repo_id, path)));
   ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
-  ARROW_RETURN_NOT_OK(ctx.cat->GetBranch(repo_id, branch).status());
-  ReplyJson(res, 200, {{"physical_address", PhysicalAddress(repo, catalog::NewDataAddress(std::time(nullptr)))}});
+  ARROW_ASSIGN_OR_RAISE(auto address, ctx.cat->IssueLinkAddress(repo, branch, path));
+  ReplyJson(res, 200, {{"physical_address", PhysicalAddress(repo, address)}});
   return Status::OK();
 }
 
+namespace {
+
+// The size and MD5 (hex) of what is stored at `address`; nullopt if nothing is.
+Result<std::optional<std::pair<int64_t, std::string>>> StoredSizeAndMd5(const catalog::Namespace& ns,
+                                                                        const std::string& address) {
+  auto info = ns->Stat(address);
+  if (IsNotFound(info.status())) return std::nullopt;
+  ARROW_RETURN_NOT_OK(info.status());
+  ARROW_ASSIGN_OR_RAISE(auto in, ns->OpenReaderSized(address, info->size));
+  Digest md5(DigestKind::kMd5);
+  constexpr int64_t kChunk = 1 << 20;
+  for (int64_t at = 0; at < info->size; at += kChunk) {
+    ARROW_ASSIGN_OR_RAISE(auto buf, in->ReadAt(at, std::min(kChunk, info->size - at)));
+    md5.Update(buf->data(), static_cast<size_t>(buf->size()));
+  }
+  return std::make_optional(std::make_pair(info->size, md5.FinalHex()));
+}
+
+}  // namespace
+
 // PUT .../branches/{branch}/staging/backing?path=: stages an object whose data
-// the client wrote at an address GetPhysicalAddress gave. Only addresses in the
-// repository's own namespace are accepted (anything else could expose files
-// the caller may not read).
+// the client wrote at an address GetPhysicalAddress gave for this branch and
+// path, once (anything else could expose data the caller may not read). Size
+// and checksum are the stored object's: a size_bytes that disagrees is refused.
+// Nothing stored there yet: the client's size_bytes and checksum, as lakeFS
+// (lakectl's link-same-object abuse test links such addresses); the address
+// is fresh, so the entry can name no one else's data.
 Status LinkPhysicalAddress(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   std::string repo_id = req.matches[1], branch = req.matches[2];
   if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
@@ -399,15 +404,29 @@ Status LinkPhysicalAddress(const Context& ctx, const Req& req, Res& res, const s
   }
   catalog::Entry e;
   e.address = relative;
-  ARROW_ASSIGN_OR_RAISE(e.checksum, Field<std::string>(body, "checksum"));
-  ARROW_ASSIGN_OR_RAISE(e.size, Field<int64_t>(body, "size_bytes"));
-  if (e.size < 0) return InvalidArgument("size_bytes must not be negative");
+  ARROW_ASSIGN_OR_RAISE(auto claimed_size, Field<int64_t>(body, "size_bytes", int64_t{-1}));
+  // Before anything about the stored object is looked at (or told).
+  ARROW_RETURN_NOT_OK(ctx.cat->CheckLinkAddress(repo_id, branch, path, relative));
+  ARROW_ASSIGN_OR_RAISE(auto ns, ctx.cat->RepositoryNamespace(repo));
+  ARROW_ASSIGN_OR_RAISE(auto stored, StoredSizeAndMd5(ns, relative));
+  if (stored) {
+    if (claimed_size >= 0 && claimed_size != stored->first) {
+      return InvalidArgument(fmt::format("size_bytes is {}, but the object at \"{}\" holds {} bytes", claimed_size,
+                                         address, stored->first));
+    }
+    e.size = stored->first;
+    e.checksum = stored->second;
+  } else {
+    e.size = std::max<int64_t>(claimed_size, 0);
+    ARROW_ASSIGN_OR_RAISE(e.checksum, Field<std::string>(body, "checksum", std::string()));
+  }
   ARROW_ASSIGN_OR_RAISE(e.content_type,
                         Field<std::string>(body, "content_type", std::string("application/octet-stream")));
   ARROW_ASSIGN_OR_RAISE(e.metadata, (Field<std::map<std::string, std::string>>(body, "user_metadata",
                                                                                std::map<std::string, std::string>{})));
   ARROW_ASSIGN_OR_RAISE(e.mtime, Field<int64_t>(body, "mtime", static_cast<int64_t>(std::time(nullptr))));
   ARROW_ASSIGN_OR_RAISE(bool force, Field<bool>(body, "force", false));
+  ARROW_RETURN_NOT_OK(ctx.cat->ClaimLinkAddress(repo_id, branch, path, relative));
   ARROW_RETURN_NOT_OK(ctx.cat->PutEntry(repo, branch, path, e, /*if_absent=*/false, force));
   ReplyJson(res, 200, ObjectJson(repo, path, e));
   return Status::OK();

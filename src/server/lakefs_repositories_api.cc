@@ -1,11 +1,11 @@
 // lakeFS API handlers for repositories, and their garbage collection.
-#include <openssl/evp.h>
 
 #include <charconv>
 #include <ctime>
 #include <optional>
 #include <tuple>
 
+#include "base/crypto.h"
 #include "blob/blob.h"
 #include "catalog/catalog_gc.h"
 #include "server/lakefs_api_internal.h"
@@ -26,12 +26,7 @@ Status ListRepositories(const Context& ctx, const Req& req, Res& res, const std:
 
 namespace {
 
-std::string Md5Hex(const std::string& data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(data.data(), data.size(), md, &n, EVP_md5(), nullptr);
-  return fmt::format("{:02x}", fmt::join(md, md + n, ""));
-}
+std::string Md5Hex(const std::string& data) { return Hex(Md5(data)); }
 
 // sample_data: a README and a small table, committed, so a new user has
 // something to list, read, branch and diff.

@@ -176,15 +176,10 @@ Status ListObjects(const Gateway& gw, const Target& t, const Req&, Res& res, con
 
 // POST /bucket?delete: keys may name several branches; each key is deleted on
 // its own branch, and a failure is reported for that key alone.
-Status DeleteObjects(const Gateway& gw, const Target& t, const Req&, Res& res, const Reader& reader, const Caller& c) {
-  std::string xml;
-  constexpr size_t kMaxBody = 2 << 20;
-  bool complete = reader([&](const char* d, size_t n) {
-    xml.append(d, n);
-    return xml.size() <= kMaxBody;
-  });
-  if (xml.size() > kMaxBody) return S3Error(400, "MalformedXML", "the Delete request body is larger than 2 MiB");
-  if (!complete) return S3Error(400, "IncompleteBody", "the request body ended early");
+Status DeleteObjects(const Gateway& gw, const Target& t, const Req& req, Res& res, const Reader& reader,
+                     const Caller& c) {
+  // Checked against the signed payload hash and Content-MD5 like any body.
+  ARROW_ASSIGN_OR_RAISE(std::string xml, ReceiveSmallBody(req, reader, c, 2 << 20));
   pugi::xml_document doc;
   auto parsed = doc.load_buffer(xml.data(), xml.size());
   if (!parsed) {

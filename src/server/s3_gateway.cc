@@ -4,7 +4,6 @@
 
 #include <arrow/io/interfaces.h>
 #include <fmt/format.h>
-#include <openssl/evp.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 #include "server/auth.h"
 #include "server/errors.h"
 #include "server/http_server.h"
+#include "server/lakefs_api_internal.h"
 #include "server/s3_gateway_internal.h"
 
 namespace sediment::server::s3 {
@@ -232,6 +232,8 @@ Status Dispatch(const Gateway& gw, const Req& req, Res& res, const Reader* body)
     }
     if (m == "POST" && t.Has("delete") && body) return DeleteObjects(gw, t, req, res, *body, c);
     if (m == "PUT") {
+      // Authorized first: the answer must not tell a stranger whether the repository exists.
+      ARROW_RETURN_NOT_OK(gw.Allow(c.user, "fs:CreateRepository", lakefs::RepoArn(t.bucket)));
       if (!LoadBucket(gw, t.bucket).ok()) {
         return S3Error(501, "NotImplemented",
                        "buckets are repositories: create them through the API (POST /api/v1/repositories)");
@@ -279,26 +281,11 @@ void Serve(const Gateway& gw, const Req& req, Res& res, const Reader* body) {
     ReplyS3Error(res, st, resource);
     if (req.method == "HEAD") res.body.clear();
   }
-  res.set_header("x-amz-request-id", catalog::RandomHex(8));
+  res.set_header("x-amz-request-id", RandomHex(8));
   res.set_header("Server", "Sediment");
 }
 
 // --- checksums of bodies --------------------------------------------------------
-
-uint32_t Crc32c(uint32_t crc, const unsigned char* p, size_t n) {
-  static const std::array<uint32_t, 256> table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  crc = ~crc;
-  for (size_t i = 0; i < n; ++i) crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
-  return ~crc;
-}
 
 // One x-amz-checksum-<algorithm> being computed over the body.
 class BodyChecksum {
@@ -307,8 +294,7 @@ class BodyChecksum {
     auto c = std::unique_ptr<BodyChecksum>(new BodyChecksum());
     c->algorithm_ = algorithm;
     if (algorithm == "sha256" || algorithm == "sha1") {
-      c->md_ = EVP_MD_CTX_new();
-      EVP_DigestInit_ex(c->md_, algorithm == "sha256" ? EVP_sha256() : EVP_sha1(), nullptr);
+      c->md_ = std::make_unique<Digest>(algorithm == "sha256" ? DigestKind::kSha256 : DigestKind::kSha1);
     } else if (algorithm != "crc32" && algorithm != "crc32c") {
       return S3Error(
           400, "InvalidRequest",
@@ -316,13 +302,10 @@ class BodyChecksum {
     }
     return c;
   }
-  ~BodyChecksum() {
-    if (md_) EVP_MD_CTX_free(md_);
-  }
   void Update(const char* d, size_t n) {
     auto p = reinterpret_cast<const unsigned char*>(d);
     if (md_) {
-      EVP_DigestUpdate(md_, d, n);
+      md_->Update(d, n);
     } else if (algorithm_ == "crc32") {
       crc_ = static_cast<uint32_t>(crc32(crc_, p, static_cast<uInt>(n)));
     } else {
@@ -330,12 +313,7 @@ class BodyChecksum {
     }
   }
   std::string Base64Value() {
-    if (md_) {
-      unsigned char out[EVP_MAX_MD_SIZE];
-      unsigned int n = 0;
-      EVP_DigestFinal_ex(md_, out, &n);
-      return Base64(std::string_view(reinterpret_cast<char*>(out), n));
-    }
+    if (md_) return Base64(md_->Final());
     unsigned char be[4] = {static_cast<unsigned char>(crc_ >> 24), static_cast<unsigned char>(crc_ >> 16),
                            static_cast<unsigned char>(crc_ >> 8), static_cast<unsigned char>(crc_)};
     return Base64(std::string_view(reinterpret_cast<char*>(be), 4));
@@ -345,26 +323,8 @@ class BodyChecksum {
  private:
   BodyChecksum() = default;
   std::string algorithm_;
-  EVP_MD_CTX* md_ = nullptr;
+  std::unique_ptr<Digest> md_;
   uint32_t crc_ = 0;
-};
-
-class Digest {
- public:
-  explicit Digest(const EVP_MD* md) : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, md, nullptr); }
-  ~Digest() { EVP_MD_CTX_free(ctx_); }
-  Digest(const Digest&) = delete;
-  Digest& operator=(const Digest&) = delete;
-  void Update(const char* d, size_t n) { EVP_DigestUpdate(ctx_, d, n); }
-  std::string Raw() {
-    unsigned char out[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    EVP_DigestFinal_ex(ctx_, out, &n);
-    return std::string(reinterpret_cast<char*>(out), n);
-  }
-
- private:
-  EVP_MD_CTX* ctx_;
 };
 
 }  // namespace
@@ -424,7 +384,7 @@ void ReplyS3Error(httplib::Response& res, const Status& st, const std::string& r
   ReplyXml(res, http,
            fmt::format("<Error><Code>{}</Code><Message>{}</Message><Resource>{}</Resource><RequestId>{}</RequestId>"
                        "</Error>",
-                       code, XmlEscape(st.message()), XmlEscape(resource), catalog::RandomHex(8)));
+                       code, XmlEscape(st.message()), XmlEscape(resource), RandomHex(8)));
 }
 
 Status KeyNotFound(const Status& st, const std::string& key) {
@@ -543,7 +503,7 @@ std::string DecodeEncodedWords(const std::string& v) {
     char enc = static_cast<char>(std::tolower(static_cast<unsigned char>(v[q1 + 1])));
     std::string text = v.substr(q2 + 1, end - q2 - 1);
     if (enc == 'b') {
-      out += Base64Decode(text);
+      out += Base64Decode(text).value_or(text);
     } else {
       for (size_t k = 0; k < text.size(); ++k) {
         if (text[k] == '_') {
@@ -650,7 +610,7 @@ Result<Target> CopySource(const httplib::Request& req) {
 Result<ReceivedBody> ReceiveBody(const httplib::Request& req, const httplib::ContentReader& reader,
                                  const Caller& caller, arrow::io::OutputStream* out) {
   ReceivedBody rb;
-  Digest md5(EVP_md5()), sha256(EVP_sha256());
+  Digest md5(DigestKind::kMd5), sha256(DigestKind::kSha256);
   const Signature& sig = caller.sig;
   bool chunked = sig.payload == PayloadKind::kStreamingSigned || sig.payload == PayloadKind::kStreamingUnsignedTrailer;
   // A checksum named in a header (value known now) or announced as a trailer.
@@ -708,13 +668,13 @@ Result<ReceivedBody> ReceiveBody(const httplib::Request& req, const httplib::Con
       checksum_want = it->second;
     }
   }
-  if (sig.payload == PayloadKind::kHashed && Hex(sha256.Raw()) != sig.payload_hash) {
+  if (sig.payload == PayloadKind::kHashed && sha256.FinalHex() != sig.payload_hash) {
     return fail(S3Error(400, "XAmzContentSHA256Mismatch",
                         "the x-amz-content-sha256 you signed does not match the body's SHA-256"));
   }
-  std::string raw_md5 = md5.Raw();
+  std::string raw_md5 = md5.Final();
   std::string content_md5 = req.get_header_value("Content-MD5");
-  if (!content_md5.empty() && Base64Decode(content_md5) != raw_md5) {
+  if (!content_md5.empty() && Base64Decode(content_md5) != std::optional<std::string>(raw_md5)) {
     return fail(S3Error(400, "BadDigest", "the Content-MD5 you specified does not match the body"));
   }
   if (checksum) {
@@ -727,6 +687,47 @@ Result<ReceivedBody> ReceiveBody(const httplib::Request& req, const httplib::Con
   }
   rb.md5_hex = Hex(raw_md5);
   return rb;
+}
+
+namespace {
+
+// Collects a body in memory, refusing it past a size.
+class CappedStringStream : public arrow::io::OutputStream {
+ public:
+  CappedStringStream(std::string* out, size_t max) : out_(out), max_(max) {}
+  Status Write(const void* data, int64_t n) override {
+    if (out_->size() + static_cast<size_t>(n) > max_) {
+      return S3Error(400, "MalformedXML", fmt::format("the request body is larger than {} bytes", max_));
+    }
+    out_->append(static_cast<const char*>(data), static_cast<size_t>(n));
+    return Status::OK();
+  }
+  Status Close() override {
+    closed_ = true;
+    return Status::OK();
+  }
+  Status Abort() override {
+    out_->clear();
+    closed_ = true;
+    return Status::OK();
+  }
+  Result<int64_t> Tell() const override { return static_cast<int64_t>(out_->size()); }
+  bool closed() const override { return closed_; }
+
+ private:
+  std::string* out_;
+  size_t max_;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+Result<std::string> ReceiveSmallBody(const httplib::Request& req, const httplib::ContentReader& reader,
+                                     const Caller& caller, size_t max_bytes) {
+  std::string body;
+  CappedStringStream out(&body, max_bytes);
+  ARROW_RETURN_NOT_OK(ReceiveBody(req, reader, caller, &out).status());
+  return body;
 }
 
 }  // namespace sediment::server::s3

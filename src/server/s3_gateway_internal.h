@@ -104,6 +104,10 @@ struct ReceivedBody {
 // failure `out` is aborted and nothing is published.
 Result<ReceivedBody> ReceiveBody(const httplib::Request& req, const httplib::ContentReader& reader,
                                  const Caller& caller, arrow::io::OutputStream* out);
+// A small request body (an XML document) of at most `max_bytes`, received and
+// checked as ReceiveBody does; MalformedXML when larger.
+Result<std::string> ReceiveSmallBody(const httplib::Request& req, const httplib::ContentReader& reader,
+                                     const Caller& caller, size_t max_bytes);
 
 // --- handlers (s3_buckets.cc, s3_objects.cc, s3_multipart.cc) -------------------
 

@@ -8,12 +8,12 @@
 #include <arrow/buffer.h>
 #include <arrow/io/interfaces.h>
 #include <fmt/format.h>
-#include <openssl/evp.h>
 
 #include <charconv>
 #include <ctime>
 #include <pugixml.hpp>
 
+#include "base/crypto.h"
 #include "blob/blob.h"
 #include "server/lakefs_api_internal.h"
 #include "server/s3_gateway_internal.h"
@@ -25,7 +25,7 @@ constexpr const char* kXmlns = R"( xmlns="http://s3.amazonaws.com/doc/2006-03-01
 constexpr int64_t kMinPartSize = 5 << 20;
 
 std::string PartAddress(const std::string& upload, int number) {
-  return fmt::format("_lakefs/multipart/{}/{:05d}-{}", upload, number, catalog::RandomHex(8));
+  return fmt::format("_lakefs/multipart/{}/{:05d}-{}", upload, number, RandomHex(8));
 }
 
 Result<int> PartNumber(const Target& t) {
@@ -124,21 +124,15 @@ Status UploadPart(const Gateway& gw, const Target& t, const Req& req, Res& res, 
       if (IsNotFound(in.status())) return S3Error(400, "InvalidRequest", "the copy source's data is gone");
       return in.status();
     }
-    EVP_MD_CTX* md5 = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(md5, EVP_md5(), nullptr);
-    Status st = blob::CopyBytes(in->get(), first, length, out.get(), [&](const arrow::Buffer& b) {
-      EVP_DigestUpdate(md5, b.data(), static_cast<size_t>(b.size()));
-    });
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    EVP_DigestFinal_ex(md5, digest, &n);
-    EVP_MD_CTX_free(md5);
+    Digest md5(DigestKind::kMd5);
+    Status st = blob::CopyBytes(in->get(), first, length, out.get(),
+                                [&](const arrow::Buffer& b) { md5.Update(b.data(), static_cast<size_t>(b.size())); });
     if (!st.ok()) {
       (void)out->Abort();
       return st;
     }
     part.size = length;
-    part.etag = Hex(std::string_view(reinterpret_cast<char*>(digest), n));
+    part.etag = md5.FinalHex();
   } else {
     ARROW_ASSIGN_OR_RAISE(auto got, ReceiveBody(req, body, c, out.get()));
     part.size = got.size;
@@ -216,14 +210,7 @@ Status CompleteMultipartUpload(const Gateway& gw, const Target& t, const Req& re
   ARROW_ASSIGN_OR_RAISE(auto repo, WritableBranch(gw, t));
   ARROW_ASSIGN_OR_RAISE(auto u, NamedUpload(gw, t));
 
-  std::string xml;
-  constexpr size_t kMaxBody = 4 << 20;
-  bool complete = body([&](const char* d, size_t n) {
-    xml.append(d, n);
-    return xml.size() <= kMaxBody;
-  });
-  if (xml.size() > kMaxBody) return S3Error(400, "MalformedXML", "the request body is larger than 4 MiB");
-  if (!complete) return S3Error(400, "IncompleteBody", "the request body ended early");
+  ARROW_ASSIGN_OR_RAISE(std::string xml, ReceiveSmallBody(req, body, c, 4 << 20));
   pugi::xml_document doc;
   auto parsed = doc.load_buffer(xml.data(), xml.size());
   pugi::xml_node root = doc.child("CompleteMultipartUpload");
@@ -280,18 +267,14 @@ Status CompleteMultipartUpload(const Gateway& gw, const Target& t, const Req& re
     st = in.ok() ? blob::CopyBytes(in->get(), 0, p->size, out.get()) : in.status();
     if (!st.ok()) break;
     e.size += p->size;
-    for (size_t i = 0; i + 1 < p->etag.size(); i += 2)
-      md5s.push_back(static_cast<char>(std::stoi(p->etag.substr(i, 2), nullptr, 16)));
+    md5s += HexDecode(p->etag).value_or("");
   }
   if (!st.ok()) {
     (void)out->Abort();
     return st;
   }
   ARROW_RETURN_NOT_OK(out->Close());
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(md5s.data(), md5s.size(), digest, &n, EVP_md5(), nullptr);
-  e.checksum = Hex(std::string_view(reinterpret_cast<char*>(digest), n));
+  e.checksum = Hex(Md5(md5s));
   e.mtime = std::time(nullptr);
   // Only one completion may publish: the one that removes the upload's records.
   Status claimed = gw.cat->DeleteMultipartUpload(t.bucket, u.id);

@@ -1,8 +1,6 @@
 #include "server/s3_signature.h"
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include <algorithm>
 #include <charconv>
@@ -170,64 +168,6 @@ Status SetPayload(const std::string& hash, Signature* sig) {
 }
 
 }  // namespace
-
-bool ConstantTimeEquals(std::string_view a, std::string_view b) {
-  unsigned diff = a.size() ^ b.size();
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) diff |= static_cast<unsigned>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
-std::string Hex(std::string_view bytes) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    out.push_back(kDigits[c >> 4]);
-    out.push_back(kDigits[c & 15]);
-  }
-  return out;
-}
-
-std::string HmacSha256(std::string_view key, std::string_view data) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()),
-       data.size(), out, &n);
-  return std::string(reinterpret_cast<char*>(out), n);
-}
-
-std::string Sha256Hex(std::string_view data) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(data.data(), data.size(), out, &n, EVP_sha256(), nullptr);
-  return Hex(std::string_view(reinterpret_cast<char*>(out), n));
-}
-
-std::string Base64(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
-
-std::string Base64Decode(std::string_view in) {
-  static const std::string chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  int val = 0, bits = -8;
-  for (char c : in) {
-    if (c == '=') break;
-    auto pos = chars.find(c);
-    if (pos == std::string::npos) return {};
-    val = ((val << 6) + static_cast<int>(pos)) & 0xffffff;
-    bits += 6;
-    if (bits >= 0) {
-      out.push_back(static_cast<char>((val >> bits) & 0xff));
-      bits -= 8;
-    }
-  }
-  return out;
-}
 
 Result<std::string> PercentDecode(std::string_view in) {
   std::string out;
@@ -459,12 +399,7 @@ Status VerifySignature(const WireRequest& req, const Signature& sig, const std::
             "is too large");
       }
     }
-    unsigned char out[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    std::string sts = StringToSignV2(req, sig);
-    HMAC(EVP_sha1(), secret.data(), static_cast<int>(secret.size()), reinterpret_cast<const unsigned char*>(sts.data()),
-         sts.size(), out, &n);
-    std::string want = Base64(std::string_view(reinterpret_cast<char*>(out), n));
+    std::string want = Base64(HmacSha1(secret, StringToSignV2(req, sig)));
     if (!ConstantTimeEquals(want, sig.signature)) return Mismatch("V2");
     return Status::OK();
   }
@@ -482,6 +417,18 @@ Status VerifySignature(const WireRequest& req, const Signature& sig, const std::
   if (std::find(sig.signed_headers.begin(), sig.signed_headers.end(), "host") == sig.signed_headers.end()) {
     return Mismatch("the host header must be signed");
   }
+  // As AWS: every x-amz-* header the request carries is signed, or the request
+  // is refused (an unsigned x-amz-copy-source would turn a presigned PUT into
+  // a copy of anything the signer may read).
+  for (const auto& [name, value] : req.headers) {  // lower-case names
+    if (name.rfind("x-amz-", 0) == 0 &&
+        std::find(sig.signed_headers.begin(), sig.signed_headers.end(), name) == sig.signed_headers.end()) {
+      return Unauthorized(
+          fmt::format("AccessDenied: There were headers present in the request which were not signed "
+                      "(HeadersNotSigned: {})",
+                      name));
+    }
+  }
   std::string sts =
       fmt::format("{}\n{}\n{}\n{}", kAlgorithm, sig.amz_date, sig.scope, Sha256Hex(CanonicalRequestV4(req, sig)));
   std::string want = Hex(HmacSha256(SigningKeyV4(secret, sig), sts));
@@ -496,13 +443,7 @@ ChunkedDecoder::ChunkedDecoder(PayloadKind kind, std::string signing_key, const 
       signing_key_(std::move(signing_key)),
       amz_date_(sig.amz_date),
       scope_(sig.scope),
-      prev_signature_(sig.signature) {
-  if (kind_ == PayloadKind::kStreamingSigned) chunk_hash_ = EVP_MD_CTX_new();
-}
-
-ChunkedDecoder::~ChunkedDecoder() {
-  if (chunk_hash_) EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(chunk_hash_));
-}
+      prev_signature_(sig.signature) {}
 
 Status ChunkedDecoder::ParseHeaderLine(const std::string& line) {
   // hex-size[;chunk-signature=sig]
@@ -521,7 +462,7 @@ Status ChunkedDecoder::ParseHeaderLine(const std::string& line) {
   }
   if (kind_ == PayloadKind::kStreamingSigned) {
     if (chunk_signature_.empty()) return InvalidArgument("aws-chunked chunk without a chunk-signature");
-    EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(chunk_hash_), EVP_sha256(), nullptr);
+    chunk_hash_ = std::make_unique<Digest>(DigestKind::kSha256);
   }
   last_chunk_ = remaining_ == 0;
   return Status::OK();
@@ -529,11 +470,8 @@ Status ChunkedDecoder::ParseHeaderLine(const std::string& line) {
 
 Status ChunkedDecoder::EndChunk() {
   if (kind_ != PayloadKind::kStreamingSigned) return Status::OK();
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(chunk_hash_), md, &n);
   std::string sts = fmt::format("AWS4-HMAC-SHA256-PAYLOAD\n{}\n{}\n{}\n{}\n{}", amz_date_, scope_, prev_signature_,
-                                kEmptySha256, Hex(std::string_view(reinterpret_cast<char*>(md), n)));
+                                kEmptySha256, chunk_hash_->FinalHex());
   std::string want = Hex(HmacSha256(signing_key_, sts));
   if (!ConstantTimeEquals(want, chunk_signature_)) {
     return Unauthorized("SignatureDoesNotMatch: an aws-chunked chunk's signature does not match its data");
@@ -575,13 +513,14 @@ Status ChunkedDecoder::Feed(const char* data, size_t n, const std::function<Stat
             return InvalidArgument(fmt::format("malformed aws-chunked trailer \"{}\"", line));
           std::string name = line.substr(0, colon);
           std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+          if (trailers_.size() >= 16) return InvalidArgument("an aws-chunked body with more than 16 trailers");
           trailers_[name] = std::string(Trim(std::string_view(line).substr(colon + 1)));
         }
         break;
       }
       case State::kData: {
         size_t take = static_cast<size_t>(std::min<uint64_t>(remaining_, n - i));
-        if (chunk_hash_) EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(chunk_hash_), data + i, take);
+        if (chunk_hash_) chunk_hash_->Update(data + i, take);
         ARROW_RETURN_NOT_OK(out(data + i, take));
         remaining_ -= take;
         i += take;

@@ -15,11 +15,13 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/crypto.h"
 #include "base/status.h"
 
 namespace sediment::server::s3 {
@@ -62,7 +64,8 @@ struct Signature {
 Result<Signature> ParseSignature(const WireRequest& req);
 
 // OK when `sig` is `secret`'s signature of `req` and is current at `now_unix`
-// (V4 headers within 15 minutes; presigned URLs until they expire).
+// (V4 headers within 15 minutes; presigned URLs until they expire), and (V4)
+// every x-amz-* header of the request is among the signed ones.
 // Unauthorized with "SignatureDoesNotMatch" / "RequestTimeTooSkewed" /
 // "expired" in the message otherwise.
 Status VerifySignature(const WireRequest& req, const Signature& sig, const std::string& secret, int64_t now_unix);
@@ -71,13 +74,6 @@ Status VerifySignature(const WireRequest& req, const Signature& sig, const std::
 std::string CanonicalRequestV4(const WireRequest& req, const Signature& sig);
 std::string StringToSignV2(const WireRequest& req, const Signature& sig);
 std::string SigningKeyV4(const std::string& secret, const Signature& sig);
-std::string HmacSha256(std::string_view key, std::string_view data);  // raw bytes
-// Compares secrets in time that depends only on their lengths.
-bool ConstantTimeEquals(std::string_view a, std::string_view b);
-std::string Sha256Hex(std::string_view data);
-std::string Hex(std::string_view bytes);
-std::string Base64(std::string_view bytes);
-std::string Base64Decode(std::string_view in);
 // Percent-decoding ('+' stays '+'); InvalidArgument on a bad escape.
 Result<std::string> PercentDecode(std::string_view in);
 // AWS's URI encoding: everything but A-Z a-z 0-9 - _ . ~ (and '/' when `keep_slash`).
@@ -113,14 +109,9 @@ class ChunkedDecoder {
   std::string line_;  // a header or trailer line being assembled
   uint64_t remaining_ = 0;
   std::string chunk_signature_;
-  void* chunk_hash_ = nullptr;  // EVP_MD_CTX*, for the signed form
+  std::unique_ptr<Digest> chunk_hash_;  // the chunk being received (signed form)
   bool last_chunk_ = false;
   std::map<std::string, std::string> trailers_;
-
- public:
-  ~ChunkedDecoder();
-  ChunkedDecoder(const ChunkedDecoder&) = delete;
-  ChunkedDecoder& operator=(const ChunkedDecoder&) = delete;
 };
 
 }  // namespace sediment::server::s3

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "base/crypto.h"
 #include "base/logging.h"
 #include "server/errors.h"
 #include "server/http_server.h"
@@ -40,13 +41,9 @@ class SinkStream final : public arrow::io::OutputStream {
   bool closed_ = false;
 };
 
-void Hex(const uint8_t* p, int64_t n, std::string* out) {
-  static const char* d = "0123456789abcdef";
+void QuotedHex(const uint8_t* p, int64_t n, std::string* out) {
   out->append("\"0x");
-  for (int64_t i = 0; i < n; ++i) {
-    out->push_back(d[p[i] >> 4]);
-    out->push_back(d[p[i] & 15]);
-  }
+  AppendHex(p, static_cast<size_t>(n), out);
   out->push_back('"');
 }
 
@@ -90,12 +87,12 @@ void Value(const arrow::Array& a, int64_t i, std::string* out) {
     }
     case arrow::Type::BINARY: {
       auto v = static_cast<const arrow::BinaryArray&>(a).GetView(i);
-      Hex(reinterpret_cast<const uint8_t*>(v.data()), static_cast<int64_t>(v.size()), out);
+      QuotedHex(reinterpret_cast<const uint8_t*>(v.data()), static_cast<int64_t>(v.size()), out);
       return;
     }
     case arrow::Type::FIXED_SIZE_BINARY: {
       const auto& f = static_cast<const arrow::FixedSizeBinaryArray&>(a);
-      Hex(f.GetValue(i), f.byte_width(), out);
+      QuotedHex(f.GetValue(i), f.byte_width(), out);
       return;
     }
     default: {

@@ -8,7 +8,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <random>
+
+#include "base/crypto.h"
 
 namespace sediment::server {
 namespace {
@@ -18,8 +19,6 @@ std::string Hostname() {
   ::gethostname(host, sizeof(host) - 1);
   return host;
 }
-
-std::string RandomHex() { return fmt::format("{:08x}", std::random_device{}()); }
 
 // A name is "<host>-<hex>" of printable characters; anything else in the
 // file (a torn write, an edit) is replaced.
@@ -55,7 +54,7 @@ bool WriteAll(int fd, const std::string& text) {
 
 std::unique_ptr<ServerIdentity> ServerIdentity::Claim(const std::string& data_dir) {
   const std::string path = data_dir + "/server-id";
-  const std::string fresh = fmt::format("{}-{}-{}", Hostname(), ::getpid(), RandomHex());
+  const std::string fresh = fmt::format("{}-{}-{}", Hostname(), ::getpid(), RandomHex(4));
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
     spdlog::warn("cannot open {} ({}): this server is {} until it stops; after a crash its leases expire first", path,
@@ -69,7 +68,7 @@ std::unique_ptr<ServerIdentity> ServerIdentity::Claim(const std::string& data_di
   }
   std::string id = ReadAll(fd);
   if (!Valid(id)) {
-    id = fmt::format("{}-{}", Hostname(), RandomHex());
+    id = fmt::format("{}-{}", Hostname(), RandomHex(4));
     if (!WriteAll(fd, id + "\n")) {
       spdlog::warn("cannot write {} ({}): this server is {} until it stops", path, std::strerror(errno), fresh);
       ::close(fd);

@@ -9,9 +9,9 @@
 
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <set>
 
+#include "base/crypto.h"
 #include "table/parquet_io.h"
 
 namespace sediment::table {
@@ -107,10 +107,7 @@ std::optional<uint64_t> StartOfPath(const std::string& path) {
   return v;
 }
 
-std::string NewToken() {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  return fmt::format("{:016x}", rng());
-}
+std::string NewToken() { return RandomHex(8); }
 
 Result<std::string> EncodeSchema(const arrow::Schema& schema) {
   ARROW_ASSIGN_OR_RAISE(auto buf, arrow::ipc::SerializeSchema(schema));

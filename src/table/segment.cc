@@ -3,7 +3,8 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
-#include <random>
+
+#include "base/crypto.h"
 
 namespace sediment::table {
 namespace {
@@ -95,8 +96,7 @@ Result<SegmentRecord> DecodeSegmentFileMetadata(std::string_view text) {
 }
 
 std::string NewSegmentId(uint64_t start, uint32_t writer_tag) {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  uint64_t bits = rng();
+  uint64_t bits = RandomUint64();
   if (writer_tag != 0) bits = (static_cast<uint64_t>(writer_tag) << 32) | (bits & 0xffffffffu);
   return fmt::format("{:09}-{:016x}", start, bits);
 }

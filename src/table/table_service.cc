@@ -5,8 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <random>
-
+#include "base/crypto.h"
 #include "table/table_metrics_internal.h"
 
 namespace sediment::table {
@@ -15,7 +14,7 @@ namespace {
 std::string NewServerId() {
   char host[256] = {0};
   ::gethostname(host, sizeof(host) - 1);
-  return fmt::format("{}-{}-{:08x}", host, ::getpid(), std::random_device{}());
+  return fmt::format("{}-{}-{}", host, ::getpid(), RandomHex(4));
 }
 
 WriterSettings FileSettings(const WriterConfig& writer) {

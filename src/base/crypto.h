@@ -1,0 +1,89 @@
+// The one home of randomness, encodings, digests and checksums (OpenSSL
+// underneath), so no module grows its own copy.
+//
+// Randomness: everything here draws from OpenSSL's CSPRNG (RAND_bytes).
+// Anything anyone could profit from guessing — keys, secrets, session nonces,
+// upload ids, data addresses, request ids, lease owners — comes from these
+// functions and nothing else; seeded generators are for tests and simulations
+// only. If the CSPRNG cannot deliver, the process aborts rather than hand out
+// something weaker.
+//
+// Encodings: lower-case hex, standard base64 (RFC 4648 §4). Decoders are
+// strict — one spelling per value — and say no with std::nullopt.
+//
+// Thread-safety: all functions are safe from many threads; a Digest or Hmac
+// object is used by one thread at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace sediment {
+
+// --- randomness (CSPRNG) ------------------------------------------------------
+
+std::string RandomBytes(size_t n);
+// `n` random bytes as 2n lower-case hex digits.
+std::string RandomHex(size_t n);
+uint64_t RandomUint64();
+// Uniform in [lo, hi).
+double RandomUniform(double lo, double hi);
+// `n` characters drawn uniformly from `alphabet` (no modulo bias).
+std::string RandomString(size_t n, std::string_view alphabet);
+
+// --- encodings ----------------------------------------------------------------
+
+std::string Hex(std::string_view bytes);
+std::string Hex(const uint8_t* data, size_t n);
+void AppendHex(const uint8_t* data, size_t n, std::string* out);
+// Lower-case hex only (an upper-case digit is refused: one spelling per value).
+std::optional<std::string> HexDecode(std::string_view hex);
+
+std::string Base64(std::string_view bytes);
+// Standard alphabet; '=' padding optional but, if present, correct; nothing
+// else (no whitespace, no URL-safe characters).
+std::optional<std::string> Base64Decode(std::string_view in);
+
+// --- digests --------------------------------------------------------------------
+
+enum class DigestKind { kMd5, kSha1, kSha256 };
+
+// A streaming digest. Final() ends it; call it once.
+class Digest {
+ public:
+  explicit Digest(DigestKind kind = DigestKind::kSha256);
+  ~Digest();
+  Digest(const Digest&) = delete;
+  Digest& operator=(const Digest&) = delete;
+
+  void Update(std::string_view data);
+  void Update(const void* data, size_t n);
+  std::string Final();  // raw bytes
+  std::string FinalHex() { return Hex(Final()); }
+
+ private:
+  void* ctx_;  // EVP_MD_CTX*
+};
+
+std::string Sha256(std::string_view data);  // raw bytes
+std::string Sha256Hex(std::string_view data);
+std::string Md5(std::string_view data);                               // raw bytes
+std::string HmacSha256(std::string_view key, std::string_view data);  // raw bytes
+std::string HmacSha1(std::string_view key, std::string_view data);    // raw bytes (S3 signature V2)
+
+// HKDF-SHA256 (RFC 5869): `length` bytes of key derived from `material`,
+// bound to `info` (what the key is for), with `salt`.
+std::string HkdfSha256(std::string_view material, std::string_view salt, std::string_view info, size_t length);
+
+// Compares secrets in time that depends only on their lengths.
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
+
+// --- checksums ------------------------------------------------------------------
+
+// CRC32C (Castagnoli), continuing from `crc` (0 to start).
+uint32_t Crc32c(uint32_t crc, const void* data, size_t n);
+
+}  // namespace sediment
