@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -530,6 +531,13 @@ Result<CompressionSetting> ParseCompression(const std::string& text) {
       fmt::format("compression \"{}\": unknown codec (use zstd(N), snappy, lz4, gzip(N), brotli(N) or none)", text));
 }
 
+bool IsS3BucketName(std::string_view b) {
+  if (b.size() < 3 || b.size() > 63) return false;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!alnum(b.front()) || !alnum(b.back()) || b.find("..") != std::string_view::npos) return false;
+  return std::all_of(b.begin(), b.end(), [&](char c) { return alnum(c) || c == '.' || c == '-'; });
+}
+
 Result<S3Uri> ParseS3Uri(const std::string& text) {
   auto bad = [&] { return InvalidArgument(fmt::format("\"{}\" is not s3://bucket or s3://bucket/prefix", text)); };
   if (text.rfind("s3://", 0) != 0 || text.find('\0') != std::string::npos) return bad();
@@ -538,7 +546,12 @@ Result<S3Uri> ParseS3Uri(const std::string& text) {
   S3Uri uri;
   size_t slash = rest.find('/');
   uri.bucket = rest.substr(0, slash);
-  if (uri.bucket.empty() || uri.bucket == "." || uri.bucket == "..") return bad();
+  if (!IsS3BucketName(uri.bucket)) {
+    return InvalidArgument(fmt::format(
+        "\"{}\": \"{}\" is no S3 bucket name (3-63 lower-case letters, digits, '.' and '-', starting and ending "
+        "with a letter or digit)",
+        text, uri.bucket));
+  }
   if (slash == std::string::npos) return uri;
   uri.prefix = rest.substr(slash + 1);
   for (size_t start = 0; start <= uri.prefix.size();) {

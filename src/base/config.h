@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -246,5 +247,8 @@ struct S3Uri {
   std::string prefix;  // "" = the whole bucket; no leading or trailing '/'
 };
 Result<S3Uri> ParseS3Uri(const std::string& text);
+// S3's rules for a bucket's name: 3-63 of [a-z0-9.-], starting and ending with
+// a letter or digit, no "..". A name that breaks them names no bucket anywhere.
+bool IsS3BucketName(std::string_view name);
 
 }  // namespace sediment

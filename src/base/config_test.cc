@@ -212,7 +212,8 @@ TEST(ParseS3UriTest, SplitsBucketAndPrefix) {
   EXPECT_EQ(loc->prefix, "");
   for (const std::string& bad :
        std::vector<std::string>{"s3://", "s3:///x", "lake/x", "s3://lake//x", "s3://lake/./x", "s3://lake/x/..",
-                                "local:///x", std::string("s3://la\0ke", 10)}) {
+                                "local:///x", std::string("s3://la\0ke", 10), "s3://w", "s3://UPPER/x", "s3://a..b/x",
+                                "s3://-x-/y", "s3://" + std::string(64, 'b'), "s3://\xc8\xbe"}) {
     EXPECT_FALSE(ParseS3Uri(bad).ok()) << bad;
   }
 }

@@ -47,6 +47,10 @@ std::string Base64(std::string_view bytes);
 // else (no whitespace, no URL-safe characters).
 std::optional<std::string> Base64Decode(std::string_view in);
 
+// Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code
+// points past U+10FFFF): paths and metadata must be, to be JSON and S3 keys.
+bool IsUtf8(std::string_view s);
+
 // --- digests --------------------------------------------------------------------
 
 enum class DigestKind { kMd5, kSha1, kSha256 };

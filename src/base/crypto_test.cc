@@ -74,6 +74,18 @@ TEST(CryptoTest, DigestsMatchPublishedVectors) {
             "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865");
 }
 
+TEST(CryptoTest, Utf8IsCheckedStrictly) {
+  EXPECT_TRUE(IsUtf8(""));
+  EXPECT_TRUE(IsUtf8("plain/ascii.txt"));
+  EXPECT_TRUE(IsUtf8("caf\xc3\xa9/\xe2\x82\xac/\xf0\x9f\x98\x80"));
+  EXPECT_FALSE(IsUtf8("\xf0\x9f\x98"));  // a 4-byte sequence cut short
+  EXPECT_FALSE(IsUtf8("ok\xc3\x28"));    // a bad continuation byte
+  EXPECT_FALSE(IsUtf8("\xff\xfe"));
+  EXPECT_FALSE(IsUtf8("\xc0\xaf"));          // overlong '/'
+  EXPECT_FALSE(IsUtf8("\xed\xa0\x80"));      // a surrogate
+  EXPECT_FALSE(IsUtf8("\xf4\x90\x80\x80"));  // past U+10FFFF
+}
+
 TEST(CryptoTest, Crc32cMatchesKnownValue) {
   EXPECT_EQ(Crc32c(0, "123456789", 9), 0xE3069283u);
   uint32_t c = Crc32c(0, "1234", 4);

@@ -102,6 +102,8 @@ Status Catalog::ValidatePath(const std::string& path) {
     return InvalidArgument(fmt::format("invalid path: {} bytes, at most {} allowed", path.size(), kMaxPathBytes));
   }
   if (path.find('\0') != std::string::npos) return InvalidArgument("invalid path: contains a NUL byte");
+  // Paths are JSON strings in the API and S3 keys: text, not bytes.
+  if (!IsUtf8(path)) return InvalidArgument("invalid path: not valid UTF-8");
   return Status::OK();
 }
 

@@ -71,7 +71,8 @@ Result<NamespaceLocation> ParseNamespace(const std::string& ns) {
     auto uri = ParseS3Uri(ns);
     if (!uri.ok()) {
       return InvalidArgument(fmt::format(
-          "storage_namespace \"{}\" is not s3://bucket or s3://bucket/prefix (with no empty, '.' or '..' part)", ns));
+          "storage_namespace \"{}\" is not s3://bucket or s3://bucket/prefix (with no empty, '.' or '..' part): {}", ns,
+          uri.status().message()));
     }
     loc.kind = NamespaceKind::kS3;
     loc.path = uri->prefix.empty() ? uri->bucket : uri->bucket + "/" + uri->prefix;

@@ -207,6 +207,14 @@ Status Dispatch(const Gateway& gw, const Req& req, Res& res, const Reader* body)
     return Status::OK();
   }
   ARROW_ASSIGN_OR_RAISE(Caller c, Authenticate(gw, req, t));
+  // What is stored as text (keys, metadata, content type) must be text.
+  if (!IsUtf8(t.key)) return S3Error(400, "InvalidArgument", "the object key is not valid UTF-8");
+  for (const auto& [name, value] : req.headers) {
+    std::string lower = Lower(name);
+    if ((lower == "content-type" || lower.rfind("x-amz-meta-", 0) == 0) && (!IsUtf8(value) || !IsUtf8(name))) {
+      return S3Error(400, "InvalidArgument", fmt::format("header {} is not valid UTF-8", lower));
+    }
+  }
   const std::string& m = req.method;
   for (const char* sub : kUnsupported) {
     if (t.Has(sub)) {
@@ -535,6 +543,7 @@ std::map<std::string, std::string> AmzMetadata(const httplib::Request& req) {
       } catch (const std::exception&) {
         // not an encoded word after all: keep it as sent
       }
+      if (!IsUtf8(value)) value = v;  // encoded words that decode to no text: kept as sent
       out[MetadataKey(lower)] = value;
     }
   }

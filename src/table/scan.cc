@@ -127,6 +127,10 @@ Result<std::unique_ptr<Scan>> Scan::Open(TableService* tables, const TableId& id
         return InvalidArgument(fmt::format("table {} has no column \"{}\" (columns: {})", id.ToString(), c,
                                            fmt::join(schema.field_names(), ", ")));
       }
+      // Each column once: the readers take a set of columns (a repeated one read past its batch).
+      if (std::find(wanted.begin(), wanted.end(), i) != wanted.end()) {
+        return InvalidArgument(fmt::format("columns names \"{}\" twice", c));
+      }
       wanted.push_back(i);
     }
   }

@@ -137,6 +137,12 @@ TEST_F(ScanTest, BadRequestsAreClear) {
          return open(r);
        },
        "has no column \"nope\""},
+      {[&] {
+         ScanRequest r;  // found by the tables API fuzzer: this crashed the server
+         r.columns = {"value", "name", "value"};
+         return open(r);
+       },
+       "names \"value\" twice"},
       {[&] { return ParseFilter("value ~ 3").status(); }, "is not of the form"},
       {[&] { return ParseFilter("= 3").status(); }, "is not of the form"},
       {[&] {
