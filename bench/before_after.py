@@ -1,10 +1,10 @@
-"""Before/after: the same benchmark commands run by two `sediment` binaries, alternating, on this
+"""Before/after: the same benchmark commands run by two builds, alternating, on this
 machine; prints each measured figure side by side with the ratio new/old (lower is faster).
 
-    .venv/bin/python bench/before_after.py OLD_BINARY NEW_BINARY [--rounds 2] [--postgres-dsn DSN]
+    .venv/bin/python bench/before_after.py OLD_BINARY NEW_BINARY   # build/sediment-bench (or an older build/sediment) [--rounds 2] [--postgres-dsn DSN]
 
-Measures: catalog uploads, gets, listings and commit (`sediment bench catalog`, RocksDB and, with a
-DSN, PostgreSQL) and head-of-chain appends (`sediment bench ingest`, the job's append path with
+Measures: catalog uploads, gets, listings and commit (`sediment-bench catalog`, RocksDB and, with a
+DSN, PostgreSQL) and head-of-chain appends (`sediment-bench ingest`, the job's append path with
 compaction off).
 """
 import argparse
@@ -18,7 +18,9 @@ import time
 
 
 def run(binary, args):
-    out = subprocess.run([binary, *args], capture_output=True, text=True, timeout=3600)
+    # `sediment-bench CMD`, or `sediment bench CMD` for builds from before it was a binary of its own.
+    cmd = [binary, *args[1:]] if binary.endswith("sediment-bench") else [binary, *args]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
     if out.returncode != 0:
         raise RuntimeError(f"{binary} {' '.join(args)}: {out.stderr[-500:]}")
     return out.stdout

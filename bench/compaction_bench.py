@@ -8,7 +8,7 @@ Input shapes (chain logs: block_num, log_index, address, topics, data, value):
   remerge  a dozen large files Sediment wrote itself (full row groups), merged again
   foreign  a dozen large files with other row-group sizes (1M rows), merged again
 
-Every shape's files are imported as one table's segments (`sediment bench
+Every shape's files are imported as one table's segments (`sediment-bench
 import`); then each engine merges exactly those files into one output with
 zstd level 1 and row groups of --row-group-rows rows, in its own process, at
 each thread count. Times are the operation alone (no process start); peak RSS
@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parent.parent
 SEDIMENT = ROOT / "build" / "sediment"
+BENCH = ROOT / "build" / "sediment-bench"
 
 # Each peer gets the path of a JSON file: files (paths or s3:// URLs), dir (their
 # directory), out (a directory to write into), threads, rg (rows per row
@@ -246,7 +247,7 @@ def import_shape(work, name, inputs, row_group_rows, s3=None):
     base = work / f"{name}-imported"
     if base.exists():
         shutil.rmtree(base)
-    cmd = [str(SEDIMENT), "bench", "import", "--input-dir", str(inputs), "--data-dir", str(base),
+    cmd = [str(BENCH), "import", "--input-dir", str(inputs), "--data-dir", str(base),
            "--max-row-group-rows", str(row_group_rows)]
     if s3:
         cmd += ["--objects", s3["objects"], "--s3-endpoint", s3["endpoint"]]
@@ -264,7 +265,7 @@ def merge_all(work, name, base, imported, threads_list, rg_rows, rows_out, s3=No
         if copy.exists():
             shutil.rmtree(copy)
         shutil.copytree(base, copy)
-        cmd = [str(SEDIMENT), "bench", "compact", "--data-dir", str(copy), "--threads", str(threads),
+        cmd = [str(BENCH), "compact", "--data-dir", str(copy), "--threads", str(threads),
                "--bytes", str(1 << 40), "--max-row-group-rows", str(rg_rows)]
         if s3:
             cmd += ["--objects", s3["objects"], "--s3-endpoint", s3["endpoint"]]

@@ -6,14 +6,14 @@ scripts/postgres.sh): one table, compaction off, one-block segments appended
 until it has each checkpoint's number of live files (default 1k, 10k, 100k);
 at each, `--samples` timed appends, 10-block scans at random places, pages of
 1,000 files (in process and over HTTP) and reads of the table's state
-(`sediment bench scale-tables`). Ratios are to the figure at the first
+(`sediment-bench scale-tables`). Ratios are to the figure at the first
 checkpoint: the goal is append and scan at 100k within 1.5x of 1k.
 
 Catalog, on RocksDB: a merge of a branch that differs from main in N entries
 (default 100k and 1M), in a process of its own, whose peak RSS comes from
-wait4 (`sediment bench scale-merge`): the goal is memory flat in N. And a log
+wait4 (`sediment-bench scale-merge`): the goal is memory flat in N. And a log
 of `--commits` commits paged through over HTTP, 1,000 a page: the last pages
-against the first (`sediment bench scale-log`).
+against the first (`sediment-bench scale-log`).
 
 Usage: .venv/bin/python bench/scale_bench.py [--checkpoints 1000 10000 100000] [--samples 100]
                                              [--merge-entries 100000 1000000] [--commits 100000]
@@ -29,6 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SEDIMENT = ROOT / "build" / "sediment"
+BENCH = ROOT / "build" / "sediment-bench"
 
 
 def start_postgres(directory):
@@ -43,8 +44,8 @@ def start_postgres(directory):
 
 
 def run(args):
-    """Runs a sediment command; returns its JSON lines and its peak RSS (MiB)."""
-    p = subprocess.Popen([str(SEDIMENT), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """Runs a sediment-bench command; returns its JSON lines and its peak RSS (MiB)."""
+    p = subprocess.Popen([str(BENCH), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out = p.stdout.read()
     err = p.stderr.read()
     _, status, usage = os.wait4(p.pid, 0)
@@ -54,7 +55,7 @@ def run(args):
 
 
 def tables(work, checkpoints, samples, dsn):
-    args = ["bench", "scale-tables", "--data-dir", str(work / "tables"), "--checkpoints",
+    args = ["scale-tables", "--data-dir", str(work / "tables"), "--checkpoints",
             ",".join(map(str, checkpoints)), "--samples", str(samples)]
     if dsn:
         args += ["--postgres-dsn", dsn]
@@ -78,8 +79,8 @@ def merges(work, sizes):
     out = []
     for n in sizes:
         d = work / f"merge{n}"
-        prep, _ = run(["bench", "scale-merge", "--prepare", "--data-dir", str(d), "--entries", str(n)])
-        merged, rss = run(["bench", "scale-merge", "--data-dir", str(d), "--entries", str(n)])
+        prep, _ = run(["scale-merge", "--prepare", "--data-dir", str(d), "--entries", str(n)])
+        merged, rss = run(["scale-merge", "--data-dir", str(d), "--entries", str(n)])
         out.append({"entries": n, "prepare_s": prep[0]["seconds"], "merge_s": merged[0]["seconds"], "rss_mib": rss})
         shutil.rmtree(d, ignore_errors=True)
     print("\n## Catalog merge of a branch differing in N entries (RocksDB; peak RSS of the merging process)\n")
@@ -91,7 +92,7 @@ def merges(work, sizes):
 
 
 def log(work, commits):
-    rows, _ = run(["bench", "scale-log", "--data-dir", str(work / "log"), "--commits", str(commits)])
+    rows, _ = run(["scale-log", "--data-dir", str(work / "log"), "--commits", str(commits)])
     shutil.rmtree(work / "log", ignore_errors=True)
     r = rows[0]
     print(f"\n## Log of {r['commits']:,} commits paged over HTTP, 1,000 a page (RocksDB)\n")

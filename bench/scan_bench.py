@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Query latency before and after compaction: Sediment's scan vs DuckDB.
 
-A `logs` table of 2,000 head-written segments (`sediment bench ingest`: the
+A `logs` table of 2,000 head-written segments (`sediment-bench ingest`: the
 real ingest job, one segment per table per poll, two blocks each, compaction
 off) is queried through Sediment's scan API and by DuckDB reading the same
 live Parquet files, then compacted (POST .../compact until nothing merges) and
@@ -36,6 +36,7 @@ import requests
 
 ROOT = Path(__file__).resolve().parent.parent
 SEDIMENT = ROOT / "build" / "sediment"
+BENCH = ROOT / "build" / "sediment-bench"
 T = "/api/v1/datasets/bench/tables/logs"
 
 CONFIG = """
@@ -69,7 +70,7 @@ def main():
     server = None
     try:
         if not (ingested / "kv").exists():
-            subprocess.run([str(SEDIMENT), "bench", "ingest", "--data-dir", str(ingested), "--segments",
+            subprocess.run([str(BENCH), "ingest", "--data-dir", str(ingested), "--segments",
                             str(args.segments)], check=True, stdout=subprocess.DEVNULL)
         if data.exists():
             shutil.rmtree(data)

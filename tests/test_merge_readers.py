@@ -1,9 +1,9 @@
 """Merged files with copied and re-encoded row groups, read by other engines.
 
-A table is imported from files of mixed sizes (`sediment bench import`): large
+A table is imported from files of mixed sizes (`sediment-bench import`): large
 files whose full row groups a merge copies as encoded bytes, and runs of small
 files whose row groups it decodes and packs together. After one compaction
-pass (`sediment bench compact`), pyarrow, DuckDB, DataFusion and Polars must
+pass (`sediment-bench compact`), pyarrow, DuckDB, DataFusion and Polars must
 each read the merged file and return exactly the rows of the inputs, and find
 rows by the bloom-filtered column.
 """
@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 from datafusion import SessionContext
 
-from conftest import BINARY
+from conftest import BINARY, ROOT
+BENCH = ROOT / "build" / "sediment-bench"
 
 SCHEMA = pa.schema([pa.field("block_num", pa.uint64(), nullable=False), ("log_index", pa.int32()),
                     ("address", pa.binary(20)), ("topic0", pa.binary(32)), ("data", pa.binary()),
@@ -43,7 +44,7 @@ def write_inputs(directory, sizes):
 
 
 def sediment(*args):
-    out = subprocess.run([str(BINARY), "bench", *args], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([str(BENCH), *args], check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 

@@ -13,7 +13,6 @@
 #include "base/logging.h"
 #include "base/version.h"
 #include "blob/blob.h"
-#include "cli/bench_cmd.h"
 #include "cli/catalog_cmd.h"
 #include "cli/query_cmd.h"
 #include "cli/table_cmd.h"
@@ -91,6 +90,7 @@ int main(int argc, char** argv) {
   using namespace sediment;
   // Arrow's allocator: jemalloc unless the user chose (measured faster than the
   // wheel's default, mimalloc, for merges: bench/RESULTS.md). Read on first use.
+  // (sediment-bench sets the same.)
   setenv("ARROW_DEFAULT_MEMORY_POOL", "jemalloc", /*overwrite=*/0);
   CLI::App cli{
       "Sediment: keeps a data lake fast while it is written continuously.\n"
@@ -108,7 +108,6 @@ int main(int argc, char** argv) {
   auto* version = cli.add_subcommand("version", "Print the version of sediment and of Arrow it uses");
 
   auto run_table = cli::AddTableCommands(cli);
-  auto run_bench = cli::AddBenchCommands(cli);
   auto run_query = cli::AddQueryCommand(cli);
   auto run_job = cli::AddJobCommands(cli);
   auto run_catalog = cli::AddCatalogCommands(cli);
@@ -120,11 +119,6 @@ int main(int argc, char** argv) {
   }
   if (serve->parsed()) return Serve(serve_flags);
   if (Parsed(cli, "table")) return run_table();
-  if (Parsed(cli, "bench")) {
-    int rc = run_bench();
-    blob::FinalizeS3();  // a bench may have opened S3 (--objects s3://...)
-    return rc;
-  }
   if (Parsed(cli, "query")) return run_query();
   if (Parsed(cli, "job")) return run_job();
   if (int rc = run_catalog(); rc >= 0) return rc;

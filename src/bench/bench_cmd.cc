@@ -1,4 +1,4 @@
-#include "cli/bench_cmd.h"
+#include "bench/bench_cmd.h"
 
 #include <arrow/api.h>
 #include <arrow/io/file.h>
@@ -9,19 +9,19 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "bench/catalog_bench.h"
+#include "bench/scale_bench.h"
 #include "blob/blob.h"
 #include "chain/ingest_job.h"
-#include "cli/catalog_bench.h"
-#include "cli/client.h"
-#include "cli/scale_bench.h"
 #include "kv/kv.h"
 #include "table/table_service.h"
 
-namespace sediment::cli {
+namespace sediment::bench {
 namespace {
 
 using nlohmann::json;
@@ -194,10 +194,16 @@ Status Ingest(const BenchFlags& f) {
 
 }  // namespace
 
+int Run(const std::function<Status()>& body) {
+  Status st = body();
+  if (st.ok()) return 0;
+  std::fprintf(stderr, "sediment-bench: %s\n", st.message().c_str());
+  return 1;
+}
+
 std::function<int()> AddBenchCommands(CLI::App& app) {
   auto flags = std::make_shared<BenchFlags>();
-  auto* bench = app.add_subcommand("bench", "Measured operations for the benchmarks in bench/ (prints JSON)");
-  bench->require_subcommand(1);
+  CLI::App* bench = &app;
   auto* import = bench->add_subcommand("import", "Append a directory of Parquet files as segments of a new table");
   import->add_option("--input-dir", flags->input_dir, "Directory of .parquet files (contiguous block ranges)")
       ->required();
@@ -238,4 +244,4 @@ std::function<int()> AddBenchCommands(CLI::App& app) {
   };
 }
 
-}  // namespace sediment::cli
+}  // namespace sediment::bench

@@ -1,4 +1,4 @@
-// `sediment bench scale-tables | scale-merge | scale-log`: the operations of
+// `sediment-bench scale-tables | scale-merge | scale-log`: the operations of
 // the scale benchmark (bench/scale_bench.py, issue 17), each printing JSON:
 // append, 10-block scan and files-page latency as a table grows to 10^5 live
 // files; a merge of two branches that differ in N entries (the script
@@ -7,9 +7,9 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
-namespace sediment::cli {
+namespace sediment::bench {
 
 // Registers the subcommands under `bench`; the returned function runs the parsed one (else returns -1).
 std::function<int()> AddScaleBench(CLI::App* bench);
 
-}  // namespace sediment::cli
+}  // namespace sediment::bench

@@ -1,4 +1,4 @@
-#include "cli/scale_bench.h"
+#include "bench/scale_bench.h"
 
 #include <arrow/api.h>
 #include <fmt/format.h>
@@ -12,6 +12,7 @@
 #include <random>
 
 #include "base/crypto.h"
+#include "bench/bench_cmd.h"
 #include "catalog/catalog.h"
 #include "catalog/entry.h"
 #include "cli/client.h"
@@ -20,7 +21,7 @@
 #include "table/scan.h"
 #include "table/table_service.h"
 
-namespace sediment::cli {
+namespace sediment::bench {
 namespace {
 
 using nlohmann::json;
@@ -305,4 +306,4 @@ std::function<int()> AddScaleBench(CLI::App* bench) {
   };
 }
 
-}  // namespace sediment::cli
+}  // namespace sediment::bench

@@ -1,4 +1,4 @@
-#include "cli/catalog_bench.h"
+#include "bench/catalog_bench.h"
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "base/crypto.h"
+#include "bench/bench_cmd.h"
 #include "catalog/catalog.h"
 #include "catalog/entry.h"
 #include "cli/client.h"
@@ -19,7 +20,7 @@
 #include "server/app.h"
 #include "server/auth.h"
 
-namespace sediment::cli {
+namespace sediment::bench {
 namespace {
 
 using nlohmann::json;
@@ -233,7 +234,7 @@ class Bench {
       std::string after;
       int64_t seen = 0;
       while (true) {
-        ARROW_ASSIGN_OR_RAISE(auto body, Http("GET", ls + "&after=" + UrlEncode(after)));
+        ARROW_ASSIGN_OR_RAISE(auto body, Http("GET", ls + "&after=" + cli::UrlEncode(after)));
         // Only the pagination is parsed: the walk measures the server, not a client's JSON parser.
         auto cut = body.find(R"(,"results":[)");
         if (cut == std::string::npos) return Status::IOError("unexpected listing body");
@@ -283,4 +284,4 @@ std::function<int()> AddCatalogBench(CLI::App* bench) {
   };
 }
 
-}  // namespace sediment::cli
+}  // namespace sediment::bench
