@@ -261,10 +261,16 @@ class Catalog {
                                   bool three_dot, const ListOptions& opts);
   Result<Commit> Merge(const std::string& repo, const std::string& source_ref, const std::string& dest_branch,
                        const CommitParams& params, MergeStrategy strategy);
+  // Revert undoes on `branch` what `ref`'s commit changed from its parent
+  // `parent_number` (1-based; a merge commit needs it, others take 1);
+  // CherryPick does it again there, with the commit's message and metadata
+  // unless `params` gives others (and lakeFS's cherry-pick-origin and
+  // cherry-pick-committer keys). Both need a clean branch, and a change
+  // (unless params.allow_empty, for a revert); a conflict is Conflict.
   Result<Commit> Revert(const std::string& repo, const std::string& branch, const std::string& ref, int parent_number,
                         const CommitParams& params);
   Result<Commit> CherryPick(const std::string& repo, const std::string& branch, const std::string& ref,
-                            int parent_number, const std::string& committer);
+                            int parent_number, const CommitParams& params);
   // Drops all uncommitted changes (staging and any compacted meta-range).
   Status ResetBranch(const std::string& repo, const std::string& branch);
   // Drops uncommitted changes to one path, or to every path under a prefix.
@@ -433,6 +439,10 @@ class Catalog {
   Result<BranchRecord> RequireClean(const Repository& repo, const std::string& branch);
   Result<Page<DiffItem>> CollectDiff(DiffIterator& diff, const ListOptions& opts);
   Status CheckWritable(const Repository& repo);
+  enum class Replay { kRevert, kCherryPick };
+  // Revert and CherryPick: one commit's change, backwards or forwards.
+  Result<Commit> ReplayCommit(Replay how, const std::string& repo_id, const std::string& branch, const std::string& ref,
+                              int parent_number, const CommitParams& params);
   // The record of a link address that may be linked now (CheckLinkAddress).
   Result<std::string> LinkRecord(const std::string& repo, const std::string& branch, const std::string& path,
                                  const std::string& address);

@@ -166,52 +166,50 @@ Result<Commit> Catalog::Merge(const std::string& repo_id, const std::string& sou
 
 Result<Commit> Catalog::Revert(const std::string& repo_id, const std::string& branch, const std::string& ref,
                                int parent_number, const CommitParams& params) {
+  return ReplayCommit(Replay::kRevert, repo_id, branch, ref, parent_number, params);
+}
+
+Result<Commit> Catalog::CherryPick(const std::string& repo_id, const std::string& branch, const std::string& ref,
+                                   int parent_number, const CommitParams& params) {
+  return ReplayCommit(Replay::kCherryPick, repo_id, branch, ref, parent_number, params);
+}
+
+Result<Commit> Catalog::ReplayCommit(Replay how, const std::string& repo_id, const std::string& branch,
+                                     const std::string& ref, int parent_number, const CommitParams& params) {
+  const bool revert = how == Replay::kRevert;
+  const char* what = revert ? "revert" : "cherry-pick";
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
   if (!params.force) ARROW_RETURN_NOT_OK(CheckWritable(repo));
   ARROW_ASSIGN_OR_RAISE(auto target, ResolveRef(repo_id, ref));
   ARROW_ASSIGN_OR_RAISE(auto c, GetCommit(repo_id, target.commit_id));
-  if (c.parents.empty()) return InvalidArgument(fmt::format("commit {} has no parent to revert to", c.id));
+  if (c.parents.empty()) return InvalidArgument(fmt::format("commit {} has no parent to {} against", c.id, what));
   if (c.parents.size() > 1 && parent_number < 1) {
-    return InvalidArgument(fmt::format("commit {} is a merge: give parent_number (1..{})", c.id, c.parents.size()));
+    return InvalidArgument(fmt::format("must specify 1-based parent number for {}ing merge commit {} (1..{})",
+                                       revert ? "revert" : "cherry-pick", c.id, c.parents.size()));
   }
   int pn = std::max(parent_number, 1);
   if (pn > static_cast<int>(c.parents.size())) {
     return InvalidArgument(fmt::format("parent_number {} out of range for commit {}", pn, c.id));
   }
+  const std::string& parent = c.parents[pn - 1];
   ARROW_ASSIGN_OR_RAISE(auto rec, RequireClean(repo, branch));
   bool any_change = false;
-  ARROW_ASSIGN_OR_RAISE(
-      auto changes, ThreeWay(repo, c.id, c.parents[pn - 1], rec.branch.commit_id, MergeStrategy::kNone, &any_change));
-  if (!any_change && !params.allow_empty) return NoChanges("nothing to apply");
+  // A revert applies commit -> parent to the branch; a cherry-pick, parent -> commit.
+  ARROW_ASSIGN_OR_RAISE(auto changes, ThreeWay(repo, revert ? c.id : parent, revert ? parent : c.id,
+                                               rec.branch.commit_id, MergeStrategy::kNone, &any_change));
+  if (!any_change && !(revert && params.allow_empty)) return NoChanges("nothing to apply");
   Commit out;
   out.parents = {rec.branch.commit_id};
   out.committer = params.committer;
-  out.message = params.message.empty() ? fmt::format("Revert {}", c.id) : params.message;
-  out.metadata = params.metadata;
-  return CommitChanges(repo, rec, *changes, std::move(out));
-}
-
-Result<Commit> Catalog::CherryPick(const std::string& repo_id, const std::string& branch, const std::string& ref,
-                                   int parent_number, const std::string& committer) {
-  ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
-  ARROW_RETURN_NOT_OK(CheckWritable(repo));
-  ARROW_ASSIGN_OR_RAISE(auto target, ResolveRef(repo_id, ref));
-  ARROW_ASSIGN_OR_RAISE(auto c, GetCommit(repo_id, target.commit_id));
-  if (c.parents.empty()) return InvalidArgument(fmt::format("commit {} has no parent", c.id));
-  int pn = std::max(parent_number, 1);
-  if (pn > static_cast<int>(c.parents.size())) {
-    return InvalidArgument(fmt::format("parent_number {} out of range for commit {}", pn, c.id));
+  if (revert) {
+    out.message = params.message.empty() ? fmt::format("Revert {}", c.id) : params.message;
+    out.metadata = params.metadata;
+  } else {
+    out.message = params.message.empty() ? c.message : params.message;
+    out.metadata = params.metadata.empty() ? c.metadata : params.metadata;
+    out.metadata["cherry-pick-origin"] = c.id;
+    out.metadata["cherry-pick-committer"] = c.committer;
   }
-  ARROW_ASSIGN_OR_RAISE(auto rec, RequireClean(repo, branch));
-  bool any_change = false;
-  ARROW_ASSIGN_OR_RAISE(
-      auto changes, ThreeWay(repo, c.parents[pn - 1], c.id, rec.branch.commit_id, MergeStrategy::kNone, &any_change));
-  if (!any_change) return NoChanges("nothing to apply");
-  Commit out;
-  out.parents = {rec.branch.commit_id};
-  out.committer = committer;
-  out.message = c.message;
-  out.metadata = c.metadata;
   return CommitChanges(repo, rec, *changes, std::move(out));
 }
 

@@ -653,5 +653,80 @@ TEST_F(CatalogTest, LinkAddressesLinkOnceWhereIssuedUntilTheyExpire) {
   ASSERT_OK(catalog_->ClaimLinkAddress("repo", "main", "public/w", d));
 }
 
+// Cherry-pick replays one commit's change onto another branch; revert undoes
+// it. One rule for both: a merge commit needs a parent number.
+TEST_F(CatalogTest, CherryPickReplaysACommitAndRevertUndoesIt) {
+  Put("base", "0");
+  DoCommit("base");
+  ASSERT_OK(catalog_->CreateBranch("repo", "dev", "main").status());
+  ASSERT_OK(catalog_->CreateBranch("repo", "other", "main").status());
+  Put("feature", "f1", "dev");
+  CommitParams by_dev;
+  by_dev.committer = "dev-person";
+  by_dev.message = "add feature";
+  by_dev.metadata = {{"ticket", "42"}};
+  auto picked_from = catalog_->CommitBranch("repo", "dev", by_dev);
+  ASSERT_OK(picked_from.status());
+
+  // Plain: the change lands on main with the commit's message and metadata, and the picker as committer.
+  CommitParams me;
+  me.committer = "me";
+  auto picked = catalog_->CherryPick("repo", "main", picked_from->id, 0, me);
+  ASSERT_OK(picked.status());
+  EXPECT_EQ(catalog_->GetEntry("repo", "main", "feature")->checksum, "f1");
+  EXPECT_EQ(picked->message, "add feature");
+  EXPECT_EQ(picked->committer, "me");
+  EXPECT_EQ(picked->metadata.at("ticket"), "42");
+  EXPECT_EQ(picked->metadata.at("cherry-pick-origin"), picked_from->id);
+  EXPECT_EQ(picked->metadata.at("cherry-pick-committer"), "dev-person");
+  EXPECT_EQ(picked->parents.size(), 1u);
+  // Overrides replace the message and metadata.
+  Put("feature2", "f2", "dev");
+  auto second = DoCommit("second", "dev");
+  CommitParams overriding = me;
+  overriding.message = "picked with a message of my own";
+  overriding.metadata = {{"k", "v"}};
+  auto picked2 = catalog_->CherryPick("repo", "main", second.id, 0, overriding);
+  ASSERT_OK(picked2.status());
+  EXPECT_EQ(picked2->message, "picked with a message of my own");
+  EXPECT_EQ(picked2->metadata.count("ticket"), 0u);
+  EXPECT_EQ(picked2->metadata.at("k"), "v");
+  // Again: nothing left to apply.
+  EXPECT_FALSE(catalog_->CherryPick("repo", "main", second.id, 0, me).ok());
+
+  // A merge commit: its parent number says which side's change to replay.
+  Put("on-other", "o", "other");
+  DoCommit("other work", "other");
+  Put("dev-only", "d", "dev");
+  DoCommit("dev work", "dev");
+  auto merge = catalog_->Merge("repo", "dev", "other", CommitParams{}, MergeStrategy::kNone);
+  ASSERT_OK(merge.status());
+  ASSERT_EQ(merge->parents.size(), 2u);
+  ASSERT_OK(catalog_->CreateBranch("repo", "target", "main").status());
+  for (auto replay : {&Catalog::CherryPick, &Catalog::Revert}) {
+    Status no_parent = (catalog_.get()->*replay)("repo", "target", merge->id, 0, me).status();
+    EXPECT_TRUE(IsInvalidArgument(no_parent)) << no_parent.ToString();
+    EXPECT_NE(no_parent.message().find("parent number"), std::string::npos) << no_parent.ToString();
+    EXPECT_TRUE(IsInvalidArgument((catalog_.get()->*replay)("repo", "target", merge->id, 3, me).status()));
+  }
+  // Parent 1 is other's side: the merge brought dev's changes into it.
+  auto from_merge = catalog_->CherryPick("repo", "target", merge->id, 1, me);
+  ASSERT_OK(from_merge.status());
+  EXPECT_EQ(catalog_->GetEntry("repo", "target", "dev-only")->checksum, "d");
+  EXPECT_TRUE(IsNotFound(catalog_->GetEntry("repo", "target", "on-other").status()));
+
+  // A conflict: the branch changed the same path otherwise.
+  Put("feature", "mine", "other");
+  DoCommit("conflicting", "other");
+  Status conflict = catalog_->CherryPick("repo", "other", picked_from->id, 0, me).status();
+  EXPECT_TRUE(IsConflict(conflict)) << conflict.ToString();
+  EXPECT_EQ(catalog_->GetEntry("repo", "other", "feature")->checksum, "mine") << "a conflict changes nothing";
+
+  // Revert undoes the cherry-picked change on main.
+  auto reverted = catalog_->Revert("repo", "main", picked->id, 0, me);
+  ASSERT_OK(reverted.status());
+  EXPECT_TRUE(IsNotFound(catalog_->GetEntry("repo", "main", "feature").status()));
+}
+
 }  // namespace
 }  // namespace sediment::catalog

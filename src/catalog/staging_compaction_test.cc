@@ -197,7 +197,9 @@ TEST_F(StagingCompactionTest, MergeRevertCherryPickAndHardResetFailAsOnADirtyBra
   // ...is the error on a compacted one (staging is empty now).
   EXPECT_EQ(catalog_->Merge("repo", "dev", "main", {}, MergeStrategy::kNone).status().ToString(), dirty.ToString());
   EXPECT_EQ(catalog_->Revert("repo", "main", c1->id, 0, {}).status().ToString(), dirty.ToString());
-  EXPECT_EQ(catalog_->CherryPick("repo", "main", c2->id, 0, "me").status().ToString(), dirty.ToString());
+  CommitParams me;
+  me.committer = "me";
+  EXPECT_EQ(catalog_->CherryPick("repo", "main", c2->id, 0, me).status().ToString(), dirty.ToString());
   EXPECT_EQ(catalog_->HardReset("repo", "main", c1->id).ToString(), dirty.ToString());
   p.message = "clean again";
   ASSERT_TRUE(catalog_->CommitBranch("repo", "main", p).ok());

@@ -187,12 +187,10 @@ Status Merge(const Context& ctx, const Req& req, Res& res, const std::string& me
   return Status::OK();
 }
 
-Status RevertBranch(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  std::string repo = req.matches[1], name = req.matches[2];
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:RevertBranch", BranchArn(repo, name)));
-  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
-  ARROW_ASSIGN_OR_RAISE(auto ref, Field<std::string>(body, "ref"));
-  ARROW_ASSIGN_OR_RAISE(auto pn, Field<int>(body, "parent_number", 0));
+namespace {
+
+// What revert and cherry-pick bodies share: force, allow_empty, commit_overrides.
+Result<catalog::CommitParams> ReplayParams(const json& body, const std::string& me) {
   catalog::CommitParams p;
   p.committer = me;
   ARROW_ASSIGN_OR_RAISE(p.force, Field<bool>(body, "force", false));
@@ -202,6 +200,18 @@ Status RevertBranch(const Context& ctx, const Req& req, Res& res, const std::str
     ARROW_ASSIGN_OR_RAISE(p.message, Field<std::string>(o, "message", std::string()));
     ARROW_ASSIGN_OR_RAISE(p.metadata, Field<StringMap>(o, "metadata", StringMap{}));
   }
+  return p;
+}
+
+}  // namespace
+
+Status RevertBranch(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo = req.matches[1], name = req.matches[2];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:RevertBranch", BranchArn(repo, name)));
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
+  ARROW_ASSIGN_OR_RAISE(auto ref, Field<std::string>(body, "ref"));
+  ARROW_ASSIGN_OR_RAISE(auto pn, Field<int>(body, "parent_number", 0));
+  ARROW_ASSIGN_OR_RAISE(auto p, ReplayParams(body, me));
   ARROW_RETURN_NOT_OK(ctx.cat->Revert(repo, name, ref, pn, p).status());
   res.status = 204;
   return Status::OK();
@@ -213,7 +223,8 @@ Status CherryPick(const Context& ctx, const Req& req, Res& res, const std::strin
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   ARROW_ASSIGN_OR_RAISE(auto ref, Field<std::string>(body, "ref"));
   ARROW_ASSIGN_OR_RAISE(auto pn, Field<int>(body, "parent_number", 0));
-  auto c = ctx.cat->CherryPick(repo, name, ref, pn, me);
+  ARROW_ASSIGN_OR_RAISE(auto p, ReplayParams(body, me));
+  auto c = ctx.cat->CherryPick(repo, name, ref, pn, p);
   if (IsConflict(c.status())) return Conflict("update branch: conflict found");  // lakeFS's words
   ARROW_RETURN_NOT_OK(c.status());
   ReplyJson(res, 201, CommitJson(*c));
