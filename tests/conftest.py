@@ -26,7 +26,8 @@ class Server:
         full_env.update(env or {})
         self.proc = subprocess.Popen(
             [str(BINARY), "serve", "--listen", listen, *args],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=full_env, cwd=cwd)
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="backslashreplace", env=full_env,
+            cwd=cwd)
         self.port = None
         self._ready = threading.Event()
         self._reader = threading.Thread(target=self._read, daemon=True)

@@ -173,6 +173,9 @@ class ConnectionStream : public httplib::Stream {
 thread_local ConnectionStream* tl_stream = nullptr;
 // Set when the answer must end the connection (a body left unread).
 thread_local bool tl_close = false;
+// Set when the request got as far as routing: one that did not (a bad
+// request line, an unknown method) may have left a body on the connection.
+thread_local bool tl_routed = false;
 
 constexpr auto kReadTimeout = std::chrono::seconds(60);
 constexpr auto kWriteTimeout = std::chrono::seconds(60);
@@ -191,11 +194,15 @@ class HttpServer::Server : public httplib::Server {
     ConnectionStream stream(c, kReadTimeout, kWriteTimeout);
     tl_stream = &stream;
     tl_close = false;
+    tl_routed = false;
     bool last = gate_->stopping() || c.requests + 1 >= kMaxRequestsPerConnection;
     bool closed = false;
     bool ok = process_request(stream, last, closed, nullptr);
     tl_stream = nullptr;
-    return ok && !closed && !last && !tl_close;
+    // A request httplib refused before routing (a bad request line, an
+    // unknown method) may have a body we cannot frame: nothing after it on
+    // this connection can be trusted to be a request of its own.
+    return ok && !closed && !last && !tl_close && tl_routed;
   }
 
  private:
@@ -322,6 +329,7 @@ HttpServer::HttpServer(MetricsRegistry* metrics, HttpLimits limits)
     if (res.get_header_value("Connection") == "close") tl_close = true;
   });
   server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    tl_routed = true;
     bool pass = true;
     try {
       pass = CheckLimits(req, res) && (!guard_ || guard_(req, res));
@@ -400,7 +408,43 @@ bool HttpServer::IsStreamRoute(const httplib::Request& req) const {
   return false;
 }
 
+namespace {
+
+// RFC 9110 5.6.2: a field name is a token.
+bool IsToken(std::string_view s) {
+  static constexpr std::string_view kSpecials = "!#$%&'*+-.^_`|~";
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || kSpecials.find(c) != std::string_view::npos;
+  });
+}
+
+// Where this request ends must be beyond doubt, or a proxy in front and this
+// server could disagree and the rest run as a request the proxy never saw
+// (request smuggling). "" if it is; else what is wrong.
+std::string AmbiguousFraming(const httplib::Request& req) {
+  for (const auto& [name, value] : req.headers) {
+    if (name == "REMOTE_ADDR" || name == "REMOTE_PORT" || name == "LOCAL_ADDR" || name == "LOCAL_PORT") continue;
+    if (!IsToken(name)) return fmt::format("header name \"{}\" is not a token", name);
+  }
+  if (req.get_header_value_count("Content-Length") > 1) return "more than one Content-Length";
+  if (req.has_header("Transfer-Encoding")) {
+    if (req.get_header_value_count("Transfer-Encoding") > 1 ||
+        Lower(req.get_header_value("Transfer-Encoding")) != "chunked") {
+      return fmt::format("Transfer-Encoding \"{}\" (only chunked is understood)",
+                         req.get_header_value("Transfer-Encoding"));
+    }
+    if (req.has_header("Content-Length")) return "both Content-Length and Transfer-Encoding";
+  }
+  return "";
+}
+
+}  // namespace
+
 bool HttpServer::CheckLimits(const httplib::Request& req, httplib::Response& res) {
+  if (std::string wrong = AmbiguousFraming(req); !wrong.empty()) {
+    ReplyError(res, 400, "the request's framing is ambiguous: " + wrong);
+    return false;  // and the connection is closed
+  }
   if (limits_.host_allowed && req.has_header("Host")) {
     std::string host = req.get_header_value("Host");
     if (!limits_.host_allowed(HostOf(host))) {

@@ -13,7 +13,7 @@ PATTERN = re.compile(r"\b(mt19937(_64)?|random_device|minstd_rand|default_random
 ALLOWED = {
     "src/base/crypto.cc": "the one CSPRNG helper (OpenSSL RAND_bytes)",
     "src/table/simulator.cc": "a seeded, reproducible simulation of appends; nothing secret",
-    "src/cli/scale_bench.cc": "seeded benchmark data, the same every run",
+    "src/bench/scale_bench.cc": "seeded benchmark data, the same every run",
     "src/base/test_util.cc": "test support",
     "src/kv/kv_conformance.cc": "test support (the conformance suite every KV driver runs)",
 }
