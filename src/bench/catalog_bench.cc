@@ -18,7 +18,7 @@
 #include "cli/client.h"
 #include "kv/kv.h"
 #include "server/app.h"
-#include "server/auth.h"
+#include "auth/auth.h"
 
 namespace sediment::bench {
 namespace {

@@ -17,7 +17,7 @@
 #include "catalog/entry.h"
 #include "cli/client.h"
 #include "server/app.h"
-#include "server/auth.h"
+#include "auth/auth.h"
 #include "table/scan.h"
 #include "table/table_service.h"
 

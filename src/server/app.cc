@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "auth/auth.h"
 #include "base/failpoint.h"
 #include "base/version.h"
 #include "blob/blob.h"
@@ -18,12 +19,12 @@
 #include "catalog/staging_compactor.h"
 #include "chain/ingest_job.h"
 #include "kv/kv.h"
-#include "server/auth.h"
 #include "server/console.h"
 #include "server/errors.h"
 #include "server/http_server.h"
 #include "server/jobs_api.h"
 #include "server/lakefs_api.h"
+#include "server/principal.h"
 #include "server/s3_gateway.h"
 #include "server/scan_api.h"
 #include "server/server_identity.h"

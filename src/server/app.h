@@ -43,10 +43,14 @@ class StagingCompactor;
 class CatalogCollector;
 }  // namespace catalog
 
+namespace auth {
+class AuthService;
+}  // namespace auth
+
 namespace server {
 
+using auth::AuthService;
 class HttpServer;
-class AuthService;
 class ServerIdentity;
 
 struct AppDeps {

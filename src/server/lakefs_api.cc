@@ -9,10 +9,11 @@
 #include <variant>
 #include <vector>
 
-#include "server/auth.h"
+#include "auth/auth.h"
 #include "server/errors.h"
 #include "server/http_server.h"
 #include "server/lakefs_api_internal.h"
+#include "server/principal.h"
 
 namespace sediment::server {
 namespace {

@@ -12,9 +12,13 @@ class StagingCompactor;
 class CatalogCollector;
 }  // namespace sediment::catalog
 
-namespace sediment::server {
-class HttpServer;
+namespace sediment::auth {
 class AuthService;
+}  // namespace sediment::auth
+
+namespace sediment::server {
+using auth::AuthService;
+class HttpServer;
 
 // `blockstore_type` ("s3" or "local") is what GET /config reports as the default storage.
 // `collector` serves POST /api/v1/repositories/{repo}/gc.

@@ -22,8 +22,12 @@ namespace sediment::catalog {
 class StagingCompactor;
 }  // namespace sediment::catalog
 
-namespace sediment::server {
+namespace sediment::auth {
 class AuthService;
+}  // namespace sediment::auth
+
+namespace sediment::server {
+using auth::AuthService;
 }  // namespace sediment::server
 
 namespace sediment::server::lakefs {

@@ -1,10 +1,16 @@
 // lakeFS API handlers for setup, server configuration, users, credentials and
 // policies, over AuthService.
+#include "auth/auth.h"
 #include "base/version.h"
-#include "server/auth.h"
 #include "server/lakefs_api_internal.h"
+#include "server/principal.h"
 
 namespace sediment::server::lakefs {
+
+using auth::AuthIdPage;
+using auth::Policy;
+using auth::Statement;
+using auth::User;
 namespace {
 
 json UserJson(const User& u) { return json{{"id", u.id}, {"creation_date", u.creation_date}}; }

@@ -1,7 +1,7 @@
 // Helpers shared by the lakeFS API handlers (see lakefs_api_internal.h).
 #include <fmt/format.h>
 
-#include "server/auth.h"
+#include "auth/auth.h"
 #include "server/lakefs_api_internal.h"
 
 namespace sediment::server::lakefs {

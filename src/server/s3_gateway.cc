@@ -10,7 +10,7 @@
 #include <array>
 #include <ctime>
 
-#include "server/auth.h"
+#include "auth/auth.h"
 #include "server/errors.h"
 #include "server/http_server.h"
 #include "server/lakefs_api_internal.h"

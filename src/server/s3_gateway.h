@@ -22,9 +22,13 @@ namespace sediment::catalog {
 class Catalog;
 }  // namespace sediment::catalog
 
-namespace sediment::server {
-class HttpServer;
+namespace sediment::auth {
 class AuthService;
+}  // namespace sediment::auth
+
+namespace sediment::server {
+using auth::AuthService;
+class HttpServer;
 
 struct GatewayOptions {
   // Host names under which buckets are addressed virtual-host style

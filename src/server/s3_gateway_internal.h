@@ -23,8 +23,12 @@ namespace arrow::io {
 class OutputStream;
 }  // namespace arrow::io
 
-namespace sediment::server {
+namespace sediment::auth {
 class AuthService;
+}  // namespace sediment::auth
+
+namespace sediment::server {
+using auth::AuthService;
 }  // namespace sediment::server
 
 namespace sediment::server::s3 {

@@ -7,12 +7,12 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "auth/auth.h"
 #include "base/test_util.h"
 #include "catalog/catalog.h"
 #include "catalog/staging_compactor.h"
 #include "kv/kv.h"
 #include "server/app.h"
-#include "server/auth.h"
 #include "server/errors.h"
 #include "server/http_server.h"
 

@@ -1,21 +1,17 @@
-#include "server/auth.h"
+#include "auth/auth.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
-#include <openssl/evp.h>
 
-#include <charconv>
-#include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
 
+#include "auth/crypt.h"
 #include "base/crypto.h"
-#include "base/wildcard.h"
 #include "kv/kv.h"
 
-namespace sediment::server {
+namespace sediment::auth {
 
 using nlohmann::json;
 
@@ -89,23 +85,7 @@ AuthService::AuthService(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<Clock>
       configured_key_(std::move(encrypt_secret_key)) {}
 
 namespace {
-
 constexpr const char* kEncryptionKeyRecord = "a/ek";
-constexpr size_t kIvBytes = 12, kTagBytes = 16;
-// A sealed secret is "2:" base64(iv | ciphertext | tag) under the HKDF-derived
-// key; one without the prefix was sealed by an older version under the plain
-// SHA-256 of the key material, and is still read.
-constexpr std::string_view kSealedV2 = "2:";
-constexpr std::string_view kKdfSalt = "sediment";
-
-// The keys derived from the key material: one per use, never the material itself.
-std::string SecretsKey(std::string_view material) {
-  return HkdfSha256(material, kKdfSalt, "sediment access-key secrets v2", 32);
-}
-std::string SessionKeyOf(std::string_view material) {
-  return HkdfSha256(material, kKdfSalt, "sediment session tokens v2", 32);
-}
-
 }  // namespace
 
 Result<std::string> AuthService::InstallationId() {
@@ -124,10 +104,10 @@ Result<std::string> AuthService::InstallationId() {
   return raw;
 }
 
-Result<std::string> AuthService::EncryptionKey() {
+Result<std::shared_ptr<const SecretBox>> AuthService::Box() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!aes_key_.empty()) return aes_key_;
+    if (box_) return box_;
   }
   std::string material = configured_key_;
   if (material.empty()) {
@@ -143,60 +123,10 @@ Result<std::string> AuthService::EncryptionKey() {
     ARROW_RETURN_NOT_OK(raw.status());
     material = *raw;
   }
+  auto box = std::make_shared<const SecretBox>(std::move(material));
   std::lock_guard<std::mutex> lock(mu_);
-  key_material_ = material;
-  aes_key_ = SecretsKey(material);
-  return aes_key_;
-}
-
-Result<std::string> AuthService::Encrypt(const std::string& secret) {
-  ARROW_ASSIGN_OR_RAISE(auto key, EncryptionKey());
-  std::string out(kIvBytes + secret.size() + kTagBytes, '\0');
-  auto* o = reinterpret_cast<unsigned char*>(out.data());
-  std::string iv = RandomBytes(kIvBytes);
-  std::memcpy(o, iv.data(), kIvBytes);
-  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
-  int n = 0;
-  bool ok =
-      EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nullptr, reinterpret_cast<const unsigned char*>(key.data()), o) == 1 &&
-      EVP_EncryptUpdate(ctx, o + kIvBytes, &n, reinterpret_cast<const unsigned char*>(secret.data()),
-                        static_cast<int>(secret.size())) == 1 &&
-      EVP_EncryptFinal_ex(ctx, o + kIvBytes + n, &n) == 1 &&
-      EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, kTagBytes, o + kIvBytes + secret.size()) == 1;
-  EVP_CIPHER_CTX_free(ctx);
-  if (!ok) return Status::IOError("encrypting a secret failed");
-  return std::string(kSealedV2) + Base64(out);
-}
-
-Result<std::string> AuthService::Decrypt(const std::string& sealed_b64) {
-  ARROW_ASSIGN_OR_RAISE(auto key, EncryptionKey());
-  std::string_view b64 = sealed_b64;
-  if (b64.substr(0, kSealedV2.size()) == kSealedV2) {
-    b64.remove_prefix(kSealedV2.size());
-  } else {
-    std::lock_guard<std::mutex> lock(mu_);
-    key = Sha256(key_material_);  // sealed by a version before the KDF
-  }
-  std::string sealed = Base64Decode(b64).value_or("");
-  if (sealed.size() < kIvBytes + kTagBytes) return Status::IOError("corrupt encrypted secret");
-  size_t len = sealed.size() - kIvBytes - kTagBytes;
-  auto* in = reinterpret_cast<unsigned char*>(sealed.data());
-  std::string out(len, '\0');
-  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
-  int n = 0;
-  bool ok = EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), nullptr, reinterpret_cast<const unsigned char*>(key.data()),
-                               in) == 1 &&
-            EVP_DecryptUpdate(ctx, reinterpret_cast<unsigned char*>(out.data()), &n, in + kIvBytes,
-                              static_cast<int>(len)) == 1 &&
-            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, kTagBytes, in + kIvBytes + len) == 1 &&
-            EVP_DecryptFinal_ex(ctx, reinterpret_cast<unsigned char*>(out.data()) + n, &n) == 1;
-  EVP_CIPHER_CTX_free(ctx);
-  if (!ok) {
-    return Unauthorized(
-        "the access key's secret cannot be decrypted: [auth] encrypt_secret_key differs from the key it was "
-        "stored with");
-  }
-  return out;
+  box_ = box;
+  return box_;
 }
 
 void AuthService::ClearCache() {
@@ -293,101 +223,6 @@ Result<std::string> AuthService::CheckSecret(const std::string& key_id, const st
   return key.user;
 }
 
-std::string AuthorizationOf(const httplib::Request& req) {
-  std::string header = req.get_header_value("Authorization");
-  if (!header.empty()) return header;
-  if (req.method != "GET" && req.method != "HEAD" && !req.has_header("X-Requested-With")) return "";
-  const std::string header_value = req.get_header_value("Cookie");  // get_header_value returns a copy
-  std::string_view cookies = header_value;
-  std::string_view name = kSessionCookie;
-  while (!cookies.empty()) {
-    size_t end = cookies.find(';');
-    std::string_view c = cookies.substr(0, end);
-    while (!c.empty() && c.front() == ' ') c.remove_prefix(1);
-    if (c.size() > name.size() && c.substr(0, name.size()) == name && c[name.size()] == '=') {
-      return "Bearer " + std::string(c.substr(name.size() + 1));
-    }
-    if (end == std::string_view::npos) break;
-    cookies.remove_prefix(end + 1);
-  }
-  return "";
-}
-
-Result<std::string> AuthService::SessionKey() {
-  ARROW_RETURN_NOT_OK(EncryptionKey().status());  // loads the key material
-  std::lock_guard<std::mutex> lock(mu_);
-  return SessionKeyOf(key_material_);
-}
-
-// A token is hex(payload) "." hex(HMAC-SHA256(session key, payload)), the
-// payload {"k": access key id, "exp": Unix seconds, "n": random}.
-Result<SessionToken> AuthService::Login(const std::string& key_id, const std::string& secret, Duration ttl) {
-  ARROW_RETURN_NOT_OK(CheckSecret(key_id, secret).status());
-  ARROW_ASSIGN_OR_RAISE(std::string signing, SessionKey());
-  int64_t exp = ToUnixMicros(clock_->Now() + ttl) / 1'000'000;
-  std::string payload = json{{"k", key_id}, {"exp", exp}, {"n", RandomHex(16)}}.dump();
-  return SessionToken{Hex(payload) + "." + Hex(HmacSha256(signing, payload)), exp};
-}
-
-namespace {
-
-// A revoked session: a/so/<SHA-256 of the token's payload, hex> -> its expiry
-// (Unix seconds). The payload, not the token's spelling: a token has one
-// spelling (lower-case hex), and even if it had two, both name one payload.
-std::string RevokedKey(std::string_view payload) { return "a/so/" + Sha256Hex(payload); }
-
-Status InvalidSession() { return Unauthorized("invalid or expired session: log in again"); }
-
-}  // namespace
-
-Result<AuthService::VerifiedToken> AuthService::VerifyToken(const std::string& token) {
-  auto dot = token.find('.');
-  if (dot == std::string::npos || dot == 0) return InvalidSession();
-  auto payload = HexDecode(std::string_view(token).substr(0, dot));  // lower-case only: one spelling
-  if (!payload) return InvalidSession();
-  ARROW_ASSIGN_OR_RAISE(std::string signing, SessionKey());
-  if (!ConstantTimeEquals(Hex(HmacSha256(signing, *payload)), std::string_view(token).substr(dot + 1))) {
-    return InvalidSession();
-  }
-  json j = json::parse(*payload, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("k") || !j["k"].is_string() || !j.contains("exp") ||
-      !j["exp"].is_number_integer()) {
-    return InvalidSession();
-  }
-  int64_t exp = j["exp"].get<int64_t>();
-  if (exp <= ToUnixMicros(clock_->Now()) / 1'000'000) return InvalidSession();
-  return VerifiedToken{j["k"].get<std::string>(), exp, std::move(*payload)};
-}
-
-Result<std::string> AuthService::AuthenticateToken(const std::string& token) {
-  ARROW_ASSIGN_OR_RAISE(auto verified, VerifyToken(token));
-  // Logged out (on any server): one point read.
-  auto revoked = kv_->Get(RevokedKey(verified.payload));
-  if (revoked.ok()) return InvalidSession();
-  if (!IsNotFound(revoked.status())) return revoked.status();
-  // A deleted key (or user) ends its sessions.
-  auto key = LookupKey(verified.key_id);
-  if (!key.ok()) return IsUnauthorized(key.status()) ? InvalidSession() : key.status();
-  return key->user;
-}
-
-Status AuthService::Revoke(const std::string& token) {
-  auto verified = VerifyToken(token);
-  if (!verified.ok()) return IsUnauthorized(verified.status()) ? Status::OK() : verified.status();
-  ARROW_RETURN_NOT_OK(kv_->Set(RevokedKey(verified->payload), std::to_string(verified->expires_unix)));
-  // Revocations of tokens that have expired anyway are dropped here: as many as log-outs in a token's life.
-  int64_t now = ToUnixMicros(clock_->Now()) / 1'000'000;
-  std::vector<std::string> stale;
-  ARROW_RETURN_NOT_OK(kv_->ScanAll("a/so/", "", [&](const kv::KeyValue& kv) -> Result<bool> {
-    int64_t exp = 0;
-    auto [p, ec] = std::from_chars(kv.value.data(), kv.value.data() + kv.value.size(), exp);
-    if (ec != std::errc() || exp <= now) stale.push_back(kv.key);
-    return true;
-  }));
-  for (const auto& k : stale) ARROW_RETURN_NOT_OK(kv_->Delete(k));
-  return Status::OK();
-}
-
 Result<SigningSecret> AuthService::SecretFor(const std::string& access_key_id) {
   ARROW_ASSIGN_OR_RAISE(CachedKey key, LookupKey(access_key_id));
   if (key.sealed.empty()) {
@@ -396,7 +231,8 @@ Result<SigningSecret> AuthService::SecretFor(const std::string& access_key_id) {
                     "hash of its secret is stored): create a new key for S3 clients",
                     access_key_id));
   }
-  ARROW_ASSIGN_OR_RAISE(auto secret, Decrypt(key.sealed));
+  ARROW_ASSIGN_OR_RAISE(auto box, Box());
+  ARROW_ASSIGN_OR_RAISE(auto secret, box->Open(key.sealed));
   return SigningSecret{key.user, std::move(secret)};
 }
 
@@ -417,21 +253,7 @@ Status AuthService::Authorize(const std::string& user, const std::string& action
     if (policies_.size() > 10000) policies_.clear();
     policies_[user] = {policies, clock_->Now() + cache_ttl_};
   }
-  bool allowed = false;
-  for (const auto& p : policies) {
-    for (const auto& s : p.statements) {
-      if (!WildcardMatch(s.resource, resource)) continue;
-      for (const auto& a : s.actions) {
-        if (!WildcardMatch(a, action)) continue;
-        if (s.effect == "deny") {
-          return Forbidden(fmt::format("user \"{}\" is denied {} on {}", user, action, resource));
-        }
-        allowed = true;
-      }
-    }
-  }
-  if (!allowed) return Forbidden(fmt::format("user \"{}\" lacks permission {} on {}", user, action, resource));
-  return Status::OK();
+  return Evaluate(policies, user, action, resource);
 }
 
 Result<User> AuthService::CreateUser(const std::string& id) {
@@ -539,7 +361,8 @@ Result<std::pair<Credentials, std::string>> AuthService::NewCredentials(const st
   }
   c.creation_date = ToUnixMicros(clock_->Now()) / 1000000;
   std::string salt = RandomHex(16);
-  ARROW_ASSIGN_OR_RAISE(auto sealed, Encrypt(c.secret_access_key));
+  ARROW_ASSIGN_OR_RAISE(auto box, Box());
+  ARROW_ASSIGN_OR_RAISE(auto sealed, box->Seal(c.secret_access_key));
   json record = {{"user", user},
                  {"salt", salt},
                  {"hash", SecretHash(salt, c.secret_access_key)},
@@ -613,13 +436,7 @@ Status AuthService::DeleteCredentials(const std::string& user, const std::string
 Result<Policy> AuthService::CreatePolicy(const Policy& policy_in) {
   ARROW_RETURN_NOT_OK(ValidateId("policy", policy_in.id));
   Policy p = policy_in;
-  if (p.statements.empty()) return InvalidArgument("a policy needs at least one statement");
-  for (const auto& s : p.statements) {
-    if (s.effect != "allow" && s.effect != "deny") {
-      return InvalidArgument(fmt::format("statement effect \"{}\" must be allow or deny", s.effect));
-    }
-    if (s.actions.empty() || s.resource.empty()) return InvalidArgument("each statement needs action and resource");
-  }
+  ARROW_RETURN_NOT_OK(ValidatePolicy(p));
   p.creation_date = ToUnixMicros(clock_->Now()) / 1000000;
   kv::Batch b;
   b.Require(kv::Precondition::Absent(PolicyKey(p.id)));
@@ -718,4 +535,4 @@ Result<std::vector<Policy>> AuthService::ListUserPolicies(const std::string& use
   return out;
 }
 
-}  // namespace sediment::server
+}  // namespace sediment::auth

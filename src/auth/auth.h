@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "auth/policy.h"
 #include "base/clock.h"
 #include "base/status.h"
 
@@ -47,11 +48,9 @@ class KvStore;
 struct Batch;
 }  // namespace sediment::kv
 
-namespace httplib {
-struct Request;
-}  // namespace httplib
+namespace sediment::auth {
 
-namespace sediment::server {
+class SecretBox;
 
 struct SigningSecret {
   std::string user;
@@ -62,18 +61,6 @@ struct Credentials {
   std::string access_key_id;
   std::string secret_access_key;  // only when just created
   std::string user;
-  int64_t creation_date = 0;
-};
-
-struct Statement {
-  std::string effect;  // allow | deny
-  std::vector<std::string> actions;
-  std::string resource;
-};
-
-struct Policy {
-  std::string id;
-  std::vector<Statement> statements;
   int64_t creation_date = 0;
 };
 
@@ -97,16 +84,6 @@ struct SessionToken {
   std::string token;
   int64_t expires_unix = 0;
 };
-
-// The cookie a login sets (lakeFS's name for it).
-inline constexpr const char* kSessionCookie = "internal_auth_session";
-
-// A request's credentials as an Authorization value for Authenticate: its
-// Authorization header, else its session cookie as "Bearer <token>" — for a
-// method other than GET or HEAD only with X-Requested-With, a header no form
-// or link of another site can send (the cookie is SameSite=Strict too, but a
-// site on another port of the same host counts as the same site).
-std::string AuthorizationOf(const httplib::Request& req);
 
 class AuthService {
  public:
@@ -173,14 +150,11 @@ class AuthService {
   };
   // What a token says if its signature holds and it has not expired; Unauthorized otherwise.
   Result<VerifiedToken> VerifyToken(const std::string& token);
-  // The key session tokens are signed with.
-  Result<std::string> SessionKey();
   // The user of key `key_id` if `secret` is its secret.
   Result<std::string> CheckSecret(const std::string& key_id, const std::string& secret);
-  // The AES-256 key secrets are encrypted with (loaded or created once).
-  Result<std::string> EncryptionKey();
-  Result<std::string> Encrypt(const std::string& secret);
-  Result<std::string> Decrypt(const std::string& sealed);
+  // What seals secrets and signs sessions, from the configured key material or
+  // the one kept in the store (created once).
+  Result<std::shared_ptr<const SecretBox>> Box();
   // A new key for `user` (given or random id and secret, validated) and its a/k record.
   Result<std::pair<Credentials, std::string>> NewCredentials(const std::string& user, const std::string& key_id,
                                                              const std::string& secret);
@@ -196,8 +170,7 @@ class AuthService {
   const Duration cache_ttl_;
 
   const std::string configured_key_;
-  std::string key_material_;  // GUARDED_BY(mu_); configured or stored; empty until loaded
-  std::string aes_key_;       // GUARDED_BY(mu_); derived from key_material_
+  std::shared_ptr<const SecretBox> box_;  // GUARDED_BY(mu_); null until loaded
 
   struct CachedKey {
     std::string user, salt, hash, sealed;  // sealed: the encrypted secret ("" for old keys)
@@ -212,4 +185,4 @@ class AuthService {
   std::map<std::string, CachedPolicies> policies_;  // GUARDED_BY(mu_), by user
 };
 
-}  // namespace sediment::server
+}  // namespace sediment::auth

@@ -1,6 +1,6 @@
 // Integrity rules of AuthService under concurrency: the racing operation is run
 // to completion at the exact moment the other one writes (HookedKv).
-#include "server/auth.h"
+#include "auth/auth.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include "catalog/hooked_kv_testing.h"
 #include "kv/kv.h"
 
-namespace sediment::server {
+namespace sediment::auth {
 namespace {
 
 using sediment::testing::HookedKv;
@@ -211,4 +211,4 @@ TEST(AuthKeysTest, SealedSecretsOpenOnlyUnderTheirKeyMaterial) {
 }
 
 }  // namespace
-}  // namespace sediment::server
+}  // namespace sediment::auth

@@ -1,0 +1,86 @@
+// AuthService's console sessions: log-in, the tokens it issues, and log-out
+// (auth.h, "A login session").
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "auth/auth.h"
+#include "auth/crypt.h"
+#include "base/crypto.h"
+#include "kv/kv.h"
+
+namespace sediment::auth {
+
+using nlohmann::json;
+
+// A token is hex(payload) "." hex(HMAC-SHA256(session key, payload)), the
+// payload {"k": access key id, "exp": Unix seconds, "n": random}.
+Result<SessionToken> AuthService::Login(const std::string& key_id, const std::string& secret, Duration ttl) {
+  ARROW_RETURN_NOT_OK(CheckSecret(key_id, secret).status());
+  ARROW_ASSIGN_OR_RAISE(auto box, Box());
+  const std::string& signing = box->session_key();
+  int64_t exp = ToUnixMicros(clock_->Now() + ttl) / 1'000'000;
+  std::string payload = json{{"k", key_id}, {"exp", exp}, {"n", RandomHex(16)}}.dump();
+  return SessionToken{Hex(payload) + "." + Hex(HmacSha256(signing, payload)), exp};
+}
+
+namespace {
+
+// A revoked session: a/so/<SHA-256 of the token's payload, hex> -> its expiry
+// (Unix seconds). The payload, not the token's spelling: a token has one
+// spelling (lower-case hex), and even if it had two, both name one payload.
+std::string RevokedKey(std::string_view payload) { return "a/so/" + Sha256Hex(payload); }
+
+Status InvalidSession() { return Unauthorized("invalid or expired session: log in again"); }
+
+}  // namespace
+
+Result<AuthService::VerifiedToken> AuthService::VerifyToken(const std::string& token) {
+  auto dot = token.find('.');
+  if (dot == std::string::npos || dot == 0) return InvalidSession();
+  auto payload = HexDecode(std::string_view(token).substr(0, dot));  // lower-case only: one spelling
+  if (!payload) return InvalidSession();
+  ARROW_ASSIGN_OR_RAISE(auto box, Box());
+  const std::string& signing = box->session_key();
+  if (!ConstantTimeEquals(Hex(HmacSha256(signing, *payload)), std::string_view(token).substr(dot + 1))) {
+    return InvalidSession();
+  }
+  json j = json::parse(*payload, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("k") || !j["k"].is_string() || !j.contains("exp") ||
+      !j["exp"].is_number_integer()) {
+    return InvalidSession();
+  }
+  int64_t exp = j["exp"].get<int64_t>();
+  if (exp <= ToUnixMicros(clock_->Now()) / 1'000'000) return InvalidSession();
+  return VerifiedToken{j["k"].get<std::string>(), exp, std::move(*payload)};
+}
+
+Result<std::string> AuthService::AuthenticateToken(const std::string& token) {
+  ARROW_ASSIGN_OR_RAISE(auto verified, VerifyToken(token));
+  // Logged out (on any server): one point read.
+  auto revoked = kv_->Get(RevokedKey(verified.payload));
+  if (revoked.ok()) return InvalidSession();
+  if (!IsNotFound(revoked.status())) return revoked.status();
+  // A deleted key (or user) ends its sessions.
+  auto key = LookupKey(verified.key_id);
+  if (!key.ok()) return IsUnauthorized(key.status()) ? InvalidSession() : key.status();
+  return key->user;
+}
+
+Status AuthService::Revoke(const std::string& token) {
+  auto verified = VerifyToken(token);
+  if (!verified.ok()) return IsUnauthorized(verified.status()) ? Status::OK() : verified.status();
+  ARROW_RETURN_NOT_OK(kv_->Set(RevokedKey(verified->payload), std::to_string(verified->expires_unix)));
+  // Revocations of tokens that have expired anyway are dropped here: as many as log-outs in a token's life.
+  int64_t now = ToUnixMicros(clock_->Now()) / 1'000'000;
+  std::vector<std::string> stale;
+  ARROW_RETURN_NOT_OK(kv_->ScanAll("a/so/", "", [&](const kv::KeyValue& kv) -> Result<bool> {
+    int64_t exp = 0;
+    auto [p, ec] = std::from_chars(kv.value.data(), kv.value.data() + kv.value.size(), exp);
+    if (ec != std::errc() || exp <= now) stale.push_back(kv.key);
+    return true;
+  }));
+  for (const auto& k : stale) ARROW_RETURN_NOT_OK(kv_->Delete(k));
+  return Status::OK();
+}
+
+}  // namespace sediment::auth
