@@ -322,3 +322,16 @@ def test_aws_cli_copies_syncs_and_lists(gw, tmp_path):
     assert "PRE synced/" in aws("ls", "s3://repo1/main/")
     aws("rm", "--recursive", "s3://repo1/main/synced/")
     assert aws("ls", "--recursive", "s3://repo1/main/", ok=(0, 1)) == ""  # 1: nothing listed
+
+
+def test_each_s3_operation_has_its_own_latency_metric(gw):
+    s3 = client(gw)
+    s3.put_object(Bucket="repo1", Key="main/m/a.txt", Body=b"a")
+    s3.get_object(Bucket="repo1", Key="main/m/a.txt")["Body"].read()
+    s3.head_object(Bucket="repo1", Key="main/m/a.txt")
+    s3.list_objects_v2(Bucket="repo1", Prefix="main/m/")
+    s3.delete_object(Bucket="repo1", Key="main/m/a.txt")
+    metrics = requests.get(gw.url + "/metrics", timeout=30).text
+    for method, op in [("PUT", "PutObject"), ("GET", "GetObject"), ("HEAD", "HeadObject"), ("GET", "ListObjects"),
+                       ("DELETE", "DeleteObject")]:
+        assert f'http_request_duration_seconds_count{{method="{method}",route="s3 {op}"}} 1' in metrics, op

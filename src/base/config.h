@@ -47,7 +47,7 @@ struct GatewayConfig {
   std::string region = "us-east-1";
 };
 
-// The web console (src/server/console.h, docs/console.md), served at / on
+// The web console (src/server/console/console.h, docs/console.md), served at / on
 // server.listen.
 struct ConsoleConfig {
   bool enabled = true;

@@ -76,7 +76,7 @@ Result<Repository> Catalog::CreateRepository(const std::string& id, const std::s
   NamespaceRules rules = options_.namespaces;
   if (!options_.cache_dir.empty()) rules.reserved_paths.push_back(options_.cache_dir);
   ARROW_ASSIGN_OR_RAISE(NamespaceLocation where, ResolveNamespace(ns, rules));
-  Repository repo{id, ns, default_branch, ToUnixMicros(clock_->Now()) / 1000000, read_only, where.Uri()};
+  Repository repo{id, ns, default_branch, ToUnixMicros(clock_->Now()) / 1000000, read_only, where.Uri(), {}};
   auto conflict = [&]() -> Status {
     if (kv_->Get(RepoKey(id)).ok()) return Conflict(fmt::format("repository \"{}\" already exists", id));
     auto owner = kv_->Get(NamespaceKey(repo.location));
@@ -136,7 +136,7 @@ Result<Catalog::RepositoryRecord> Catalog::LoadRepository(const std::string& id)
                     j.at("default_branch").get<std::string>(),
                     j.at("creation_date").get<int64_t>(),
                     j.value("read_only", false),
-                    j.value("location", "")};
+                    j.value("location", ""), {}};
     if (repo.location.empty()) repo.location = repo.storage_namespace;
     repo.protected_branches = j.value("protected_branches", std::vector<std::string>{});
     return RepositoryRecord{std::move(repo), std::move(*raw)};

@@ -539,7 +539,9 @@ TEST_F(CatalogScaleTest, LogPagesResumeExactlyAcrossMerges) {
       Put(fmt::format("s{}b", i), "v", "side");
       DoCommit(fmt::format("side {}b", i), "side");
     }
-    if (i % 4 == 3) ASSERT_TRUE(catalog_->Merge("repo", "side", "main", {}, MergeStrategy::kNone).ok());
+    if (i % 4 == 3) {
+      ASSERT_TRUE(catalog_->Merge("repo", "side", "main", {}, MergeStrategy::kNone).ok());
+    }
   }
   for (bool first_parent : {false, true}) {
     auto all = catalog_->Log("repo", "main", "", 1000, first_parent);

@@ -19,16 +19,16 @@
 #include "catalog/staging_compactor.h"
 #include "chain/ingest_job.h"
 #include "kv/kv.h"
-#include "server/console.h"
-#include "server/errors.h"
-#include "server/http_server.h"
-#include "server/jobs_api.h"
-#include "server/lakefs_api.h"
-#include "server/principal.h"
-#include "server/s3_gateway.h"
-#include "server/scan_api.h"
+#include "server/console/console.h"
+#include "server/http/errors.h"
+#include "server/http/http_server.h"
+#include "server/http/principal.h"
+#include "server/lakefs/api.h"
+#include "server/s3/gateway.h"
 #include "server/server_identity.h"
-#include "server/tables_api.h"
+#include "server/tables/jobs_api.h"
+#include "server/tables/scan_api.h"
+#include "server/tables/tables_api.h"
 #include "table/table_service.h"
 
 namespace sediment::server {
@@ -100,38 +100,8 @@ GatewayOptions GatewayOptionsOf(const Config& c) {
 Status App::Start() {
   std::string host;
   int port = 0;
-  ARROW_RETURN_NOT_OK(ParseHostPort(config_.server.listen, &host, &port));
-  ARROW_RETURN_NOT_OK(http_->Bind(host, port));
-  if (!LimitsOf(config_, config_.server.listen).host_allowed) {
-    spdlog::warn(
-        "listening on {} with [server] allowed_hosts empty: requests naming any Host are served; set it to the "
-        "names clients use (docs/security.md)",
-        config_.server.listen);
-  }
-  if (!config_.gateway.listen.empty()) {
-    std::string ghost;
-    int gport = 0;
-    ARROW_RETURN_NOT_OK(ParseHostPort(config_.gateway.listen, &ghost, &gport));
-    gateway_http_ = std::make_unique<HttpServer>(&metrics_, LimitsOf(config_, config_.gateway.listen));
-    ARROW_RETURN_NOT_OK(gateway_http_->Bind(ghost, gport));
-  }
-
-  bool needs_data_dir = (!kv_ && config_.database.type == "rocksdb" && config_.database.rocksdb_path.empty()) ||
-                        (!blobs_ && config_.storage.objects.empty());
-  if (needs_data_dir) ARROW_RETURN_NOT_OK(PrepareDataDir(config_.storage.data_dir));
-  if (!kv_) {
-    kv::OpenOptions opts;
-    opts.type = config_.database.type;
-    opts.rocksdb_path = config_.RocksDbPath();
-    opts.rocksdb_sync = config_.database.rocksdb_sync;
-    opts.postgres_dsn = config_.database.postgres_dsn;
-    opts.postgres_schema = config_.database.postgres_schema;
-    ARROW_ASSIGN_OR_RAISE(kv_, kv::Open(opts));
-  }
-  if (!blobs_) {
-    ARROW_ASSIGN_OR_RAISE(blobs_, blob::OpenBlobStore(config_.ObjectsUri(), config_.storage.s3));
-  }
-
+  ARROW_RETURN_NOT_OK(BindListeners(&host, &port));
+  ARROW_RETURN_NOT_OK(OpenStores());
   // A stable name, so after a crash this server takes its own leases back at once.
   std::error_code ignored;
   std::filesystem::create_directories(config_.storage.data_dir, ignored);
@@ -142,32 +112,7 @@ Status App::Start() {
   bool shared = config_.database.type == "postgres";
   ARROW_RETURN_NOT_OK(tables_->Start(/*background=*/true, shared ? std::chrono::hours(1) : Duration::zero()));
   SEDIMENT_FAILPOINT("server.start.after_sweep");
-  catalog::CatalogOptions copts;
-  copts.cache_dir = config_.RangeCacheDir();
-  copts.cache_bytes = config_.catalog.cache_bytes;
-  copts.dropped_token_grace = SecondsToDuration(config_.catalog.dropped_token_grace);
-  copts.link_address_ttl = SecondsToDuration(config_.catalog.link_address_ttl_secs);
-  copts.ranges = {config_.catalog.range_min_bytes, config_.catalog.range_max_bytes,
-                  static_cast<uint64_t>(config_.catalog.range_split_modulus)};
-  copts.s3 = config_.storage.s3;
-  copts.namespaces.local_roots = config_.LocalNamespaceRoots();
-  copts.namespaces.s3_prefixes = config_.catalog.s3_namespace_prefixes;
-  copts.namespaces.reserved_paths = ServerOwnedPaths(config_);
-  catalog_ = std::make_unique<catalog::Catalog>(kv_, clock_, copts);
-  ARROW_RETURN_NOT_OK(catalog_->Start());
-  catalog::StagingCompactorOptions sopts;
-  sopts.auto_trigger = config_.graveler.compaction.auto_trigger;
-  sopts.threshold = config_.graveler.compaction.threshold;
-  sopts.workers = static_cast<int>(config_.graveler.compaction.workers);
-  sopts.owner = fmt::format("{}:{}", host, http_->port());
-  staging_compactor_ = std::make_unique<catalog::StagingCompactor>(catalog_.get(), kv_, clock_, &metrics_, sopts);
-  ARROW_RETURN_NOT_OK(staging_compactor_->Start());
-  catalog_collector_ =
-      std::make_unique<catalog::CatalogCollector>(catalog_.get(), kv_, clock_, &metrics_, identity_->id());
-  catalog::GcOptions gc;
-  gc.retention = SecondsToDuration(config_.catalog.gc_retention_days * 86400);
-  gc.grace = SecondsToDuration(config_.catalog.gc_grace);
-  catalog_collector_->Start(SecondsToDuration(config_.catalog.gc_interval), gc);
+  ARROW_RETURN_NOT_OK(StartCatalog(fmt::format("{}:{}", host, http_->port())));
   auth_ = std::make_unique<AuthService>(kv_, clock_, std::chrono::seconds(5), config_.auth.encrypt_secret_key);
   jobs_ = std::make_unique<chain::JobManager>(config_, tables_.get(), kv_, clock_, &metrics_);
 
@@ -196,6 +141,75 @@ Status App::Start() {
   spdlog::info("sediment {} listening on http://{}:{} (kv: {}, objects: {})", kVersion, host, http_->port(),
                kv_->Describe(), blobs_->Describe());
   if (!console_dir_.empty()) spdlog::info("console: http://{}:{}/", host, http_->port());
+  return Status::OK();
+}
+
+// First, so a port in use fails before anything is created.
+Status App::BindListeners(std::string* host, int* port) {
+  ARROW_RETURN_NOT_OK(ParseHostPort(config_.server.listen, host, port));
+  ARROW_RETURN_NOT_OK(http_->Bind(*host, *port));
+  if (!LimitsOf(config_, config_.server.listen).host_allowed) {
+    spdlog::warn(
+        "listening on {} with [server] allowed_hosts empty: requests naming any Host are served; set it to the "
+        "names clients use (docs/security.md)",
+        config_.server.listen);
+  }
+  if (!config_.gateway.listen.empty()) {
+    std::string ghost;
+    int gport = 0;
+    ARROW_RETURN_NOT_OK(ParseHostPort(config_.gateway.listen, &ghost, &gport));
+    gateway_http_ = std::make_unique<HttpServer>(&metrics_, LimitsOf(config_, config_.gateway.listen));
+    ARROW_RETURN_NOT_OK(gateway_http_->Bind(ghost, gport));
+  }
+  return Status::OK();
+}
+
+Status App::OpenStores() {
+  bool needs_data_dir = (!kv_ && config_.database.type == "rocksdb" && config_.database.rocksdb_path.empty()) ||
+                        (!blobs_ && config_.storage.objects.empty());
+  if (needs_data_dir) ARROW_RETURN_NOT_OK(PrepareDataDir(config_.storage.data_dir));
+  if (!kv_) {
+    kv::OpenOptions opts;
+    opts.type = config_.database.type;
+    opts.rocksdb_path = config_.RocksDbPath();
+    opts.rocksdb_sync = config_.database.rocksdb_sync;
+    opts.postgres_dsn = config_.database.postgres_dsn;
+    opts.postgres_schema = config_.database.postgres_schema;
+    ARROW_ASSIGN_OR_RAISE(kv_, kv::Open(opts));
+  }
+  if (!blobs_) {
+    ARROW_ASSIGN_OR_RAISE(blobs_, blob::OpenBlobStore(config_.ObjectsUri(), config_.storage.s3));
+  }
+  return Status::OK();
+}
+
+Status App::StartCatalog(const std::string& owner) {
+  catalog::CatalogOptions copts;
+  copts.cache_dir = config_.RangeCacheDir();
+  copts.cache_bytes = config_.catalog.cache_bytes;
+  copts.dropped_token_grace = SecondsToDuration(config_.catalog.dropped_token_grace);
+  copts.link_address_ttl = SecondsToDuration(config_.catalog.link_address_ttl_secs);
+  copts.ranges = {config_.catalog.range_min_bytes, config_.catalog.range_max_bytes,
+                  static_cast<uint64_t>(config_.catalog.range_split_modulus)};
+  copts.s3 = config_.storage.s3;
+  copts.namespaces.local_roots = config_.LocalNamespaceRoots();
+  copts.namespaces.s3_prefixes = config_.catalog.s3_namespace_prefixes;
+  copts.namespaces.reserved_paths = ServerOwnedPaths(config_);
+  catalog_ = std::make_unique<catalog::Catalog>(kv_, clock_, copts);
+  ARROW_RETURN_NOT_OK(catalog_->Start());
+  catalog::StagingCompactorOptions sopts;
+  sopts.auto_trigger = config_.graveler.compaction.auto_trigger;
+  sopts.threshold = config_.graveler.compaction.threshold;
+  sopts.workers = static_cast<int>(config_.graveler.compaction.workers);
+  sopts.owner = owner;
+  staging_compactor_ = std::make_unique<catalog::StagingCompactor>(catalog_.get(), kv_, clock_, &metrics_, sopts);
+  ARROW_RETURN_NOT_OK(staging_compactor_->Start());
+  catalog_collector_ =
+      std::make_unique<catalog::CatalogCollector>(catalog_.get(), kv_, clock_, &metrics_, identity_->id());
+  catalog::GcOptions gc;
+  gc.retention = SecondsToDuration(config_.catalog.gc_retention_days * 86400);
+  gc.grace = SecondsToDuration(config_.catalog.gc_grace);
+  catalog_collector_->Start(SecondsToDuration(config_.catalog.gc_interval), gc);
   return Status::OK();
 }
 

@@ -84,6 +84,10 @@ class App {
   AuthService& auth() { return *auth_; }
 
  private:
+  // The steps of Start().
+  Status BindListeners(std::string* host, int* port);
+  Status OpenStores();
+  Status StartCatalog(const std::string& owner);
   void RegisterRoutes();
   bool GuardTablesAndJobs(const httplib::Request& req, httplib::Response& res);
 

@@ -13,8 +13,8 @@
 #include "catalog/staging_compactor.h"
 #include "kv/kv.h"
 #include "server/app.h"
-#include "server/errors.h"
-#include "server/http_server.h"
+#include "server/http/errors.h"
+#include "server/http/http_server.h"
 
 namespace sediment::server {
 namespace {

@@ -42,7 +42,7 @@ Result<AppendResult> Appender::Append(const TableId& id, const AppendRequest& re
   }
   SEDIMENT_FAILPOINT(result->reorg ? "table.reorg.after_commit" : "table.append.after_commit");
   metrics_->appends.With(Labels(id)).Add();
-  if (Status h = registry_->RecordAppend(id, result->segment); !h.ok()) {
+  if (Status h = history_->RecordAppend(id, result->segment); !h.ok()) {
     spdlog::warn("table {}: cannot record the append in the history: {}", id.ToString(), h.ToString());
   }
   return result;

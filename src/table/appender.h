@@ -34,6 +34,7 @@
 
 #include "base/clock.h"
 #include "blob/blob.h"
+#include "table/history.h"
 #include "table/parquet_io.h"
 #include "table/registry.h"
 
@@ -71,9 +72,10 @@ Result<int> BlockColumn(const arrow::Schema& schema);
 
 class Appender {
  public:
-  Appender(TableRegistry* registry, blob::BlobStore* blobs, Clock* clock, TableMetrics* metrics,
+  Appender(TableRegistry* registry, TableHistory* history, blob::BlobStore* blobs, Clock* clock, TableMetrics* metrics,
            const WriterSettings& file_settings, uint64_t max_reorg_depth, uint32_t writer_tag)
       : registry_(registry),
+        history_(history),
         blobs_(blobs),
         clock_(clock),
         metrics_(metrics),
@@ -114,6 +116,7 @@ class Appender {
   std::mutex& CommitMutex(const TableId& id);
 
   TableRegistry* const registry_;
+  TableHistory* const history_;
   blob::BlobStore* const blobs_;
   Clock* const clock_;
   TableMetrics* const metrics_;

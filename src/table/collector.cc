@@ -26,7 +26,7 @@ Result<GcResult> Collector::RunGc(const TableId& id) {
   ARROW_ASSIGN_OR_RAISE(bool mine, leases_->Hold(id));
   if (!mine) return result;
   ARROW_RETURN_NOT_OK(
-      registry_->PruneHistory(id, ToUnixMicros(clock_->Now() - std::chrono::hours(24 * TableRegistry::kHistoryDays))));
+      history_->PruneHistory(id, ToUnixMicros(clock_->Now() - std::chrono::hours(24 * TableHistory::kHistoryDays))));
   ARROW_ASSIGN_OR_RAISE(TableState state, registry_->State(id));
   // A reorg max_reorg_depth deep needs the hash of block head - max_reorg_depth.
   if (!state.empty() && state.end > max_reorg_depth_) {

@@ -23,6 +23,7 @@
 #include "base/clock.h"
 #include "base/status.h"
 #include "blob/blob.h"
+#include "table/history.h"
 #include "table/pins.h"
 #include "table/registry.h"
 #include "table/scheduler.h"
@@ -39,9 +40,10 @@ struct GcResult {
 
 class Collector {
  public:
-  Collector(TableRegistry* registry, blob::BlobStore* blobs, Clock* clock, TableMetrics* metrics,
+  Collector(TableRegistry* registry, TableHistory* history, blob::BlobStore* blobs, Clock* clock, TableMetrics* metrics,
             const SnapshotPins* pins, TableLeases* leases, Duration grace, uint64_t max_reorg_depth)
       : registry_(registry),
+        history_(history),
         blobs_(blobs),
         clock_(clock),
         metrics_(metrics),
@@ -59,6 +61,7 @@ class Collector {
 
  private:
   TableRegistry* const registry_;
+  TableHistory* const history_;
   blob::BlobStore* const blobs_;
   Clock* const clock_;
   TableMetrics* const metrics_;

@@ -81,38 +81,6 @@ struct SegmentPage {
   bool has_more = false;
 };
 
-// One appended segment, as the history keeps it.
-struct AppendRecord {
-  int64_t t_us = 0;
-  int64_t bytes = 0;
-  int64_t rows = 0;
-  uint64_t start = 0;
-  uint64_t end = 0;
-  std::string cursor;        // where a page that ends here resumes ("<time:020>-<segment id>")
-  int64_t stored_bytes = 0;  // the file's size (0 in records written before it was kept)
-};
-
-// One compaction pass that planned merges, or failed, as the pass history keeps it.
-struct PassRecord {
-  struct Merge {
-    std::string outcome;  // "merged", "failed", "discarded", "stopped"
-    int64_t inputs = 0;   // files
-    uint64_t start = 0, end = 0;
-    int64_t bytes_in = 0, bytes_out = 0;  // stored bytes
-    std::string error;
-  };
-  int64_t t_us = 0;  // when it started
-  double seconds = 0;
-  std::string server;
-  int64_t files_considered = 0;
-  int64_t files_after = 0, stored_bytes_after = 0;  // the live set when it ended
-  std::vector<Merge> merges;                        // the first kMaxMerges of them
-  int64_t merges_total = 0;
-  std::string error;   // the pass failed as a whole (it could not plan, say): why
-  std::string cursor;  // where a page that ends here resumes
-  static constexpr size_t kMaxMerges = 64;
-};
-
 struct LiveSetChange {
   std::vector<SegmentRecord> remove;  // must be live and unchanged; they enter the GC manifest
   std::vector<SegmentRecord> add;
@@ -161,20 +129,6 @@ class TableRegistry {
   // PreconditionFailed if the live set changed in a way that conflicts.
   // Returns the state after the change.
   Result<TableState> Commit(const TableId& id, const LiveSetChange& change, TimePoint now);
-
-  // The append history: recorded after each append, kept for kHistoryDays.
-  static constexpr int kHistoryDays = 30;
-  Status RecordAppend(const TableId& id, const SegmentRecord& segment);
-  // Appends since `since_us`, oldest first: up to `limit` after `cursor` ("" = from since_us).
-  Result<std::vector<AppendRecord>> AppendHistory(const TableId& id, int64_t since_us, const std::string& cursor = "",
-                                                  size_t limit = SIZE_MAX, bool* has_more = nullptr);
-  // Deletes append and pass history records older than `before_us`.
-  Status PruneHistory(const TableId& id, int64_t before_us);
-  // The pass history: passes that planned merges, kept for kHistoryDays.
-  Status RecordPass(const TableId& id, const PassRecord& pass);
-  // Passes newest first, back to `since_us`: up to `limit` after `cursor`.
-  Result<std::vector<PassRecord>> PassHistory(const TableId& id, int64_t since_us, const std::string& cursor,
-                                              size_t limit, bool* has_more = nullptr);
 
   // The stored hash of `block` (hex), if the reorg window holds it.
   Result<std::optional<std::string>> BlockHash(const TableId& id, uint64_t block);

@@ -37,17 +37,18 @@ TableService::TableService(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<blob
       metrics_(std::make_unique<TableMetrics>(metrics)),
       writer_(writer),
       planner_(PlannerSettings::FromConfig(writer)),
-      registry_(kv) {
+      registry_(kv),
+      history_(kv) {
   const WriterSettings file_settings = FileSettings(writer);
   auto ttl = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(writer_.compactor.lease_ttl));
   if (server_id.empty()) server_id = NewServerId();
   leases_ = std::make_unique<TableLeases>(kv_, clock_.get(), std::move(server_id), ttl);
   writer_tag_ = WriterTag(leases_->server_id());
-  appender_ = std::make_unique<Appender>(&registry_, blobs_.get(), clock_.get(), metrics_.get(), file_settings,
-                                         static_cast<uint64_t>(writer_.max_reorg_depth), writer_tag_);
+  appender_ = std::make_unique<Appender>(&registry_, &history_, blobs_.get(), clock_.get(), metrics_.get(),
+                                         file_settings, static_cast<uint64_t>(writer_.max_reorg_depth), writer_tag_);
   compactor_ = std::make_unique<Compactor>(&registry_, blobs_.get(), clock_.get(), metrics_.get(), writer_,
                                            file_settings, &stopping_, writer_tag_);
-  collector_ = std::make_unique<Collector>(&registry_, blobs_.get(), clock_.get(), metrics_.get(), &pins_,
+  collector_ = std::make_unique<Collector>(&registry_, &history_, blobs_.get(), clock_.get(), metrics_.get(), &pins_,
                                            leases_.get(), SecondsToDuration(writer_.compactor.gc_manifest_grace_period),
                                            static_cast<uint64_t>(writer_.max_reorg_depth));
   scheduler_ = std::make_unique<CompactionScheduler>(
@@ -115,7 +116,7 @@ Result<PassResult> TableService::RunPass(const TableId& id, const ProgressFn& pr
     if (IsBusy(ran.status()) || ran.status().IsCancelled()) return ran.status();
     // A table that keeps failing the same way (the timer retries it every
     // tick) is recorded again only every ten minutes.
-    auto newest = registry_.PassHistory(id, 0, "", 1);
+    auto newest = history_.PassHistory(id, 0, "", 1);
     bool repeat = newest.ok() && !newest->empty() && newest->front().error == ran.status().message() &&
                   started_us - newest->front().t_us < 10 * 60 * 1'000'000LL;
     if (!repeat) {
@@ -164,7 +165,7 @@ void TableService::RecordPass(const TableId& id, const PassResult& result, int64
     p.stored_bytes_after = result.state_after->stored_bytes;
   }
   // The history is for people: a pass that cannot be recorded still counts.
-  if (Status st = registry_.RecordPass(id, p); !st.ok()) {
+  if (Status st = history_.RecordPass(id, p); !st.ok()) {
     spdlog::warn("table {}: cannot record the pass in the history: {}", id.ToString(), st.ToString());
   }
 }
@@ -172,7 +173,7 @@ void TableService::RecordPass(const TableId& id, const PassResult& result, int64
 Result<std::vector<PassRecord>> TableService::PassHistory(const TableId& id, int64_t since_us,
                                                           const std::string& cursor, size_t limit, bool* has_more) {
   ARROW_RETURN_NOT_OK(registry_.GetTable(id).status());
-  return registry_.PassHistory(id, since_us, cursor, limit, has_more);
+  return history_.PassHistory(id, since_us, cursor, limit, has_more);
 }
 
 Result<GcBacklog> TableService::GcBacklogOf(const TableId& id) {
@@ -262,7 +263,7 @@ Result<std::shared_ptr<arrow::Table>> TableService::ReadAll(const ReadSnapshot& 
 Result<std::vector<AppendRecord>> TableService::AppendHistory(const TableId& id, int64_t since_us,
                                                               const std::string& cursor, size_t limit, bool* has_more) {
   ARROW_RETURN_NOT_OK(registry_.GetTable(id).status());
-  return registry_.AppendHistory(id, since_us, cursor, limit, has_more);
+  return history_.AppendHistory(id, since_us, cursor, limit, has_more);
 }
 
 Result<HistogramReport> TableService::Histogram(const TableId& id) {

@@ -32,6 +32,7 @@
 #include "table/collector.h"
 #include "table/compactor.h"
 #include "table/histogram.h"
+#include "table/history.h"
 #include "table/parquet_io.h"
 #include "table/pins.h"
 #include "table/planner.h"
@@ -186,6 +187,7 @@ class TableService {
   const WriterConfig writer_;
   const PlannerSettings planner_;
   TableRegistry registry_;
+  TableHistory history_;
   std::atomic<bool> stopping_{false};
   std::atomic<size_t> tables_per_tick_{256};
   std::mutex tick_mu_;

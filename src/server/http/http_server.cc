@@ -1,0 +1,566 @@
+#include "server/http/http_server.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netdb.h>
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+
+#include "base/wildcard.h"
+#include "server/http/connection_gate.h"
+#include "server/http/errors.h"
+
+namespace sediment::server {
+namespace {
+
+// The listener's socket options, for the probe and the real listener alike.
+// SO_REUSEADDR lets a restarted server bind at once while the connections of
+// its killed predecessor sit in TIME_WAIT; SO_REUSEPORT (httplib's default on
+// Linux) is left off, so a second live server cannot share the port.
+void ListenerSocketOptions(int fd) {
+  int yes = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+}
+
+void LogRequest(const httplib::Request& req, const httplib::Response& res, double seconds) {
+  auto level = (req.method == "GET" && res.status < 400) ? spdlog::level::debug : spdlog::level::info;
+  spdlog::log(level, "{} {} {} {:.1f}ms {}", req.method, req.path, res.status, seconds * 1000, req.remote_addr);
+}
+
+// Tries to bind HOST:PORT ourselves to learn why it fails (httplib only says no).
+Status ProbeBind(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* result = nullptr;
+  std::string service = std::to_string(port);
+  int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &result);
+  if (rc != 0) {
+    return InvalidArgument(fmt::format("cannot listen on {}:{}: {}", host, port, ::gai_strerror(rc)));
+  }
+  int err = 0;
+  for (addrinfo* ai = result; ai != nullptr; ai = ai->ai_next) {
+    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      err = errno;
+      continue;
+    }
+    ListenerSocketOptions(fd);
+    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+      ::close(fd);
+      ::freeaddrinfo(result);
+      return Status::OK();
+    }
+    err = errno;
+    ::close(fd);
+  }
+  ::freeaddrinfo(result);
+  return Unavailable(fmt::format("cannot listen on {}:{}: {}", host, port, std::strerror(err)));
+}
+
+// A connection's socket as httplib reads and writes it: the bytes the gate
+// buffered first, then the socket, with poll()ed timeouts. A body budget,
+// once set, cuts reads off past it.
+class ConnectionStream : public httplib::Stream {
+ public:
+  ConnectionStream(Connection& c, std::chrono::seconds read_timeout, std::chrono::seconds write_timeout)
+      : c_(c), read_timeout_(read_timeout), write_timeout_(write_timeout) {}
+
+  bool is_readable() const override { return c_.Unread() > 0 || Poll(POLLIN, ReadWait()); }
+  bool is_writable() const override { return Poll(POLLOUT, write_timeout_); }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (limited_) {
+      size_t used = consumed_ - body_start_;
+      if (used >= budget_) {
+        over_budget_ = true;
+        return -1;
+      }
+      size = std::min(size, budget_ - used);
+    }
+    if (c_.Unread() == 0) {
+      c_.buffer.clear();
+      c_.consumed = 0;
+      if (!Poll(POLLIN, ReadWait())) return -1;
+      if (size >= kChunk) {  // large reads straight into the caller's buffer
+        ssize_t got = ::recv(c_.fd, ptr, size, 0);
+        if (got > 0) consumed_ += static_cast<size_t>(got);
+        return got;
+      }
+      char chunk[kChunk];
+      ssize_t got = ::recv(c_.fd, chunk, sizeof(chunk), 0);
+      if (got <= 0) return got;
+      c_.buffer.append(chunk, static_cast<size_t>(got));
+    }
+    size_t n = std::min(size, c_.Unread());
+    std::memcpy(ptr, c_.buffer.data() + c_.consumed, n);
+    c_.consumed += n;
+    consumed_ += n;
+    return static_cast<ssize_t>(n);
+  }
+
+  ssize_t write(const char* ptr, size_t size) override {
+    if (!is_writable()) return -1;
+    return ::send(c_.fd, ptr, size, MSG_NOSIGNAL);
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { Name(::getpeername, ip, port); }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { Name(::getsockname, ip, port); }
+  socket_t socket() const override { return c_.fd; }
+
+  // From now on the request's body may hold `bytes` more bytes (as framed on
+  // the wire) and must arrive by `deadline`.
+  void LimitBody(size_t bytes, std::chrono::steady_clock::time_point deadline) {
+    limited_ = true;
+    body_start_ = consumed_;
+    budget_ = bytes;
+    deadline_ = deadline;
+  }
+  bool over_budget() const { return over_budget_; }
+
+ private:
+  static constexpr size_t kChunk = 16 << 10;
+
+  std::chrono::milliseconds ReadWait() const {
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(read_timeout_);
+    if (limited_) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - std::chrono::steady_clock::now());
+      wait = std::max(std::chrono::milliseconds(0), std::min(wait, left));
+    }
+    return wait;
+  }
+
+  bool Poll(short events, std::chrono::milliseconds wait) const {
+    pollfd p{c_.fd, events, 0};
+    int rc;
+    do {
+      rc = ::poll(&p, 1, static_cast<int>(wait.count()));
+    } while (rc < 0 && errno == EINTR);
+    return rc > 0 && (p.revents & (events | POLLHUP)) != 0;
+  }
+
+  template <typename Fn>
+  void Name(Fn fn, std::string& ip, int& port) const {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof(addr);
+    if (fn(c_.fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return;
+    char host[NI_MAXHOST], serv[NI_MAXSERV];
+    if (::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof(host), serv, sizeof(serv),
+                      NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+      ip = host;
+      port = std::atoi(serv);
+    }
+  }
+
+  Connection& c_;
+  const std::chrono::seconds read_timeout_, write_timeout_;
+  size_t consumed_ = 0;  // bytes of this request read so far
+  bool limited_ = false, over_budget_ = false;
+  size_t body_start_ = 0, budget_ = 0;
+  std::chrono::steady_clock::time_point deadline_;
+};
+
+// A handler's name for the request it serves (NameRoute), for metrics.
+thread_local std::string tl_route_name;
+
+// The request a worker is serving, for the hooks httplib calls without it.
+thread_local ConnectionStream* tl_stream = nullptr;
+// Set when the answer must end the connection (a body left unread).
+thread_local bool tl_close = false;
+// Set when the request got as far as routing: one that did not (a bad
+// request line, an unknown method) may have left a body on the connection.
+thread_local bool tl_routed = false;
+
+constexpr auto kReadTimeout = std::chrono::seconds(60);
+constexpr auto kWriteTimeout = std::chrono::seconds(60);
+// A buffered body (at most max_body_bytes) must arrive within this.
+constexpr auto kBodyTimeout = std::chrono::seconds(60);
+constexpr int kMaxRequestsPerConnection = 1000;
+
+}  // namespace
+
+class HttpServer::Server : public httplib::Server {
+ public:
+  void set_gate(ConnectionGate* gate) { gate_ = gate; }
+
+  // One request of `c`, whose head the gate has buffered.
+  bool ServeOne(Connection& c) {
+    ConnectionStream stream(c, kReadTimeout, kWriteTimeout);
+    tl_stream = &stream;
+    tl_close = false;
+    tl_routed = false;
+    bool last = gate_->stopping() || c.requests + 1 >= kMaxRequestsPerConnection;
+    bool closed = false;
+    bool ok = process_request(stream, last, closed, nullptr);
+    tl_stream = nullptr;
+    // A request httplib refused before routing (a bad request line, an
+    // unknown method) may have a body we cannot frame: nothing after it on
+    // this connection can be trusted to be a request of its own.
+    return ok && !closed && !last && !tl_close && tl_routed;
+  }
+
+ private:
+  // Called for every accepted socket (on the accept thread, see InlineQueue):
+  // the gate takes it from here.
+  bool process_and_close_socket(socket_t sock) override {
+    gate_->Add(sock);
+    return true;
+  }
+
+  ConnectionGate* gate_ = nullptr;
+};
+
+namespace {
+
+// httplib hands each accepted socket to a task queue; ours passes it on to the
+// gate at once, on the accept thread, so no worker waits for a slow client.
+class InlineQueue : public httplib::TaskQueue {
+ public:
+  explicit InlineQueue(ConnectionGate* gate) : gate_(gate) {}
+  void enqueue(std::function<void()> fn) override { fn(); }
+  void shutdown() override { gate_->Shutdown(); }
+
+ private:
+  ConnectionGate* gate_;
+};
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+bool IsLoopbackHost(std::string_view host) {
+  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+  if (host.size() > 10 && host.substr(host.size() - 10) == ".localhost") return true;
+  in_addr a{};
+  std::string h(host);
+  return ::inet_pton(AF_INET, h.c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+// The host of a Host header value: "name", "name:port", "[v6]:port".
+std::string_view HostOf(std::string_view value) {
+  if (!value.empty() && value.front() == '[') {
+    auto close = value.find(']');
+    return close == std::string_view::npos ? value : value.substr(0, close + 1);
+  }
+  auto colon = value.rfind(':');
+  return colon == std::string_view::npos ? value : value.substr(0, colon);
+}
+
+}  // namespace
+
+std::function<bool(std::string_view)> HostRule(const std::string& listen_host, const std::vector<std::string>& domains,
+                                               const std::vector<std::string>& allowed) {
+  std::string listen = Lower(listen_host);
+  bool wildcard_listen = listen.empty() || listen == "0.0.0.0" || listen == "::" || listen == "[::]";
+  if (allowed.empty() && !wildcard_listen && !IsLoopbackHost(listen)) {
+    // A named non-loopback address: that name, loopback and the domains.
+  } else if (allowed.empty() && wildcard_listen) {
+    return nullptr;  // reachable under any name; [server] allowed_hosts closes it
+  }
+  std::vector<std::string> domain_list, allowed_list;
+  for (const auto& d : domains) domain_list.push_back(Lower(d));
+  for (const auto& a : allowed) allowed_list.push_back(Lower(a));
+  return [listen, domain_list, allowed_list](std::string_view host_in) {
+    std::string host = Lower(host_in);
+    if (host.size() > 1 && host.back() == '.') host.pop_back();  // "localhost." names the same host
+    if (IsLoopbackHost(host) || host == listen || "[" + listen + "]" == host) return true;
+    for (const auto& d : domain_list) {
+      if (host == d || (host.size() > d.size() + 1 && host.ends_with("." + d))) return true;
+    }
+    for (const auto& a : allowed_list) {
+      if (a == "*" || WildcardMatch(a, host)) return true;
+    }
+    return false;
+  };
+}
+
+HttpServer::HttpServer(MetricsRegistry* metrics, HttpLimits limits)
+    : metrics_(metrics), limits_(std::move(limits)), server_(std::make_unique<Server>()) {
+  httplib::Server& server = *server_;
+
+  server.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (tl_stream && tl_stream->over_budget()) {
+      tl_close = true;
+      res.status = 413;
+      res.body.clear();
+      res.set_header("Connection", "close");
+      ReplyError(res, 413,
+                 fmt::format("the request body is larger than the limit of {} bytes ([server] max_body_bytes)",
+                             limits_.max_body_bytes));
+    }
+    if (res.body.empty()) {
+      std::string what = res.status == 404 ? fmt::format("no route for {} {}", req.method, req.path)
+                                           : fmt::format("HTTP {}", res.status);
+      // JSON only where an API lives; elsewhere plain text, which lakeFS
+      // clients take as "this is not the API endpoint".
+      if (req.path.rfind("/api/v1/", 0) == 0 || (req.path.rfind("/api/v1", 0) == 0 && req.path.size() == 7)) {
+        ReplyError(res, res.status, what);
+      } else {
+        res.set_content(what + "\n", "text/plain");
+      }
+    }
+    Observe(req.method, "unmatched", res.status, 0);
+  });
+  server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    ReplyError(res, 500, "internal error: " + what);
+  });
+  // Streamed responses are many small writes: without this, Nagle and delayed
+  // ACKs add ~40 ms to every scan (the gate sets it on each connection too).
+  server.set_tcp_nodelay(true);
+  // Body limits are ours (CheckLimits and the stream's budget): uploads stream any size.
+  server.set_payload_max_length(std::numeric_limits<size_t>::max());
+  // Answers that must end their connection (a body left unread on the socket).
+  server.set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
+    if (res.get_header_value("Connection") == "close") tl_close = true;
+  });
+  server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    tl_routed = true;
+    bool pass = true;
+    try {
+      pass = CheckLimits(req, res) && (!guard_ || guard_(req, res));
+    } catch (const std::exception& e) {
+      ReplyError(res, 500, std::string("internal error: ") + e.what());
+      pass = false;
+    }
+    if (pass) return httplib::Server::HandlerResponse::Unhandled;
+    Observe(req.method, "guard", res.status, 0);
+    LogRequest(req, res, 0);
+    res.set_header("Connection", "close");  // a body we did not read must not be parsed as a request
+    tl_close = true;
+    return httplib::Server::HandlerResponse::Handled;
+  });
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+void HttpServer::Observe(const std::string& method, const std::string& route, int status, double seconds) {
+  metrics_
+      ->Counter("http_requests_total", "HTTP requests served, by method, route and status code.",
+                {"method", "route", "code"})
+      .With({method, route, std::to_string(status)})
+      .Add();
+  if (route != "unmatched") {
+    metrics_
+        ->Histogram("http_request_duration_seconds", "HTTP request duration, by method and route.", {"method", "route"})
+        .With({method, route})
+        .Observe(seconds);
+  }
+}
+
+void HttpServer::NameRoute(std::string label) { tl_route_name = std::move(label); }
+
+void HttpServer::Instrumented(const std::string& route_label, const httplib::Request& req, httplib::Response& res,
+                              const std::function<void()>& fn) {
+  auto start = std::chrono::steady_clock::now();
+  tl_route_name.clear();
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    ReplyError(res, 500, std::string("internal error: ") + e.what());
+    spdlog::error("{} {}: uncaught exception: {}", req.method, req.path, e.what());
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string& route = tl_route_name.empty() ? route_label : tl_route_name;
+  Observe(req.method, route, res.status, secs);  // HEAD is served by GET routes
+  LogRequest(req, res, secs);
+}
+
+void HttpServer::Handle(const std::string& method, const std::string& pattern, const std::string& route,
+                        Handler handler) {
+  auto wrapped = [this, method, route, handler = std::move(handler)](const httplib::Request& req,
+                                                                     httplib::Response& res) {
+    Instrumented(route, req, res, [&] { handler(req, res); });
+  };
+  if (method == "GET") {
+    server_->Get(pattern, wrapped);
+  } else if (method == "POST") {
+    server_->Post(pattern, wrapped);
+  } else if (method == "PUT") {
+    server_->Put(pattern, wrapped);
+  } else if (method == "DELETE") {
+    server_->Delete(pattern, wrapped);
+  } else if (method == "PATCH") {
+    server_->Patch(pattern, wrapped);
+  } else if (method == "HEAD") {
+    // httplib answers HEAD from GET routes.
+  }
+}
+
+void HttpServer::SetGuard(std::function<bool(const httplib::Request&, httplib::Response&)> guard) {
+  guard_ = std::move(guard);
+}
+
+bool HttpServer::IsStreamRoute(const httplib::Request& req) const {
+  for (const auto& [method, pattern] : stream_routes_) {
+    if (method == req.method && std::regex_match(req.path, pattern)) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// RFC 9110 5.6.2: a field name is a token.
+bool IsToken(std::string_view s) {
+  static constexpr std::string_view kSpecials = "!#$%&'*+-.^_`|~";
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || kSpecials.find(c) != std::string_view::npos;
+  });
+}
+
+// Where this request ends must be beyond doubt, or a proxy in front and this
+// server could disagree and the rest run as a request the proxy never saw
+// (request smuggling). "" if it is; else what is wrong.
+std::string AmbiguousFraming(const httplib::Request& req) {
+  for (const auto& [name, value] : req.headers) {
+    if (name == "REMOTE_ADDR" || name == "REMOTE_PORT" || name == "LOCAL_ADDR" || name == "LOCAL_PORT") continue;
+    if (!IsToken(name)) return fmt::format("header name \"{}\" is not a token", name);
+  }
+  if (req.get_header_value_count("Content-Length") > 1) return "more than one Content-Length";
+  if (req.has_header("Transfer-Encoding")) {
+    if (req.get_header_value_count("Transfer-Encoding") > 1 ||
+        Lower(req.get_header_value("Transfer-Encoding")) != "chunked") {
+      return fmt::format("Transfer-Encoding \"{}\" (only chunked is understood)",
+                         req.get_header_value("Transfer-Encoding"));
+    }
+    if (req.has_header("Content-Length")) return "both Content-Length and Transfer-Encoding";
+  }
+  return "";
+}
+
+}  // namespace
+
+bool HttpServer::CheckLimits(const httplib::Request& req, httplib::Response& res) {
+  if (std::string wrong = AmbiguousFraming(req); !wrong.empty()) {
+    ReplyError(res, 400, "the request's framing is ambiguous: " + wrong);
+    return false;  // and the connection is closed
+  }
+  if (limits_.host_allowed && req.has_header("Host")) {
+    std::string host = req.get_header_value("Host");
+    if (!limits_.host_allowed(HostOf(host))) {
+      ReplyError(res, 421,
+                 fmt::format("this server does not answer for host \"{}\": add it to [server] allowed_hosts", host));
+      return false;
+    }
+  }
+  bool chunked = req.has_header("Transfer-Encoding");
+  uint64_t length = 0;
+  if (req.has_header("Content-Length")) {
+    std::string v = req.get_header_value("Content-Length");
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), length);
+    if (ec != std::errc() || end != v.data() + v.size() || v.empty()) {
+      ReplyError(res, 400, fmt::format("Content-Length \"{}\" is not a number of bytes", v));
+      return false;
+    }
+  }
+  if (!chunked && length == 0) return true;
+  if (req.method != "POST" && req.method != "PUT" && req.method != "PATCH" && req.method != "DELETE") {
+    tl_close = true;  // httplib does not read a GET's body: it must not be taken for the next request
+    return true;
+  }
+  if (IsStreamRoute(req)) return true;  // uploads stream, whatever their size
+  if (length > limits_.max_body_bytes) {
+    ReplyError(res, 413,
+               fmt::format("the request body ({} bytes) is larger than the limit of {} bytes ([server] max_body_bytes)",
+                           length, limits_.max_body_bytes));
+    return false;
+  }
+  // A chunked body's size shows only as it arrives: cut it off past the limit
+  // (plus room for its chunk framing).
+  if (tl_stream) {
+    size_t budget = chunked ? limits_.max_body_bytes + limits_.max_body_bytes / 8 + 4096 : length;
+    tl_stream->LimitBody(budget, std::chrono::steady_clock::now() + kBodyTimeout);
+  }
+  return true;
+}
+
+void HttpServer::HandleStream(const std::string& method, const std::string& pattern, const std::string& route,
+                              ReaderHandler handler) {
+  stream_routes_.emplace_back(method, std::regex(pattern));
+  auto wrapped = [this, method, route, handler = std::move(handler)](
+                     const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+    bool body_read = false;
+    httplib::ContentReader tracked(
+        [&](httplib::ContentReceiver receiver) {
+          body_read = true;
+          return reader(std::move(receiver));
+        },
+        [&](httplib::MultipartContentHeader header, httplib::ContentReceiver receiver) {
+          body_read = true;
+          return reader(std::move(header), std::move(receiver));
+        });
+    Instrumented(route, req, res, [&] { handler(req, res, tracked); });
+    // A handler that answered without reading the body (e.g. 404 before an
+    // upload) leaves it on the socket: close the connection rather than
+    // parse it as the next request.
+    if (!body_read) {
+      res.set_header("Connection", "close");
+      tl_close = true;
+    }
+  };
+  if (method == "POST") {
+    server_->Post(pattern, wrapped);
+  } else if (method == "PUT") {
+    server_->Put(pattern, wrapped);
+  } else if (method == "PATCH") {
+    server_->Patch(pattern, wrapped);
+  }
+}
+
+Status HttpServer::Bind(const std::string& host, int port) {
+  server_->set_socket_options([](socket_t fd) { ListenerSocketOptions(fd); });
+  ARROW_RETURN_NOT_OK(ProbeBind(host, port));
+  if (port == 0) {
+    int p = server_->bind_to_any_port(host);
+    if (p <= 0) return Unavailable(fmt::format("cannot listen on {}:0", host));
+    port_ = p;
+  } else {
+    if (!server_->bind_to_port(host, port)) {
+      return Unavailable(fmt::format("cannot listen on {}:{} (address in use or not permitted)", host, port));
+    }
+    port_ = port;
+  }
+  return Status::OK();
+}
+
+void HttpServer::Start() {
+  ConnectionGate::Options options;
+  options.header_timeout = limits_.header_timeout;
+  options.workers = std::max(16u, std::thread::hardware_concurrency() * 4);
+  gate_ = std::make_unique<ConnectionGate>(options, [this](Connection& c) { return server_->ServeOne(c); });
+  server_->set_gate(gate_.get());
+  ConnectionGate* gate = gate_.get();
+  server_->new_task_queue = [gate] { return new InlineQueue(gate); };
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  thread_ = std::thread([this, done] {
+    if (!server_->listen_after_bind()) spdlog::debug("http server stopped listening");
+    *done = true;
+  });
+  // Stop() is only reliable once the accept loop runs.
+  while (!server_->is_running() && !*done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+void HttpServer::Stop() {
+  if (server_->is_running() || thread_.joinable()) server_->stop();
+  if (thread_.joinable()) thread_.join();
+  if (gate_) gate_->Shutdown();  // also when the accept loop never ran
+}
+
+}  // namespace sediment::server

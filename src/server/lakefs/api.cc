@@ -1,0 +1,176 @@
+// The lakeFS API's route table and how each kind of route is served. The
+// handlers live in lakefs/*_api.cc, one file per resource family.
+#include "server/lakefs/api.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <variant>
+#include <vector>
+
+#include "auth/auth.h"
+#include "server/http/errors.h"
+#include "server/http/http_server.h"
+#include "server/http/principal.h"
+#include "server/lakefs/api_internal.h"
+
+namespace sediment::server {
+namespace {
+
+using namespace lakefs;  // NOLINT(build/namespaces): the handlers named in the table
+
+// Runs with the caller's user id; an unauthenticated request gets 401 (and no
+// Basic challenge: a browser must never be led to cache credentials for us).
+using AuthedHandler = Status (*)(const Context&, const Req&, Res&, const std::string& me);
+// Runs before anyone can log in (setup).
+using PublicHandler = Status (*)(const Context&, const Req&, Res&);
+// Authenticated, reads its request body as a stream.
+using UploadHandler = Status (*)(const Context&, const Req&, Res&, const httplib::ContentReader&,
+                                 const std::string& me);
+
+struct Route {
+  const char* method;
+  std::string pattern;  // an httplib regex; also the route's label in metrics and logs
+  std::variant<AuthedHandler, PublicHandler, UploadHandler> handler;
+};
+
+// Every lakeFS route. Paths follow lakeFS's OpenAPI spec.
+std::vector<Route> Routes() {
+  const std::string repo = kRepo;
+  const std::string branches = repo + "/branches", branch = branches + "/([^/]+)";
+  const std::string ref = repo + "/refs/([^/]+)";
+  const std::string tags = repo + "/tags", tag = tags + "/([^/]+)";
+  const std::string users = "/api/v1/auth/users", user = users + "/([^/]+)";
+  const std::string policies = "/api/v1/auth/policies";
+  // clang-format off
+  return {
+      // Setup, configuration, users, credentials, policies (lakefs/auth_api.cc)
+      {"GET",    "/api/v1/setup_lakefs",          GetSetupState},
+      {"POST",   "/api/v1/setup_lakefs",          SetupLakeFs},
+      {"POST",   "/api/v1/auth/login",            Login},
+      {"POST",   "/api/v1/auth/logout",           Logout},
+      {"GET",    "/api/v1/config",                GetConfig},
+      {"GET",    "/api/v1/config/storage",        GetStorageConfig},
+      {"GET",    "/api/v1/usage-report/summary",  GetUsageReportSummary},
+      {"GET",    "/api/v1/auth/groups(/.*)?",     NotImplementedCall},
+      {"POST",   "/api/v1/auth/groups(/.*)?",     NotImplementedCall},
+      {"PUT",    "/api/v1/auth/groups(/.*)?",     NotImplementedCall},
+      {"DELETE", "/api/v1/auth/groups(/.*)?",     NotImplementedCall},
+      {"GET",    user + "/groups",                NotImplementedCall},
+      {"GET",    "/api/v1/user",                  GetCurrentUser},
+      {"GET",    users,                           ListUsers},
+      {"POST",   users,                           CreateUser},
+      {"GET",    user,                            GetUser},
+      {"DELETE", user,                            DeleteUser},
+      {"POST",   user + "/credentials",           CreateCredentials},
+      {"GET",    user + "/credentials",           ListCredentials},
+      {"DELETE", user + "/credentials/([^/]+)",   DeleteCredentials},
+      {"POST",   policies,                        CreatePolicy},
+      {"GET",    policies,                        ListPolicies},
+      {"GET",    policies + "/([^/]+)",           GetPolicy},
+      {"DELETE", policies + "/([^/]+)",           DeletePolicy},
+      {"GET",    user + "/policies",              ListUserPolicies},
+      {"PUT",    user + "/policies/([^/]+)",      AttachPolicy},
+      {"DELETE", user + "/policies/([^/]+)",      DetachPolicy},
+      // Repositories (lakefs/repositories_api.cc)
+      {"GET",    "/api/v1/repositories",          ListRepositories},
+      {"POST",   "/api/v1/repositories",          CreateRepository},
+      {"GET",    repo,                            GetRepository},
+      {"DELETE", repo,                            DeleteRepository},
+      {"POST",   repo + "/gc",                    CollectGarbage},
+      {"GET",    repo + "/settings/branch_protection", GetBranchProtection},
+      {"PUT",    repo + "/settings/branch_protection", SetBranchProtection},
+      // Branches (lakefs/branches_api.cc; revert and cherry-pick in lakefs/commits_api.cc)
+      {"GET",    branches,                        ListBranches},
+      {"POST",   branches,                        CreateBranch},
+      {"GET",    branch,                          GetBranch},
+      {"DELETE", branch,                          DeleteBranch},
+      {"PUT",    branch,                          ResetBranch},
+      {"PUT",    branch + "/hard_reset",          HardResetBranch},
+      {"POST",   branch + "/revert",              RevertBranch},
+      {"POST",   branch + "/cherry-pick",         CherryPick},
+      {"POST",   branch + "/compact",             CompactBranch},
+      {"GET",    branch + "/compact",             GetCompaction},
+      {"GET",    branch + "/diff",                DiffBranch},
+      // Objects (lakefs/objects_api.cc)
+      {"POST",   branch + "/objects",             UploadObject},
+      {"DELETE", branch + "/objects",             DeleteObject},
+      {"POST",   branch + "/objects/delete",      DeleteObjects},
+      {"POST",   branch + "/objects/copy",        CopyObject},
+      {"GET",    branch + "/staging/backing",     GetPhysicalAddress},
+      {"PUT",    branch + "/staging/backing",     LinkPhysicalAddress},
+      {"GET",    ref + "/objects",                GetObject},
+      {"GET",    ref + "/objects/stat",           StatObject},
+      {"GET",    ref + "/objects/ls",             ListObjects},
+      // Commits, log, diff, merge (lakefs/commits_api.cc)
+      {"POST",   branch + "/commits",             Commit},
+      {"GET",    repo + "/commits/([^/]+)",       GetCommit},
+      {"GET",    ref + "/commits",                LogCommits},
+      {"GET",    ref + "/diff/([^/]+)",           DiffRefs},
+      {"POST",   ref + "/merge/([^/]+)",          Merge},
+      // Tags (lakefs/tags_api.cc)
+      {"GET",    tags,                            ListTags},
+      {"POST",   tags,                            CreateTag},
+      {"GET",    tag,                             GetTag},
+      {"DELETE", tag,                             DeleteTag},
+  };
+  // clang-format on
+}
+
+// A body of these routes is JSON, and says so: a cross-site form can send
+// only text/plain, x-www-form-urlencoded or multipart bodies, so a browser
+// cannot be made to send one of these writes (415 otherwise).
+bool RefuseNonJsonBody(const Req& req, Res& res) {
+  if (req.body.empty()) return false;
+  std::string type = req.get_header_value("Content-Type");
+  std::string media = type.substr(0, type.find(';'));
+  media.erase(media.find_last_not_of(" \t") + 1);
+  std::transform(media.begin(), media.end(), media.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (media == "application/json") return false;
+  ReplyError(res, 415,
+             fmt::format("the request body must be JSON sent as Content-Type: application/json (got \"{}\")", type));
+  return true;
+}
+
+// Serves `route` with its handler; a failed Status becomes the error reply.
+// Every registered callback holds `ctx`, so it lives as long as the routes.
+void Register(HttpServer* http, const std::shared_ptr<const Context>& ctx, const Route& route) {
+  const std::string& pattern = route.pattern;
+  if (auto* fn = std::get_if<AuthedHandler>(&route.handler)) {
+    http->Handle(route.method, pattern, pattern, [ctx, fn = *fn](const Req& req, Res& res) {
+      auto user = ctx->auth->Authenticate(AuthorizationOf(req));
+      // lakeFS's words for any failed authentication (lakectl doctor reads them).
+      if (!user.ok()) {
+        ReplyError(res, IsUnauthorized(user.status()) ? Unauthorized("error authenticating request") : user.status());
+        return;
+      }
+      if (RefuseNonJsonBody(req, res)) return;
+      Status st = fn(*ctx, req, res, *user);
+      if (!st.ok()) ReplyError(res, st);
+    });
+  } else if (auto* fn = std::get_if<PublicHandler>(&route.handler)) {
+    http->Handle(route.method, pattern, pattern, [ctx, fn = *fn](const Req& req, Res& res) {
+      if (RefuseNonJsonBody(req, res)) return;
+      Status st = fn(*ctx, req, res);
+      if (!st.ok()) ReplyError(res, st);
+    });
+  } else if (auto* fn = std::get_if<UploadHandler>(&route.handler)) {
+    http->HandleStream(route.method, pattern, pattern,
+                       [ctx, fn = *fn](const Req& req, Res& res, const httplib::ContentReader& reader) {
+                         auto user = ctx->auth->Authenticate(AuthorizationOf(req));
+                         Status st = user.ok() ? fn(*ctx, req, res, reader, *user) : user.status();
+                         if (!st.ok()) ReplyError(res, st);
+                       });
+  }
+}
+
+}  // namespace
+
+void RegisterLakeFsApi(HttpServer* http, catalog::Catalog* catalog, catalog::StagingCompactor* compactor,
+                       catalog::CatalogCollector* collector, AuthService* auth, const std::string& blockstore_type) {
+  auto ctx = std::make_shared<const Context>(Context{catalog, compactor, collector, auth, blockstore_type});
+  for (const Route& route : Routes()) Register(http, ctx, route);
+}
+
+}  // namespace sediment::server

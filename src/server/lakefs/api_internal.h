@@ -1,0 +1,183 @@
+// Private to the lakeFS API (lakefs_*.cc): the context every handler runs
+// with, the handlers themselves (one per route, listed in the route table in
+// lakefs/api.cc), and the helpers they share: ARNs, JSON shapes of the lakeFS
+// OpenAPI spec, query and body parsing, replies.
+//
+// A handler returns a Status; the route wrapper turns a failure into the
+// error reply (errors.h), so handlers only write successful responses.
+#pragma once
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "catalog/catalog.h"
+
+namespace sediment::catalog {
+class StagingCompactor;
+}  // namespace sediment::catalog
+
+namespace sediment::auth {
+class AuthService;
+}  // namespace sediment::auth
+
+namespace sediment::server {
+using auth::AuthService;
+}  // namespace sediment::server
+
+namespace sediment::server::lakefs {
+
+using nlohmann::json;
+
+// What handlers share. Lives as long as the server's routes.
+}  // namespace sediment::server::lakefs
+namespace sediment::catalog {
+class CatalogCollector;
+}  // namespace sediment::catalog
+namespace sediment::server::lakefs {
+
+struct Context {
+  catalog::Catalog* cat;
+  catalog::StagingCompactor* compactor;
+  catalog::CatalogCollector* collector;
+  AuthService* auth;
+  std::string blockstore_type;  // "s3" or "local", as GET /config reports it
+
+  // Forbidden unless `user` may do `action` on `resource`.
+  Status Allow(const std::string& user, const std::string& action, const std::string& resource) const;
+};
+
+// --- patterns, ARNs ----------------------------------------------------------
+
+inline constexpr const char* kRepo = R"(/api/v1/repositories/([^/]+))";
+
+std::string RepoArn(const std::string& repo);
+std::string BranchArn(const std::string& repo, const std::string& branch);
+std::string ObjectArn(const std::string& repo, const std::string& path);
+std::string TagArn(const std::string& repo, const std::string& tag);
+std::string UserArn(const std::string& user);
+std::string PolicyArn(const std::string& policy);
+
+// --- JSON shapes and replies ------------------------------------------------
+
+json RepoJson(const catalog::Repository& r);
+json CommitJson(const catalog::Commit& c);
+json DiffJson(const catalog::DiffItem& d);
+json Pagination(bool has_more, const std::string& next, size_t results, int64_t max_per_page);
+
+void ReplyJson(httplib::Response& res, int status, const json& body);
+// A lakeFS list response: {"pagination": {...}, "results": [...]}.
+void ReplyPage(httplib::Response& res, json results, bool has_more, const std::string& next, int64_t max_per_page);
+
+// --- request parsing --------------------------------------------------------
+
+std::string Param(const httplib::Request& req, const char* name, const std::string& def = "");
+Result<bool> BoolParam(const httplib::Request& req, const char* name);
+// ?amount=: 100 when absent or <= 0, at most 1000.
+Result<int64_t> AmountParam(const httplib::Request& req);
+// ?prefix=&after=&delimiter=&amount=
+Result<catalog::ListOptions> ListParams(const httplib::Request& req);
+// The JSON object in the body; an empty body is {} when `optional`.
+Result<json> Body(const httplib::Request& req, bool optional = false);
+
+// A typed field of a JSON body, with a message naming it when it is wrong.
+template <typename T>
+Result<T> Field(const json& j, const char* name, std::optional<T> def = std::nullopt) {
+  auto it = j.find(name);
+  if (it == j.end() || it->is_null()) {
+    if (def) return *def;
+    return InvalidArgument(fmt::format("missing required field \"{}\"", name));
+  }
+  try {
+    return it->get<T>();
+  } catch (const std::exception&) {
+    return InvalidArgument(fmt::format("field \"{}\" has the wrong type", name));
+  }
+}
+
+// --- handlers ---------------------------------------------------------------
+//
+// An authenticated handler runs with the caller's user id `me`; a public one
+// (setup) runs before anyone can log in; the upload reads its body as a stream.
+
+using Req = httplib::Request;
+using Res = httplib::Response;
+
+// lakefs/auth_api.cc: setup, config, users, credentials, policies.
+Status GetSetupState(const Context& ctx, const Req& req, Res& res);
+Status SetupLakeFs(const Context& ctx, const Req& req, Res& res);
+Status Login(const Context& ctx, const Req& req, Res& res);
+Status Logout(const Context& ctx, const Req& req, Res& res);
+Status GetConfig(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetStorageConfig(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetUsageReportSummary(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status NotImplementedCall(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetCurrentUser(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status ListUsers(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status CreateUser(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetUser(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status DeleteUser(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status CreateCredentials(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status ListCredentials(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status DeleteCredentials(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status CreatePolicy(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status ListPolicies(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status DeletePolicy(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status ListUserPolicies(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status AttachPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status DetachPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me);
+
+// lakefs/repositories_api.cc
+Status ListRepositories(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status CreateRepository(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetRepository(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status DeleteRepository(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetBranchProtection(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status SetBranchProtection(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status CollectGarbage(const Context& ctx, const Req& req, Res& res, const std::string& me);
+
+// lakefs/branches_api.cc
+Status ListBranches(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status CreateBranch(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetBranch(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status DeleteBranch(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status ResetBranch(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status HardResetBranch(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status CompactBranch(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetCompaction(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status DiffBranch(const Context& ctx, const Req& req, Res& res, const std::string& me);
+
+// lakefs/objects_api.cc
+Status UploadObject(const Context& ctx, const Req& req, Res& res, const httplib::ContentReader& reader,
+                    const std::string& me);
+Status DeleteObject(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status DeleteObjects(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetObject(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status CopyObject(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetPhysicalAddress(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status LinkPhysicalAddress(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status StatObject(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status ListObjects(const Context& ctx, const Req& req, Res& res, const std::string& me);
+
+// lakefs/commits_api.cc: commits, log, diff, merge, revert, cherry-pick.
+Status RevertBranch(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status CherryPick(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status Commit(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetCommit(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status LogCommits(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status DiffRefs(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status Merge(const Context& ctx, const Req& req, Res& res, const std::string& me);
+
+// lakefs/tags_api.cc
+Status ListTags(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status CreateTag(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetTag(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status DeleteTag(const Context& ctx, const Req& req, Res& res, const std::string& me);
+
+}  // namespace sediment::server::lakefs

@@ -1,0 +1,496 @@
+// lakeFS API handlers for objects: streamed upload, delete (one or many),
+// download, stat and listing.
+#include <arrow/buffer.h>
+#include <arrow/io/interfaces.h>
+#include <fmt/format.h>
+
+#include <ctime>
+
+#include "base/crypto.h"
+#include "base/failpoint.h"
+#include "blob/blob.h"
+#include "server/http/byte_range.h"
+#include "server/http/errors.h"
+#include "server/lakefs/api_internal.h"
+
+namespace sediment::server::lakefs {
+namespace {
+
+using catalog::Catalog;
+
+constexpr int64_t kMaxDeletePaths = 1000;
+
+std::string PhysicalAddress(const catalog::Repository& repo, const std::string& address) {
+  if (address.find("://") != std::string::npos) return address;
+  std::string ns = repo.storage_namespace;
+  if (ns.find("://") == std::string::npos) ns = "local://" + ns;
+  return ns + "/" + address;
+}
+
+json ObjectJson(const catalog::Repository& repo, const std::string& path, const catalog::Entry& e) {
+  return {
+      {"path", path},           {"path_type", "object"},         {"physical_address", PhysicalAddress(repo, e.address)},
+      {"checksum", e.checksum}, {"size_bytes", e.size},          {"mtime", e.mtime},
+      {"metadata", e.metadata}, {"content_type", e.content_type}};
+}
+
+// Appends `s` as a JSON string. Fast path for the common case; strings with
+// non-ASCII bytes go through nlohmann (which replaces invalid UTF-8).
+void AppendJsonString(std::string* out, std::string_view s) {
+  for (unsigned char c : s) {
+    if (c >= 0x80) {
+      *out += json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
+      return;
+    }
+  }
+  out->push_back('"');
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
+      case '\r':
+        *out += "\\r";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          *out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        } else {
+          out->push_back(c);
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+// An ObjectStatsList written directly: listing pages of 1,000 entries are the
+// hottest responses, and building a json tree for each entry tripled their cost.
+std::string ObjectListBody(const catalog::Repository& repo, const catalog::Page<catalog::ListItem>& page,
+                           int64_t amount) {
+  std::string out;
+  out.reserve(64 + page.items.size() * 320);
+  std::string next = page.items.empty() ? "" : page.items.back().path;
+  out +=
+      R"({"pagination":)" +
+      Pagination(page.has_more, next, page.items.size(), amount).dump(-1, ' ', false, json::error_handler_t::replace);
+  out += R"(,"results":[)";
+  bool first = true;
+  for (const auto& item : page.items) {
+    if (!first) out.push_back(',');
+    first = false;
+    out += R"({"path":)";
+    AppendJsonString(&out, item.path);
+    if (item.common_prefix) {
+      out += R"(,"path_type":"common_prefix","physical_address":"","checksum":"","mtime":0})";
+      continue;
+    }
+    const catalog::Entry& e = item.entry;
+    out += R"(,"path_type":"object","physical_address":)";
+    AppendJsonString(&out, PhysicalAddress(repo, e.address));
+    out += R"(,"checksum":)";
+    AppendJsonString(&out, e.checksum);
+    out += fmt::format(R"(,"size_bytes":{},"mtime":{},"content_type":)", e.size, e.mtime);
+    AppendJsonString(&out, e.content_type);
+    out += R"(,"metadata":{)";
+    bool first_meta = true;
+    for (const auto& [k, v] : e.metadata) {
+      if (!first_meta) out.push_back(',');
+      first_meta = false;
+      AppendJsonString(&out, k);
+      out.push_back(':');
+      AppendJsonString(&out, v);
+    }
+    out += "}}";
+  }
+  out += "]}";
+  return out;
+}
+
+std::string HttpDate(int64_t unix_seconds) {
+  std::time_t t = unix_seconds;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  return buf;
+}
+
+std::map<std::string, std::string> UserMetadata(const httplib::Request& req) {
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : req.headers) {
+    std::string lower = k;
+    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower.rfind("x-lakefs-meta-", 0) == 0) out[lower.substr(14)] = v;
+    // lakectl's own attributes (client mtime, symlink target, POSIX
+    // permissions), kept under lakeFS's reserved prefix.
+    if (lower.rfind("x-lakefs-internal-", 0) == 0) out["::lakefs::" + lower.substr(18)] = v;
+  }
+  return out;
+}
+
+// Streams the upload's content into `out`: the part named "content" of a
+// multipart form, or else the whole body. Sets e's size, checksum and (from
+// the part or the request) content type. A body that ends early or has no
+// content part aborts `out`, so nothing is published.
+Status ReceiveContent(const Req& req, const httplib::ContentReader& reader, arrow::io::OutputStream* out,
+                      catalog::Entry* e) {
+  Digest md5(DigestKind::kMd5);
+  Status write_st;
+  auto receive = [&](const char* data, size_t n) {
+    write_st = out->Write(data, static_cast<int64_t>(n));
+    md5.Update(data, n);
+    e->size += static_cast<int64_t>(n);
+    return write_st.ok();
+  };
+  bool complete;
+  if (req.is_multipart_form_data()) {
+    bool in_content = false, seen = false;
+    complete = reader(
+        [&](const httplib::MultipartFormData& part) {
+          in_content = part.name == "content" && !seen;
+          if (in_content) {
+            seen = true;
+            if (!part.content_type.empty()) e->content_type = part.content_type;
+          }
+          return true;
+        },
+        [&](const char* data, size_t n) { return in_content ? receive(data, n) : true; });
+    if (complete && !seen) {
+      (void)out->Abort();
+      return InvalidArgument("multipart upload has no part named \"content\"");
+    }
+  } else {
+    std::string ct = req.get_header_value("Content-Type");
+    if (!ct.empty()) e->content_type = ct;
+    complete = reader(receive);
+  }
+  ARROW_RETURN_NOT_OK(write_st);
+  if (!complete) {
+    (void)out->Abort();  // nothing is published; no entry is written
+    return InvalidArgument("upload body ended early; nothing was stored");
+  }
+  e->checksum = md5.FinalHex();
+  return Status::OK();
+}
+
+}  // namespace
+
+Status UploadObject(const Context& ctx, const Req& req, Res& res, const httplib::ContentReader& reader,
+                    const std::string& me) {
+  std::string repo_id = req.matches[1], branch = req.matches[2];
+  if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
+  std::string path = req.get_param_value("path");
+  ARROW_RETURN_NOT_OK(Catalog::ValidatePath(path));
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:WriteObject", ObjectArn(repo_id, path)));
+  std::string if_none_match = req.get_header_value("If-None-Match");
+  if (!if_none_match.empty() && if_none_match != "*") {
+    return InvalidArgument("If-None-Match supports only \"*\"");
+  }
+  ARROW_ASSIGN_OR_RAISE(bool force, BoolParam(req, "force"));
+  ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
+  if (repo.read_only && !force) return Forbidden(fmt::format("repository \"{}\" is read-only", repo_id));
+  ARROW_RETURN_NOT_OK(ctx.cat->GetBranch(repo_id, branch).status());
+  ARROW_ASSIGN_OR_RAISE(auto ns, ctx.cat->RepositoryNamespace(repo));
+
+  catalog::Entry e;
+  e.address = catalog::NewDataAddress(std::time(nullptr));
+  e.content_type = "application/octet-stream";
+  ARROW_ASSIGN_OR_RAISE(auto out, ns->OpenWriter(e.address));
+  ARROW_RETURN_NOT_OK(ReceiveContent(req, reader, out.get(), &e));
+  ARROW_RETURN_NOT_OK(out->Close());
+  e.mtime = std::time(nullptr);
+  e.metadata = UserMetadata(req);
+  SEDIMENT_FAILPOINT("catalog.upload.after_data");
+  Status put = ctx.cat->PutEntry(repo, branch, path, e, if_none_match == "*", force);
+  if (!put.ok()) {
+    // Only an answer that proves nothing was staged frees the data; after any
+    // other error the entry may have landed, and catalog GC takes the data
+    // once nothing references it.
+    if (IsPreconditionFailed(put) || IsForbidden(put) || IsInvalidArgument(put) || IsNotFound(put)) {
+      (void)ns->Delete(e.address);
+    }
+    return put;
+  }
+  ReplyJson(res, 201, ObjectJson(repo, path, e));
+  return Status::OK();
+}
+
+Status DeleteObject(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo = req.matches[1], branch = req.matches[2];
+  if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
+  std::string path = req.get_param_value("path");
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:DeleteObject", ObjectArn(repo, path)));
+  ARROW_ASSIGN_OR_RAISE(bool force, BoolParam(req, "force"));
+  // Deleting what is not there succeeds, as in lakeFS (and S3).
+  ARROW_RETURN_NOT_OK(ctx.cat->DeleteEntries(repo, branch, {path}, force).status());
+  res.status = 204;
+  return Status::OK();
+}
+
+// Deletes the paths the caller may delete; the others are reported one by one.
+Status DeleteObjects(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo = req.matches[1], branch = req.matches[2];
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
+  ARROW_ASSIGN_OR_RAISE(auto paths, Field<std::vector<std::string>>(body, "paths"));
+  if (static_cast<int64_t>(paths.size()) > kMaxDeletePaths) {
+    return InvalidArgument(fmt::format("at most {} paths per request, got {}", kMaxDeletePaths, paths.size()));
+  }
+  json errors = json::array();
+  std::vector<std::string> allowed;
+  for (const auto& p : paths) {
+    Status st = Catalog::ValidatePath(p);
+    if (st.ok()) st = ctx.Allow(me, "fs:DeleteObject", ObjectArn(repo, p));
+    if (st.ok()) {
+      allowed.push_back(p);
+    } else {
+      errors.push_back({{"status_code", HttpStatusFor(st)}, {"message", st.message()}, {"path", p}});
+    }
+  }
+  ARROW_ASSIGN_OR_RAISE(bool force, BoolParam(req, "force"));
+  Status st = ctx.cat->DeleteEntries(repo, branch, allowed, force).status();
+  if (IsForbidden(st)) {  // a protected branch or read-only repository: each path says so
+    for (const auto& p : allowed) errors.push_back({{"status_code", 403}, {"message", st.message()}, {"path", p}});
+  } else {
+    ARROW_RETURN_NOT_OK(st);
+  }
+  ReplyJson(res, 200, {{"errors", errors}});
+  return Status::OK();
+}
+
+namespace {
+
+// The object a GET or HEAD of .../refs/{ref}/objects?path= names, once the
+// caller may read it.
+struct ReadTarget {
+  catalog::Repository repo;
+  std::string path;
+  catalog::Entry entry;
+};
+
+// presign=true asks for a URL into the object store, which this server does
+// not hand out (GET /config/storage says pre_sign_support: false).
+Status RefusePresign(const Req& req) {
+  ARROW_ASSIGN_OR_RAISE(bool presign, BoolParam(req, "presign"));
+  if (presign) {
+    return InvalidArgument("presign=true: this server does not hand out presigned URLs (pre_sign_support is false)");
+  }
+  return Status::OK();
+}
+
+Result<ReadTarget> ReadableObject(const Context& ctx, const Req& req, const std::string& me) {
+  std::string repo_id = req.matches[1], refname = req.matches[2];
+  ARROW_RETURN_NOT_OK(RefusePresign(req));
+  if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
+  ReadTarget t;
+  t.path = req.get_param_value("path");
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadObject", ObjectArn(repo_id, t.path)));
+  ARROW_ASSIGN_OR_RAISE(t.repo, ctx.cat->GetRepository(repo_id));
+  ARROW_ASSIGN_OR_RAISE(t.entry, ctx.cat->GetEntry(repo_id, refname, t.path));
+  return t;
+}
+
+}  // namespace
+
+// POST .../branches/{branch}/objects/copy?dest_path=: a new object with the
+// source's content and metadata, its own copy of the data (lakeFS's
+// "shallow" copy, sharing the data, is not offered).
+Status CopyObject(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo_id = req.matches[1], branch = req.matches[2];
+  if (!req.has_param("dest_path")) return InvalidArgument("missing query parameter dest_path");
+  std::string dest = req.get_param_value("dest_path");
+  ARROW_RETURN_NOT_OK(Catalog::ValidatePath(dest));
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
+  ARROW_ASSIGN_OR_RAISE(auto src_path, Field<std::string>(body, "src_path"));
+  ARROW_ASSIGN_OR_RAISE(auto src_ref, Field<std::string>(body, "src_ref", branch));
+  ARROW_ASSIGN_OR_RAISE(bool force, Field<bool>(body, "force", false));
+  ARROW_ASSIGN_OR_RAISE(bool shallow, Field<bool>(body, "shallow", false));
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadObject", ObjectArn(repo_id, src_path)));
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:WriteObject", ObjectArn(repo_id, dest)));
+  ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
+  ARROW_RETURN_NOT_OK(ctx.cat->GetBranch(repo_id, branch).status());
+  if (shallow) return NotImplemented("shallow copy is not implemented: copy without \"shallow\"");
+  if (repo.read_only && !force) return Forbidden(fmt::format("repository \"{}\" is read-only", repo_id));
+  ARROW_ASSIGN_OR_RAISE(auto e, ctx.cat->GetEntry(repo_id, src_ref, src_path));
+  ARROW_ASSIGN_OR_RAISE(auto ns, ctx.cat->RepositoryNamespace(repo));
+  bool copied = e.address.find("://") == std::string::npos;  // data elsewhere is shared as it is
+  if (copied) {
+    ARROW_ASSIGN_OR_RAISE(auto in, ns->OpenReader(e.address));
+    std::string address = catalog::NewDataAddress(std::time(nullptr));
+    ARROW_ASSIGN_OR_RAISE(auto out, ns->OpenWriter(address));
+    if (Status st = blob::CopyBytes(in.get(), 0, e.size, out.get()); !st.ok()) {
+      (void)out->Abort();
+      return st;
+    }
+    ARROW_RETURN_NOT_OK(out->Close());
+    e.address = address;
+  }
+  e.mtime = std::time(nullptr);
+  Status put = ctx.cat->PutEntry(repo, branch, dest, e, /*if_absent=*/false, force);
+  if (!put.ok()) {
+    if (copied && (IsForbidden(put) || IsInvalidArgument(put) || IsNotFound(put))) (void)ns->Delete(e.address);
+    return put;
+  }
+  ReplyJson(res, 201, ObjectJson(repo, dest, e));
+  return Status::OK();
+}
+
+// GET .../branches/{branch}/staging/backing?path=: where a client may write an
+// object's data itself before linking it (lakectl's direct writes).
+Status GetPhysicalAddress(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo_id = req.matches[1], branch = req.matches[2];
+  if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
+  std::string path = req.get_param_value("path");
+  ARROW_RETURN_NOT_OK(Catalog::ValidatePath(path));
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:WriteObject", ObjectArn(repo_id, path)));
+  ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
+  ARROW_ASSIGN_OR_RAISE(auto address, ctx.cat->IssueLinkAddress(repo, branch, path));
+  ReplyJson(res, 200, {{"physical_address", PhysicalAddress(repo, address)}});
+  return Status::OK();
+}
+
+namespace {
+
+// The size and MD5 (hex) of what is stored at `address`; nullopt if nothing is.
+Result<std::optional<std::pair<int64_t, std::string>>> StoredSizeAndMd5(const catalog::Namespace& ns,
+                                                                        const std::string& address) {
+  auto info = ns->Stat(address);
+  if (IsNotFound(info.status())) return std::nullopt;
+  ARROW_RETURN_NOT_OK(info.status());
+  ARROW_ASSIGN_OR_RAISE(auto in, ns->OpenReaderSized(address, info->size));
+  Digest md5(DigestKind::kMd5);
+  constexpr int64_t kChunk = 1 << 20;
+  for (int64_t at = 0; at < info->size; at += kChunk) {
+    ARROW_ASSIGN_OR_RAISE(auto buf, in->ReadAt(at, std::min(kChunk, info->size - at)));
+    md5.Update(buf->data(), static_cast<size_t>(buf->size()));
+  }
+  return std::make_optional(std::make_pair(info->size, md5.FinalHex()));
+}
+
+}  // namespace
+
+// PUT .../branches/{branch}/staging/backing?path=: stages an object whose data
+// the client wrote at an address GetPhysicalAddress gave for this branch and
+// path, once (anything else could expose data the caller may not read). Size
+// and checksum are the stored object's: a size_bytes that disagrees is refused.
+// Nothing stored there yet: the client's size_bytes and checksum, as lakeFS
+// (lakectl's link-same-object abuse test links such addresses); the address
+// is fresh, so the entry can name no one else's data.
+Status LinkPhysicalAddress(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo_id = req.matches[1], branch = req.matches[2];
+  if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
+  std::string path = req.get_param_value("path");
+  ARROW_RETURN_NOT_OK(Catalog::ValidatePath(path));
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:WriteObject", ObjectArn(repo_id, path)));
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
+  if (!body.contains("staging") || !body["staging"].is_object()) {
+    return InvalidArgument("missing required field \"staging\" ({\"physical_address\": ...})");
+  }
+  ARROW_ASSIGN_OR_RAISE(auto address, Field<std::string>(body["staging"], "physical_address"));
+  ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
+  std::string ns_prefix = PhysicalAddress(repo, "");
+  std::string relative = address.rfind(ns_prefix, 0) == 0 ? address.substr(ns_prefix.size()) : "";
+  if (relative.rfind("data/", 0) != 0 || blob::ValidateObjectPath(relative).ok() == false) {
+    return InvalidArgument(
+        fmt::format("physical address \"{}\" is not one this repository issued (under {}data/)", address, ns_prefix));
+  }
+  catalog::Entry e;
+  e.address = relative;
+  ARROW_ASSIGN_OR_RAISE(auto claimed_size, Field<int64_t>(body, "size_bytes", int64_t{-1}));
+  // Before anything about the stored object is looked at (or told).
+  ARROW_RETURN_NOT_OK(ctx.cat->CheckLinkAddress(repo_id, branch, path, relative));
+  ARROW_ASSIGN_OR_RAISE(auto ns, ctx.cat->RepositoryNamespace(repo));
+  ARROW_ASSIGN_OR_RAISE(auto stored, StoredSizeAndMd5(ns, relative));
+  if (stored) {
+    if (claimed_size >= 0 && claimed_size != stored->first) {
+      return InvalidArgument(fmt::format("size_bytes is {}, but the object at \"{}\" holds {} bytes", claimed_size,
+                                         address, stored->first));
+    }
+    e.size = stored->first;
+    e.checksum = stored->second;
+  } else {
+    e.size = std::max<int64_t>(claimed_size, 0);
+    ARROW_ASSIGN_OR_RAISE(e.checksum, Field<std::string>(body, "checksum", std::string()));
+  }
+  ARROW_ASSIGN_OR_RAISE(e.content_type,
+                        Field<std::string>(body, "content_type", std::string("application/octet-stream")));
+  ARROW_ASSIGN_OR_RAISE(e.metadata, (Field<std::map<std::string, std::string>>(body, "user_metadata",
+                                                                               std::map<std::string, std::string>{})));
+  ARROW_ASSIGN_OR_RAISE(e.mtime, Field<int64_t>(body, "mtime", static_cast<int64_t>(std::time(nullptr))));
+  ARROW_ASSIGN_OR_RAISE(bool force, Field<bool>(body, "force", false));
+  ARROW_RETURN_NOT_OK(ctx.cat->ClaimLinkAddress(repo_id, branch, path, relative));
+  ARROW_RETURN_NOT_OK(ctx.cat->PutEntry(repo, branch, path, e, /*if_absent=*/false, force));
+  ReplyJson(res, 200, ObjectJson(repo, path, e));
+  return Status::OK();
+}
+
+Status GetObject(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_ASSIGN_OR_RAISE(auto t, ReadableObject(ctx, req, me));
+  const auto& repo = t.repo;
+  const auto& e = t.entry;
+  std::string etag = "\"" + e.checksum + "\"";
+  if (req.get_header_value("If-None-Match") == etag) {
+    res.status = 304;
+    return Status::OK();
+  }
+  ARROW_ASSIGN_OR_RAISE(auto ns, ctx.cat->RepositoryNamespace(repo));
+  ARROW_ASSIGN_OR_RAISE(auto file, ns->OpenReader(e.address));
+  res.set_header("ETag", etag);
+  res.set_header("Last-Modified", HttpDate(e.mtime));
+  res.set_header("Accept-Ranges", "bytes");
+  // Ranges are served here, clamped to the object (httplib's own handling does
+  // not clamp, and would promise bytes past the end).
+  bool unsatisfiable = false;
+  auto range = ParseByteRange(req.get_header_value("Range"), e.size, &unsatisfiable);
+  const_cast<Req&>(req).ranges.clear();
+  if (unsatisfiable) {
+    res.set_header("Content-Range", fmt::format("bytes */{}", e.size));
+    ReplyError(res, 416,
+               fmt::format("the range \"{}\" is not satisfiable for {} bytes", req.get_header_value("Range"), e.size));
+    return Status::OK();
+  }
+  int64_t first = range ? range->first : 0, length = range ? range->length : e.size;
+  res.status = 200;
+  if (range) {
+    res.status = 206;
+    res.set_header("Content-Range", fmt::format("bytes {}-{}/{}", first, first + length - 1, e.size));
+  }
+  StreamObject(res, file, first, length, e.content_type);
+  return Status::OK();
+}
+
+Status StatObject(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_ASSIGN_OR_RAISE(auto t, ReadableObject(ctx, req, me));
+  const auto& repo = t.repo;
+  const auto& path = t.path;
+  const auto& e = t.entry;
+  json body = ObjectJson(repo, path, e);
+  if (req.has_param("user_metadata")) {
+    ARROW_ASSIGN_OR_RAISE(bool with_metadata, BoolParam(req, "user_metadata"));
+    if (!with_metadata) body.erase("metadata");
+  }
+  ReplyJson(res, 200, body);
+  return Status::OK();
+}
+
+Status ListObjects(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo_id = req.matches[1], refname = req.matches[2];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ListObjects", RepoArn(repo_id)));
+  ARROW_RETURN_NOT_OK(RefusePresign(req));
+  ARROW_ASSIGN_OR_RAISE(auto o, ListParams(req));
+  ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
+  ARROW_ASSIGN_OR_RAISE(auto page, ctx.cat->ListEntries(repo, refname, o));
+  res.status = 200;
+  res.set_content(ObjectListBody(repo, page, o.amount), "application/json");
+  return Status::OK();
+}
+
+}  // namespace sediment::server::lakefs

@@ -1,0 +1,190 @@
+// Request bodies as the gateway receives them: aws-chunked decoded, and
+// checked against the signed SHA-256, Content-MD5 and x-amz-checksum-*
+// (header or trailer) before anything is published.
+#include <arrow/io/interfaces.h>
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+
+#include "base/crypto.h"
+#include "server/s3/gateway_internal.h"
+
+namespace sediment::server::s3 {
+namespace {
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// --- checksums of bodies --------------------------------------------------------
+
+// One x-amz-checksum-<algorithm> being computed over the body.
+class BodyChecksum {
+ public:
+  static Result<std::unique_ptr<BodyChecksum>> Make(const std::string& algorithm) {
+    auto c = std::unique_ptr<BodyChecksum>(new BodyChecksum());
+    c->algorithm_ = algorithm;
+    if (algorithm == "sha256" || algorithm == "sha1") {
+      c->md_ = std::make_unique<Digest>(algorithm == "sha256" ? DigestKind::kSha256 : DigestKind::kSha1);
+    } else if (algorithm != "crc32" && algorithm != "crc32c") {
+      return S3Error(
+          400, "InvalidRequest",
+          fmt::format("checksum algorithm \"{}\" is not supported (crc32, crc32c, sha1, sha256 are)", algorithm));
+    }
+    return c;
+  }
+  void Update(const char* d, size_t n) {
+    auto p = reinterpret_cast<const unsigned char*>(d);
+    if (md_) {
+      md_->Update(d, n);
+    } else if (algorithm_ == "crc32") {
+      crc_ = static_cast<uint32_t>(crc32(crc_, p, static_cast<uInt>(n)));
+    } else {
+      crc_ = Crc32c(crc_, p, n);
+    }
+  }
+  std::string Base64Value() {
+    if (md_) return Base64(md_->Final());
+    unsigned char be[4] = {static_cast<unsigned char>(crc_ >> 24), static_cast<unsigned char>(crc_ >> 16),
+                           static_cast<unsigned char>(crc_ >> 8), static_cast<unsigned char>(crc_)};
+    return Base64(std::string_view(reinterpret_cast<char*>(be), 4));
+  }
+  const std::string& algorithm() const { return algorithm_; }
+
+ private:
+  BodyChecksum() = default;
+  std::string algorithm_;
+  std::unique_ptr<Digest> md_;
+  uint32_t crc_ = 0;
+};
+
+}  // namespace
+
+Result<ReceivedBody> ReceiveBody(const httplib::Request& req, const httplib::ContentReader& reader,
+                                 const Caller& caller, arrow::io::OutputStream* out) {
+  ReceivedBody rb;
+  Digest md5(DigestKind::kMd5), sha256(DigestKind::kSha256);
+  const Signature& sig = caller.sig;
+  bool chunked = sig.payload == PayloadKind::kStreamingSigned || sig.payload == PayloadKind::kStreamingUnsignedTrailer;
+  // A checksum named in a header (value known now) or announced as a trailer.
+  std::unique_ptr<BodyChecksum> checksum;
+  std::string checksum_want;
+  for (const auto& [k, v] : req.headers) {
+    std::string lower = Lower(k);
+    if (lower.rfind("x-amz-checksum-", 0) == 0 && lower != "x-amz-checksum-algorithm" &&
+        lower != "x-amz-checksum-type") {
+      ARROW_ASSIGN_OR_RAISE(checksum, BodyChecksum::Make(lower.substr(15)));
+      checksum_want = v;
+    }
+  }
+  std::string trailer = Lower(req.get_header_value("x-amz-trailer"));
+  if (!checksum && trailer.rfind("x-amz-checksum-", 0) == 0) {
+    ARROW_ASSIGN_OR_RAISE(checksum, BodyChecksum::Make(trailer.substr(15)));
+  }
+  std::optional<ChunkedDecoder> decoder;
+  if (chunked) {
+    decoder.emplace(sig.payload, sig.payload == PayloadKind::kStreamingSigned ? SigningKeyV4(caller.secret, sig) : "",
+                    sig);
+  }
+  Status st;
+  auto sink = [&](const char* d, size_t n) -> Status {
+    md5.Update(d, n);
+    if (checksum) checksum->Update(d, n);
+    rb.size += static_cast<int64_t>(n);
+    return out->Write(d, static_cast<int64_t>(n));
+  };
+  bool complete = reader([&](const char* d, size_t n) {
+    if (sig.payload == PayloadKind::kHashed) sha256.Update(d, n);
+    st = decoder ? decoder->Feed(d, n, sink) : sink(d, n);
+    return st.ok();
+  });
+  auto fail = [&](Status s) -> Status {
+    (void)out->Abort();
+    return s;
+  };
+  if (!st.ok()) return fail(st);
+  if (!complete) return fail(S3Error(400, "IncompleteBody", "the request body ended early; nothing was stored"));
+  if (decoder) {
+    ARROW_RETURN_NOT_OK(decoder->Finish().ok() ? Status::OK() : fail(decoder->Finish()));
+    std::string decoded_len = req.get_header_value("x-amz-decoded-content-length");
+    if (!decoded_len.empty() && decoded_len != std::to_string(rb.size)) {
+      return fail(
+          S3Error(400, "IncompleteBody",
+                  fmt::format("x-amz-decoded-content-length says {} bytes, the body held {}", decoded_len, rb.size)));
+    }
+    if (checksum && checksum_want.empty()) {
+      auto it = decoder->trailers().find("x-amz-checksum-" + checksum->algorithm());
+      if (it == decoder->trailers().end()) {
+        return fail(S3Error(400, "InvalidRequest",
+                            fmt::format("x-amz-trailer announced {} but the body had no such trailer", trailer)));
+      }
+      checksum_want = it->second;
+    }
+  }
+  if (sig.payload == PayloadKind::kHashed && sha256.FinalHex() != sig.payload_hash) {
+    return fail(S3Error(400, "XAmzContentSHA256Mismatch",
+                        "the x-amz-content-sha256 you signed does not match the body's SHA-256"));
+  }
+  std::string raw_md5 = md5.Final();
+  std::string content_md5 = req.get_header_value("Content-MD5");
+  if (!content_md5.empty() && Base64Decode(content_md5) != std::optional<std::string>(raw_md5)) {
+    return fail(S3Error(400, "BadDigest", "the Content-MD5 you specified does not match the body"));
+  }
+  if (checksum) {
+    std::string got = checksum->Base64Value();
+    if (got != checksum_want) {
+      return fail(S3Error(400, "BadDigest",
+                          fmt::format("the x-amz-checksum-{} you specified ({}) does not match the body's ({})",
+                                      checksum->algorithm(), checksum_want, got)));
+    }
+  }
+  rb.md5_hex = Hex(raw_md5);
+  return rb;
+}
+
+namespace {
+
+// Collects a body in memory, refusing it past a size.
+class CappedStringStream : public arrow::io::OutputStream {
+ public:
+  CappedStringStream(std::string* out, size_t max) : out_(out), max_(max) {}
+  Status Write(const void* data, int64_t n) override {
+    if (out_->size() + static_cast<size_t>(n) > max_) {
+      return S3Error(400, "MalformedXML", fmt::format("the request body is larger than {} bytes", max_));
+    }
+    out_->append(static_cast<const char*>(data), static_cast<size_t>(n));
+    return Status::OK();
+  }
+  Status Close() override {
+    closed_ = true;
+    return Status::OK();
+  }
+  Status Abort() override {
+    out_->clear();
+    closed_ = true;
+    return Status::OK();
+  }
+  Result<int64_t> Tell() const override { return static_cast<int64_t>(out_->size()); }
+  bool closed() const override { return closed_; }
+
+ private:
+  std::string* out_;
+  size_t max_;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+Result<std::string> ReceiveSmallBody(const httplib::Request& req, const httplib::ContentReader& reader,
+                                     const Caller& caller, size_t max_bytes) {
+  std::string body;
+  CappedStringStream out(&body, max_bytes);
+  ARROW_RETURN_NOT_OK(ReceiveBody(req, reader, caller, &out).status());
+  return body;
+}
+
+}  // namespace sediment::server::s3

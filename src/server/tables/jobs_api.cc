@@ -1,0 +1,77 @@
+#include "server/tables/jobs_api.h"
+
+#include <nlohmann/json.hpp>
+
+#include "chain/ingest_job.h"
+#include "server/http/errors.h"
+#include "server/http/http_server.h"
+#include "server/http/routes.h"
+
+namespace sediment::server {
+namespace {
+
+using nlohmann::json;
+
+json JobJson(const chain::JobStatus& s) {
+  json tables = json::object();
+  for (const auto& [name, last] : s.last_block) tables[name] = last ? json(*last) : json(nullptr);
+  std::optional<uint64_t> behind;  // the table furthest behind
+  for (const auto& [name, last] : s.last_block) {
+    if (!last) continue;
+    behind = behind ? std::min(*behind, *last) : *last;
+  }
+  std::optional<uint64_t> newest = s.node_head ? s.node_head : s.head;
+  json lag = newest && behind ? json(*newest > *behind ? *newest - *behind : 0) : json(nullptr);
+  return {{"dataset", s.dataset},
+          {"source", s.source},
+          {"running", s.running},
+          {"head", s.head ? json(*s.head) : json(nullptr)},
+          {"node_head", s.node_head ? json(*s.node_head) : json(nullptr)},
+          {"lag", lag},
+          {"retries", s.retries},
+          {"last_block", tables},
+          {"segments_written", s.segments_written},
+          {"reorgs", s.reorgs},
+          {"last_error", s.last_error}};
+}
+
+void Reply(httplib::Response& res, const json& j) {
+  res.status = 200;
+  res.set_content(j.dump(), "application/json");
+}
+
+Status ListJobs(chain::JobManager* jobs, const httplib::Request&, httplib::Response& res) {
+  json out = json::array();
+  for (const auto& s : jobs->List()) out.push_back(JobJson(s));
+  Reply(res, {{"jobs", out}});
+  return Status::OK();
+}
+
+Status StartJob(chain::JobManager* jobs, const httplib::Request& req, httplib::Response& res) {
+  ARROW_ASSIGN_OR_RAISE(auto s, jobs->StartJob(req.matches[1].str()));
+  Reply(res, JobJson(s));
+  return Status::OK();
+}
+
+Status StopJob(chain::JobManager* jobs, const httplib::Request& req, httplib::Response& res) {
+  ARROW_ASSIGN_OR_RAISE(auto s, jobs->StopJob(req.matches[1].str()));
+  Reply(res, JobJson(s));
+  return Status::OK();
+}
+
+// Every route of the jobs API: {method, pattern, label in metrics, handler}.
+std::vector<ApiRoute<chain::JobManager>> Routes() {
+  // clang-format off
+  return {
+      {"GET",  "/api/v1/jobs",                 "/api/v1/jobs",                 ListJobs},
+      {"POST", R"(/api/v1/jobs/([^/]+)/start)", "/api/v1/jobs/{dataset}/start", StartJob},
+      {"POST", R"(/api/v1/jobs/([^/]+)/stop)",  "/api/v1/jobs/{dataset}/stop",  StopJob},
+  };
+  // clang-format on
+}
+
+}  // namespace
+
+void RegisterJobsApi(HttpServer* http, chain::JobManager* jobs) { RegisterRoutes(http, jobs, Routes()); }
+
+}  // namespace sediment::server

@@ -1,0 +1,214 @@
+#include "server/tables/scan_api.h"
+
+#include <arrow/api.h>
+#include <arrow/io/interfaces.h>
+#include <arrow/ipc/api.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "base/crypto.h"
+#include "base/logging.h"
+#include "server/http/errors.h"
+#include "server/http/http_server.h"
+#include "server/http/routes.h"
+#include "table/scan.h"
+#include "table/table_service.h"
+
+namespace sediment::server {
+namespace {
+
+// An Arrow output stream over an HTTP response being sent.
+class SinkStream final : public arrow::io::OutputStream {
+ public:
+  explicit SinkStream(httplib::DataSink* sink) : sink_(sink) {}
+  arrow::Status Write(const void* data, int64_t n) override {
+    if (!sink_->write(static_cast<const char*>(data), static_cast<size_t>(n))) {
+      return arrow::Status::IOError("the client went away");
+    }
+    position_ += n;
+    return arrow::Status::OK();
+  }
+  arrow::Status Close() override {
+    closed_ = true;
+    return arrow::Status::OK();
+  }
+  arrow::Result<int64_t> Tell() const override { return position_; }
+  bool closed() const override { return closed_; }
+
+ private:
+  httplib::DataSink* sink_;
+  int64_t position_ = 0;
+  bool closed_ = false;
+};
+
+void QuotedHex(const uint8_t* p, int64_t n, std::string* out) {
+  out->append("\"0x");
+  AppendHex(p, static_cast<size_t>(n), out);
+  out->push_back('"');
+}
+
+void Value(const arrow::Array& a, int64_t i, std::string* out) {
+  if (a.IsNull(i)) {
+    out->append("null");
+    return;
+  }
+  switch (a.type_id()) {
+    case arrow::Type::UINT8:
+      out->append(std::to_string(static_cast<const arrow::UInt8Array&>(a).Value(i)));
+      return;
+    case arrow::Type::UINT16:
+      out->append(std::to_string(static_cast<const arrow::UInt16Array&>(a).Value(i)));
+      return;
+    case arrow::Type::UINT32:
+      out->append(std::to_string(static_cast<const arrow::UInt32Array&>(a).Value(i)));
+      return;
+    case arrow::Type::UINT64:
+      out->append(std::to_string(static_cast<const arrow::UInt64Array&>(a).Value(i)));
+      return;
+    case arrow::Type::INT8:
+      out->append(std::to_string(static_cast<const arrow::Int8Array&>(a).Value(i)));
+      return;
+    case arrow::Type::INT16:
+      out->append(std::to_string(static_cast<const arrow::Int16Array&>(a).Value(i)));
+      return;
+    case arrow::Type::INT32:
+      out->append(std::to_string(static_cast<const arrow::Int32Array&>(a).Value(i)));
+      return;
+    case arrow::Type::INT64:
+      out->append(std::to_string(static_cast<const arrow::Int64Array&>(a).Value(i)));
+      return;
+    case arrow::Type::BOOL:
+      out->append(static_cast<const arrow::BooleanArray&>(a).Value(i) ? "true" : "false");
+      return;
+    case arrow::Type::STRING: {
+      auto v = static_cast<const arrow::StringArray&>(a).GetView(i);
+      out->append("\"" + JsonEscape(std::string(v)) + "\"");
+      return;
+    }
+    case arrow::Type::BINARY: {
+      auto v = static_cast<const arrow::BinaryArray&>(a).GetView(i);
+      QuotedHex(reinterpret_cast<const uint8_t*>(v.data()), static_cast<int64_t>(v.size()), out);
+      return;
+    }
+    case arrow::Type::FIXED_SIZE_BINARY: {
+      const auto& f = static_cast<const arrow::FixedSizeBinaryArray&>(a);
+      QuotedHex(f.GetValue(i), f.byte_width(), out);
+      return;
+    }
+    default: {
+      auto scalar = a.GetScalar(i);
+      std::string text = scalar.ok() ? (*scalar)->ToString() : "?";
+      if (arrow::is_floating(a.type_id())) {
+        out->append(text);
+      } else {
+        out->append("\"" + JsonEscape(text) + "\"");
+      }
+    }
+  }
+}
+
+Result<table::ScanRequest> ParseRequest(const httplib::Request& req) {
+  table::ScanRequest r;
+  ARROW_ASSIGN_OR_RAISE(r.from_block, U64QueryParam(req, "from_block"));
+  ARROW_ASSIGN_OR_RAISE(r.to_block, U64QueryParam(req, "to_block"));
+  ARROW_ASSIGN_OR_RAISE(auto limit, U64QueryParam(req, "limit"));
+  if (limit) r.limit = static_cast<int64_t>(*limit);
+  if (req.has_param("columns")) {
+    std::string cols = req.get_param_value("columns");
+    size_t start = 0;
+    while (start <= cols.size()) {
+      size_t comma = cols.find(',', start);
+      if (comma == std::string::npos) comma = cols.size();
+      std::string c = cols.substr(start, comma - start);
+      if (c.empty()) return InvalidArgument(fmt::format("columns=\"{}\" has an empty name", cols));
+      r.columns.push_back(c);
+      start = comma + 1;
+    }
+  }
+  if (req.has_param("filter")) {
+    ARROW_ASSIGN_OR_RAISE(auto f, table::ParseFilter(req.get_param_value("filter")));
+    r.filter = f;
+  }
+  return r;
+}
+
+// The scan's rows as an Arrow IPC stream.
+Status StreamArrow(table::Scan& scan, httplib::DataSink& sink) {
+  auto stream = std::make_shared<SinkStream>(&sink);
+  ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeStreamWriter(stream, scan.schema()));
+  while (true) {
+    ARROW_ASSIGN_OR_RAISE(auto batch, scan.Next());
+    if (!batch) break;
+    ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(*batch));
+  }
+  return writer->Close();
+}
+
+// The scan's rows as JSON lines, one object per row.
+Status StreamJsonLines(table::Scan& scan, httplib::DataSink& sink) {
+  std::string buf;
+  while (true) {
+    ARROW_ASSIGN_OR_RAISE(auto batch, scan.Next());
+    if (!batch) return Status::OK();
+    buf.clear();
+    AppendJsonLines(*batch, &buf);
+    if (!sink.write(buf.data(), buf.size())) return Status::IOError("the client went away");
+  }
+}
+
+// GET .../scan?format=arrow|jsonl&from_block=&to_block=&limit=&columns=&filter=: the table's rows in block order.
+Status ScanTable(table::TableService* tables, const httplib::Request& req, httplib::Response& res) {
+  ARROW_ASSIGN_OR_RAISE(auto id, table::MakeTableId(req.matches[1].str(), req.matches[2].str()));
+  std::string format = req.has_param("format") ? req.get_param_value("format") : "jsonl";
+  if (format != "arrow" && format != "jsonl") {
+    return InvalidArgument(fmt::format("format \"{}\": use arrow or jsonl", format));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto request, ParseRequest(req));
+  // Everything that can be refused is refused here, before the first byte.
+  ARROW_ASSIGN_OR_RAISE(std::shared_ptr<table::Scan> scan, table::Scan::Open(tables, id, request));
+  std::string name = id.ToString();
+  auto provider = [scan, format, name](size_t, httplib::DataSink& sink) {
+    Status st = format == "arrow" ? StreamArrow(*scan, sink) : StreamJsonLines(*scan, sink);
+    if (!st.ok()) {
+      // The status line is gone: end the stream short, which the client sees as an error.
+      spdlog::warn("scan of {} failed mid-stream: {}", name, st.ToString());
+      return false;
+    }
+    sink.done();
+    return true;
+  };
+  res.set_chunked_content_provider(format == "arrow" ? "application/vnd.apache.arrow.stream" : "application/x-ndjson",
+                                   provider);
+  return Status::OK();
+}
+
+// The scan API's route: {method, pattern, label in metrics, handler}.
+std::vector<ApiRoute<table::TableService>> Routes() {
+  // clang-format off
+  return {
+      {"GET", R"(/api/v1/datasets/([^/]+)/tables/([^/]+)/scan)", "/api/v1/datasets/{dataset}/tables/{table}/scan",
+       ScanTable},
+  };
+  // clang-format on
+}
+
+}  // namespace
+
+void AppendJsonLines(const arrow::RecordBatch& batch, std::string* out) {
+  const auto& fields = batch.schema()->fields();
+  std::vector<std::string> keys;
+  for (const auto& f : fields) keys.push_back("\"" + JsonEscape(f->name()) + "\":");
+  for (int64_t row = 0; row < batch.num_rows(); ++row) {
+    out->push_back('{');
+    for (int c = 0; c < batch.num_columns(); ++c) {
+      if (c > 0) out->push_back(',');
+      out->append(keys[c]);
+      Value(*batch.column(c), row, out);
+    }
+    out->append("}\n");
+  }
+}
+
+void RegisterScanApi(HttpServer* http, table::TableService* tables) { RegisterRoutes(http, tables, Routes()); }
+
+}  // namespace sediment::server
