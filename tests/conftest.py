@@ -72,6 +72,25 @@ class Server:
         return code
 
 
+def eventually(fn, timeout=10.0, interval=0.05, what=None, retry_on=(AssertionError,)):
+    """Calls `fn` until it returns something truthy (and raises none of `retry_on`); returns that.
+    Fails with the last reason once `timeout` seconds have passed. The one wait of the tests: they wait
+    for a condition, never for a duration."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        try:
+            value = fn()
+            if value:
+                return value
+            last = f"returned {value!r}"
+        except retry_on as e:
+            last = f"{type(e).__name__}: {e}"
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"not within {timeout} s: {what or getattr(fn, '__name__', fn)}; last: {last}")
+        time.sleep(interval)
+
+
 @pytest.fixture
 def start_server(tmp_path):
     servers = []

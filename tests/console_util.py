@@ -3,10 +3,11 @@ Debian, so nothing is downloaded). Screenshots go to build/test-artifacts/consol
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
+
+from conftest import eventually
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "build" / "test-artifacts" / "console"
@@ -51,18 +52,16 @@ def wait_for(driver, css, timeout=20, text=None, visible=True):
     """The first element matching `css` (containing `text`, if given), once it is there."""
     from selenium.webdriver.common.by import By
 
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
+    def found():
         for el in driver.find_elements(By.CSS_SELECTOR, css):
-            try:
-                if (not visible or el.is_displayed()) and (text is None or text in el.text):
-                    return el
-            except Exception as e:  # stale: the page re-rendered
-                last = e
-        time.sleep(0.1)
-    raise AssertionError(f"no {css!r}{' with ' + repr(text) if text else ''} after {timeout}s "
-                         f"(last error: {last}); page text:\n{driver.find_element(By.TAG_NAME, 'body').text[:3000]}")
+            if (not visible or el.is_displayed()) and (text is None or text in el.text):
+                return el
+        return None
+    try:  # a stale element (the page re-rendered) is looked for again
+        return eventually(found, timeout=timeout, interval=0.1, retry_on=(Exception,),
+                          what=f"{css!r}{' with ' + repr(text) if text else ''}")
+    except AssertionError as e:
+        raise AssertionError(f"{e}; page text:\n{driver.find_element(By.TAG_NAME, 'body').text[:3000]}") from None
 
 
 def login(driver, url, key, secret):

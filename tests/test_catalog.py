@@ -12,6 +12,8 @@ from lakefs_sdk import models as m
 from lakefs_sdk.client import LakeFSClient
 from lakefs_sdk.exceptions import ApiException
 
+from conftest import eventually
+
 ADMIN_KEY = "AKIAIOSFODNN7EXAMPLE"
 ADMIN_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 
@@ -167,8 +169,12 @@ def test_bad_object_input_is_rejected_and_nothing_is_written(lakefs):
                f"Host: x\r\nAuthorization: Basic {cred}\r\nContent-Length: 100000\r\n"
                f"Content-Type: application/octet-stream\r\n\r\n").encode() + b"x" * 1000)
     s.close()
-    import time
-    time.sleep(0.5)
+
+    def upload_refused():  # the server has seen the cut-off body end (its 400 is counted)
+        metrics = requests.get(c.server.url + "/metrics", timeout=10).text
+        return any(line.startswith('http_requests_total{method="POST"') and '/objects",code="400"' in line
+                   for line in metrics.splitlines())
+    eventually(upload_refused, what="the server to refuse the cut-off upload")
     assert status_of(c.objects_api.stat_object, "repo1", "main", "cut.bin") == 404
     assert list_paths(c, "main")[0] == []
 
@@ -314,14 +320,10 @@ def compact_url(c, branch="main"):
 
 
 def wait_compacted(c, branch="main", timeout=30):
-    import time
-    deadline = time.time() + timeout
-    while time.time() < deadline:
+    def finished():
         j = requests.get(compact_url(c, branch), auth=(ADMIN_KEY, ADMIN_SECRET), timeout=10).json()
-        if j["last_compaction"]["state"] not in ("", "running"):
-            return j
-        time.sleep(0.05)
-    raise AssertionError("compaction did not finish")
+        return j if j["last_compaction"]["state"] not in ("", "running") else None
+    return eventually(finished, timeout=timeout, what=f"the compaction of {branch} to finish")
 
 
 def test_staging_compaction_over_http(lakefs):
@@ -411,9 +413,10 @@ def test_auto_trigger_from_the_environment(start_server, tmp_path):
     make_repo(c)
     for i in range(19):
         upload(c, f"k{i:03d}", b"v")
-    import time
-    time.sleep(1.5)  # counts are flushed every second
-    assert requests.get(compact_url(c), auth=(ADMIN_KEY, ADMIN_SECRET), timeout=10).json()["compacted"] is False
+    # Counts are flushed every second: once the 19 are stored, they are below the threshold.
+    j = eventually(lambda: (lambda j: j if j["staged_mutations"] >= 19 else None)(
+        requests.get(compact_url(c), auth=(ADMIN_KEY, ADMIN_SECRET), timeout=10).json()), what="the counts' flush")
+    assert j["compacted"] is False
     upload(c, "k019", b"v")
     j = wait_compacted(c)
     assert j["compacted"] is True

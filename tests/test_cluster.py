@@ -6,7 +6,6 @@ import signal
 import subprocess
 import tempfile
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import requests
 from lakefs_sdk import models as m
 from lakefs_sdk.client import LakeFSClient
 
-from conftest import ROOT, s3_settings
+from conftest import eventually, ROOT, s3_settings
 from tables_util import append, ipc
 
 KEY, SECRET = "AKIACLUSTER", "cluster-secret-key"
@@ -81,15 +80,11 @@ def test_catalog_writes_are_visible_through_every_server(cluster):
     for i in range(20):
         ca.objects_api.upload_object("shared", "dev", f"a/{i:03d}", content=b"a")
         cb.objects_api.upload_object("shared", "dev", f"b/{i:03d}", content=b"b")
-    deadline = time.time() + 30
-    status = None
-    while time.time() < deadline:
+    def compacted():
         status = requests.get(c.url + "/api/v1/repositories/shared/branches/dev/compact", auth=(KEY, SECRET),
                               timeout=10).json()
-        if status["compacted"]:
-            break
-        time.sleep(0.2)
-    assert status and status["compacted"], status
+        return status if status["compacted"] else None
+    eventually(compacted, timeout=30, what="one server to compact the shared branch")
     listed = [o.path for o in cc.objects_api.list_objects("shared", "dev", amount=1000).results]
     assert len(listed) == 41
     completed = sum(s.get("/metrics").text.count('graveler_compaction_seconds_count{outcome="completed"} 1')
@@ -117,12 +112,7 @@ def test_sigkill_of_the_table_lease_holder_loses_nothing(cluster):
         s = servers[i % 2]
         assert append(s, "logs", block, block + 4, per_block=20).status_code == 201, i
         block += 5
-    holder = None
-    deadline = time.time() + 20
-    while holder is None and time.time() < deadline:
-        holder = holder_of(servers)
-        time.sleep(0.1)
-    assert holder is not None, "some server holds the lease"
+    holder = eventually(lambda: holder_of(servers), timeout=20, what="some server to hold the lease")
     holder.proc.send_signal(signal.SIGKILL)
     holder.proc.wait(10)
     survivors = [s for s in servers if s is not holder]
@@ -132,15 +122,12 @@ def test_sigkill_of_the_table_lease_holder_loses_nothing(cluster):
         block += 5
     # Another server takes the lease over after lease_ttl (3 s) and merges what is left.
     # Every segment written after the kill gets merged (one trailing small file may stay alone).
-    deadline = time.time() + 40
-    unmerged = None
-    while time.time() < deadline:
+    def merged():
         files = survivors[0].get(T + "/files").json()["files"]
         unmerged = [f for f in files if f["end_block"] >= kill_block and f["generation"] == 0]
-        if len(unmerged) <= 1:
-            break
-        time.sleep(0.5)
-    assert unmerged is not None and len(unmerged) <= 1, f"{len(unmerged)} segments left unmerged"
+        assert len(unmerged) <= 1, f"{len(unmerged)} segments left unmerged"
+        return True
+    eventually(merged, timeout=40, what="the survivors to merge what was written after the kill")
     assert holder_of(survivors) is not holder
     d = survivors[1].get(T).json()
     assert (d["rows"], d["first_block"], d["last_block"]) == (block * 20, 0, block - 1)
@@ -192,12 +179,13 @@ def test_postgres_restart_under_write_load(start_server, tmp_path, own_postgres)
 
     t = threading.Thread(target=writer)
     t.start()
-    time.sleep(1.0)
+    eventually(lambda: len(acknowledged) >= 5, what="writes to flow")
     pg("halt")
-    time.sleep(3.0)
+    before = len(statuses)
+    eventually(lambda: any(s != 201 for s in statuses[before:]), timeout=30, what="a write to meet the outage")
     during = len(statuses)
     pg("resume")
-    time.sleep(4.0)
+    eventually(lambda: 201 in statuses[during:], timeout=60, what="a write to succeed after the database is back")
     stop.set()
     t.join(60)
     assert server.proc.poll() is None, "the server kept running"

@@ -3,11 +3,13 @@ repositories, the object browser (upload, prefixes, paging, preview, download), 
 diffs, branches (create, bad names, staging compaction), compare and merge (with a conflict), tags.
 Bulk state is set up through the API with requests; every check of what the server holds is made
 through the API too, not through the page under test."""
-import time
 
 import pytest
 import requests
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
+
+from conftest import eventually
 
 from console_util import browser, shot, wait_for, login  # noqa: F401
 
@@ -81,29 +83,16 @@ def goto(driver, hash_):
 
 def click(driver, css, text=None, timeout=20):
     """Clicks the first matching element, retrying when the page re-rendered under it."""
-    deadline = time.time() + timeout
-    while True:
-        try:
-            wait_for(driver, css, timeout=max(1, deadline - time.time()), text=text).click()
-            return
-        except Exception as e:  # stale or not yet clickable
-            if time.time() > deadline or isinstance(e, AssertionError):
-                raise
-            time.sleep(0.1)
+    def clicked():
+        wait_for(driver, css, timeout=timeout, text=text).click()
+        return True
+    # Stale or not yet clickable: again (an element that never came fails inside wait_for).
+    eventually(clicked, timeout=timeout, interval=0.1, what=f"a click on {css!r}", retry_on=(WebDriverException,))
 
 
 def wait_until(fn, what, timeout=20):
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        try:
-            last = fn()
-            if last:
-                return last
-        except Exception as e:  # the page re-rendered mid-read
-            last = e
-        time.sleep(0.1)
-    raise AssertionError(f"{what}: not after {timeout}s (last: {last!r})")
+    # The page may re-render mid-read (a stale element): look again.
+    return eventually(fn, timeout=timeout, interval=0.1, what=what, retry_on=(Exception,))
 
 
 def fill(driver, css, value):

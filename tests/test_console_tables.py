@@ -8,6 +8,8 @@ import requests
 from botocore.config import Config as BotoConfig
 from selenium.webdriver.common.by import By
 
+from conftest import eventually
+
 from console_util import browser, login, shot, wait_for  # noqa: F401
 
 KEY = "AKIAIOSFODNN7EXAMPLE"
@@ -53,10 +55,7 @@ def live_files(server, table):
 
 def test_table_page_shows_a_pass_change_the_histogram(ingesting, browser):
     server, driver = ingesting, browser
-    deadline = time.time() + 60
-    while time.time() < deadline and live_files(server, "logs") < 12:
-        time.sleep(0.5)
-    assert live_files(server, "logs") >= 12, server.output()[-3000:]
+    eventually(lambda: live_files(server, "logs") >= 12, timeout=60, interval=0.5, what="12 live files of demo.logs")
 
     # Before set-up the tables need no key: the list, then the table.
     driver.get(server.url + "/")
@@ -83,9 +82,7 @@ def test_table_page_shows_a_pass_change_the_histogram(ingesting, browser):
     assert int(row.find_element(By.CSS_SELECTOR, ".merged").text) >= 1
     passes = server.get("/api/v1/datasets/demo/tables/logs/passes").json()["passes"]
     assert passes and passes[0]["merges"][0]["outcome"] == "merged"
-    deadline = time.time() + 15
-    while time.time() < deadline and histogram_of(driver) == before:
-        time.sleep(0.5)
+    eventually(lambda: histogram_of(driver) != before, timeout=15, interval=0.5, what="the histogram to move")
     after = histogram_of(driver)
     assert after != before
     assert sum(after.values()) < sum(before.values()) + 5, (before, after)  # many files became one

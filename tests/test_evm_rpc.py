@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import requests
 
+from conftest import eventually
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # Runtime: copy the calldata to memory, LOG2(memory, topic0 = TOPIC, topic1 = caller), stop.
@@ -141,16 +143,15 @@ def job(server):
 
 
 def wait_for(server, node, what="the tables to reach the node's head", timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
+    def at_head():
         j = job(server)
         head = node.latest()
         hashes = scan(server, "blocks")
         if (all(v == head for v in j["last_block"].values()) and len(j["last_block"]) == 3 and hashes
                 and hashes[-1]["hash"] == node.rpc("eth_getBlockByNumber", hex(head), False)["hash"]):
             return j
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}: {job(server)}")
+        return None
+    return eventually(at_head, timeout=timeout, interval=0.2, what=what)
 
 
 def scan(server, table):
@@ -255,9 +256,8 @@ def test_a_node_in_trouble_is_retried_and_nothing_partial_is_written(start_serve
             before = job(server)["retries"]
             proxy.mode = mode
             traffic(node, 2, salt=ord(mode[0]))
-            deadline = time.time() + 30
-            while time.time() < deadline and not (job(server)["retries"] > before and job(server)["last_error"]):
-                time.sleep(0.2)
+            eventually(lambda: job(server)["retries"] > before and job(server)["last_error"], timeout=30,
+                       what=f"a retry and an error while the node is '{mode}'")
             j = job(server)
             assert j["retries"] > before and j["last_error"], (mode, j)
             proxy.mode = "ok"
@@ -267,9 +267,7 @@ def test_a_node_in_trouble_is_retried_and_nothing_partial_is_written(start_serve
         written = job(server)["last_block"]
         proxy.mode = "null"
         traffic(node, 2, salt=9)
-        deadline = time.time() + 30
-        while time.time() < deadline and "no such block" not in job(server)["last_error"]:
-            time.sleep(0.2)
+        eventually(lambda: "no such block" in job(server)["last_error"], timeout=30, what="the null block's error")
         j = job(server)
         assert "no such block" in j["last_error"] and "block " in j["last_error"], j
         assert j["last_block"] == written, "nothing written while the node has no blocks"
@@ -294,9 +292,8 @@ def test_finality_keeps_the_tables_behind_the_head(start_server, tmp_path, node)
     traffic(node, 8)
     server = start(start_server, tmp_path, node.url, extra='finality = "3"')
     head = node.latest()
-    deadline = time.time() + 30
-    while time.time() < deadline and job(server)["last_block"].get("blocks") != head - 3:
-        time.sleep(0.2)
+    eventually(lambda: job(server)["last_block"].get("blocks") == head - 3, timeout=30,
+               what="the tables to reach the head less 3")
     j = job(server)
     assert j["head"] == head - 3 and j["node_head"] == head and j["lag"] == 3, j
     assert [b["block_num"] for b in scan(server, "blocks")] == list(range(head - 2))

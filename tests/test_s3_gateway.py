@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import threading
-import time
 import urllib.parse
 
 import boto3
@@ -13,6 +12,8 @@ import pytest
 import requests
 from botocore.config import Config
 from botocore.exceptions import ClientError
+
+from conftest import eventually
 
 KEY, SECRET = "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 MIB = 1 << 20
@@ -247,7 +248,7 @@ def test_signatures_keys_presigned_urls_and_permissions(gw):
     assert requests.put(put_url, data=b"via url", timeout=10).status_code == 200
     assert s3.get_object(Bucket="repo1", Key="main/up.txt")["Body"].read() == b"via url"
     url = s3.generate_presigned_url("get_object", Params={"Bucket": "repo1", "Key": "main/p.txt"}, ExpiresIn=1)
-    time.sleep(2.1)
+    eventually(lambda: b"expired" in requests.get(url, timeout=10).content, what="the 1 s presigned URL expires")
     r = requests.get(url, timeout=10)
     assert r.status_code == 403 and b"expired" in r.content
     # A user without a policy is refused by the same policies as the API.
@@ -269,32 +270,48 @@ def test_wrong_body_hashes_store_nothing(gw):
 
 
 def test_listing_stays_exact_during_staging_compaction(gw):
+    """Listings running while a staging compaction swaps the branch see every key, once. The race is
+    proven: rounds go on until a listing began before a swap and ended after it."""
     s3 = client(gw)
-    keys = [f"main/p{i % 4}/k{i:04d}" for i in range(400)]
-    for k in keys:
-        s3.put_object(Bucket="repo1", Key=k, Body=b"x")
-    stop, seen, errors = threading.Event(), [], []
+    keys = []
+    compacted = lambda: gw.api("GET", "/repositories/repo1/branches/main/compact").json().get("meta_range_id", "")
+    overlapped = 0
+    for rnd in range(30):
+        keys += [f"main/p{i % 4}/k{rnd:02d}{i:04d}" for i in range(100)]
+        for k in keys[-100:]:
+            s3.put_object(Bucket="repo1", Key=k, Body=b"x")
+        stop, seen, errors, spans = threading.Event(), [], [], []
 
-    def lister():
-        while not stop.is_set():
-            try:
-                pages = s3.get_paginator("list_objects_v2").paginate(Bucket="repo1", Prefix="main/",
-                                                                     PaginationConfig={"PageSize": 97})
-                seen.append(keys_of(pages))
-                r = s3.list_objects_v2(Bucket="repo1", Prefix="main/", Delimiter="/")
-                seen.append([p["Prefix"] for p in r["CommonPrefixes"]])
-            except Exception as e:  # noqa: BLE001 - reported below
-                errors.append(e)
+        def lister():
+            while not stop.is_set():
+                try:
+                    before = compacted()
+                    pages = s3.get_paginator("list_objects_v2").paginate(Bucket="repo1", Prefix="main/",
+                                                                         PaginationConfig={"PageSize": 97})
+                    seen.append(keys_of(pages))
+                    spans.append((before, compacted()))
+                    r = s3.list_objects_v2(Bucket="repo1", Prefix="main/", Delimiter="/")
+                    seen.append([p["Prefix"] for p in r["CommonPrefixes"]])
+                except Exception as e:  # noqa: BLE001 - reported below
+                    errors.append(e)
 
-    t = threading.Thread(target=lister)
-    t.start()
-    r = gw.api("POST", "/repositories/repo1/branches/main/compact")
-    assert r.status_code in (200, 202), r.text
-    time.sleep(1.0)
-    stop.set()
-    t.join()
-    assert not errors, errors
-    assert seen and all(s in (sorted(keys), ["main/p0/", "main/p1/", "main/p2/", "main/p3/"]) for s in seen)
+        t = threading.Thread(target=lister)
+        t.start()
+        eventually(lambda: spans, what="a first listing")
+        start = compacted()
+        r = gw.api("POST", "/repositories/repo1/branches/main/compact")
+        assert r.status_code in (200, 202), r.text
+        eventually(lambda: compacted() != start, timeout=30, what="the compaction's swap")
+        n = len(spans)
+        eventually(lambda: len(spans) > n, what="a listing after the swap")
+        stop.set()
+        t.join()
+        assert not errors, errors
+        assert seen and all(s in (sorted(keys), ["main/p0/", "main/p1/", "main/p2/", "main/p3/"]) for s in seen)
+        overlapped += sum(1 for b, a in spans if b == start and a != start)
+        if overlapped:
+            break
+    assert overlapped, "no listing ever ran across a swap: the race was not tested"
 
 
 def test_aws_cli_copies_syncs_and_lists(gw, tmp_path):

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.ipc
 import pytest
 
-from conftest import run_sediment
+from conftest import eventually, run_sediment
 
 CONFIG = """
 [writer]
@@ -37,13 +37,13 @@ def server(start_server, tmp_path):
     cfg = tmp_path / "sediment.toml"
     cfg.write_text(CONFIG)
     s = start_server("--config", str(cfg))
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        jobs = s.get("/api/v1/jobs").json()["jobs"]
-        if jobs and (jobs[0]["last_block"].get("logs") or 0) >= 60:
-            break
-        time.sleep(0.2)
+    eventually(lambda: head_of(s, "logs") >= 60, timeout=20, what="the job to write 60 blocks")
     return s
+
+
+def head_of(server, table):
+    jobs = server.get("/api/v1/jobs").json()["jobs"]
+    return (jobs[0]["last_block"].get(table) or 0) if jobs else 0
 
 
 def scan(server, fmt="jsonl", **params):
@@ -55,11 +55,8 @@ def test_job_writes_and_compacts(server):
     assert [j["dataset"] for j in jobs] == ["demo"] and jobs[0]["running"]
     tables = {t["name"]: t for t in server.get("/api/v1/tables").json()["tables"]}
     assert set(tables) == {"demo.blocks", "demo.transactions", "demo.logs"}
-    deadline = time.time() + 20
-    while time.time() < deadline and "successful_compactions{dataset=\"demo\",table=\"logs\"}" not in \
-            server.get("/metrics").text:
-        time.sleep(0.3)
-    assert "successful_compactions{dataset=\"demo\",table=\"logs\"}" in server.get("/metrics").text
+    eventually(lambda: "successful_compactions{dataset=\"demo\",table=\"logs\"}" in server.get("/metrics").text,
+               timeout=20, what="a compaction of demo.logs")
 
 
 def test_scan_formats_agree(server):
@@ -131,10 +128,11 @@ def test_job_resumes_after_restart(start_server, tmp_path):
     cfg = tmp_path / "sediment.toml"
     cfg.write_text(CONFIG.replace("reorg_probability = 0.1", "reorg_probability = 0.0"))
     s = start_server("--config", str(cfg))
-    time.sleep(2)
+    eventually(lambda: head_of(s, "blocks") > 50, timeout=20, what="the job to write 50 blocks")
+    first = head_of(s, "blocks")
     assert s.stop() == 0
     s2 = start_server("--config", str(cfg))
-    time.sleep(2)
+    eventually(lambda: head_of(s2, "blocks") > first, timeout=20, what="the job to go on after the restart")
     rows = [json.loads(x) for x in s2.get("/api/v1/datasets/demo/tables/blocks/scan",
                                           params={"columns": "block_num"}).text.splitlines()]
     blocks = [r["block_num"] for r in rows]

@@ -8,6 +8,7 @@
 
 #include "base/clock.h"
 #include "base/crypto.h"
+#include "base/test_util.h"
 #include "catalog/hooked_kv_testing.h"
 #include "kv/kv.h"
 
@@ -15,8 +16,6 @@ namespace sediment::auth {
 namespace {
 
 using sediment::testing::HookedKv;
-
-#define ASSERT_OK(expr) ASSERT_TRUE((expr).ok()) << (expr).ToString()
 
 std::string Basic(const std::string& key, const std::string& secret) { return "Basic " + Base64(key + ":" + secret); }
 

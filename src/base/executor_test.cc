@@ -5,6 +5,8 @@
 #include <atomic>
 #include <future>
 
+#include "base/test_util.h"
+
 namespace sediment {
 namespace {
 
@@ -47,7 +49,7 @@ TEST(PeriodicTaskTest, TriggerRunsEarlyAndStopJoins) {
   PeriodicTask task("tick", std::chrono::hours(1), [&] { runs++; });
   task.Start();
   task.Trigger();
-  for (int i = 0; i < 1000 && runs.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(testing::Eventually([&] { return runs.load() > 0; }));
   EXPECT_EQ(runs.load(), 1);
   task.Stop();  // must not wait an hour
 }

@@ -6,8 +6,20 @@
 #include <cstdlib>
 #include <filesystem>
 #include <random>
+#include <thread>
 
 namespace sediment::testing {
+
+bool Eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::milliseconds(1);
+  for (;;) {
+    if (condition()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(pause);  // the one sleep: between looks at a condition
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
+}
 
 TempDir::TempDir() {
   const char* root = std::getenv("SEDIMENT_TEST_TMP");

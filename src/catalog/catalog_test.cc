@@ -17,12 +17,6 @@
 namespace sediment::catalog {
 namespace {
 
-#define ASSERT_OK(expr) ASSERT_TRUE((expr).ok()) << (expr).ToString()
-#define ASSERT_OK_AND_ASSIGN(lhs, rexpr)                                \
-  auto _r_##__LINE__ = (rexpr);                                         \
-  ASSERT_TRUE(_r_##__LINE__.ok()) << _r_##__LINE__.status().ToString(); \
-  lhs = std::move(*_r_##__LINE__)
-
 std::vector<KeyValueEntry> Drain(ValueIterator& it) {
   std::vector<KeyValueEntry> out;
   while (it.Next()) out.push_back({it.key(), it.value()});

@@ -5,14 +5,8 @@
 
 #include <string>
 
+#include "base/test_util.h"
 #include "catalog/entry.h"
-
-// Fails the test unless `expr` (a Status or Result) is OK, evaluating it once.
-#define ASSERT_OK(expr)                      \
-  do {                                       \
-    auto _st = (expr);                       \
-    ASSERT_TRUE(_st.ok()) << _st.ToString(); \
-  } while (0)
 
 namespace sediment::catalog::fixtures {
 

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <thread>
 
+#include "base/test_util.h"
+
 namespace sediment::chain {
 namespace {
 
@@ -38,7 +40,7 @@ class FakeNode {
     });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_TRUE(testing::Eventually([&] { return server_.is_running(); }));
   }
   ~FakeNode() {
     server_.stop();

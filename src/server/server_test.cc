@@ -153,14 +153,11 @@ TEST_F(AppTest, CompactAnswers202Or503WhenNoWorkerIsFree) {
   EXPECT_EQ(res->status, 503) << res->body;
   EXPECT_NE(res->body.find("no staging-compaction worker is free"), std::string::npos) << res->body;
   release.set_value();
-  for (int i = 0; i < 200; ++i) {
+  EXPECT_TRUE(testing::Eventually([&] {
     res = client.Get("/api/v1/repositories/repo/branches/main/compact");
-    auto j = nlohmann::json::parse(res->body);
-    if (j["compacted"].get<bool>()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+    return res && nlohmann::json::parse(res->body)["compacted"].get<bool>();
+  }));
   auto j = nlohmann::json::parse(res->body);
-  EXPECT_TRUE(j["compacted"].get<bool>());
   EXPECT_EQ(j["meta_range_id"].get<std::string>().size(), 64u);
   // The refused branch can be compacted now that the worker is free.
   res = client.Post("/api/v1/repositories/repo/branches/other/compact");
@@ -171,10 +168,11 @@ TEST_F(AppTest, CompactAnswers202Or503WhenNoWorkerIsFree) {
 TEST(HttpServerTest, StopWaitsForInFlightRequests) {
   MetricsRegistry metrics;
   HttpServer server(&metrics);
-  std::promise<void> entered;
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
   server.Handle("GET", "/slow", "/slow", [&](const httplib::Request&, httplib::Response& res) {
     entered.set_value();
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    released.wait();  // in flight until the test lets it finish, while Stop() runs
     res.set_content("done", "text/plain");
   });
   server.Handle("GET", "/throw", "/throw",
@@ -194,7 +192,14 @@ TEST(HttpServerTest, StopWaitsForInFlightRequests) {
     return r ? r->body : std::string("<no response>");
   });
   entered.get_future().wait();
-  server.Stop();
+  std::atomic<bool> stopped{false};
+  std::thread stopper([&] {
+    server.Stop();
+    stopped = true;
+  });
+  EXPECT_FALSE(stopped.load()) << "Stop() returned while a request was in flight";
+  release.set_value();
+  stopper.join();
   EXPECT_EQ(slow.get(), "done");
 }
 

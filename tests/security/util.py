@@ -11,7 +11,7 @@ import boto3
 import requests
 from botocore.config import Config
 
-from conftest import ROOT
+from conftest import ROOT, eventually  # noqa: F401 - re-exported for the suite
 
 ADMIN_KEY = "AKIAIOSFODNN7EXAMPLE"
 ADMIN_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -21,24 +21,6 @@ MIB = 1 << 20
 
 
 # --- waiting ----------------------------------------------------------------------------------------
-
-def eventually(fn, timeout=10.0, interval=0.05, what=None):
-    """Calls `fn` until it returns something truthy (and raises no AssertionError); returns that.
-    Fails with the last reason once `timeout` seconds have passed."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while True:
-        try:
-            value = fn()
-            if value:
-                return value
-            last = f"returned {value!r}"
-        except AssertionError as e:
-            last = f"AssertionError: {e}"
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"not within {timeout} s: {what or getattr(fn, '__name__', fn)}; last: {last}")
-        time.sleep(interval)
-
 
 # --- results ----------------------------------------------------------------------------------------
 
