@@ -144,33 +144,44 @@ Result<Catalog::BranchRecord> Catalog::LoadBranch(const std::string& repo, const
   return BranchRecord{std::move(b), std::move(*raw)};
 }
 
+namespace {
+
+// Splits "name~N^M..." into the name (in *ref) and its modifiers: "~N" (N-th
+// first parent), "^N" (N-th parent).
+Result<std::vector<std::pair<char, int>>> SplitModifiers(const std::string& ref_in, std::string* ref) {
+  std::vector<std::pair<char, int>> mods;
+  *ref = ref_in;
+  size_t mod_pos = ref->find_first_of("~^");
+  if (mod_pos == std::string::npos) return mods;
+  std::string tail = ref->substr(mod_pos);
+  ref->resize(mod_pos);
+  for (size_t i = 0; i < tail.size();) {
+    char op = tail[i++];
+    if (op != '~' && op != '^') return InvalidArgument(fmt::format("invalid ref \"{}\"", ref_in));
+    size_t j = i;
+    int64_t n = 0;
+    while (j < tail.size() && isdigit(static_cast<unsigned char>(tail[j]))) {
+      n = std::min(n * 10 + (tail[j] - '0'), kMaxAncestorCount + 1);  // saturates: never overflows
+      ++j;
+    }
+    if (j == i) n = 1;
+    if (n > kMaxAncestorCount) {
+      return InvalidArgument(fmt::format("invalid ref \"{}\": {}{} is too large (at most {}{})", ref_in, op,
+                                         tail.substr(i, j - i), op, kMaxAncestorCount));
+    }
+    mods.emplace_back(op, static_cast<int>(n));
+    i = j;
+  }
+  return mods;
+}
+
+}  // namespace
+
 Result<ResolvedRef> Catalog::ResolveRef(const std::string& repo, const std::string& ref_in) {
   if (ref_in.empty()) return InvalidArgument("empty ref");
-  // Modifiers: "~N" (N-th first parent), "^N" (N-th parent), trailing "@" (committed state of a branch).
-  std::string ref = ref_in;
-  std::vector<std::pair<char, int>> mods;
-  size_t mod_pos = ref.find_first_of("~^");
-  if (mod_pos != std::string::npos) {
-    std::string tail = ref.substr(mod_pos);
-    ref = ref.substr(0, mod_pos);
-    for (size_t i = 0; i < tail.size();) {
-      char op = tail[i++];
-      if (op != '~' && op != '^') return InvalidArgument(fmt::format("invalid ref \"{}\"", ref_in));
-      size_t j = i;
-      int64_t n = 0;
-      while (j < tail.size() && isdigit(static_cast<unsigned char>(tail[j]))) {
-        n = std::min(n * 10 + (tail[j] - '0'), kMaxAncestorCount + 1);  // saturates: never overflows
-        ++j;
-      }
-      if (j == i) n = 1;
-      if (n > kMaxAncestorCount) {
-        return InvalidArgument(fmt::format("invalid ref \"{}\": {}{} is too large (at most {}{})", ref_in, op,
-                                           tail.substr(i, j - i), op, kMaxAncestorCount));
-      }
-      mods.emplace_back(op, static_cast<int>(n));
-      i = j;
-    }
-  }
+  // Modifiers "~N", "^N"; a trailing "@" means the committed state of a branch.
+  std::string ref;
+  ARROW_ASSIGN_OR_RAISE(auto mods, SplitModifiers(ref_in, &ref));
   bool committed_only = false;
   if (!ref.empty() && ref.back() == '@') {
     committed_only = true;

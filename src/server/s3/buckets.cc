@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <functional>
 #include <pugixml.hpp>
 
 #include "server/lakefs/api_internal.h"
@@ -86,6 +87,68 @@ Status GetBucketVersioning(const Gateway& gw, const Target& t, const Req&, Res& 
   return Status::OK();
 }
 
+namespace {
+
+// One page of a listing, as XML fragments.
+struct Listed {
+  std::string contents, prefixes, next;
+  int64_t count = 0;
+  bool truncated = false;
+};
+
+using Encode = std::function<std::string(const std::string&)>;
+
+// No ref in the prefix yet: the branches whose names start with it, as common prefixes.
+Status ListBranchPrefixes(const Gateway& gw, const Target& t, const std::string& prefix, const std::string& marker,
+                          int64_t max_keys, const Encode& enc, Listed* out) {
+  std::string after = marker;
+  if (auto s = after.find('/'); s != std::string::npos) after = after.substr(0, s);
+  if (max_keys <= 0) return Status::OK();
+  ARROW_ASSIGN_OR_RAISE(auto page, gw.cat->ListBranches(t.bucket, prefix, after, max_keys));
+  for (const auto& b : page.items) {
+    out->prefixes += fmt::format("<CommonPrefixes><Prefix>{}</Prefix></CommonPrefixes>", enc(b.id + "/"));
+    ++out->count;
+    out->next = b.id + "/";
+  }
+  out->truncated = page.has_more;
+  return Status::OK();
+}
+
+// <ref>/<path prefix>: the ref's entries and common prefixes.
+Status ListRefEntries(const Gateway& gw, const catalog::Repository& repo, const std::string& prefix,
+                      const std::string& delimiter, const std::string& marker, bool v2, int64_t max_keys,
+                      const Encode& enc, Listed* out) {
+  size_t slash = prefix.find('/');
+  std::string ref = prefix.substr(0, slash);
+  catalog::ListOptions o;
+  o.prefix = prefix.substr(slash + 1);
+  o.delimiter = delimiter;
+  o.amount = max_keys;
+  ARROW_ASSIGN_OR_RAISE(o.after, PathAfter(marker, ref, v2 ? "continuation-token" : "marker"));
+  if (max_keys <= 0) return Status::OK();
+  auto page = gw.cat->ListEntries(repo, ref, o);
+  if (IsNotFound(page.status())) page = catalog::Page<catalog::ListItem>{};  // an unknown ref holds nothing
+  ARROW_RETURN_NOT_OK(page.status());
+  for (const auto& item : page->items) {
+    std::string key = ref + "/" + item.path;
+    if (item.common_prefix) {
+      out->prefixes += fmt::format("<CommonPrefixes><Prefix>{}</Prefix></CommonPrefixes>", enc(key));
+    } else {
+      const auto& e = item.entry;
+      out->contents += fmt::format(
+          "<Contents><Key>{}</Key><LastModified>{}</LastModified><ETag>&quot;{}&quot;</ETag><Size>{}</Size>"
+          "<StorageClass>STANDARD</StorageClass></Contents>",
+          enc(key), IsoTime(e.mtime), XmlEscape(e.checksum), e.size);
+    }
+    ++out->count;
+    out->next = key;
+  }
+  out->truncated = page->has_more;
+  return Status::OK();
+}
+
+}  // namespace
+
 // V1 (marker) and V2 (list-type=2: continuation-token, start-after). Keys are
 // <ref>/<path>; a prefix without '/' lists the branches as common prefixes.
 Status ListObjects(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& c) {
@@ -98,60 +161,20 @@ Status ListObjects(const Gateway& gw, const Target& t, const Req&, Res& res, con
   if (t.Has("encoding-type") && !url_encode) {
     return S3Error(400, "InvalidArgument", fmt::format("encoding-type \"{}\" must be url", t.Get("encoding-type")));
   }
-  auto enc = [&](const std::string& s) { return XmlEscape(url_encode ? UriEncode(s, true) : s); };
+  Encode enc = [&](const std::string& s) { return XmlEscape(url_encode ? UriEncode(s, true) : s); };
   ARROW_ASSIGN_OR_RAISE(int64_t max_keys, MaxKeys(t, "max-keys"));
   std::string marker =
       v2 ? (t.Has("continuation-token") ? t.Get("continuation-token") : t.Get("start-after")) : t.Get("marker");
   ARROW_RETURN_NOT_OK(gw.Allow(c.user, "fs:ListObjects", lakefs::RepoArn(t.bucket)));
   ARROW_ASSIGN_OR_RAISE(auto repo, LoadBucket(gw, t.bucket));
 
-  std::string contents, prefixes, next;
-  int64_t count = 0;
-  bool truncated = false;
-  size_t slash = prefix.find('/');
-  if (slash == std::string::npos) {
-    // No ref yet: the branches whose names start with the prefix.
-    std::string after = marker;
-    if (auto s = after.find('/'); s != std::string::npos) after = after.substr(0, s);
-    if (max_keys > 0) {
-      ARROW_ASSIGN_OR_RAISE(auto page, gw.cat->ListBranches(t.bucket, prefix, after, max_keys));
-      for (const auto& b : page.items) {
-        prefixes += fmt::format("<CommonPrefixes><Prefix>{}</Prefix></CommonPrefixes>", enc(b.id + "/"));
-        ++count;
-        next = b.id + "/";
-      }
-      truncated = page.has_more;
-    }
+  Listed listed;
+  if (prefix.find('/') == std::string::npos) {
+    ARROW_RETURN_NOT_OK(ListBranchPrefixes(gw, t, prefix, marker, max_keys, enc, &listed));
   } else {
-    std::string ref = prefix.substr(0, slash);
-    catalog::ListOptions o;
-    o.prefix = prefix.substr(slash + 1);
-    o.delimiter = delimiter;
-    o.amount = max_keys;
-    ARROW_ASSIGN_OR_RAISE(o.after, PathAfter(marker, ref, v2 ? "continuation-token" : "marker"));
-    if (max_keys > 0) {
-      auto page = gw.cat->ListEntries(repo, ref, o);
-      if (IsNotFound(page.status())) {
-        page = catalog::Page<catalog::ListItem>{};  // an unknown ref holds nothing
-      }
-      ARROW_RETURN_NOT_OK(page.status());
-      for (const auto& item : page->items) {
-        std::string key = ref + "/" + item.path;
-        if (item.common_prefix) {
-          prefixes += fmt::format("<CommonPrefixes><Prefix>{}</Prefix></CommonPrefixes>", enc(key));
-        } else {
-          const auto& e = item.entry;
-          contents += fmt::format(
-              "<Contents><Key>{}</Key><LastModified>{}</LastModified><ETag>&quot;{}&quot;</ETag><Size>{}</Size>"
-              "<StorageClass>STANDARD</StorageClass></Contents>",
-              enc(key), IsoTime(e.mtime), XmlEscape(e.checksum), e.size);
-        }
-        ++count;
-        next = key;
-      }
-      truncated = page->has_more;
-    }
+    ARROW_RETURN_NOT_OK(ListRefEntries(gw, repo, prefix, delimiter, marker, v2, max_keys, enc, &listed));
   }
+  const auto& [contents, prefixes, next, count, truncated] = listed;
   std::string body =
       fmt::format("<ListBucketResult{}><Name>{}</Name><Prefix>{}</Prefix>", kXmlns, XmlEscape(t.bucket), enc(prefix));
   if (v2) {
