@@ -170,6 +170,105 @@ Result<std::array<uint8_t, 32>> HexUint256(const json& v, const std::string& wha
   return out;
 }
 
+namespace {
+
+// One log of a receipt: a row of the logs table.
+Status DecodeLog(const json& lg, const std::string& lw, uint64_t number, size_t k, const std::string& tx_hash,
+                 const std::string& hash, Rows& l) {
+  Status missing;
+  const json& lb_v = Field(lg, "blockHash", lw, &missing);
+  const json& li_v = Field(lg, "logIndex", lw, &missing);
+  const json& addr_v = Field(lg, "address", lw, &missing);
+  const json& topics = Field(lg, "topics", lw, &missing);
+  const json& data_v = Field(lg, "data", lw, &missing);
+  ARROW_RETURN_NOT_OK(missing);
+  ARROW_ASSIGN_OR_RAISE(std::string log_block, HexData(lb_v, lw + ": blockHash", 32));
+  if (log_block != hash) {
+    return InvalidArgument(
+        fmt::format("{}: the log's blockHash {} is not the block's hash {}", lw, Hex(log_block), Hex(hash)));
+  }
+  if (!topics.is_array() || topics.size() > 4) {
+    return InvalidArgument(fmt::format("{}: topics must be an array of at most 4", lw));
+  }
+  ARROW_RETURN_NOT_OK(AppendU64(l[0], number));
+  ARROW_RETURN_NOT_OK(AppendU32(l[1], k));
+  ARROW_ASSIGN_OR_RAISE(uint64_t log_index, HexQuantity(li_v, lw + ": logIndex"));
+  if (log_index > UINT32_MAX) return InvalidArgument(fmt::format("{}: logIndex {} is too large", lw, log_index));
+  ARROW_RETURN_NOT_OK(AppendU32(l[2], log_index));
+  ARROW_RETURN_NOT_OK(AppendFixed(l[3], tx_hash));
+  ARROW_ASSIGN_OR_RAISE(std::string addr, HexData(addr_v, lw + ": address", 20));
+  ARROW_RETURN_NOT_OK(AppendFixed(l[4], addr));
+  for (size_t k2 = 0; k2 < 4; ++k2) {
+    if (k2 < topics.size()) {
+      ARROW_ASSIGN_OR_RAISE(std::string topic, HexData(topics[k2], fmt::format("{}: topic{}", lw, k2), 32));
+      ARROW_RETURN_NOT_OK(AppendFixed(l[5 + static_cast<int>(k2)], topic));
+    } else {
+      ARROW_RETURN_NOT_OK(l[5 + static_cast<int>(k2)]->AppendNull());
+    }
+  }
+  ARROW_ASSIGN_OR_RAISE(std::string data, HexData(data_v, lw + ": data"));
+  ARROW_RETURN_NOT_OK(AppendBinary(l[9], data));
+  return Status::OK();
+}
+
+// One transaction and its receipt: a row of the transactions table, and its logs.
+Status DecodeTransaction(const json& tx, const json& rc, const std::string& tw, uint64_t number, size_t k,
+                         const std::string& hash, Rows& t, Rows& l) {
+  Status missing;
+  if (!tx.is_object()) return InvalidArgument(fmt::format("{}: not a full transaction object", tw));
+  const json& tx_hash_v = Field(tx, "hash", tw, &missing);
+  const json& from_v = Field(tx, "from", tw, &missing);
+  const json& value_v = Field(tx, "value", tw, &missing);
+  const json& input_v = Field(tx, "input", tw, &missing);
+  const json& gas_v = Field(tx, "gas", tw, &missing);
+  const json& nonce_v = Field(tx, "nonce", tw, &missing);
+  const json& rc_hash_v = Field(rc, "transactionHash", tw + " receipt", &missing);
+  const json& rc_block_v = Field(rc, "blockHash", tw + " receipt", &missing);
+  const json& rc_used_v = Field(rc, "gasUsed", tw + " receipt", &missing);
+  const json& logs = Field(rc, "logs", tw + " receipt", &missing);
+  ARROW_RETURN_NOT_OK(missing);
+  ARROW_ASSIGN_OR_RAISE(std::string tx_hash, HexData(tx_hash_v, tw + ": hash", 32));
+  ARROW_ASSIGN_OR_RAISE(std::string rc_hash, HexData(rc_hash_v, tw + ": receipt transactionHash", 32));
+  ARROW_ASSIGN_OR_RAISE(std::string rc_block, HexData(rc_block_v, tw + ": receipt blockHash", 32));
+  if (rc_hash != tx_hash || rc_block != hash) {
+    return InvalidArgument(fmt::format("{}: the receipt is for transaction {} in block {}, not {} in {}", tw,
+                                       Hex(rc_hash), Hex(rc_block), Hex(tx_hash), Hex(hash)));
+  }
+  ARROW_RETURN_NOT_OK(AppendU64(t[0], number));
+  ARROW_RETURN_NOT_OK(AppendU32(t[1], k));
+  ARROW_RETURN_NOT_OK(AppendFixed(t[2], tx_hash));
+  ARROW_ASSIGN_OR_RAISE(std::string from, HexData(from_v, tw + ": from", 20));
+  ARROW_RETURN_NOT_OK(AppendFixed(t[3], from));
+  ARROW_RETURN_NOT_OK(AppendOptionalAddress(t[4], tx, "to", tw));
+  ARROW_ASSIGN_OR_RAISE(auto value, HexUint256(value_v, tw + ": value"));
+  ARROW_RETURN_NOT_OK(static_cast<arrow::FixedSizeBinaryBuilder*>(t[5])->Append(value.data()));
+  ARROW_ASSIGN_OR_RAISE(std::string input, HexData(input_v, tw + ": input"));
+  ARROW_RETURN_NOT_OK(AppendBinary(t[6], input));
+  ARROW_ASSIGN_OR_RAISE(uint64_t gas, HexQuantity(gas_v, tw + ": gas"));
+  ARROW_RETURN_NOT_OK(AppendU64(t[7], gas));
+  ARROW_ASSIGN_OR_RAISE(auto gas_price, OptionalQuantity(tx, "gasPrice", tw));
+  ARROW_RETURN_NOT_OK(AppendOptionalU64(t[8], gas_price));
+  ARROW_ASSIGN_OR_RAISE(auto type, OptionalQuantity(tx, "type", tw));
+  if (type.value_or(0) > 255) return InvalidArgument(fmt::format("{}: type {} is not a transaction type", tw, *type));
+  ARROW_RETURN_NOT_OK(AppendU8(t[9], type.value_or(0)));
+  ARROW_ASSIGN_OR_RAISE(uint64_t nonce, HexQuantity(nonce_v, tw + ": nonce"));
+  ARROW_RETURN_NOT_OK(AppendU64(t[10], nonce));
+  ARROW_ASSIGN_OR_RAISE(auto status, OptionalQuantity(rc, "status", tw + " receipt"));
+  if (status.value_or(0) > 1) return InvalidArgument(fmt::format("{}: receipt status {} is not 0 or 1", tw, *status));
+  ARROW_RETURN_NOT_OK(status ? AppendU8(t[11], *status) : t[11]->AppendNull());
+  ARROW_ASSIGN_OR_RAISE(uint64_t gas_used, HexQuantity(rc_used_v, tw + ": receipt gasUsed"));
+  ARROW_RETURN_NOT_OK(AppendU64(t[12], gas_used));
+  ARROW_RETURN_NOT_OK(AppendOptionalAddress(t[13], rc, "contractAddress", tw + " receipt"));
+
+  if (!logs.is_array()) return InvalidArgument(fmt::format("{}: receipt logs is not an array", tw));
+  for (size_t j = 0; j < logs.size(); ++j) {
+    ARROW_RETURN_NOT_OK(DecodeLog(logs[j], fmt::format("{}, log {}", tw, j), number, k, tx_hash, hash, l));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Result<EvmRows> DecodeEvmBlocks(uint64_t first, const std::vector<EvmBlock>& blocks) {
   Rows b(ChainTable::kBlocks), t(ChainTable::kTransactions), l(ChainTable::kLogs);
   EvmRows out;
@@ -226,93 +325,8 @@ Result<EvmRows> DecodeEvmBlocks(uint64_t first, const std::vector<EvmBlock>& blo
     out.hashes.push_back(Hex(hash));
 
     for (size_t k = 0; k < txs.size(); ++k) {
-      const json& tx = txs[k];
-      const json& rc = receipts[k];
-      const std::string tw = fmt::format("{}, transaction {}", where, k);
-      if (!tx.is_object()) return InvalidArgument(fmt::format("{}: not a full transaction object", tw));
-      const json& tx_hash_v = Field(tx, "hash", tw, &missing);
-      const json& from_v = Field(tx, "from", tw, &missing);
-      const json& value_v = Field(tx, "value", tw, &missing);
-      const json& input_v = Field(tx, "input", tw, &missing);
-      const json& gas_v = Field(tx, "gas", tw, &missing);
-      const json& nonce_v = Field(tx, "nonce", tw, &missing);
-      const json& rc_hash_v = Field(rc, "transactionHash", tw + " receipt", &missing);
-      const json& rc_block_v = Field(rc, "blockHash", tw + " receipt", &missing);
-      const json& rc_used_v = Field(rc, "gasUsed", tw + " receipt", &missing);
-      const json& logs = Field(rc, "logs", tw + " receipt", &missing);
-      ARROW_RETURN_NOT_OK(missing);
-      ARROW_ASSIGN_OR_RAISE(std::string tx_hash, HexData(tx_hash_v, tw + ": hash", 32));
-      ARROW_ASSIGN_OR_RAISE(std::string rc_hash, HexData(rc_hash_v, tw + ": receipt transactionHash", 32));
-      ARROW_ASSIGN_OR_RAISE(std::string rc_block, HexData(rc_block_v, tw + ": receipt blockHash", 32));
-      if (rc_hash != tx_hash || rc_block != hash) {
-        return InvalidArgument(fmt::format("{}: the receipt is for transaction {} in block {}, not {} in {}", tw,
-                                           Hex(rc_hash), Hex(rc_block), Hex(tx_hash), Hex(hash)));
-      }
-      ARROW_RETURN_NOT_OK(AppendU64(t[0], number));
-      ARROW_RETURN_NOT_OK(AppendU32(t[1], k));
-      ARROW_RETURN_NOT_OK(AppendFixed(t[2], tx_hash));
-      ARROW_ASSIGN_OR_RAISE(std::string from, HexData(from_v, tw + ": from", 20));
-      ARROW_RETURN_NOT_OK(AppendFixed(t[3], from));
-      ARROW_RETURN_NOT_OK(AppendOptionalAddress(t[4], tx, "to", tw));
-      ARROW_ASSIGN_OR_RAISE(auto value, HexUint256(value_v, tw + ": value"));
-      ARROW_RETURN_NOT_OK(static_cast<arrow::FixedSizeBinaryBuilder*>(t[5])->Append(value.data()));
-      ARROW_ASSIGN_OR_RAISE(std::string input, HexData(input_v, tw + ": input"));
-      ARROW_RETURN_NOT_OK(AppendBinary(t[6], input));
-      ARROW_ASSIGN_OR_RAISE(uint64_t gas, HexQuantity(gas_v, tw + ": gas"));
-      ARROW_RETURN_NOT_OK(AppendU64(t[7], gas));
-      ARROW_ASSIGN_OR_RAISE(auto gas_price, OptionalQuantity(tx, "gasPrice", tw));
-      ARROW_RETURN_NOT_OK(AppendOptionalU64(t[8], gas_price));
-      ARROW_ASSIGN_OR_RAISE(auto type, OptionalQuantity(tx, "type", tw));
-      if (type.value_or(0) > 255)
-        return InvalidArgument(fmt::format("{}: type {} is not a transaction type", tw, *type));
-      ARROW_RETURN_NOT_OK(AppendU8(t[9], type.value_or(0)));
-      ARROW_ASSIGN_OR_RAISE(uint64_t nonce, HexQuantity(nonce_v, tw + ": nonce"));
-      ARROW_RETURN_NOT_OK(AppendU64(t[10], nonce));
-      ARROW_ASSIGN_OR_RAISE(auto status, OptionalQuantity(rc, "status", tw + " receipt"));
-      if (status.value_or(0) > 1)
-        return InvalidArgument(fmt::format("{}: receipt status {} is not 0 or 1", tw, *status));
-      ARROW_RETURN_NOT_OK(status ? AppendU8(t[11], *status) : t[11]->AppendNull());
-      ARROW_ASSIGN_OR_RAISE(uint64_t gas_used, HexQuantity(rc_used_v, tw + ": receipt gasUsed"));
-      ARROW_RETURN_NOT_OK(AppendU64(t[12], gas_used));
-      ARROW_RETURN_NOT_OK(AppendOptionalAddress(t[13], rc, "contractAddress", tw + " receipt"));
-
-      if (!logs.is_array()) return InvalidArgument(fmt::format("{}: receipt logs is not an array", tw));
-      for (size_t j = 0; j < logs.size(); ++j) {
-        const json& lg = logs[j];
-        const std::string lw = fmt::format("{}, log {}", tw, j);
-        const json& lb_v = Field(lg, "blockHash", lw, &missing);
-        const json& li_v = Field(lg, "logIndex", lw, &missing);
-        const json& addr_v = Field(lg, "address", lw, &missing);
-        const json& topics = Field(lg, "topics", lw, &missing);
-        const json& data_v = Field(lg, "data", lw, &missing);
-        ARROW_RETURN_NOT_OK(missing);
-        ARROW_ASSIGN_OR_RAISE(std::string log_block, HexData(lb_v, lw + ": blockHash", 32));
-        if (log_block != hash) {
-          return InvalidArgument(
-              fmt::format("{}: the log's blockHash {} is not the block's hash {}", lw, Hex(log_block), Hex(hash)));
-        }
-        if (!topics.is_array() || topics.size() > 4) {
-          return InvalidArgument(fmt::format("{}: topics must be an array of at most 4", lw));
-        }
-        ARROW_RETURN_NOT_OK(AppendU64(l[0], number));
-        ARROW_RETURN_NOT_OK(AppendU32(l[1], k));
-        ARROW_ASSIGN_OR_RAISE(uint64_t log_index, HexQuantity(li_v, lw + ": logIndex"));
-        if (log_index > UINT32_MAX) return InvalidArgument(fmt::format("{}: logIndex {} is too large", lw, log_index));
-        ARROW_RETURN_NOT_OK(AppendU32(l[2], log_index));
-        ARROW_RETURN_NOT_OK(AppendFixed(l[3], tx_hash));
-        ARROW_ASSIGN_OR_RAISE(std::string addr, HexData(addr_v, lw + ": address", 20));
-        ARROW_RETURN_NOT_OK(AppendFixed(l[4], addr));
-        for (size_t k2 = 0; k2 < 4; ++k2) {
-          if (k2 < topics.size()) {
-            ARROW_ASSIGN_OR_RAISE(std::string topic, HexData(topics[k2], fmt::format("{}: topic{}", lw, k2), 32));
-            ARROW_RETURN_NOT_OK(AppendFixed(l[5 + static_cast<int>(k2)], topic));
-          } else {
-            ARROW_RETURN_NOT_OK(l[5 + static_cast<int>(k2)]->AppendNull());
-          }
-        }
-        ARROW_ASSIGN_OR_RAISE(std::string data, HexData(data_v, lw + ": data"));
-        ARROW_RETURN_NOT_OK(AppendBinary(l[9], data));
-      }
+      ARROW_RETURN_NOT_OK(
+          DecodeTransaction(txs[k], receipts[k], fmt::format("{}, transaction {}", where, k), number, k, hash, t, l));
     }
   }
   ARROW_ASSIGN_OR_RAISE(out.blocks, b.Finish());
