@@ -152,6 +152,20 @@ std::optional<uint64_t> IngestJob::ResumePointLocked(ChainTable table, const std
   return next;
 }
 
+void IngestJob::LearnBlockSizeLocked(ChainTable table, const table::SegmentRecord& segment, uint64_t blocks) {
+  const auto& writer = tables_->writer_config();
+  double bpb = bytes_per_block_.count(table) ? bytes_per_block_[table] : 0;
+  double measured = static_cast<double>(segment.bytes) / static_cast<double>(blocks);
+  bytes_per_block_[table] = bpb > 0 ? 0.7 * bpb + 0.3 * measured : measured;
+  if (writer.rows > 0 && segment.rows > 0) {
+    // Rows cap: shrink the size estimate so blocks * rows_per_block <= rows.
+    double rows_per_block = static_cast<double>(segment.rows) / static_cast<double>(blocks);
+    double max_blocks = static_cast<double>(writer.rows) / rows_per_block;
+    bytes_per_block_[table] =
+        std::max(bytes_per_block_[table], static_cast<double>(writer.bytes) / std::max(1.0, max_blocks));
+  }
+}
+
 Status IngestJob::PollTableLocked(ChainTable table, uint64_t head) {
   table::TableId id{config_.dataset, TableName(table)};
   // The last segment, or after a reorg the segments of the reorg window (all of them if the fork is older):
@@ -206,15 +220,7 @@ Status IngestJob::PollTableLocked(ChainTable table, uint64_t head) {
     auto result = tables_->Append(id, req, &reader);
     if (!result.ok())
       return WithContext(result.status(), fmt::format("job {}: appending {}", config_.dataset, id.ToString()));
-    double measured = static_cast<double>(result->segment.bytes) / static_cast<double>(blocks);
-    bytes_per_block_[table] = bpb > 0 ? 0.7 * bpb + 0.3 * measured : measured;
-    if (writer.rows > 0 && result->segment.rows > 0) {
-      // Rows cap: shrink the size estimate so blocks * rows_per_block <= rows.
-      double rows_per_block = static_cast<double>(result->segment.rows) / static_cast<double>(blocks);
-      double max_blocks = static_cast<double>(writer.rows) / rows_per_block;
-      bytes_per_block_[table] =
-          std::max(bytes_per_block_[table], static_cast<double>(writer.bytes) / std::max(1.0, max_blocks));
-    }
+    LearnBlockSizeLocked(table, result->segment, blocks);
     for (uint64_t b = next; b <= end; ++b) cache[b] = generator_.BlockHashHex(b, head);
     while (cache.size() > 4096) cache.erase(cache.begin());
     if (result->reorg) {

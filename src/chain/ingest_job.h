@@ -96,6 +96,8 @@ class IngestJob : public Job {
   std::optional<uint64_t> ResumePointLocked(ChainTable table, const std::vector<table::SegmentRecord>& live,
                                             uint64_t head, bool whole, bool* reorg);
   Status PollTableLocked(ChainTable table, uint64_t head);
+  // Updates the bytes-per-block estimate from a segment of `blocks` blocks just written.
+  void LearnBlockSizeLocked(ChainTable table, const table::SegmentRecord& segment, uint64_t blocks);
 
   const JobConfig config_;
   const WorkerConfig worker_;
