@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -255,6 +256,23 @@ std::string_view HostOf(std::string_view value) {
   }
   auto colon = value.rfind(':');
   return colon == std::string_view::npos ? value : value.substr(0, colon);
+}
+
+// How many connections the gate may hold: the file-descriptor limit (raised
+// to the hard limit) less room for the stores' own files, at most 4,096. At
+// the limit new connections get 503 at once, rather than accept() failing
+// with EMFILE while slow clients hold every descriptor.
+size_t ConnectionBudget() {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 512;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rlimit raised = rl;
+    raised.rlim_cur = rl.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+  }
+  if (rl.rlim_cur == RLIM_INFINITY) return 4096;
+  size_t fds = static_cast<size_t>(rl.rlim_cur);
+  return std::clamp<size_t>(fds > 512 ? fds - 512 : fds / 2, 16, 4096);
 }
 
 }  // namespace
@@ -543,6 +561,7 @@ Status HttpServer::Bind(const std::string& host, int port) {
 void HttpServer::Start() {
   ConnectionGate::Options options;
   options.header_timeout = limits_.header_timeout;
+  options.max_connections = ConnectionBudget();
   options.workers = std::max(16u, std::thread::hardware_concurrency() * 4);
   gate_ = std::make_unique<ConnectionGate>(options, [this](Connection& c) { return server_->ServeOne(c); });
   server_->set_gate(gate_.get());
