@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include <charconv>
+#include <ctime>
 #include <nlohmann/json.hpp>
 
 namespace sediment::server {
@@ -38,6 +39,15 @@ void ReplyError(httplib::Response& res, int http_status, const std::string& mess
   res.status = http_status;
   nlohmann::json body = {{"message", message}};
   res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
+}
+
+std::string HttpDate(int64_t unix_seconds) {
+  std::time_t t = unix_seconds;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  return buf;
 }
 
 Result<std::optional<uint64_t>> U64QueryParam(const httplib::Request& req, const char* name) {

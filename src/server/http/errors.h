@@ -24,6 +24,9 @@ int HttpStatusFor(const Status& st);
 void ReplyError(httplib::Response& res, const Status& st);
 void ReplyError(httplib::Response& res, int http_status, const std::string& message);
 
+// An HTTP date (RFC 1123, GMT), as Last-Modified wants it.
+std::string HttpDate(int64_t unix_seconds);
+
 // Query parameter `name` as a non-negative integer: nullopt if absent,
 // InvalidArgument naming it if malformed.
 Result<std::optional<uint64_t>> U64QueryParam(const httplib::Request& req, const char* name);

@@ -115,15 +115,6 @@ std::string ObjectListBody(const catalog::Repository& repo, const catalog::Page<
   return out;
 }
 
-std::string HttpDate(int64_t unix_seconds) {
-  std::time_t t = unix_seconds;
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-  return buf;
-}
-
 std::map<std::string, std::string> UserMetadata(const httplib::Request& req) {
   std::map<std::string, std::string> out;
   for (const auto& [k, v] : req.headers) {

@@ -310,14 +310,6 @@ std::string IsoTime(int64_t unix_seconds) {
   return buf;
 }
 
-std::string HttpTime(int64_t unix_seconds) {
-  std::time_t t = unix_seconds;
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-  return buf;
-}
 
 // --- shared helpers -----------------------------------------------------------------
 

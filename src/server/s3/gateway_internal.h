@@ -82,7 +82,6 @@ Status KeyNotFound(const Status& st, const std::string& key);
 std::string XmlEscape(std::string_view s);
 void ReplyXml(httplib::Response& res, int status, const std::string& body);
 std::string IsoTime(int64_t unix_seconds);   // 2006-01-02T15:04:05.000Z
-std::string HttpTime(int64_t unix_seconds);  // RFC 1123
 
 // --- shared by handlers -------------------------------------------------------
 

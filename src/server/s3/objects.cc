@@ -10,6 +10,7 @@
 #include "base/failpoint.h"
 #include "blob/blob.h"
 #include "server/http/byte_range.h"
+#include "server/http/errors.h"
 #include "server/lakefs/api_internal.h"
 #include "server/s3/gateway_internal.h"
 
@@ -62,7 +63,7 @@ int Conditions(const Req& req, const std::string& etag, int64_t mtime) {
 
 void ObjectHeaders(Res& res, const catalog::Entry& e, const std::string& etag) {
   res.set_header("ETag", etag);
-  res.set_header("Last-Modified", HttpTime(e.mtime));
+  res.set_header("Last-Modified", HttpDate(e.mtime));
   res.set_header("Accept-Ranges", "bytes");
   MetadataHeaders(res, e.metadata);
 }
@@ -113,7 +114,7 @@ Status GetObject(const Gateway& gw, const Target& t, const Req& req, Res& res, c
     if (code == 412) return S3Error(412, "PreconditionFailed", "At least one of the preconditions did not hold");
     res.status = 304;
     res.set_header("ETag", etag);
-    res.set_header("Last-Modified", HttpTime(e.mtime));
+    res.set_header("Last-Modified", HttpDate(e.mtime));
     return Status::OK();
   }
   ARROW_ASSIGN_OR_RAISE(auto range, ParseRange(req.get_header_value("Range"), e.size));
