@@ -33,13 +33,13 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import uuid
 from pathlib import Path
 
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import eventually  # noqa: E402
 from tables_util import SCHEMA, block_hash, ipc, rows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -213,20 +213,33 @@ def workload(p, model, namespace):
         delete_object(p, model, f"a/{i:03d}")
     r = p.call("POST", REPO + "/branches/main/compact", auth=ADMIN)
     if r.status_code == 202:
-        deadline = time.time() + 20
-        while time.time() < deadline:
+        def compaction_done():
             j = p.call("GET", REPO + "/branches/main/compact", auth=ADMIN).json()
-            if j.get("last_compaction", {}).get("state") not in ("", "running"):
-                break
-            time.sleep(0.05)
+            return j.get("last_compaction", {}).get("state") not in ("", "running")
+        waited(model, compaction_done, 20, "the staging compaction ends")
     put_object(p, model, "c/after-compaction", b"third")
     commit(p, model, "second")
     # Catalog GC, no grace: the superseded compaction and anything orphaned go; nothing reachable may.
     r = p.call("POST", REPO + "/gc", params={"grace_seconds": 0})
     if r.status_code != 200:
         model.violations.append(f"catalog gc: {r.status_code} {r.text[:200]}")
-    time.sleep(2.5)  # the dead-token dropper runs every 2 s
+    # Two passes of the dead-token dropper: the second began after the GC, so every drop failpoint was reached.
+    first = drop_passes(p)
+    waited(model, lambda: drop_passes(p) >= first + 2, 15, "two passes of the staging-token dropper")
     p.call("GET", "/api/v1/healthcheck")
+
+
+def drop_passes(p):
+    m = re.search(r"^catalog_token_drop_passes_total (\S+)$", p.call("GET", "/metrics").text, re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+def waited(model, condition, timeout, what):
+    """Waits for `condition` (a Died from the server passes through); a timeout is a violation."""
+    try:
+        eventually(condition, timeout=timeout, what=what)
+    except AssertionError as e:
+        model.violations.append(str(e))
 
 
 def stored_table_files(workdir, s3):
@@ -283,17 +296,18 @@ def check_table(p, model, workdir, s3):
         v.append(f"table rows differ from the acknowledged ones (missing blocks {missing[:10]}, "
                  f"doubled {doubled[:10]})")
     # No orphans: once GC (no grace) has run, storage holds exactly the live files.
-    live = sorted(Path(f["path"]).name for f in files)
-    deadline = time.time() + 15
-    while time.time() < deadline:
+    seen = {}
+
+    def no_orphans():
         p.call("POST", TABLE + "/compact")
-        live = sorted(Path(f["path"]).name for f in p.call("GET", TABLE + "/files").json()["files"])
-        stored = stored_table_files(workdir, s3)
-        if stored == live:
-            break
-        time.sleep(0.5)
-    else:
-        v.append(f"orphan table files: {sorted(set(stored) - set(live))[:5]}")
+        seen["live"] = sorted(Path(f["path"]).name for f in p.call("GET", TABLE + "/files").json()["files"])
+        seen["stored"] = stored_table_files(workdir, s3)
+        return seen["stored"] == seen["live"]
+
+    try:
+        eventually(no_orphans, timeout=15, interval=0.5, what="storage holds exactly the live files")
+    except AssertionError:
+        v.append(f"orphan table files: {sorted(set(seen['stored']) - set(seen['live']))[:5]}")
 
 
 def check_catalog(p, model):

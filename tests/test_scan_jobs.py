@@ -1,7 +1,6 @@
 """The ingest job, scans, and `sediment query` / `sediment job` against a running server."""
 import io
 import json
-import time
 
 import pyarrow as pa
 import pyarrow.ipc
@@ -113,9 +112,13 @@ def test_query_and_job_cli(server):
     assert code == 0 and out.startswith("demo") and "running" in out
     code, out = server.cli("job", "stop", "demo")
     assert code == 0 and "stopped" in out
-    head = server.get("/api/v1/jobs").json()["jobs"][0]["last_block"]["logs"]
-    time.sleep(1)
-    assert server.get("/api/v1/jobs").json()["jobs"][0]["last_block"]["logs"] == head, "a stopped job writes nothing"
+    job = server.get("/api/v1/jobs").json()["jobs"][0]
+    written = job["last_block"]["logs"]
+    # The chain goes on (its head passes what the job wrote by three blocks) and the job does not follow.
+    job = eventually(lambda: (j := server.get("/api/v1/jobs").json()["jobs"][0])["head"] >= written + 3 and j,
+                     what="the synthetic chain to move on")
+    assert job["last_block"]["logs"] == written and not job["running"], "a stopped job writes nothing"
+    assert job["lag"] >= 3, "a stopped job falls behind"
     # Its tables are still compacted.
     assert server.post(LOGS + "/compact").status_code == 200
     code, out = server.cli("job", "start", "demo")

@@ -2,13 +2,12 @@
 import json
 import os
 import signal
-import time
 import uuid
 
 import pyarrow as pa
 import pytest
 
-from conftest import run_sediment
+from conftest import eventually, run_sediment
 from tables_util import SCHEMA, append, block_hash, ipc, rows
 
 T = "/api/v1/datasets/eth/tables/logs"
@@ -255,12 +254,8 @@ def test_background_compaction_without_writes(start_server, tmp_path):
     create(s)
     for start in range(0, 30, 3):
         assert append(s, "logs", start, start + 2).status_code == 201
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        if len(s.get(T + "/files").json()["files"]) == 1:
-            break
-        time.sleep(0.3)
-    assert len(s.get(T + "/files").json()["files"]) == 1, "the timer compacts the table"
+    eventually(lambda: len(s.get(T + "/files").json()["files"]) == 1, timeout=20, interval=0.3,
+               what="the timer compacts the table")
 
 
 def test_simulate_cli():

@@ -8,6 +8,7 @@
 
 #include "base/executor.h"
 #include "base/failpoint.h"
+#include "base/metrics.h"
 #include "base/wildcard.h"
 #include "catalog/catalog_internal.h"
 #include "kv/kv.h"
@@ -67,6 +68,7 @@ Status Catalog::Start(bool background) {
     dropper_ = std::make_unique<PeriodicTask>("catalog-drop", std::chrono::seconds(2), [this] {
       Status st = DropDeadTokens();
       if (!st.ok()) spdlog::warn("catalog: dropping dead staging tokens failed (will retry): {}", st.ToString());
+      if (options_.drop_passes) options_.drop_passes->Add();
     });
     dropper_->Start();
   }

@@ -45,6 +45,7 @@
 
 namespace sediment {
 class PeriodicTask;
+class CounterMetric;
 class MetricsRegistry;
 namespace kv {
 class KvStore;
@@ -180,6 +181,9 @@ struct CatalogOptions {
   Duration dropped_token_grace = std::chrono::seconds(60);
   // How long an address from IssueLinkAddress can be linked ([catalog] link_address_ttl_secs).
   Duration link_address_ttl = std::chrono::hours(1);
+  // Counted after every pass of the background dropper, failed or not (catalog_token_drop_passes_total):
+  // shows that it runs, and lets a test wait for a whole pass instead of for a duration.
+  CounterMetric* drop_passes = nullptr;
 };
 
 // What a ref names: a commit, and the branch when the ref is a branch name

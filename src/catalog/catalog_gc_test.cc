@@ -18,18 +18,11 @@
 namespace sediment::catalog {
 namespace {
 
-class CatalogGcTest : public ::testing::Test {
+class CatalogGcTest : public fixtures::CatalogFixture {
  protected:
   void SetUp() override {
-    kv_ = kv::NewMemoryStore();
-    CatalogOptions opts;
-    opts.cache_dir = dir_.Sub("cache");
-    opts.ranges = {512, 4096, 8};
-    opts.dropped_token_grace = Duration::zero();
-    opts.namespaces.local_roots = {dir_.path()};
-    catalog_ = std::make_unique<Catalog>(kv_, clock_, opts);
-    ASSERT_OK(catalog_->Start(/*background=*/false));
-    ASSERT_OK(catalog_->CreateRepository("repo", "local://" + dir_.Sub("ns"), "main", false).status());
+    catalog_ = NewCatalog();
+    ASSERT_NO_FATAL_FAILURE(CreateRepo("local://" + dir_.Sub("ns")));
     ns_ = *catalog_->RepositoryNamespace(*catalog_->GetRepository("repo"));
   }
 
@@ -42,11 +35,6 @@ class CatalogGcTest : public ::testing::Test {
     e.checksum = content;
     e.size = static_cast<int64_t>(content.size());
     ASSERT_OK(catalog_->PutEntry("repo", branch, path, e));
-  }
-  void Commit(const std::string& msg, const std::string& branch = "main") {
-    CommitParams p;
-    p.message = msg;
-    ASSERT_OK(catalog_->CommitBranch("repo", branch, p).status());
   }
   GcReport Gc(GcOptions o) {
     auto r = CollectGarbage(catalog_.get(), "repo", o);
@@ -77,10 +65,6 @@ class CatalogGcTest : public ::testing::Test {
     }
   }
 
-  testing::TempDir dir_;
-  std::shared_ptr<kv::KvStore> kv_;
-  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
-  std::unique_ptr<Catalog> catalog_;
   Namespace ns_;
   int n_ = 0;
 };

@@ -32,28 +32,8 @@ HookedKv::KeyMatch StagedPath(const std::string& path) {
   };
 }
 
-class CatalogIntegrityTest : public ::testing::Test {
+class CatalogIntegrityTest : public fixtures::CatalogFixture {
  protected:
-  void SetUp() override {
-    kv_ = std::make_shared<HookedKv>(kv::NewMemoryStore());
-    CatalogOptions opts;
-    opts.dropped_token_grace = Duration::zero();  // these tests watch the dropper work at once
-    opts.cache_dir = dir_.Sub("cache");
-    opts.namespaces.local_roots = {dir_.path()};
-    opts.ranges = {512, 4096, 8};
-    catalog_ = std::make_unique<Catalog>(kv_, clock_, opts);
-    ASSERT_OK(catalog_->Start(/*background=*/false));
-    ASSERT_OK(catalog_->CreateRepository("repo", dir_.Sub("ns"), "main", false).status());
-  }
-
-  void Put(const std::string& path, const std::string& v, const std::string& branch = "main") {
-    ASSERT_OK(catalog_->PutEntry("repo", branch, path, MakeEntry(v)));
-  }
-  void Commit(const std::string& msg, const std::string& branch = "main") {
-    CommitParams p;
-    p.message = msg;
-    ASSERT_OK(catalog_->CommitBranch("repo", branch, p).status());
-  }
   void Compact(const std::string& branch = "main") {
     auto r = catalog_->CompactStaging("repo", branch);
     ASSERT_OK(r.status());
@@ -86,11 +66,6 @@ class CatalogIntegrityTest : public ::testing::Test {
     return out;
   }
   std::string Token(const std::string& branch = "main") { return catalog_->GetBranch("repo", branch)->staging_token; }
-
-  testing::TempDir dir_;
-  std::shared_ptr<HookedKv> kv_;
-  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
-  std::unique_ptr<Catalog> catalog_;
 };
 
 // --- 1. ResetPath racing a staging compaction or a commit -----------------------

@@ -12,6 +12,8 @@
 #include <thread>
 
 #include "base/test_util.h"
+#include "catalog/catalog_testing.h"
+#include "catalog/hooked_kv_testing.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
@@ -30,15 +32,9 @@ std::vector<std::string> Keys(const std::vector<KeyValueEntry>& v) {
   return out;
 }
 
-Entry MakeEntry(const std::string& checksum, int64_t size = 10) {
-  Entry e;
-  e.address = "data/" + checksum;
-  e.checksum = checksum;
-  e.size = size;
-  e.mtime = 1700000000;
-  e.content_type = "application/octet-stream";
-  return e;
-}
+using fixtures::MakeEntry;
+
+using sediment::testing::HookedKv;
 
 TEST(EntryTest, RoundTripAndIdentity) {
   Entry e = MakeEntry("abc", 42);
@@ -97,48 +93,23 @@ TEST(IteratorTest, KvPrefixIteratorPagesAndSeeks) {
   EXPECT_FALSE(it->Next());
 }
 
-class CatalogTest : public ::testing::Test {
+class CatalogTest : public fixtures::CatalogFixture {
  protected:
-  void SetUp() override {
-    kv_ = kv::NewMemoryStore();
-    clock_ = std::make_shared<ManualClock>();
-    CatalogOptions opts;
-    opts.dropped_token_grace = Duration::zero();  // these tests watch the dropper work at once
-    opts.cache_dir = dir_.Sub("cache");
-    opts.namespaces.local_roots = {dir_.path()};
-    // Small ranges so a few hundred keys span many of them.
-    opts.ranges = {512, 4096, 8};
-    catalog_ = std::make_unique<Catalog>(kv_, clock_, opts);
-    ASSERT_OK(catalog_->Start(/*background=*/false));
-    auto repo = catalog_->CreateRepository("repo", dir_.Sub("ns"), "main", false);
-    ASSERT_TRUE(repo.ok()) << repo.status().ToString();
-  }
-
-  void Put(const std::string& path, const std::string& checksum, const std::string& branch = "main") {
-    ASSERT_OK(catalog_->PutEntry("repo", branch, path, MakeEntry(checksum)));
-  }
-
   std::vector<std::string> ListAll(const std::string& ref, const std::string& prefix = "",
                                    const std::string& delimiter = "", int64_t amount = 7) {
     std::vector<std::string> out;
-    ListOptions o{prefix, "", delimiter, amount};
-    while (true) {
-      auto page = catalog_->ListEntries("repo", ref, o);
-      EXPECT_TRUE(page.ok()) << page.status().ToString();
-      if (!page.ok()) return out;
-      for (const auto& item : page->items) out.push_back(item.path);
-      if (!page->has_more) return out;
-      o.after = page->items.back().path;
-    }
+    for (const auto& item : ListPaged(ref, {prefix, "", delimiter, amount})) out.push_back(item.path);
+    return out;
   }
 
-  Commit DoCommit(const std::string& msg, const std::string& branch = "main") {
+  // Commit() and the type share a name: the type is catalog::Commit in here.
+  catalog::Commit DoCommit(const std::string& msg, const std::string& branch = "main") {
     CommitParams p;
     p.message = msg;
     p.committer = "tester";
     auto c = catalog_->CommitBranch("repo", branch, p);
     EXPECT_TRUE(c.ok()) << c.status().ToString();
-    return c.ok() ? *c : Commit{};
+    return c.ok() ? *c : catalog::Commit{};
   }
 
   std::shared_ptr<const MetaRange> MetaRangeOf(const std::string& ref) {
@@ -148,11 +119,6 @@ class CatalogTest : public ::testing::Test {
     auto ns = catalog_->RepositoryNamespace(*repo);
     return *catalog_->ranges().LoadMetaRange(*ns, c->meta_range_id);
   }
-
-  testing::TempDir dir_;
-  std::shared_ptr<kv::KvStore> kv_;
-  std::shared_ptr<ManualClock> clock_;
-  std::unique_ptr<Catalog> catalog_;
 };
 
 TEST_F(CatalogTest, RejectsBadNames) {
@@ -461,47 +427,8 @@ TEST(RangeCacheTest, KeepsToItsBudgetAndRefetchesEvictedFiles) {
 namespace sediment::catalog {
 namespace {
 
-// Counts point reads of commit records ("c/c/").
-class CommitReadCounter final : public kv::KvStore {
- public:
-  explicit CommitReadCounter(std::shared_ptr<kv::KvStore> inner) : inner_(std::move(inner)) {}
-  std::atomic<int64_t> commit_reads{0};
-  Result<std::string> Get(std::string_view k) override {
-    if (k.rfind("c/c/", 0) == 0) commit_reads++;
-    return inner_->Get(k);
-  }
-  Status Set(std::string_view k, std::string_view v) override { return inner_->Set(k, v); }
-  Status Delete(std::string_view k) override { return inner_->Delete(k); }
-  Result<kv::ScanPage> Scan(std::string_view p, std::string_view f, size_t n) override { return inner_->Scan(p, f, n); }
-  Result<std::optional<kv::KeyValue>> Floor(std::string_view p, std::string_view at) override {
-    return inner_->Floor(p, at);
-  }
-  Status Apply(const kv::Batch& b) override { return inner_->Apply(b); }
-  std::string Describe() const override { return "commit-read-counter"; }
-
- private:
-  std::shared_ptr<kv::KvStore> inner_;
-};
-
 class CatalogScaleTest : public CatalogTest {
  protected:
-  void SetUp() override {
-    CatalogTest::SetUp();
-    counter_ = std::make_shared<CommitReadCounter>(kv_);
-    kv_ = counter_;
-    catalog_->Stop();
-    catalog_ = NewCatalog("cache2");
-    ASSERT_OK(catalog_->Start(/*background=*/false));
-  }
-
-  std::unique_ptr<Catalog> NewCatalog(const std::string& cache) {
-    CatalogOptions opts;
-    opts.cache_dir = dir_.Sub(cache);
-    opts.namespaces.local_roots = {dir_.path()};
-    opts.ranges = {512, 4096, 8};
-    return std::make_unique<Catalog>(kv_, clock_, opts);
-  }
-
   std::vector<std::string> PagedLog(Catalog& cat, int64_t amount, bool first_parent) {
     std::vector<std::string> ids;
     std::string after;
@@ -516,7 +443,8 @@ class CatalogScaleTest : public CatalogTest {
     return ids;
   }
 
-  std::shared_ptr<CommitReadCounter> counter_;
+  // Point reads of commit records ("c/c/").
+  std::shared_ptr<std::atomic<int64_t>> commit_reads_ = kv_->CountReads(HookedKv::Prefix("c/c/"));
 };
 
 // History with side branches merged in at several points: every page size
@@ -546,7 +474,7 @@ TEST_F(CatalogScaleTest, LogPagesResumeExactlyAcrossMerges) {
       EXPECT_EQ(PagedLog(*catalog_, amount, first_parent), want) << "amount " << amount;
     }
     // Another server (no cursor) walks from the head and agrees.
-    auto fresh = NewCatalog("cache3");
+    auto fresh = NewCatalog();
     auto page = fresh->Log("repo", "main", want[4], 3, first_parent);
     ASSERT_TRUE(page.ok()) << page.status().ToString();
     ASSERT_EQ(page->items.size(), 3u);
@@ -563,10 +491,10 @@ TEST_F(CatalogScaleTest, ALogPageReadsAsManyCommitsDeepInTheHistoryAsAtItsHead) 
   std::string after;
   std::vector<int64_t> reads;
   for (int p = 0; p < 20; ++p) {
-    int64_t before = counter_->commit_reads;
+    int64_t before = commit_reads_->load();
     auto page = catalog_->Log("repo", "main", after, 5, false);
     ASSERT_TRUE(page.ok());
-    reads.push_back(counter_->commit_reads - before);
+    reads.push_back(commit_reads_->load() - before);
     after = page->items.back().id;
   }
   EXPECT_LE(reads.back(), reads.front() + 2) << "page 20 against page 1, commit records read";

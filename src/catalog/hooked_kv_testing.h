@@ -7,12 +7,15 @@
 //
 // A write is a Set, SetIf, Delete, or an Apply with a mutation on the key. Each
 // hook fires once and is disarmed before its action runs, so the action's own
-// writes go through unhooked.
+// writes go through unhooked. A read counter (CountReads) is no hook: it counts
+// every Get it matches until Clear().
 //
 // Thread-safety: safe from many threads; actions run on the writing thread,
 // outside the hook lock.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -40,10 +43,12 @@ class HookedKv : public kv::KvStore {
     std::lock_guard<std::mutex> lock(mu_);
     hooks_.push_back({std::move(match), nullptr, std::move(error)});
   }
+  // Drops every hook and read counter (a dropped counter keeps its count and stops counting).
   void Clear() {
     std::lock_guard<std::mutex> lock(mu_);
     hooks_.clear();
     read_hooks_.clear();
+    read_counters_.clear();
   }
 
   static KeyMatch Prefix(std::string prefix) {
@@ -60,12 +65,28 @@ class HookedKv : public kv::KvStore {
     read_hooks_.push_back({std::move(match), std::move(action), Status::OK()});
   }
 
+  // Counts every Get of a key `match` accepts from now on; never disarmed by
+  // counting (only Clear() drops it). Read the count with ->load().
+  std::shared_ptr<std::atomic<int64_t>> CountReads(KeyMatch match) {
+    auto count = std::make_shared<std::atomic<int64_t>>(0);
+    std::lock_guard<std::mutex> lock(mu_);
+    read_counters_.push_back({std::move(match), count});
+    return count;
+  }
+
   Result<std::string> Get(std::string_view key) override {
+    CountRead(key);
     BeforeReading(key);
     return inner_->Get(key);
   }
 
  private:
+  void CountRead(std::string_view key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& c : read_counters_) {
+      if (c.match(std::string(key))) ++*c.count;
+    }
+  }
   void BeforeReading(std::string_view key) {
     std::function<void()> action;
     {
@@ -140,6 +161,11 @@ class HookedKv : public kv::KvStore {
   std::mutex mu_;
   std::vector<Hook> hooks_;       // GUARDED_BY(mu_)
   std::vector<Hook> read_hooks_;  // GUARDED_BY(mu_)
+  struct ReadCounter {
+    KeyMatch match;
+    std::shared_ptr<std::atomic<int64_t>> count;
+  };
+  std::vector<ReadCounter> read_counters_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace sediment::testing

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "base/test_util.h"
 #include "blob/blob.h"
@@ -136,25 +137,22 @@ TEST(ResolveNamespaceTest, FollowsSymbolicLinksAndDotDotAsTheKernelWould) {
 
 // --- CreateRepository --------------------------------------------------------------------------
 
-class NamespaceCatalogTest : public ::testing::Test {
+// No repository to start with: the tests create them.
+class NamespaceCatalogTest : public fixtures::CatalogFixture {
  protected:
   void SetUp() override {
     fs::create_directories(roots_);
     fs::create_directories(outside_);
     std::ofstream(outside_ + "/theirs.txt") << "someone else's";
-    kv_ = kv::NewMemoryStore();
     catalog_ = MakeCatalog({roots_});
   }
 
   std::unique_ptr<Catalog> MakeCatalog(std::vector<std::string> roots) {
-    CatalogOptions opts;
+    CatalogOptions opts = Options();
     opts.cache_dir = roots_ + "/cache";  // inside the root: reserved all the same
-    opts.ranges = {512, 4096, 8};
     opts.namespaces.local_roots = std::move(roots);
     opts.namespaces.reserved_paths = {dir_.Sub("data")};
-    auto catalog = std::make_unique<Catalog>(kv_, std::make_shared<ManualClock>(), opts);
-    EXPECT_TRUE(catalog->Start(/*background=*/false).ok());
-    return catalog;
+    return NewCatalog(std::move(opts));
   }
 
   // Every path under `d`, relative and sorted.
@@ -180,11 +178,8 @@ class NamespaceCatalogTest : public ::testing::Test {
     return catalog_->CreateRepository(id, ns, "main", false).status();
   }
 
-  testing::TempDir dir_;
   const std::string roots_ = dir_.Sub("roots");
   const std::string outside_ = dir_.Sub("outside");
-  std::shared_ptr<kv::KvStore> kv_;
-  std::unique_ptr<Catalog> catalog_;
 };
 
 TEST_F(NamespaceCatalogTest, NamespacesOutsideTheRootsAreRefusedAndNothingIsWritten) {

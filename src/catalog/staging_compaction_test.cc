@@ -23,30 +23,8 @@ namespace {
 
 using fixtures::MakeEntry;
 
-class StagingCompactionTest : public ::testing::Test {
+class StagingCompactionTest : public fixtures::CatalogFixture {
  protected:
-  void SetUp() override {
-    kv_ = kv::NewMemoryStore();
-    clock_ = std::make_shared<ManualClock>();
-    catalog_ = NewCatalog();
-    ASSERT_TRUE(catalog_->CreateRepository("repo", dir_.Sub("ns"), "main", false).ok());
-  }
-
-  std::unique_ptr<Catalog> NewCatalog() {
-    CatalogOptions opts;
-    opts.dropped_token_grace = Duration::zero();  // these tests watch the dropper work at once
-    opts.cache_dir = dir_.Sub(fmt::format("cache{}", n_catalogs_++));
-    opts.namespaces.local_roots = {dir_.path()};
-    opts.ranges = {512, 4096, 8};
-    auto c = std::make_unique<Catalog>(kv_, clock_, opts);
-    EXPECT_TRUE(c->Start(/*background=*/false).ok());
-    return c;
-  }
-
-  void Put(const std::string& path, const std::string& v, const std::string& branch = "main") {
-    ASSERT_OK(catalog_->PutEntry("repo", branch, path, MakeEntry(v)));
-  }
-
   CompactionResult Compact(const std::string& branch = "main") {
     auto r = catalog_->CompactStaging("repo", branch);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -56,16 +34,10 @@ class StagingCompactionTest : public ::testing::Test {
   std::vector<std::string> List(const std::string& ref, const std::string& delimiter = "",
                                 const std::string& prefix = "", int64_t amount = 7) {
     std::vector<std::string> out;
-    ListOptions o{prefix, "", delimiter, amount};
-    while (true) {
-      auto page = catalog_->ListEntries("repo", ref, o);
-      EXPECT_TRUE(page.ok()) << page.status().ToString();
-      if (!page.ok()) return out;
-      for (const auto& item : page->items)
-        out.push_back(item.path + (item.common_prefix ? "" : "=" + item.entry.checksum));
-      if (!page->has_more) return out;
-      o.after = page->items.back().path;
+    for (const auto& item : ListPaged(ref, {prefix, "", delimiter, amount})) {
+      out.push_back(item.path + (item.common_prefix ? "" : "=" + item.entry.checksum));
     }
+    return out;
   }
 
   std::vector<std::string> Diff(const std::string& branch = "main", int64_t amount = 5) {
@@ -80,12 +52,6 @@ class StagingCompactionTest : public ::testing::Test {
       o.after = page->items.back().path;
     }
   }
-
-  testing::TempDir dir_;
-  int n_catalogs_ = 0;
-  std::shared_ptr<kv::KvStore> kv_;
-  std::shared_ptr<ManualClock> clock_;
-  std::unique_ptr<Catalog> catalog_;
 };
 
 TEST_F(StagingCompactionTest, ReadsAndDiffAreUnchangedAndTheBranchStaysUncommitted) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <thread>
+#include <utility>
 
 #include "base/test_util.h"
 #include "catalog/catalog.h"
@@ -18,18 +19,14 @@ using fixtures::MakeEntry;
 
 using sediment::testing::HookedKv;
 
-class StagingReadsTest : public ::testing::TestWithParam<double> {
+// The parameter: dropped_token_grace in seconds.
+class StagingReadsTest : public fixtures::CatalogFixture, public ::testing::WithParamInterface<double> {
  protected:
   void SetUp() override {
-    kv_ = std::make_shared<HookedKv>(kv::NewMemoryStore());
-    CatalogOptions opts;
-    opts.cache_dir = dir_.Sub("cache");
-    opts.namespaces.local_roots = {dir_.path()};
-    opts.ranges = {512, 4096, 8};
+    CatalogOptions opts = Options();
     opts.dropped_token_grace = SecondsToDuration(GetParam());
-    catalog_ = std::make_unique<Catalog>(kv_, clock_, opts);
-    ASSERT_OK(catalog_->Start(/*background=*/true));  // the dropper runs, as in a server
-    ASSERT_OK(catalog_->CreateRepository("repo", dir_.Sub("ns"), "main", false).status());
+    catalog_ = NewCatalog(std::move(opts), /*background=*/true);  // the dropper runs, as in a server
+    ASSERT_NO_FATAL_FAILURE(CreateRepo(dir_.Sub("ns")));
     for (int i = 0; i < 20; ++i) ASSERT_OK(catalog_->PutEntry("repo", "main", Path(i), MakeEntry("v" + Path(i))));
   }
   static std::string Path(int i) { return "p/" + std::to_string(100 + i); }
@@ -61,11 +58,6 @@ class StagingReadsTest : public ::testing::TestWithParam<double> {
     });
     return n;
   }
-
-  testing::TempDir dir_;
-  std::shared_ptr<HookedKv> kv_;
-  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
-  std::unique_ptr<Catalog> catalog_;
 };
 
 // Read in the code: the folded token was dropped as soon as the branch swapped,

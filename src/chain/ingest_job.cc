@@ -277,6 +277,13 @@ JobStatus IngestJob::Describe() {
     out = status_;
   }
   out.running = running();
+  if (!out.running) {
+    // A stopped job falls behind: its chain goes on producing blocks.
+    std::lock_guard<std::mutex> lock(poll_mu_);
+    if (anchor_us_) {
+      if (auto head = HeadAtLocked(clock_->Now()); head.ok()) out.head = *head;
+    }
+  }
   return out;
 }
 

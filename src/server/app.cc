@@ -195,6 +195,10 @@ Status App::StartCatalog(const std::string& owner) {
   copts.namespaces.local_roots = config_.LocalNamespaceRoots();
   copts.namespaces.s3_prefixes = config_.catalog.s3_namespace_prefixes;
   copts.namespaces.reserved_paths = ServerOwnedPaths(config_);
+  copts.drop_passes = &metrics_
+                           .Counter("catalog_token_drop_passes_total",
+                                    "Passes of the background drop of retired staging tokens, failed or not.")
+                           .With({});
   catalog_ = std::make_unique<catalog::Catalog>(kv_, clock_, copts);
   ARROW_RETURN_NOT_OK(catalog_->Start());
   catalog::StagingCompactorOptions sopts;
