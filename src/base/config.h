@@ -151,6 +151,18 @@ struct CatalogConfig {
   std::vector<std::string> s3_namespace_prefixes;  // s3://bucket[/prefix]; empty = anywhere
 };
 
+// [iceberg]: the Iceberg REST catalog over the tables (docs/iceberg.md). Snapshots
+// stay listed for [writer.compactor] gc_manifest_grace_period: one policy with GC.
+struct IcebergConfig {
+  bool enabled = true;
+  double token_ttl_secs = 86400.0;   // OAuth tokens from /iceberg/v1/oauth/tokens (engines do not all refresh)
+  int64_t max_manifest_files = 512;  // a manifest splits past this many files
+  // S3 storage: what loadTable tells engines (their own credentials otherwise).
+  std::string s3_endpoint;       // empty = [storage.s3] endpoint
+  std::string s3_access_key_id;  // read-only credentials to vend; empty = none
+  std::string s3_secret_access_key;
+};
+
 // [graveler.compaction], spec staging-compaction.md.
 struct GravelerCompactionConfig {
   bool auto_trigger = false;
@@ -202,6 +214,7 @@ struct Config {
   WriterConfig writer;
   GravelerConfig graveler;
   CatalogConfig catalog;
+  IcebergConfig iceberg;
   WorkerConfig worker;
   std::vector<JobConfig> jobs;
 

@@ -18,11 +18,13 @@
 #include "catalog/catalog_gc.h"
 #include "catalog/staging_compactor.h"
 #include "chain/ingest_job.h"
+#include "iceberg/catalog.h"
 #include "kv/kv.h"
 #include "server/console/console.h"
 #include "server/http/errors.h"
 #include "server/http/http_server.h"
 #include "server/http/principal.h"
+#include "server/iceberg/catalog_api.h"
 #include "server/lakefs/api.h"
 #include "server/s3/gateway.h"
 #include "server/server_identity.h"
@@ -95,6 +97,45 @@ GatewayOptions GatewayOptionsOf(const Config& c) {
   return o;
 }
 
+// The objects root as engines open it: file:///abs/path or s3://bucket/prefix.
+std::string EngineUri(const std::string& objects) {
+  std::string uri = objects;
+  while (uri.size() > 1 && uri.back() == '/') uri.pop_back();
+  if (uri.rfind("s3://", 0) == 0) return uri;
+  for (const char* scheme : {"local://", "file://"}) {
+    if (uri.rfind(scheme, 0) == 0) uri = uri.substr(std::string(scheme).size());
+  }
+  return "file://" + std::filesystem::absolute(uri).lexically_normal().string();
+}
+
+iceberg::IcebergOptions IcebergOptionsOf(const Config& c) {
+  iceberg::IcebergOptions o;
+  o.objects_uri = EngineUri(c.ObjectsUri());
+  o.retention = SecondsToDuration(c.writer.compactor.gc_manifest_grace_period);
+  o.max_manifest_files = static_cast<size_t>(c.iceberg.max_manifest_files);
+  return o;
+}
+
+// What loadTable tells engines about the storage: on S3, where it is and (if
+// configured) read-only credentials; locally, nothing.
+IcebergApiOptions IcebergApiOptionsOf(const Config& c) {
+  IcebergApiOptions o;
+  o.token_ttl = SecondsToDuration(c.iceberg.token_ttl_secs);
+  if (c.ObjectsUri().rfind("s3://", 0) != 0) return o;
+  const S3Config& s3 = c.storage.s3;
+  std::string endpoint = c.iceberg.s3_endpoint.empty() ? s3.endpoint : c.iceberg.s3_endpoint;
+  if (!endpoint.empty() && endpoint.find("://") == std::string::npos) endpoint = s3.scheme + "://" + endpoint;
+  if (!endpoint.empty()) o.table_config["s3.endpoint"] = endpoint;
+  o.table_config["s3.path-style-access"] = s3.path_style ? "true" : "false";
+  o.table_config["s3.region"] = s3.region;
+  o.table_config["client.region"] = s3.region;
+  if (!c.iceberg.s3_access_key_id.empty()) {
+    o.table_config["s3.access-key-id"] = c.iceberg.s3_access_key_id;
+    o.table_config["s3.secret-access-key"] = c.iceberg.s3_secret_access_key;
+  }
+  return o;
+}
+
 }  // namespace
 
 Status App::Start() {
@@ -107,6 +148,11 @@ Status App::Start() {
   std::filesystem::create_directories(config_.storage.data_dir, ignored);
   identity_ = ServerIdentity::Claim(config_.storage.data_dir);
   tables_ = std::make_unique<table::TableService>(kv_, blobs_, clock_, &metrics_, config_.writer, identity_->id());
+  if (config_.iceberg.enabled) {  // before the tables start: it hears every change
+    iceberg_ = std::make_unique<iceberg::IcebergCatalog>(tables_.get(), kv_, blobs_, clock_, &metrics_,
+                                                         IcebergOptionsOf(config_));
+    iceberg_->Start();
+  }
   // A shared database means other servers may be publishing files right now:
   // only files older than an hour (far longer than any merge) are orphans then.
   bool shared = config_.database.type == "postgres";
@@ -233,7 +279,14 @@ bool App::GuardTablesAndJobs(const httplib::Request& req, httplib::Response& res
   std::smatch m;
   std::string action, resource;
   bool read = req.method == "GET" || req.method == "HEAD";
-  if (std::regex_match(req.path, m, tables)) {
+  void (*reply_error)(httplib::Response&, const Status&) = ReplyError;
+  if (iceberg_ && req.path.rfind("/iceberg/", 0) == 0) {
+    auto access = IcebergAccessFor(req);
+    if (!access) return true;  // the token endpoint checks what it is given
+    action = access->action;
+    resource = access->resource;
+    reply_error = ReplyIcebergError;
+  } else if (std::regex_match(req.path, m, tables)) {
     action = read ? "tables:ReadTable" : "tables:WriteTable";
     resource =
         fmt::format("arn:sediment:tables:::{}/{}", m[1].matched ? m[1].str() : "*", m[2].matched ? m[2].str() : "*");
@@ -249,7 +302,7 @@ bool App::GuardTablesAndJobs(const httplib::Request& req, httplib::Response& res
   if (!auth_enforced_.load()) {
     auto set_up = auth_->IsSetUp();
     if (!set_up.ok()) {
-      ReplyError(res, set_up.status());
+      reply_error(res, set_up.status());
       return false;
     }
     if (!*set_up) return true;
@@ -258,7 +311,7 @@ bool App::GuardTablesAndJobs(const httplib::Request& req, httplib::Response& res
   auto user = auth_->Authenticate(AuthorizationOf(req));
   Status st = user.ok() ? auth_->Authorize(*user, action, resource) : user.status();
   if (st.ok()) return true;
-  ReplyError(res, st);
+  reply_error(res, st);
   return false;
 }
 
@@ -269,6 +322,10 @@ void App::RegisterRoutes() {
   RegisterTablesApi(http_.get(), tables_.get());
   RegisterScanApi(http_.get(), tables_.get());
   RegisterJobsApi(http_.get(), jobs_.get());
+  if (iceberg_) {
+    iceberg_api_ =
+        RegisterIcebergApi(http_.get(), iceberg_.get(), tables_.get(), auth_.get(), IcebergApiOptionsOf(config_));
+  }
   RegisterLakeFsApi(http_.get(), catalog_.get(), staging_compactor_.get(), catalog_collector_.get(), auth_.get(),
                     config_.ObjectsUri().rfind("s3://", 0) == 0 ? "s3" : "local");
   http_->Handle("GET", "/metrics", "/metrics", [this](const httplib::Request&, httplib::Response& res) {
@@ -294,6 +351,7 @@ void App::Stop() {
   http_->Stop();
   if (gateway_http_) gateway_http_->Stop();
   if (tables_) tables_->Stop();
+  if (iceberg_) iceberg_->Stop();
   if (catalog_collector_) catalog_collector_->Stop();
   if (staging_compactor_) staging_compactor_->Stop();
   if (catalog_) catalog_->Stop();

@@ -47,6 +47,10 @@ namespace auth {
 class AuthService;
 }  // namespace auth
 
+namespace iceberg {
+class IcebergCatalog;
+}  // namespace iceberg
+
 namespace server {
 
 using auth::AuthService;
@@ -98,6 +102,8 @@ class App {
   std::shared_ptr<blob::BlobStore> blobs_;
   std::unique_ptr<ServerIdentity> identity_;
   std::unique_ptr<table::TableService> tables_;
+  std::unique_ptr<iceberg::IcebergCatalog> iceberg_;  // null with [iceberg] enabled = false
+  std::shared_ptr<struct IcebergApi> iceberg_api_;
   std::unique_ptr<chain::JobManager> jobs_;
   std::unique_ptr<catalog::Catalog> catalog_;
   std::unique_ptr<catalog::StagingCompactor> staging_compactor_;

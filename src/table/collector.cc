@@ -77,10 +77,13 @@ Result<int64_t> Collector::SweepOrphans(const TableId& id, TimePoint older_than,
   std::set<std::string> known;
   for (const auto& s : snap.segments) known.insert(s.path);
   for (const auto& e : gc) known.insert(e.path);
-  ARROW_ASSIGN_OR_RAISE(auto objects, blobs_->List(TableRegistry::ObjectPrefix(id)));
+  const std::string prefix = TableRegistry::ObjectPrefix(id);
+  ARROW_ASSIGN_OR_RAISE(auto objects, blobs_->List(prefix));
   int64_t removed = 0;
   for (const auto& o : objects) {
     if (known.count(o.path)) continue;
+    // Segment files sit right under the prefix; below it is not ours (metadata/ is the Iceberg catalog's).
+    if (o.path.find('/', prefix.size()) != std::string::npos) continue;
     bool ours = own_tag != 0 && WriterTagOf(o.path.substr(o.path.rfind('/') + 1)) == own_tag;
     if (!ours && o.mtime >= older_than) continue;
     Status st = blobs_->Delete(o.path);

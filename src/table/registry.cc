@@ -447,7 +447,10 @@ Result<TableState> TableRegistry::Commit(const TableId& id, const LiveSetChange&
     batch.Require(raw.empty() ? kv::Precondition::Absent(VerKey(id)) : kv::Precondition::Equals(VerKey(id), raw));
     batch.Put(VerKey(id), EncodeState(next));
     Status st = kv_->Apply(batch);
-    if (st.ok()) return next;
+    if (st.ok()) {
+      if (on_commit_) on_commit_(id);
+      return next;
+    }
     // Only the state moved (another change landed beside ours): apply ours to the new state.
     if (!IsPreconditionFailed(st) || attempt >= 50) return st;
     ARROW_ASSIGN_OR_RAISE(bool holds, SegmentsStillHold(id, change));

@@ -31,6 +31,7 @@
 // Thread-safety: safe from many threads and many servers sharing the KV.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -129,6 +130,8 @@ class TableRegistry {
   // PreconditionFailed if the live set changed in a way that conflicts.
   // Returns the state after the change.
   Result<TableState> Commit(const TableId& id, const LiveSetChange& change, TimePoint now);
+  // Called after each successful Commit (set once, before any Commit).
+  void SetCommitListener(std::function<void(const TableId&)> listener) { on_commit_ = std::move(listener); }
 
   // The stored hash of `block` (hex), if the reorg window holds it.
   Result<std::optional<std::string>> BlockHash(const TableId& id, uint64_t block);
@@ -156,6 +159,7 @@ class TableRegistry {
   static kv::Batch CommitBatch(const TableId& id, const LiveSetChange& change, TimePoint now);
 
   std::shared_ptr<kv::KvStore> kv_;
+  std::function<void(const TableId&)> on_commit_;
   // The last snapshot of each table, reused while the version token is the
   // same (every change replaces it), so reads of a busy table don't decode
   // every segment record each time.

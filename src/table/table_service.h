@@ -19,6 +19,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -160,6 +161,12 @@ class TableService {
   Result<std::vector<PassRecord>> PassHistory(const TableId& id, int64_t since_us = 0, const std::string& cursor = "",
                                               size_t limit = SIZE_MAX, bool* has_more = nullptr);
   Result<GcBacklog> GcBacklogOf(const TableId& id);
+  // The files removed from the live set that GC has not deleted yet, with when they were removed.
+  Result<std::vector<GcEntry>> RemovedFiles(const TableId& id) { return registry_.ListGc(id); }
+  // Called after every change of a table's live set made through this service (set before Start()).
+  void SetChangeListener(std::function<void(const TableId&)> listener) {
+    registry_.SetCommitListener(std::move(listener));
+  }
 
   const WriterConfig& writer_config() const { return writer_; }
   const std::string& server_id() const { return leases_->server_id(); }

@@ -32,23 +32,26 @@ struct ApiRoute {
   std::variant<Handler, UploadHandler> handler;
 };
 
-// Serves each route with its handler, which gets `service`; a failed Status becomes the error reply.
+// Serves each route with its handler, which gets `service`; a failed Status
+// becomes the error reply (`reply_error`: the protocol's error format).
+using ErrorReplier = void (*)(httplib::Response&, const Status&);
 template <typename Service>
-void RegisterRoutes(HttpServer* http, Service* service, const std::vector<ApiRoute<Service>>& routes) {
+void RegisterRoutes(HttpServer* http, Service* service, const std::vector<ApiRoute<Service>>& routes,
+                    ErrorReplier reply_error = ReplyError) {
   using Route = ApiRoute<Service>;
   for (const Route& route : routes) {
     if (auto* fn = std::get_if<typename Route::Handler>(&route.handler)) {
       http->Handle(route.method, route.pattern, route.label,
-                   [service, fn = *fn](const httplib::Request& req, httplib::Response& res) {
+                   [service, fn = *fn, reply_error](const httplib::Request& req, httplib::Response& res) {
                      Status st = fn(service, req, res);
-                     if (!st.ok()) ReplyError(res, st);
+                     if (!st.ok()) reply_error(res, st);
                    });
     } else if (auto* fn = std::get_if<typename Route::UploadHandler>(&route.handler)) {
       http->HandleStream(route.method, route.pattern, route.label,
-                         [service, fn = *fn](const httplib::Request& req, httplib::Response& res,
-                                             const httplib::ContentReader& reader) {
+                         [service, fn = *fn, reply_error](const httplib::Request& req, httplib::Response& res,
+                                                          const httplib::ContentReader& reader) {
                            Status st = fn(service, req, res, reader);
-                           if (!st.ok()) ReplyError(res, st);
+                           if (!st.ok()) reply_error(res, st);
                          });
     }
   }

@@ -310,7 +310,6 @@ std::string IsoTime(int64_t unix_seconds) {
   return buf;
 }
 
-
 // --- shared helpers -----------------------------------------------------------------
 
 Result<catalog::Repository> LoadBucket(const Gateway& gw, const std::string& bucket) {
@@ -490,8 +489,10 @@ void ReplyApiPathToS3Client(const httplib::Request& req, httplib::Response& res)
 
 void RegisterS3Gateway(HttpServer* http, catalog::Catalog* catalog, AuthService* auth, const GatewayOptions& options) {
   auto gw = std::make_shared<s3::Gateway>(s3::Gateway{catalog, auth, options});
-  // Everything but the API and /metrics (registered earlier, matched first).
-  const std::string all = R"(/(?!api/|metrics$).*|/)";
+  // Everything but the API, the Iceberg catalog and /metrics (registered
+  // earlier; GET routes match first, but body routes would not): a bucket
+  // named "iceberg" is reached with keys under v1/ only on a [gateway] port.
+  const std::string all = R"(/(?!api/|iceberg/v1/|metrics$).*|/)";
   for (const char* method : {"GET", "DELETE"}) {
     http->Handle(method, all, "s3",
                  [gw](const httplib::Request& req, httplib::Response& res) { s3::Serve(*gw, req, res, nullptr); });

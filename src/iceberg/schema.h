@@ -1,0 +1,44 @@
+// The tables' Arrow schemas as Iceberg schemas (format version 2), with the
+// name mapping (table property schema.name-mapping.default) that lets engines
+// read Sediment's Parquet files, which carry no field ids, by column name.
+//
+// Types: Iceberg has no unsigned integers, so uint8/uint16 become int and
+// uint32/uint64 become long (block numbers, timestamps and gas figures are
+// far below 2^63; a uint64 value at or above it would read negative, and
+// the catalog is the wrong place to hide that: docs/iceberg.md). Field ids:
+// top-level columns 1..N in schema order, then nested ones depth-first.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace arrow {
+class Schema;
+}
+
+namespace sediment::iceberg {
+
+// What a manifest can say about a top-level column of primitive type.
+enum class BoundKind { kNone, kInt32, kUInt32ToLong, kInt64, kFloat, kDouble, kBytes };
+
+struct IcebergColumn {
+  std::string name;
+  int field_id = 0;
+  std::string type;                     // Iceberg type name ("long", "fixed[32]", ...); "" for nested types
+  BoundKind bounds = BoundKind::kNone;  // how the Parquet statistics become Iceberg bounds
+};
+
+struct IcebergSchema {
+  std::string json;          // {"type":"struct","schema-id":0,"fields":[...]}
+  std::string name_mapping;  // the JSON text of schema.name-mapping.default
+  int last_column_id = 0;
+  std::vector<IcebergColumn> columns;  // top-level, in schema order
+};
+
+// InvalidArgument naming the column if a type has no Iceberg equivalent.
+Result<IcebergSchema> ToIcebergSchema(const arrow::Schema& schema);
+
+}  // namespace sediment::iceberg

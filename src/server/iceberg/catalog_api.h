@@ -1,0 +1,58 @@
+// The Iceberg REST catalog (apache/iceberg open-api/rest-catalog-open-api.yaml)
+// at /iceberg on the API port: a dataset is a namespace, a table a table.
+// Read-only: Sediment is its tables' only writer, so creating, committing,
+// renaming and dropping are refused (403 ForbiddenException) and only the
+// read routes are advertised. Errors use the protocol's ErrorModel.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "base/clock.h"
+#include "base/status.h"
+
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace sediment::table {
+class TableService;
+}
+namespace sediment::iceberg {
+class IcebergCatalog;
+}
+namespace sediment::auth {
+class AuthService;
+}
+
+namespace sediment::server {
+
+using auth::AuthService;
+class HttpServer;
+
+struct IcebergApiOptions {
+  Duration token_ttl = std::chrono::hours(24);
+  std::map<std::string, std::string> table_config;  // LoadTableResult "config" (S3 endpoint, vended credentials)
+};
+
+// The routes; they use what it returns, which the caller keeps while the server runs.
+struct IcebergApi;
+std::shared_ptr<IcebergApi> RegisterIcebergApi(HttpServer* http, iceberg::IcebergCatalog* catalog,
+                                               table::TableService* tables, AuthService* auth,
+                                               IcebergApiOptions options);
+
+// What a request under /iceberg needs: the tables action and resource to
+// authorize, or nullopt for the routes open to anyone (the token endpoint,
+// which checks the credentials it is given).
+struct IcebergAccess {
+  std::string action, resource;
+};
+std::optional<IcebergAccess> IcebergAccessFor(const httplib::Request& req);
+
+// A failed Status as the protocol's ErrorModel.
+void ReplyIcebergError(httplib::Response& res, const Status& st);
+
+}  // namespace sediment::server
