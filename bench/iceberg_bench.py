@@ -72,14 +72,19 @@ class Server:
     def __init__(self, work):
         cfg = work / "sediment.toml"
         cfg.write_text("[writer.compactor]\nactive = false\n")
+        # The log goes to a file: a pipe nobody reads would block the server once full.
+        self.log = open(work / "server.log", "w+")
         self.proc = subprocess.Popen([str(SEDIMENT), "serve", "--config", str(cfg), "--data-dir", str(work / "data"),
-                                      "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True)
-        for line in self.proc.stdout:
-            m = re.search(r"listening on http://([^\s:]+):(\d+)", line)
+                                      "--listen", "127.0.0.1:0"], stdout=self.log, stderr=subprocess.STDOUT, text=True)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            m = re.search(r"listening on http://([^\s:]+):(\d+)", (work / "server.log").read_text())
             if m:
                 self.url = f"http://{m.group(1)}:{m.group(2)}"
                 break
+            time.sleep(0.05)
+        else:
+            raise RuntimeError("the server did not start: " + (work / "server.log").read_text()[-2000:])
         self.session = requests.Session()
 
     def append(self, b):
@@ -143,8 +148,14 @@ def checkpoint(server, n, samples, runs):
     table = load_catalog("sed", type="rest", uri=server.url + "/iceberg").load_table("eth.logs")
     lo = n // 2
     planned = len(list(table.scan(row_filter=f"block_num >= {lo} and block_num <= {lo + 9}").plan_files()))
-    files = [server.url and f["path"] for f in server.session.get(server.url + TABLE + "/files").json()["files"]]
-    root = Path(loaded["metadata"]["location"].removeprefix("file://")).parent.parent
+    files, params = [], {"amount": 1000}
+    while True:  # the live files, a page at a time
+        page = server.session.get(server.url + TABLE + "/files", params=params).json()
+        files += [f["path"] for f in page["files"]]
+        if not page["pagination"]["has_more"]:
+            break
+        params["after"] = page["pagination"]["next_offset"]
+    root = Path(loaded["metadata"]["location"].removeprefix("file://")).parents[2]  # <objects>/tables/eth/logs
     paths = [str(root / p) for p in files]
     con = duckdb_con(server.url)
     con.execute(f"CREATE VIEW direct AS SELECT * FROM read_parquet({paths!r})")
@@ -159,7 +170,8 @@ def checkpoint(server, n, samples, runs):
            "snapshots": snaps1 - snaps0, "pyiceberg_files_planned_10_blocks": planned,
            "duckdb_files_read_10_blocks": duck_files}
     for name, q in queries.items():
-        assert con.execute(q.format("sed.eth.logs")).fetchall() == con.execute(q.format("direct")).fetchall()
+        via, direct_rows = con.execute(q.format("sed.eth.logs")).fetchall(), con.execute(q.format("direct")).fetchall()
+        assert via == direct_rows, f"{name}: the catalog read {via}, the files {direct_rows}"
         cat, direct = [], []
         for _ in range(3):  # alternate, so drift hits both
             cat.append(timed(con, q.format("sed.eth.logs"), runs))

@@ -9,8 +9,6 @@ Requests:
         "snapshots": [{"snapshot_id", "timestamp_ms", "operation"}]}
   {"engine": "duckdb", "uri": ..., "credential": ..., "sql": ["SELECT ... FROM sed.demo.blocks", ...]}
     -> {"results": [[row, ...], ...]} (the catalog is attached as `sed`, read-only; nothing is downloaded)
-  {"engine": "spark", "uri": ..., "credential": ..., "jar": <iceberg-spark-runtime jar>, "sql": [...]}
-    -> {"results": [...]} (PySpark, local[1], with the REST catalog as `sed`)
 """
 import glob
 import json
@@ -61,29 +59,9 @@ def duckdb_read(req):
     return {"results": [[list(r) for r in con.execute(q).fetchall()] for q in req["sql"]]}
 
 
-def spark(req):
-    from pyspark.sql import SparkSession
-    b = (SparkSession.builder.master("local[1]").appName("sediment-iceberg-test")
-         .config("spark.jars", req["jar"])
-         .config("spark.ui.enabled", "false")
-         .config("spark.sql.shuffle.partitions", "1")
-         .config("spark.driver.bindAddress", "127.0.0.1")
-         .config("spark.sql.catalog.sed", "org.apache.iceberg.spark.SparkCatalog")
-         .config("spark.sql.catalog.sed.type", "rest")
-         .config("spark.sql.catalog.sed.uri", req["uri"]))
-    if req.get("credential"):
-        b = b.config("spark.sql.catalog.sed.credential", req["credential"])
-    session = b.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
-    try:
-        return {"results": [[list(r) for r in session.sql(q).collect()] for q in req["sql"]]}
-    finally:
-        session.stop()
-
-
 def main():
     req = json.loads(sys.argv[1])
-    run = {"pyiceberg": pyiceberg, "duckdb": duckdb_read, "spark": spark}[req["engine"]]
+    run = {"pyiceberg": pyiceberg, "duckdb": duckdb_read}[req["engine"]]
     out = run(req)
     print(json.dumps(out, default=str))
 

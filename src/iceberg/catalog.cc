@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "base/crypto.h"
@@ -96,7 +97,11 @@ Result<int64_t> IcebergCatalog::Collect(const table::TableId& id) {
   int64_t deleted = 0;
   // Trash keys sort by expiry: stop at the first that is not due.
   ARROW_RETURN_NOT_OK(kv_->ScanAll(TrashPrefix(id), "", [&](const kv::KeyValue& item) -> Result<bool> {
-    int64_t expires = std::stoll(item.key.substr(TrashPrefix(id).size(), 20));
+    int64_t expires = 0;
+    std::string_view digits = std::string_view(item.key).substr(TrashPrefix(id).size(), 20);
+    if (std::from_chars(digits.data(), digits.data() + digits.size(), expires).ec != std::errc()) {
+      return InvalidArgument(fmt::format("iceberg: trash key {} has no expiry", item.key));
+    }
     if (expires > now_ms) return false;
     Status st = blobs_->Delete(item.value);
     if (!st.ok() && !IsNotFound(st)) return st;
@@ -112,6 +117,35 @@ Result<int64_t> IcebergCatalog::Collect(const table::TableId& id) {
   return deleted;
 }
 
+Result<int64_t> IcebergCatalog::SweepOrphans(const table::TableId& id, TimePoint older_than) {
+  std::set<std::string> named;
+  auto raw = kv_->Get(HeadKey(id));
+  if (!raw.ok() && !IsNotFound(raw.status())) return raw.status();
+  if (raw.ok()) {
+    ARROW_ASSIGN_OR_RAISE(Head head, DecodeHead(*raw));
+    for (const auto& m : head.manifests) named.insert(m.path);
+  }
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(SnapshotPrefix(id), "", [&](const kv::KeyValue& item) -> Result<bool> {
+    ARROW_ASSIGN_OR_RAISE(SnapshotRecord s, DecodeSnapshot(item.value));
+    named.insert(s.list_path);
+    return true;
+  }));
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(TrashPrefix(id), "", [&](const kv::KeyValue& item) -> Result<bool> {
+    named.insert(item.value);  // deleted on its own schedule
+    return true;
+  }));
+  ARROW_ASSIGN_OR_RAISE(auto files, blobs_->List(MetadataPrefix(id)));
+  int64_t removed = 0;
+  for (const auto& f : files) {
+    if (named.count(f.path) || f.mtime >= older_than) continue;
+    Status st = blobs_->Delete(f.path);
+    if (!st.ok() && !IsNotFound(st)) return st;
+    removed++;
+  }
+  if (removed > 0) spdlog::info("iceberg: deleted {} unrecorded metadata file(s) of {}", removed, id.ToString());
+  return removed;
+}
+
 Result<LoadedTable> IcebergCatalog::Load(const table::TableId& id) {
   ARROW_ASSIGN_OR_RAISE(table::TableInfo info, tables_->GetTable(id));
   ARROW_ASSIGN_OR_RAISE(IcebergSchema schema, ToIcebergSchema(*info.schema));
@@ -123,7 +157,9 @@ Result<LoadedTable> IcebergCatalog::Load(const table::TableId& id) {
     ARROW_ASSIGN_OR_RAISE(head, DecodeHead(*raw));
   }
   int64_t now_ms = ToUnixMicros(clock_->Now()) / 1000;
-  int64_t retention_ms = std::chrono::duration_cast<std::chrono::milliseconds>(options_.retention).count();
+  // A metadata file outlives its use by the grace period, and by ten minutes at least.
+  int64_t retention_ms =
+      std::max<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(options_.retention).count(), 600000);
   {
     std::lock_guard<std::mutex> lock(cache_mu_);
     auto it = metadata_cache_.find(id);
@@ -135,10 +171,13 @@ Result<LoadedTable> IcebergCatalog::Load(const table::TableId& id) {
   std::vector<SnapshotRecord> listed;
   ARROW_RETURN_NOT_OK(kv_->ScanAll(SnapshotPrefix(id), "", [&](const kv::KeyValue& item) -> Result<bool> {
     ARROW_ASSIGN_OR_RAISE(SnapshotRecord s, DecodeSnapshot(item.value));
-    if (s.expires_ms == 0 || s.expires_ms > now_ms) listed.push_back(std::move(s));
+    // Not those another server published since the head was read; the head's own, even if that
+    // server superseded it meanwhile.
+    if (s.seq < head.seq && s.expires_ms != 0 && s.expires_ms <= now_ms) return true;
+    if (s.seq <= head.seq) listed.push_back(std::move(s));
     return true;
   }));
-  if (head.uuid.empty()) head.uuid = Sha256Hex(id.ToString()).substr(0, 32);  // a table with no file yet
+  if (head.uuid.empty()) head.uuid = TableUuid(info);  // a table with no file yet
   ARROW_ASSIGN_OR_RAISE(std::string text, MetadataJson(id, head, schema, listed, now_ms));
   LoadedTable out;
   out.snapshot_id = head.snapshot_id;
@@ -153,7 +192,7 @@ Result<LoadedTable> IcebergCatalog::Load(const table::TableId& id) {
   // Served again until a listed snapshot expires (or half the retention: the file must outlive its use).
   int64_t valid_until = now_ms + retention_ms / 2;
   for (const auto& s : listed) {
-    if (s.expires_ms != 0) valid_until = std::min(valid_until, s.expires_ms);
+    if (s.expires_ms != 0 && s.seq < head.seq) valid_until = std::min(valid_until, s.expires_ms);
   }
   std::lock_guard<std::mutex> lock(cache_mu_);
   metadata_cache_[id] = {head.seq, valid_until, out};

@@ -103,6 +103,9 @@ class IcebergCatalog {
   Result<LoadedTable> Load(const table::TableId& id);
   // Deletes the metadata files and snapshot records that expired; returns files deleted.
   Result<int64_t> Collect(const table::TableId& id);
+  // Deletes files under the table's metadata/ that nothing names (left by a publish or a load cut
+  // off between writing a file and recording it) and that are older than `older_than`.
+  Result<int64_t> SweepOrphans(const table::TableId& id, TimePoint older_than);
   // Queues `id` for the background publisher.
   void Changed(const table::TableId& id);
 
@@ -125,6 +128,7 @@ class IcebergCatalog {
                                    const std::vector<SnapshotRecord>& snapshots, int64_t now_ms);
   std::string Uri(const std::string& path) const { return options_.objects_uri + "/" + path; }
   void Loop();
+  void RunPending(const std::set<table::TableId>& work, TimePoint* next_collect);
 
   table::TableService* tables_;
   std::shared_ptr<kv::KvStore> kv_;
@@ -134,7 +138,10 @@ class IcebergCatalog {
   CounterMetric* snapshots_published_ = nullptr;
   CounterMetric* bytes_written_ = nullptr;  // manifests and manifest lists
 
-  std::mutex publish_mu_;  // one Publish at a time on this server (others race through the head's CAS)
+  // One Publish of a table at a time on this server (other servers race through the head's CAS).
+  std::shared_ptr<std::mutex> TableLock(const table::TableId& id);
+  std::mutex locks_mu_;
+  std::map<table::TableId, std::shared_ptr<std::mutex>> table_locks_;  // GUARDED_BY(locks_mu_)
   struct CachedMetadata {
     int64_t seq = 0;
     int64_t valid_until_ms = 0;

@@ -1,5 +1,6 @@
 #include "iceberg/file_stats.h"
 
+#include <fmt/format.h>
 #include <parquet/exception.h>
 #include <parquet/file_reader.h>
 #include <parquet/metadata.h>
@@ -99,8 +100,15 @@ void Fold(const parquet::ColumnChunkMetaData& chunk, BoundKind kind, ColumnStats
 Result<std::map<int, ColumnStats>> ReadColumnStats(blob::BlobStore* blobs, const std::string& path, int64_t size,
                                                    const IcebergSchema& schema) {
   ARROW_ASSIGN_OR_RAISE(auto file, blobs->OpenReaderSized(path, size));
-  std::shared_ptr<parquet::FileMetaData> meta;
-  PARQUET_CATCH_NOT_OK(meta = parquet::ParquetFileReader::Open(file)->metadata());
+  try {
+    return StatsOf(*parquet::ParquetFileReader::Open(file)->metadata(), schema);
+  } catch (const std::exception& e) {  // Parquet reports a bad footer by throwing
+    return arrow::Status::IOError(fmt::format("{}: reading the footer: {}", path, e.what()));
+  }
+}
+
+Result<std::map<int, ColumnStats>> StatsOf(const parquet::FileMetaData& footer, const IcebergSchema& schema) {
+  const parquet::FileMetaData* meta = &footer;
   // Top-level primitive columns: a leaf whose path has one element.
   std::map<std::string, int> leaf_of;
   for (int i = 0; i < meta->num_columns(); ++i) {

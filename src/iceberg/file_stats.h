@@ -14,7 +14,14 @@ namespace sediment::blob {
 class BlobStore;
 }
 
+namespace parquet {
+class FileMetaData;
+}
+
 namespace sediment::iceberg {
+
+// The same, from a footer already read.
+Result<std::map<int, ColumnStats>> StatsOf(const parquet::FileMetaData& footer, const IcebergSchema& schema);
 
 // Reads the footer of the file at `path` (`size` bytes) and returns its
 // top-level primitive columns' figures, keyed by field id.

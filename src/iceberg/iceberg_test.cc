@@ -1,3 +1,4 @@
+#include <arrow/io/interfaces.h>
 #include <avro.h>
 #include <gtest/gtest.h>
 
@@ -59,7 +60,7 @@ TEST(IcebergSchemaTest, TypesFieldIdsAndNameMapping) {
 
 TEST(IcebergManifestTest, ReadsBackWithAvroC) {
   sediment::testing::TempDir dir;
-  DataFile f{"tables/a/b/1.parquet", "file:///x/1.parquet", "1", 10, 19, 30, 1234, {}};
+  DataFile f{"tables/a/b/1.parquet", "file:///x/1.parquet", "1", 10, 19, "ab", 30, 1234, {}};
   f.columns[1] = {100, 30, 0, std::string("\x0a\0\0\0\0\0\0\0", 8), std::string("\x13\0\0\0\0\0\0\0", 8)};
   f.columns[2] = {50, 30, -1, std::nullopt, std::nullopt};
   auto bytes = WriteManifest({{EntryStatus::kAdded, 7, 3, f}}, R"({"type":"struct","fields":[]})", 0);
@@ -192,6 +193,58 @@ TEST_F(IcebergCatalogTest, ASnapshotIsListedUntilGcMayDeleteItsFiles) {
   EXPECT_GE(*deleted, 2) << "the old manifest list and its replaced manifest";
   EXPECT_FALSE(std::filesystem::exists(Local(before["snapshots"][0]["manifest-list"])));
   EXPECT_EQ(FilesOfCurrent(), LiveIds());
+}
+
+TEST_F(IcebergCatalogTest, AReorgOfAsManyBlocksAndRowsIsNoReplace) {
+  ASSERT_TRUE(Append(0, 9, 0).ok());
+  ASSERT_TRUE(catalog_->Publish(id_).ok());
+  ASSERT_TRUE(Append(5, 9, 1, 0).ok());  // blocks 5..9 again, another fork: same rows, same ends
+  auto p = catalog_->Publish(id_);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->operation, "overwrite") << "readers of changes must not skip a reorg as a mere swap";
+}
+
+TEST_F(IcebergCatalogTest, TheTableUuidIsFixedFromTheStart) {
+  json empty = json::parse(catalog_->Load(id_)->metadata);
+  ASSERT_TRUE(Append(0, 9, 0).ok());
+  json first = json::parse(catalog_->Load(id_)->metadata);
+  EXPECT_EQ(empty["table-uuid"], first["table-uuid"]) << "Spark refuses a table whose uuid changed";
+  EXPECT_EQ(std::string(first["table-uuid"]).size(), 36u);
+}
+
+TEST_F(IcebergCatalogTest, PublishingLateNeverListsASnapshotWhoseFilesAreGone) {
+  ASSERT_TRUE(Append(0, 9, 0).ok());
+  ASSERT_TRUE(Append(10, 19, 0).ok());
+  ASSERT_TRUE(catalog_->Publish(id_).ok());
+  ASSERT_TRUE(service_->CompactNow(id_).ok());
+  // Nobody publishes for longer than the grace period, and GC deletes the merged-away files.
+  clock_->Advance(std::chrono::seconds(61));
+  ASSERT_TRUE(service_->RunGc(id_).ok());
+  ASSERT_TRUE(catalog_->Publish(id_).ok());
+  json m = json::parse(catalog_->Load(id_)->metadata);
+  ASSERT_EQ(m["snapshots"].size(), 1u) << "the snapshot that named the deleted files is not listed";
+  EXPECT_EQ(FilesOfCurrent(), LiveIds());
+  ASSERT_TRUE(catalog_->Collect(id_).ok());
+  EXPECT_EQ(json::parse(catalog_->Load(id_)->metadata)["snapshots"].size(), 1u);
+}
+
+TEST_F(IcebergCatalogTest, TheSweepDeletesOnlyMetadataFilesNothingNames) {
+  ASSERT_TRUE(Append(0, 9, 0).ok());
+  ASSERT_TRUE(Append(10, 19, 0).ok());
+  ASSERT_TRUE(catalog_->Publish(id_).ok());
+  ASSERT_TRUE(service_->CompactNow(id_).ok());
+  ASSERT_TRUE(catalog_->Publish(id_).ok());
+  auto stray = faulty_->OpenWriter(IcebergCatalog::MetadataPrefix(id_) + "000009-0-dead-m.avro");
+  ASSERT_TRUE(stray.ok());
+  ASSERT_TRUE((*stray)->Write("x", 1).ok());
+  ASSERT_TRUE((*stray)->Close().ok());
+  std::set<std::string> before = FilesOfCurrent();
+  auto swept = catalog_->SweepOrphans(id_, TimePoint::max());  // however old
+  ASSERT_TRUE(swept.ok()) << swept.status().ToString();
+  EXPECT_EQ(*swept, 1) << "the stray file only: the superseded snapshot's list and manifest are still named";
+  EXPECT_EQ(FilesOfCurrent(), before);
+  json m = json::parse(catalog_->Load(id_)->metadata);
+  for (const auto& s : m["snapshots"]) EXPECT_TRUE(std::filesystem::exists(Local(s["manifest-list"])));
 }
 
 }  // namespace

@@ -27,6 +27,7 @@ struct DataFile {
   std::string uri;   // what engines open: file:///... or s3://...
   std::string segment_id;
   uint64_t start = 0, end = 0;  // blocks
+  std::string end_hash;         // of block `end`: a swap keeps it, a reorg changes it
   int64_t rows = 0;
   int64_t size = 0;  // bytes on storage, exact
   std::map<int, ColumnStats> columns;

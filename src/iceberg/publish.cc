@@ -35,6 +35,7 @@ struct IcebergCatalog::Work {
   int64_t removed_files = 0, removed_rows = 0, removed_size = 0;
   std::vector<std::string> removed_ids;
   uint64_t removed_lo = UINT64_MAX, removed_hi = 0, added_lo = UINT64_MAX, added_hi = 0;
+  std::string removed_hi_hash, added_hi_hash;  // the end hashes at removed_hi and added_hi
   PublishResult result;
 };
 
@@ -45,15 +46,6 @@ int64_t NewSnapshotId() {
   uint64_t v = 0;
   for (unsigned char c : b) v = (v << 8) | c;
   return static_cast<int64_t>(v >> 1) | 1;  // positive, never 0
-}
-
-// A random (version 4) UUID.
-std::string NewUuid() {
-  std::string b = RandomBytes(16);
-  b[6] = static_cast<char>((b[6] & 0x0f) | 0x40);
-  b[8] = static_cast<char>((b[8] & 0x3f) | 0x80);
-  std::string h = Hex(b);
-  return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" + h.substr(20);
 }
 
 std::string Digest(const std::vector<std::string>& ids) {
@@ -77,8 +69,16 @@ std::string IcebergCatalog::MetadataPrefix(const table::TableId& id) {
   return table::TableRegistry::ObjectPrefix(id) + "metadata/";
 }
 
+std::shared_ptr<std::mutex> IcebergCatalog::TableLock(const table::TableId& id) {
+  std::lock_guard<std::mutex> lock(locks_mu_);
+  auto& m = table_locks_[id];
+  if (!m) m = std::make_shared<std::mutex>();
+  return m;
+}
+
 Result<PublishResult> IcebergCatalog::Publish(const table::TableId& id) {
-  std::lock_guard<std::mutex> lock(publish_mu_);
+  auto table_lock = TableLock(id);
+  std::lock_guard<std::mutex> lock(*table_lock);
   for (int attempt = 0;; ++attempt) {
     bool raced = false;
     auto r = PublishOnce(id, &raced);
@@ -104,7 +104,7 @@ Result<PublishResult> IcebergCatalog::PublishOnce(const table::TableId& id, bool
     return w.result;
   }
   w.head = w.old_head;
-  w.head.uuid = first ? NewUuid() : w.old_head.uuid;
+  w.head.uuid = first ? TableUuid(info) : w.old_head.uuid;
   w.head.token = w.live.state.token;
   w.seq = w.old_head.seq + 1;
   w.head.seq = w.seq;
@@ -117,8 +117,11 @@ Result<PublishResult> IcebergCatalog::PublishOnce(const table::TableId& id, bool
   Status st = WriteSnapshot(id, &w);
   if (st.ok()) st = kv_->Apply(w.batch);
   if (!st.ok()) {
-    for (const auto& path : w.written) (void)blobs_->Delete(path);
-    if (IsPreconditionFailed(st)) *raced = true;
+    // Lost the race: nothing names the files. Any other error may have committed them after all.
+    if (IsPreconditionFailed(st)) {
+      for (const auto& path : w.written) (void)blobs_->Delete(path);
+      *raced = true;
+    }
     return st;
   }
   if (snapshots_published_) snapshots_published_->Add();
@@ -158,13 +161,15 @@ Result<std::vector<ManifestEntry>> IcebergCatalog::BucketEntries(const table::Ta
       known.erase(it);
       continue;
     }
-    DataFile f{seg->path, Uri(seg->path), seg->id, seg->start, seg->end, seg->rows, seg->stored_bytes, {}};
+    DataFile f{seg->path,     Uri(seg->path), seg->id,           seg->start, seg->end,
+               seg->end_hash, seg->rows,      seg->stored_bytes, {}};
     ARROW_ASSIGN_OR_RAISE(f.columns, ReadColumnStats(blobs_.get(), seg->path, seg->stored_bytes, schema));
     out.push_back({EntryStatus::kAdded, w->snapshot_id, w->seq, std::move(f)});
     w->added_files++;
     w->added_rows += seg->rows;
     w->added_size += seg->stored_bytes;
     w->added_lo = std::min(w->added_lo, seg->start);
+    if (seg->end >= w->added_hi) w->added_hi_hash = seg->end_hash;
     w->added_hi = std::max(w->added_hi, seg->end);
   }
   for (auto& [seg_id, e] : known) {
@@ -173,6 +178,7 @@ Result<std::vector<ManifestEntry>> IcebergCatalog::BucketEntries(const table::Ta
     w->removed_size += e.file.size;
     w->removed_ids.push_back(seg_id);
     w->removed_lo = std::min(w->removed_lo, e.file.start);
+    if (e.file.end >= w->removed_hi) w->removed_hi_hash = e.file.end_hash;
     w->removed_hi = std::max(w->removed_hi, e.file.end);
     out.push_back({EntryStatus::kDeleted, w->snapshot_id, e.seq, std::move(e.file)});
   }
@@ -256,7 +262,12 @@ Status IcebergCatalog::RewriteManifests(const table::TableId& id, const IcebergS
 // Append, replace (the same rows over the same blocks in other files), delete or overwrite.
 std::string IcebergCatalog::OperationOf(const Work& w) {
   if (w.removed_files == 0) return "append";
-  if (w.added_rows == w.removed_rows && w.added_lo == w.removed_lo && w.added_hi == w.removed_hi) return "replace";
+  // A swap puts the same rows of the same blocks in other files; a reorg of as many blocks and rows
+  // changes the chain, so the last block's hash differs.
+  if (w.added_rows == w.removed_rows && w.added_lo == w.removed_lo && w.added_hi == w.removed_hi &&
+      w.added_hi_hash == w.removed_hi_hash) {
+    return "replace";
+  }
   if (w.added_files == 0) return "delete";
   return "overwrite";
 }
@@ -266,18 +277,20 @@ std::string IcebergCatalog::OperationOf(const Work& w) {
 // if none was removed; never before the snapshots older than it.
 Result<int64_t> IcebergCatalog::PreviousExpiry(const table::TableId& id, const Work& w) {
   int64_t from_ms = w.now_ms;
+  int64_t retention_ms = std::chrono::duration_cast<std::chrono::milliseconds>(options_.retention).count();
   if (!w.removed_ids.empty()) {
     ARROW_ASSIGN_OR_RAISE(auto gc, tables_->RemovedFiles(id));
     std::map<std::string, int64_t> removed_at;
     for (const auto& e : gc) removed_at[e.id] = e.removed_at_us / 1000;
     for (const auto& seg_id : w.removed_ids) {
       auto it = removed_at.find(seg_id);
-      // Collected already: the file is gone, and so is every snapshot that named it.
-      from_ms = std::min(from_ms, it == removed_at.end() ? std::numeric_limits<int64_t>::min() / 2 : it->second);
+      // Collected already (publishing lagged past the grace period): the file is gone, so the
+      // snapshot that named it goes now.
+      if (it == removed_at.end()) return std::max<int64_t>(1, w.now_ms);
+      from_ms = std::min(from_ms, it->second);
     }
   }
-  int64_t retention_ms = std::chrono::duration_cast<std::chrono::milliseconds>(options_.retention).count();
-  return std::max(from_ms + retention_ms, w.old_head.expires_floor_ms);
+  return std::max<int64_t>(1, std::max(from_ms + retention_ms, w.old_head.expires_floor_ms));
 }
 
 Status IcebergCatalog::WriteSnapshot(const table::TableId& id, Work* w) {
@@ -316,11 +329,12 @@ Status IcebergCatalog::WriteSnapshot(const table::TableId& id, Work* w) {
     ARROW_ASSIGN_OR_RAISE(std::string prev_raw, kv_->Get(SnapshotKey(id, w->old_head.seq)));
     ARROW_ASSIGN_OR_RAISE(SnapshotRecord prev, DecodeSnapshot(prev_raw));
     ARROW_ASSIGN_OR_RAISE(prev.expires_ms, PreviousExpiry(id, *w));
-    w->head.expires_floor_ms = prev.expires_ms;
+    // What only it and older snapshots name goes when the last of them does.
+    int64_t last = std::max(prev.expires_ms, w->old_head.expires_floor_ms);
+    w->head.expires_floor_ms = last;
     w->batch.Put(SnapshotKey(id, prev.seq), EncodeSnapshot(prev));
-    // What only it and older snapshots name goes when it does.
     w->batch.Put(TrashKey(id, prev.expires_ms, RandomHex(6)), prev.list_path);
-    for (const auto& path : w->replaced) w->batch.Put(TrashKey(id, prev.expires_ms, RandomHex(6)), path);
+    for (const auto& path : w->replaced) w->batch.Put(TrashKey(id, last, RandomHex(6)), path);
   }
   w->batch.Put(SnapshotKey(id, snap.seq), EncodeSnapshot(snap));
   w->batch.Require(w->old_raw.empty() ? kv::Precondition::Absent(HeadKey(id))

@@ -51,12 +51,19 @@ template <typename F>
 auto Decoding(const char* what, F f) -> decltype(f()) {
   try {
     return f();
-  } catch (const json::exception& e) {
+  } catch (const std::exception& e) {  // json's, and std::stoi's
     return InvalidArgument(fmt::format("iceberg: a stored {} record does not decode: {}", what, e.what()));
   }
 }
 
 }  // namespace
+
+std::string TableUuid(const table::TableInfo& info) {
+  std::string h = Sha256Hex(fmt::format("{}/{}", info.id.ToString(), info.created_at_us)).substr(0, 32);
+  h[12] = '4';                                                  // version 4 (random-looking)
+  h[16] = "89ab"[std::stoi(h.substr(16, 1), nullptr, 16) & 3];  // the RFC 4122 variant
+  return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" + h.substr(20);
+}
 
 std::string TablePrefix(const table::TableId& id) { return fmt::format("ice/{}/{}/", id.dataset, id.table); }
 std::string HeadKey(const table::TableId& id) { return TablePrefix(id) + "head"; }
@@ -152,6 +159,7 @@ std::string EncodeEntries(const std::vector<LiveEntry>& entries) {
                    {"uri", e.file.uri},
                    {"seg", e.file.segment_id},
                    {"blocks", {e.file.start, e.file.end}},
+                   {"eh", e.file.end_hash},
                    {"rows", e.file.rows},
                    {"size", e.file.size},
                    {"cols", columns}});
@@ -172,6 +180,7 @@ Result<std::vector<LiveEntry>> DecodeEntries(const std::string& text) {
       le.file.segment_id = e.at("seg").get<std::string>();
       le.file.start = e.at("blocks").at(0).get<uint64_t>();
       le.file.end = e.at("blocks").at(1).get<uint64_t>();
+      le.file.end_hash = e.at("eh").get<std::string>();
       le.file.rows = e.at("rows").get<int64_t>();
       le.file.size = e.at("size").get<int64_t>();
       for (const auto& [id, c] : e.at("cols").items()) {

@@ -17,6 +17,7 @@
 #include "base/status.h"
 #include "iceberg/manifests.h"
 #include "table/names.h"
+#include "table/registry.h"
 
 namespace sediment::iceberg {
 
@@ -53,6 +54,10 @@ struct LiveEntry {
   int64_t snapshot_id = 0, seq = 0;
   DataFile file;
 };
+
+// The Iceberg table-uuid of a Sediment table: fixed by its name and creation time, so it is the
+// same before the first snapshot, after it, and on every server.
+std::string TableUuid(const table::TableInfo& info);
 
 std::string HeadKey(const table::TableId& id);
 std::string SnapshotPrefix(const table::TableId& id);

@@ -63,38 +63,44 @@ struct Mapper {
         return json(fmt::format("decimal({},{})", d.precision(), d.scale()));
       }
       case arrow::Type::LIST:
-      case arrow::Type::LARGE_LIST: {
-        const auto& field = *static_cast<const arrow::BaseListType&>(type).value_field();
-        int id = ++next_id;
-        json child_mapping = json::array();
-        BoundKind ignored;
-        ARROW_ASSIGN_OR_RAISE(json element, TypeOf(column, *field.type(), &child_mapping, &ignored));
-        json m = {{"field-id", id}, {"names", {"element", "item"}}};
-        if (!child_mapping.empty()) m["fields"] = child_mapping;
-        mapping_fields->push_back(m);
-        return json{
-            {"type", "list"}, {"element-id", id}, {"element-required", !field.nullable()}, {"element", element}};
-      }
-      case arrow::Type::STRUCT: {
-        json fields = json::array();
-        std::vector<int> ids;
-        for (int i = 0; i < type.num_fields(); ++i) ids.push_back(++next_id);
-        for (int i = 0; i < type.num_fields(); ++i) {
-          const auto& f = *type.field(i);
-          json child_mapping = json::array();
-          BoundKind ignored;
-          ARROW_ASSIGN_OR_RAISE(json t, TypeOf(column + "." + f.name(), *f.type(), &child_mapping, &ignored));
-          fields.push_back({{"id", ids[i]}, {"name", f.name()}, {"required", !f.nullable()}, {"type", t}});
-          json m = {{"field-id", ids[i]}, {"names", {f.name()}}};
-          if (!child_mapping.empty()) m["fields"] = child_mapping;
-          mapping_fields->push_back(m);
-        }
-        return json{{"type", "struct"}, {"fields", fields}};
-      }
+      case arrow::Type::LARGE_LIST:
+        return ListOf(column, *static_cast<const arrow::BaseListType&>(type).value_field(), mapping_fields);
+      case arrow::Type::STRUCT:
+        return StructOf(column, type, mapping_fields);
       default:
         return InvalidArgument(
             fmt::format("column {} has type {}, which has no Iceberg equivalent", column, type.ToString()));
     }
+  }
+
+  // A list: its element's id, type and name mapping ("element", or "item" as older writers call it).
+  Result<json> ListOf(const std::string& column, const arrow::Field& field, json* mapping_fields) {
+    int id = ++next_id;
+    json child_mapping = json::array();
+    BoundKind ignored;
+    ARROW_ASSIGN_OR_RAISE(json element, TypeOf(column, *field.type(), &child_mapping, &ignored));
+    json m = {{"field-id", id}, {"names", {"element", "item"}}};
+    if (!child_mapping.empty()) m["fields"] = child_mapping;
+    mapping_fields->push_back(m);
+    return json{{"type", "list"}, {"element-id", id}, {"element-required", !field.nullable()}, {"element", element}};
+  }
+
+  // A struct: its fields' ids (this level first, then deeper ones), types and name mappings.
+  Result<json> StructOf(const std::string& column, const arrow::DataType& type, json* mapping_fields) {
+    json fields = json::array();
+    std::vector<int> ids;
+    for (int i = 0; i < type.num_fields(); ++i) ids.push_back(++next_id);
+    for (int i = 0; i < type.num_fields(); ++i) {
+      const auto& f = *type.field(i);
+      json child_mapping = json::array();
+      BoundKind ignored;
+      ARROW_ASSIGN_OR_RAISE(json t, TypeOf(column + "." + f.name(), *f.type(), &child_mapping, &ignored));
+      fields.push_back({{"id", ids[i]}, {"name", f.name()}, {"required", !f.nullable()}, {"type", t}});
+      json m = {{"field-id", ids[i]}, {"names", {f.name()}}};
+      if (!child_mapping.empty()) m["fields"] = child_mapping;
+      mapping_fields->push_back(m);
+    }
+    return json{{"type", "struct"}, {"fields", fields}};
   }
 };
 

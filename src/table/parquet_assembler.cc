@@ -213,34 +213,7 @@ Status ParquetAssembler::AppendUnguarded(const EncodedRowGroup& rg) {
     col->Finish(cc->num_values(), dict ? cc->dictionary_page_offset() + delta : 0, -1, cc->data_page_offset() + delta,
                 size, cc->total_uncompressed_size(), dict, dict && plain_data, dict_stats, data_stats);
 
-    // Page index: the same pages, moved by delta.
-    const auto& ci = rg.column_index[c];
-    const auto& oi = rg.offset_index[c];
-    if (ci && oi) {
-      auto* ob = page_index_->GetOffsetIndexBuilder(c);
-      const auto& locs = oi->page_locations();
-      const auto& unencoded = oi->unencoded_byte_array_data_bytes();
-      for (size_t p = 0; p < locs.size(); ++p) {
-        std::optional<int64_t> bytes;
-        if (unencoded.size() == locs.size()) bytes = unencoded[p];
-        ob->AddPage(locs[p].offset + delta, locs[p].compressed_page_size, locs[p].first_row_index, bytes);
-      }
-      ob->Finish(0);
-      auto* cb = page_index_->GetColumnIndexBuilder(c);
-      const auto& nulls = ci->null_pages();
-      for (size_t p = 0; p < nulls.size(); ++p) {
-        parquet::EncodedStatistics s;
-        if (nulls[p]) {
-          s.all_null_value = true;
-        } else {
-          s.set_min(ci->encoded_min_values()[p]);
-          s.set_max(ci->encoded_max_values()[p]);
-        }
-        if (ci->has_null_counts()) s.set_null_count(ci->null_counts()[p]);
-        cb->AddPage(s, PageSizeStats(*ci, *descr_->Column(c), p));
-      }
-      cb->Finish();
-    }
+    CopyPageIndex(rg, c, delta);
   }
   builder->Finish(md->total_byte_size(), static_cast<int16_t>(row_groups_));
   // Bloom filters follow their row group (readers find them by offset).
@@ -255,6 +228,36 @@ Status ParquetAssembler::AppendUnguarded(const EncodedRowGroup& rg) {
   ++row_groups_;
   rows_ += md->num_rows();
   return Status::OK();
+}
+
+// The page index of column `c` of `rg`: the same pages, moved by `delta`.
+void ParquetAssembler::CopyPageIndex(const EncodedRowGroup& rg, int c, int64_t delta) {
+  const auto& ci = rg.column_index[c];
+  const auto& oi = rg.offset_index[c];
+  if (!ci || !oi) return;
+  auto* ob = page_index_->GetOffsetIndexBuilder(c);
+  const auto& locs = oi->page_locations();
+  const auto& unencoded = oi->unencoded_byte_array_data_bytes();
+  for (size_t p = 0; p < locs.size(); ++p) {
+    std::optional<int64_t> bytes;
+    if (unencoded.size() == locs.size()) bytes = unencoded[p];
+    ob->AddPage(locs[p].offset + delta, locs[p].compressed_page_size, locs[p].first_row_index, bytes);
+  }
+  ob->Finish(0);
+  auto* cb = page_index_->GetColumnIndexBuilder(c);
+  const auto& nulls = ci->null_pages();
+  for (size_t p = 0; p < nulls.size(); ++p) {
+    parquet::EncodedStatistics s;
+    if (nulls[p]) {
+      s.all_null_value = true;
+    } else {
+      s.set_min(ci->encoded_min_values()[p]);
+      s.set_max(ci->encoded_max_values()[p]);
+    }
+    if (ci->has_null_counts()) s.set_null_count(ci->null_counts()[p]);
+    cb->AddPage(s, PageSizeStats(*ci, *descr_->Column(c), p));
+  }
+  cb->Finish();
 }
 
 Result<std::shared_ptr<parquet::FileMetaData>> ParquetAssembler::Finish(

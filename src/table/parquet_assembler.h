@@ -104,6 +104,7 @@ class ParquetAssembler {
 
  private:
   ParquetAssembler() = default;
+  void CopyPageIndex(const EncodedRowGroup& rg, int c, int64_t delta);
   Status AppendUnguarded(const EncodedRowGroup& rg);
 
   std::shared_ptr<arrow::io::OutputStream> sink_;

@@ -60,6 +60,7 @@ def test_every_route_needs_credentials_and_reveals_nothing(lake):
 
 def test_a_policy_decides_which_tables_a_token_reads(lake):
     reader = token(lake, *lake.reader)
+    assert call(lake, "GET", "/v1/config", headers=reader).status_code == 200, "engines read the config first"
     assert call(lake, "GET", "/v1/namespaces/eth/tables/blocks", headers=reader).status_code == 200
     denied = call(lake, "GET", "/v1/namespaces/eth/tables/secret", headers=reader)
     assert denied.status_code == 403 and denied.json()["error"]["type"] == "ForbiddenException"

@@ -13,6 +13,7 @@
 #include "iceberg/catalog.h"
 #include "server/http/errors.h"
 #include "server/http/http_server.h"
+#include "server/http/principal.h"
 #include "server/http/routes.h"
 #include "table/names.h"
 #include "table/table_service.h"
@@ -161,6 +162,14 @@ Status ListTables(IcebergApi* api, const Req& req, Res& res) {
   return Status::OK();
 }
 
+// Whether the caller may read every table (anyone may before set-up).
+Result<bool> MayReadEveryTable(IcebergApi* api, const Req& req) {
+  ARROW_ASSIGN_OR_RAISE(bool set_up, api->auth->IsSetUp());
+  if (!set_up) return true;
+  auto user = api->auth->Authenticate(AuthorizationOf(req));
+  return user.ok() && api->auth->Authorize(*user, "tables:ReadTable", "arn:sediment:tables:::*/*").ok();
+}
+
 Status LoadTable(IcebergApi* api, const Req& req, Res& res) {
   table::TableId id{req.matches[1], req.matches[2]};
   // A name no table can have is no table: Spark asks for db.tbl.snapshots as table "snapshots" of "db.tbl".
@@ -172,7 +181,13 @@ Status LoadTable(IcebergApi* api, const Req& req, Res& res) {
   }
   ARROW_RETURN_NOT_OK(loaded.status());
   json config = json::object();
-  for (const auto& [k, v] : api->options.table_config) config[k] = v;
+  ARROW_ASSIGN_OR_RAISE(bool vend, MayReadEveryTable(api, req));
+  for (const auto& [k, v] : api->options.table_config) {
+    // The storage credentials reach every table (and whatever else the bucket holds): only for
+    // those who may read every table; the others bring their own.
+    bool credential = k == "s3.access-key-id" || k == "s3.secret-access-key";
+    if (!credential || vend) config[k] = v;
+  }
   ReplyJson(res, {{"metadata-location", loaded->metadata_location},
                   {"metadata", json::parse(loaded->metadata)},
                   {"config", config}});
@@ -230,6 +245,8 @@ void ReplyIcebergError(Res& res, const Status& st) {
 
 std::optional<IcebergAccess> IcebergAccessFor(const Req& req) {
   if (req.path == "/iceberg/v1/oauth/tokens") return std::nullopt;
+  // Every client reads the configuration first: a user who may read one table must get past it.
+  if (req.path == "/iceberg/v1/config" && (req.method == "GET" || req.method == "HEAD")) return IcebergAccess{};
   static const std::regex scoped(R"(^/iceberg/v1/namespaces/([^/]+)(?:/tables/([^/]+))?(/.*)?$)");
   bool read = req.method == "GET" || req.method == "HEAD";
   IcebergAccess a{read ? "tables:ReadTable" : "tables:WriteTable", "arn:sediment:tables:::*/*"};

@@ -45,8 +45,8 @@ std::shared_ptr<IcebergApi> RegisterIcebergApi(HttpServer* http, iceberg::Iceber
                                                IcebergApiOptions options);
 
 // What a request under /iceberg needs: the tables action and resource to
-// authorize, or nullopt for the routes open to anyone (the token endpoint,
-// which checks the credentials it is given).
+// authorize (an empty action: authentication only), or nullopt for the routes
+// open to anyone (the token endpoint, which checks the credentials it is given).
 struct IcebergAccess {
   std::string action, resource;
 };
