@@ -87,6 +87,7 @@ def test_scan_filter_and_limit(server):
     ({"filter": "log_index < abc"}, 400, "not a valid value"),
     ({"format": "csv"}, 400, "format \"csv\""),
     ({"limit": "-1"}, 400, "limit"),
+    ({"from": 10, "to": 20}, 400, "unknown query parameter \"from\""),
 ])
 def test_scan_bad_input(server, params, code, message):
     r = server.get(LOGS + "/scan", params=params)

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <set>
+
 #include "base/crypto.h"
 #include "base/logging.h"
 #include "server/http/errors.h"
@@ -108,6 +110,15 @@ void Value(const arrow::Array& a, int64_t i, std::string* out) {
 }
 
 Result<table::ScanRequest> ParseRequest(const httplib::Request& req) {
+  // A misspelt parameter (from= for from_block=) would otherwise scan the whole table silently.
+  static const std::set<std::string> kKnown = {"from_block", "to_block", "limit", "columns", "filter", "format"};
+  for (const auto& [name, value] : req.params) {
+    if (!kKnown.count(name)) {
+      return InvalidArgument(fmt::format(
+          "unknown query parameter \"{}\" (a scan takes from_block, to_block, columns, filter, limit and format)",
+          name));
+    }
+  }
   table::ScanRequest r;
   ARROW_ASSIGN_OR_RAISE(r.from_block, U64QueryParam(req, "from_block"));
   ARROW_ASSIGN_OR_RAISE(r.to_block, U64QueryParam(req, "to_block"));
