@@ -52,10 +52,14 @@ class Node:
 class Proxy:
     """Forwards JSON-RPC to the node; `mode` makes it answer as a node in trouble does."""
 
-    def __init__(self, target):
+    def __init__(self, target, tls=None, require=None):
+        """tls: an ssl.SSLContext to serve https with; require: headers every request must carry
+        (else 401), as a hosted provider checks its API key."""
         self.target = target
         self.mode = "ok"
         self.requests = 0
+        self.refused = 0
+        self.require = require or {}
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -65,6 +69,12 @@ class Proxy:
             def do_POST(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 proxy.requests += 1
+                if any(self.headers.get(k) != v for k, v in proxy.require.items()):
+                    proxy.refused += 1
+                    self.send_response(401)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 mode = proxy.mode
                 if mode == "down":
                     self.close_connection = True
@@ -98,7 +108,11 @@ class Proxy:
             daemon_threads = True
 
         self.server = Server(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        scheme = "http"
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self):
@@ -278,9 +292,54 @@ def test_a_node_in_trouble_is_retried_and_nothing_partial_is_written(start_serve
         proxy.close()
 
 
+def make_ca_and_cert(d):
+    """A CA of the test's own and a certificate it issued for 127.0.0.1; returns (ca.pem, cert, key)."""
+    def openssl(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=d)
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+            "-subj", "/CN=sediment test CA")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "node.key", "-out", "node.csr", "-subj",
+            "/CN=127.0.0.1")
+    (d / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "node.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out",
+            "node.pem", "-days", "2", "-extfile", "ext.cnf")
+    return d / "ca.pem", d / "node.pem", d / "node.key"
+
+
+def test_an_https_node_with_its_own_ca_basic_auth_and_an_api_key(start_server, tmp_path, node):
+    import base64
+    import ssl
+    ca, cert, key = make_ca_and_cert(tmp_path)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    auth = "Basic " + base64.b64encode(b"indexer:s3cret").decode()
+    proxy = Proxy(node.url, tls=ctx, require={"Authorization": auth, "x-api-key": "k-123"})
+    try:
+        traffic(node, 4)
+        url = proxy.url.replace("https://", "https://indexer:s3cret@")
+        (tmp_path / "a").mkdir()
+        (tmp_path / "b").mkdir()
+        # Without the CA, the node's certificate is not trusted: the job says so and writes nothing.
+        untrusted = start(start_server, tmp_path / "a", url, 'headers = ["x-api-key: k-123"]')
+        err = eventually(lambda: job(untrusted)["last_error"], timeout=30, what="the certificate error")
+        assert "certificate" in err and "s3cret" not in err, err
+        assert scan(untrusted, "blocks") == [] and proxy.requests == 0
+        untrusted.stop()
+        # With it (and the credentials the provider wants), the tables follow the node over TLS.
+        server = start(start_server, tmp_path / "b", url, f'headers = ["x-api-key: k-123"]\nca_file = "{ca}"')
+        wait_for(server, node)
+        expect_tables_equal_the_node(server, node)
+        assert proxy.requests > 0 and proxy.refused == 0
+        assert "s3cret" not in server.get("/api/v1/jobs").text
+    finally:
+        proxy.close()
+
+
 def test_bad_job_settings_are_refused_naming_them(tmp_path):
     from conftest import run_sediment
     for bad, says in ((' url = "ftp://x"', "jobs.url"), (' finality = "soon"', "jobs.finality"),
+                      (' url = "https://x"\n ca_file = "/nope.pem"', "jobs.ca_file"),
+                      (' url = "https://x"\n headers = ["no colon"]', "jobs.headers"),
                       (' batch_size = 0', "jobs.batch_size"), ('', "needs the node's url")):
         cfg = tmp_path / "bad.toml"
         cfg.write_text(f'[[jobs]]\ndataset = "eth"\nsource = "evm-rpc"\n{bad}\n')

@@ -194,13 +194,15 @@ struct JobConfig {
   int64_t max_reorg_depth = 3;
   bool autostart = true;
   // source = "evm-rpc": an Ethereum node's JSON-RPC (docs/configuration.md).
-  std::string url;                  // http://host:port
-  std::string finality = "latest";  // latest | safe | finalized | a number of confirmations
-  int64_t batch_size = 50;          // blocks per batch request
-  int64_t concurrency = 4;          // batch requests in flight
-  double rate_limit = 0;            // requests per second, 0 = no limit
-  double timeout = 10;              // seconds per request
-  std::string origin;               // "file:line", for messages
+  std::string url;                   // http[s]://[user:password@]host[:port][/path]
+  std::string ca_file;               // https: a PEM file of the CAs to trust instead of the system's
+  std::vector<std::string> headers;  // "Name: value" sent with every request (a provider's API key)
+  std::string finality = "latest";   // latest | safe | finalized | a number of confirmations
+  int64_t batch_size = 50;           // blocks per batch request
+  int64_t concurrency = 4;           // batch requests in flight
+  double rate_limit = 0;             // requests per second, 0 = no limit
+  double timeout = 10;               // seconds per request
+  std::string origin;                // "file:line", for messages
 };
 
 struct Config {

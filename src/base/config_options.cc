@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "base/config_internal.h"
 
@@ -211,8 +212,20 @@ const std::vector<JobOption>& JobOptions() {
        })},
       {"source", JF(source), T::kString, OneOf({"synthetic", "evm-rpc"})},
       {"url", JF(url), T::kString, Check<std::string>([](const std::string& v) {
-         return v.rfind("http://", 0) == 0 && v.size() > 7 ? std::string()
-                                                           : fmt::format("\"{}\" is not an http:// URL", v);
+         bool ok = (v.rfind("http://", 0) == 0 && v.size() > 7) || (v.rfind("https://", 0) == 0 && v.size() > 8);
+         std::string shown = v.substr(0, v.find('@') == std::string::npos ? v.size() : v.find("://") + 3) +
+                             (v.find('@') == std::string::npos ? "" : "***" + v.substr(v.find('@')));
+         return ok ? std::string() : fmt::format("\"{}\" is not an http:// or https:// URL", shown);
+       })},
+      {"ca_file", JF(ca_file), T::kString, Check<std::string>([](const std::string& v) {
+         return v.empty() || std::filesystem::is_regular_file(v) ? std::string()
+                                                                 : fmt::format("\"{}\" is not a file", v);
+       })},
+      {"headers", JF(headers), T::kStringList, EachEntry([](const std::string& v) {
+         auto colon = v.find(':');
+         return colon != std::string::npos && colon > 0 && v.find_first_of("\r\n") == std::string::npos
+                    ? std::string()
+                    : fmt::format("\"{}\" is not \"Name: value\"", v.substr(0, std::min(v.size(), colon)));
        })},
       {"finality", JF(finality), T::kString, Check<std::string>([](const std::string& v) {
          bool digits = !v.empty() && v.size() <= 6;

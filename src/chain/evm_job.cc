@@ -41,6 +41,8 @@ EvmRpcJob::EvmRpcJob(JobConfig config, const WorkerConfig& worker, table::TableS
   status_.source = config_.source;
   RpcOptions o;
   o.url = config_.url;
+  o.ca_file = config_.ca_file;
+  o.headers = config_.headers;
   o.timeout_seconds = config_.timeout;
   o.rate_limit = config_.rate_limit;
   // A poll gives up after a few seconds of trouble; the next poll tries again.

@@ -13,24 +13,66 @@ namespace sediment::chain {
 
 using nlohmann::json;
 
-Result<std::unique_ptr<JsonRpcClient>> JsonRpcClient::Make(RpcOptions options) {
-  static const std::regex kUrl(R"(^http://([A-Za-z0-9.\-]+|\[[0-9a-fA-F:]+\])(?::(\d{1,5}))?(/.*)?$)");
-  std::smatch m;
-  if (!std::regex_match(options.url, m, kUrl)) {
-    return InvalidArgument(
-        fmt::format("url \"{}\" is not http://host[:port][/path] (https is not supported yet)", options.url));
+namespace {
+
+// httplib's words for a failed request, with the certificate's fault when that was it.
+std::string DescribeError(httplib::Client& c, httplib::Error e) {
+  std::string out = httplib::to_string(e);
+  if (e == httplib::Error::SSLServerVerification) {
+    out += fmt::format(" (the node's certificate: {}; set ca_file to the CA that issued it)",
+                       X509_verify_cert_error_string(c.get_openssl_verify_result()));
   }
-  int port = m[2].matched ? std::stoi(m[2].str()) : 80;
-  if (port < 1 || port > 65535) return InvalidArgument(fmt::format("url \"{}\": bad port", options.url));
+  return out;
+}
+
+// The system's CA bundle: $SSL_CERT_FILE, else OpenSSL's default file (Debian: the
+// ca-certificates bundle).
+std::string SystemCaFile() {
+  const char* env = std::getenv(X509_get_default_cert_file_env());
+  return env != nullptr && *env != '\0' ? env : X509_get_default_cert_file();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<JsonRpcClient>> JsonRpcClient::Make(RpcOptions options) {
+  static const std::regex kUrl(
+      R"(^(https?)://(?:([^:@/]*)(?::([^@/]*))?@)?([A-Za-z0-9.\-]+|\[[0-9a-fA-F:]+\])(?::(\d{1,5}))?(/.*)?$)");
+  std::smatch m;
+  // Never echo a password: the URL is shown without its user information.
+  std::string shown = std::regex_replace(options.url, std::regex(R"(://[^@/]*@)"), "://***@");
+  if (!std::regex_match(options.url, m, kUrl)) {
+    return InvalidArgument(fmt::format("url \"{}\" is not http[s]://[user:password@]host[:port][/path]", shown));
+  }
+  const bool tls = m[1].str() == "https";
+  int port = m[5].matched ? std::stoi(m[5].str()) : tls ? 443 : 80;
+  if (port < 1 || port > 65535) return InvalidArgument(fmt::format("url \"{}\": bad port", shown));
   if (options.timeout_seconds <= 0 || options.max_attempts < 1 || options.rate_limit < 0) {
     return InvalidArgument("timeout_seconds and max_attempts must be positive, rate_limit not negative");
   }
-  std::string path = m[3].matched ? m[3].str() : "/";
-  return std::unique_ptr<JsonRpcClient>(new JsonRpcClient(std::move(options), m[1].str(), port, std::move(path)));
+  if (!options.ca_file.empty() && !tls) {
+    return InvalidArgument(fmt::format("ca_file is for https node URLs; \"{}\" is http", shown));
+  }
+  std::vector<std::pair<std::string, std::string>> headers;
+  static const std::regex kHeader(R"(^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*([^\r\n]*)$)");
+  for (const auto& h : options.headers) {
+    std::smatch hm;
+    if (!std::regex_match(h, hm, kHeader)) {
+      return InvalidArgument(fmt::format("header \"{}\" is not \"Name: value\"", h.substr(0, h.find(':'))));
+    }
+    headers.emplace_back(hm[1].str(), hm[2].str());
+  }
+  std::string origin = fmt::format("{}://{}:{}", m[1].str(), m[4].str(), port);
+  std::string path = m[6].matched ? m[6].str() : "/";
+  std::unique_ptr<JsonRpcClient> c(new JsonRpcClient(std::move(options), std::move(origin), std::move(path)));
+  c->shown_url_ = std::move(shown);
+  c->user_ = m[2].str();
+  c->password_ = m[3].str();
+  c->headers_ = std::move(headers);
+  return c;
 }
 
-JsonRpcClient::JsonRpcClient(RpcOptions options, std::string host, int port, std::string path)
-    : options_(std::move(options)), host_(std::move(host)), path_(std::move(path)), port_(port) {}
+JsonRpcClient::JsonRpcClient(RpcOptions options, std::string origin, std::string path)
+    : options_(std::move(options)), origin_(std::move(origin)), path_(std::move(path)) {}
 
 JsonRpcClient::~JsonRpcClient() = default;
 
@@ -53,7 +95,16 @@ std::unique_ptr<httplib::Client> JsonRpcClient::TakeConnection() {
       return c;
     }
   }
-  auto c = std::make_unique<httplib::Client>(host_, port_);
+  auto c = std::make_unique<httplib::Client>(origin_);  // https: OpenSSL, verifying the node's certificate
+  // The CAs to trust: the configured file, else the system's bundle, named explicitly: OpenSSL's
+  // "default paths" go through its OSSL_STORE loaders, which crash in a process that also loads
+  // the OpenSSL bundled with the Arrow libraries.
+  c->set_ca_cert_path(options_.ca_file.empty() ? SystemCaFile() : options_.ca_file);
+  c->enable_server_certificate_verification(true);
+  if (!user_.empty() || !password_.empty()) c->set_basic_auth(user_, password_);
+  httplib::Headers headers;
+  for (const auto& [k, v] : headers_) headers.emplace(k, v);
+  c->set_default_headers(std::move(headers));
   auto t = std::chrono::duration<double>(options_.timeout_seconds);
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(t);
   c->set_connection_timeout(us);
@@ -121,27 +172,27 @@ Result<std::vector<Result<json>>> JsonRpcClient::BatchOnce(const std::vector<Rpc
     auto conn = TakeConnection();
     auto res = conn->Post(path_, text, "application/json");
     if (!res) {
-      error = fmt::format("{}: {}", options_.url, httplib::to_string(res.error()));
+      error = fmt::format("{}: {}", shown_url_, DescribeError(*conn, res.error()));
       NoteError(error);
       continue;  // the connection is dropped with `conn`
     }
     if (res->status == 429 || res->status >= 500) {
-      error = fmt::format("{}: HTTP {} {}", options_.url, res->status, res->body.substr(0, 200));
+      error = fmt::format("{}: HTTP {} {}", shown_url_, res->status, res->body.substr(0, 200));
       NoteError(error);
       continue;
     }
     GiveBack(std::move(conn));
     if (res->status != 200) {
-      return Status::IOError(fmt::format("{}: HTTP {} {}", options_.url, res->status, res->body.substr(0, 200)));
+      return Status::IOError(fmt::format("{}: HTTP {} {}", shown_url_, res->status, res->body.substr(0, 200)));
     }
     json answer = json::parse(res->body, nullptr, false);
     if (answer.is_object() && answer.contains("error")) {
       // A node that refuses batches answers with one error object.
-      return Status::IOError(fmt::format("{}: {}", options_.url, answer["error"].dump()));
+      return Status::IOError(fmt::format("{}: {}", shown_url_, answer["error"].dump()));
     }
     if (!answer.is_array()) {
       return Status::IOError(
-          fmt::format("{}: the answer is not a JSON-RPC batch: {}", options_.url, res->body.substr(0, 200)));
+          fmt::format("{}: the answer is not a JSON-RPC batch: {}", shown_url_, res->body.substr(0, 200)));
     }
     std::vector<Result<json>> out(calls.size(), Result<json>(Status::IOError("no answer to this call in the batch")));
     for (auto& item : answer) {

@@ -26,12 +26,15 @@ class Client;
 namespace sediment::chain {
 
 struct RpcOptions {
-  std::string url;               // http://host:port[/path]
-  double timeout_seconds = 10;   // per HTTP request
-  double rate_limit = 0;         // calls per second; 0 = no limit
-  int max_attempts = 8;          // per batch, the first included
-  double backoff_initial = 0.2;  // seconds, doubled after each failure
-  double backoff_max = 10;       // seconds
+  // http[s]://[user:password@]host[:port][/path]; a user and password go as HTTP Basic.
+  std::string url;
+  std::string ca_file;               // https: trust these CAs (PEM) instead of the system's store
+  std::vector<std::string> headers;  // "Name: value", sent with every request (providers' API keys)
+  double timeout_seconds = 10;       // per HTTP request
+  double rate_limit = 0;             // calls per second; 0 = no limit
+  int max_attempts = 8;              // per batch, the first included
+  double backoff_initial = 0.2;      // seconds, doubled after each failure
+  double backoff_max = 10;           // seconds
 };
 
 struct RpcCall {
@@ -41,7 +44,8 @@ struct RpcCall {
 
 class JsonRpcClient {
  public:
-  // InvalidArgument if the URL is not http://host[:port][/path].
+  // InvalidArgument if the URL is not http[s]://[user:password@]host[:port][/path] or a header
+  // is not "Name: value".
   static Result<std::unique_ptr<JsonRpcClient>> Make(RpcOptions options);
   ~JsonRpcClient();
 
@@ -56,7 +60,7 @@ class JsonRpcClient {
   std::string last_error() const;
 
  private:
-  explicit JsonRpcClient(RpcOptions options, std::string host, int port, std::string path);
+  JsonRpcClient(RpcOptions options, std::string origin, std::string path);
   Result<std::vector<Result<nlohmann::json>>> BatchOnce(const std::vector<RpcCall>& calls);
   std::unique_ptr<httplib::Client> TakeConnection();
   void GiveBack(std::unique_ptr<httplib::Client> c);
@@ -64,8 +68,11 @@ class JsonRpcClient {
   void NoteError(const std::string& e);
 
   const RpcOptions options_;
-  const std::string host_, path_;
-  const int port_;
+  const std::string origin_;  // scheme://host:port
+  const std::string path_;
+  std::string shown_url_;  // the URL as messages show it: no password
+  std::string user_, password_;
+  std::vector<std::pair<std::string, std::string>> headers_;
   std::atomic<int64_t> next_id_{1};
   std::atomic<int64_t> retries_{0};
   std::mutex mu_;

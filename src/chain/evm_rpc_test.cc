@@ -106,7 +106,7 @@ TEST(JsonRpcClientTest, ANodeThatNeverAnswersIsUnavailableNamingTheUrl) {
 }
 
 TEST(JsonRpcClientTest, BadUrlsAndOptionsAreRefused) {
-  for (const char* url : {"", "ftp://x", "https://node:8545", "http://", "http://a b"}) {
+  for (const char* url : {"", "ftp://x", "http://", "https://", "http://a b", "http://n:99999"}) {
     RpcOptions o;
     o.url = url;
     auto c = JsonRpcClient::Make(o);
@@ -116,6 +116,25 @@ TEST(JsonRpcClientTest, BadUrlsAndOptionsAreRefused) {
   o.url = "http://127.0.0.1:8545";
   o.timeout_seconds = 0;
   EXPECT_TRUE(IsInvalidArgument(JsonRpcClient::Make(o).status()));
+}
+
+TEST(JsonRpcClientTest, HttpsUrlsCredentialsAndHeaders) {
+  RpcOptions o;
+  o.url = "https://user:pa55@rpc.example.com/v2/key";
+  o.headers = {"x-api-key: k", "Authorization: Bearer t"};
+  EXPECT_TRUE(JsonRpcClient::Make(o).ok()) << "https, HTTP Basic in the URL, API-key headers";
+  o.headers = {"no colon here"};
+  auto bad = JsonRpcClient::Make(o);
+  ASSERT_TRUE(IsInvalidArgument(bad.status()));
+  EXPECT_NE(bad.status().message().find("is not \"Name: value\""), std::string::npos);
+  o.headers = {};
+  o.url = "ftp://user:pa55@rpc.example.com";
+  bad = JsonRpcClient::Make(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().find("pa55"), std::string::npos) << "a password is never echoed";
+  o.url = "http://127.0.0.1:8545";
+  o.ca_file = "/etc/ssl/certs/ca-certificates.crt";
+  EXPECT_TRUE(IsInvalidArgument(JsonRpcClient::Make(o).status())) << "a CA file is for https";
 }
 
 TEST(JsonRpcClientTest, TheRateLimitSpacesCalls) {
