@@ -88,6 +88,7 @@ def test_scan_filter_and_limit(server):
     ({"format": "csv"}, 400, "format \"csv\""),
     ({"limit": "-1"}, 400, "limit"),
     ({"from": 10, "to": 20}, 400, "unknown query parameter \"from\""),
+    ([("limit", 1), ("limit", 2)], 400, "\"limit\" is given more than once"),
 ])
 def test_scan_bad_input(server, params, code, message):
     r = server.get(LOGS + "/scan", params=params)

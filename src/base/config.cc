@@ -167,6 +167,7 @@ Status SetFromToml(Config* config, const Option& opt, const toml::node& node, co
   } else {
     shown = "a date or time";
   }
+  if (opt.secret) shown = "a value of another type (not shown: it may hold a secret)";
   return ConfigError(origin, opt.key, fmt::format("must be {}, got {}", TypeName(opt.type), shown));
 }
 
@@ -190,6 +191,7 @@ Status ParseJobs(Config* config, const toml::node& node, const std::string& file
       if (found == nullptr) return ConfigError(where, "jobs." + key, "unknown job setting");
       // Reuse the typed setters through a throwaway Option.
       Option opt{"jobs." + key, [&](Config&) -> void* { return found->field(job); }, found->type, found->check};
+      opt.secret = key == "url" || key == "headers";  // a node's password or API key
       ARROW_RETURN_NOT_OK(SetFromToml(config, opt, v, where));
     }
     if (job.dataset.empty()) return ConfigError(entry_origin, "jobs", "an entry has no dataset");

@@ -213,9 +213,8 @@ const std::vector<JobOption>& JobOptions() {
       {"source", JF(source), T::kString, OneOf({"synthetic", "evm-rpc"})},
       {"url", JF(url), T::kString, Check<std::string>([](const std::string& v) {
          bool ok = (v.rfind("http://", 0) == 0 && v.size() > 7) || (v.rfind("https://", 0) == 0 && v.size() > 8);
-         std::string shown = v.substr(0, v.find('@') == std::string::npos ? v.size() : v.find("://") + 3) +
-                             (v.find('@') == std::string::npos ? "" : "***" + v.substr(v.find('@')));
-         return ok ? std::string() : fmt::format("\"{}\" is not an http:// or https:// URL", shown);
+         // Not echoed: a node URL may carry a password or an API key.
+         return ok ? std::string() : "is not an http:// or https:// URL";
        })},
       {"ca_file", JF(ca_file), T::kString, Check<std::string>([](const std::string& v) {
          return v.empty() || std::filesystem::is_regular_file(v) ? std::string()
@@ -225,7 +224,7 @@ const std::vector<JobOption>& JobOptions() {
          auto colon = v.find(':');
          return colon != std::string::npos && colon > 0 && v.find_first_of("\r\n") == std::string::npos
                     ? std::string()
-                    : fmt::format("\"{}\" is not \"Name: value\"", v.substr(0, std::min(v.size(), colon)));
+                    : fmt::format("\"{}…\" is not \"Name: value\"", v.substr(0, v.find_first_of(":= \t")));
        })},
       {"finality", JF(finality), T::kString, Check<std::string>([](const std::string& v) {
          bool digits = !v.empty() && v.size() <= 6;

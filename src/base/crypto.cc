@@ -5,11 +5,14 @@
 #include <openssl/hmac.h>
 #include <openssl/kdf.h>
 #include <openssl/rand.h>
+#include <openssl/x509.h>
+#include <sys/stat.h>
 
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 namespace sediment {
 
@@ -286,6 +289,21 @@ uint32_t Crc32c(uint32_t crc, const void* data, size_t n) {
   crc = ~crc;
   for (size_t i = 0; i < n; ++i) crc = kTable[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
   return ~crc;
+}
+
+std::string SystemCaBundle() {
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv(X509_get_default_cert_file_env()); env != nullptr && *env != '\0') {
+    candidates.push_back(env);
+  }
+  candidates.push_back(X509_get_default_cert_file());
+  candidates.push_back("/etc/ssl/certs/ca-certificates.crt");  // Debian, Ubuntu
+  candidates.push_back("/etc/pki/tls/certs/ca-bundle.crt");    // Red Hat
+  for (const auto& c : candidates) {
+    struct stat st;
+    if (::stat(c.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return c;
+  }
+  return "";
 }
 
 }  // namespace sediment

@@ -26,6 +26,12 @@ namespace sediment {
 // --- randomness (CSPRNG) ------------------------------------------------------
 
 std::string RandomBytes(size_t n);
+
+// The system's CA bundle for TLS clients: $SSL_CERT_FILE, else OpenSSL's default file, else the
+// Debian and Red Hat bundle paths; "" if none exists. Named explicitly because OpenSSL's "default
+// verify paths" go through its OSSL_STORE loaders, which crash in a process that also loads the
+// OpenSSL bundled with the Arrow libraries.
+std::string SystemCaBundle();
 // `n` random bytes as 2n lower-case hex digits.
 std::string RandomHex(size_t n);
 uint64_t RandomUint64();

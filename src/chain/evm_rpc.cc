@@ -4,6 +4,8 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
 #include <regex>
 #include <thread>
 
@@ -19,17 +21,39 @@ namespace {
 std::string DescribeError(httplib::Client& c, httplib::Error e) {
   std::string out = httplib::to_string(e);
   if (e == httplib::Error::SSLServerVerification) {
-    out += fmt::format(" (the node's certificate: {}; set ca_file to the CA that issued it)",
-                       X509_verify_cert_error_string(c.get_openssl_verify_result()));
+    long v = c.get_openssl_verify_result();
+    out += v == X509_V_OK ? " (the node's certificate does not name this host)"
+                          : fmt::format(" (the node's certificate: {}; set ca_file to the CA that issued it)",
+                                        X509_verify_cert_error_string(v));
   }
   return out;
 }
 
-// The system's CA bundle: $SSL_CERT_FILE, else OpenSSL's default file (Debian: the
-// ca-certificates bundle).
-std::string SystemCaFile() {
-  const char* env = std::getenv(X509_get_default_cert_file_env());
-  return env != nullptr && *env != '\0' ? env : X509_get_default_cert_file();
+// %XX escapes decoded (a password with '@', ':' or '/' is written escaped in a URL).
+std::string PercentDecoded(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() + 0 && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out.push_back(static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16)));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+std::string Lowered(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  return s;
+}
+
+// Headers httplib sets itself: not for [[jobs]] headers.
+bool ReservedHeader(const std::string& header) {
+  std::string name = Lowered(header);
+  return name == "host" || name == "content-length" || name == "transfer-encoding" || name == "connection" ||
+         name == "content-type";
 }
 
 }  // namespace
@@ -38,11 +62,15 @@ Result<std::unique_ptr<JsonRpcClient>> JsonRpcClient::Make(RpcOptions options) {
   static const std::regex kUrl(
       R"(^(https?)://(?:([^:@/]*)(?::([^@/]*))?@)?([A-Za-z0-9.\-]+|\[[0-9a-fA-F:]+\])(?::(\d{1,5}))?(/.*)?$)");
   std::smatch m;
-  // Never echo a password: the URL is shown without its user information.
-  std::string shown = std::regex_replace(options.url, std::regex(R"(://[^@/]*@)"), "://***@");
+  // Messages never echo the URL past its host and port: a password or an API key may be in it.
   if (!std::regex_match(options.url, m, kUrl)) {
-    return InvalidArgument(fmt::format("url \"{}\" is not http[s]://[user:password@]host[:port][/path]", shown));
+    return InvalidArgument(
+        "the node url is not http[s]://[user:password@]host[:port][/path] (escape '@', ':' and '/' in a password "
+        "as %40, %3A, %2F)");
   }
+  const bool tls_scheme = m[1].str() == "https";
+  std::string shown =
+      fmt::format("{}://{}:{}", m[1].str(), m[4].str(), m[5].matched ? m[5].str() : (tls_scheme ? "443" : "80"));
   const bool tls = m[1].str() == "https";
   int port = m[5].matched ? std::stoi(m[5].str()) : tls ? 443 : 80;
   if (port < 1 || port > 65535) return InvalidArgument(fmt::format("url \"{}\": bad port", shown));
@@ -57,7 +85,14 @@ Result<std::unique_ptr<JsonRpcClient>> JsonRpcClient::Make(RpcOptions options) {
   for (const auto& h : options.headers) {
     std::smatch hm;
     if (!std::regex_match(h, hm, kHeader)) {
-      return InvalidArgument(fmt::format("header \"{}\" is not \"Name: value\"", h.substr(0, h.find(':'))));
+      return InvalidArgument(
+          fmt::format("header \"{}…\" is not \"Name: value\"", h.substr(0, h.find_first_of(":= \t"))));
+    }
+    if (ReservedHeader(hm[1].str())) {
+      return InvalidArgument(fmt::format("header {} is the client's own, not a setting", hm[1].str()));
+    }
+    if (m[2].matched && Lowered(hm[1].str()) == "authorization") {
+      return InvalidArgument("an Authorization header and a user:password in the url: choose one");
     }
     headers.emplace_back(hm[1].str(), hm[2].str());
   }
@@ -65,8 +100,8 @@ Result<std::unique_ptr<JsonRpcClient>> JsonRpcClient::Make(RpcOptions options) {
   std::string path = m[6].matched ? m[6].str() : "/";
   std::unique_ptr<JsonRpcClient> c(new JsonRpcClient(std::move(options), std::move(origin), std::move(path)));
   c->shown_url_ = std::move(shown);
-  c->user_ = m[2].str();
-  c->password_ = m[3].str();
+  c->user_ = PercentDecoded(m[2].str());
+  c->password_ = PercentDecoded(m[3].str());
   c->headers_ = std::move(headers);
   return c;
 }
@@ -99,7 +134,7 @@ std::unique_ptr<httplib::Client> JsonRpcClient::TakeConnection() {
   // The CAs to trust: the configured file, else the system's bundle, named explicitly: OpenSSL's
   // "default paths" go through its OSSL_STORE loaders, which crash in a process that also loads
   // the OpenSSL bundled with the Arrow libraries.
-  c->set_ca_cert_path(options_.ca_file.empty() ? SystemCaFile() : options_.ca_file);
+  c->set_ca_cert_path(options_.ca_file.empty() ? SystemCaBundle() : options_.ca_file);
   c->enable_server_certificate_verification(true);
   if (!user_.empty() || !password_.empty()) c->set_basic_auth(user_, password_);
   httplib::Headers headers;

@@ -121,13 +121,26 @@ TEST(JsonRpcClientTest, BadUrlsAndOptionsAreRefused) {
 TEST(JsonRpcClientTest, HttpsUrlsCredentialsAndHeaders) {
   RpcOptions o;
   o.url = "https://user:pa55@rpc.example.com/v2/key";
-  o.headers = {"x-api-key: k", "Authorization: Bearer t"};
+  o.headers = {"x-api-key: k", "X-Extra: two words"};
   EXPECT_TRUE(JsonRpcClient::Make(o).ok()) << "https, HTTP Basic in the URL, API-key headers";
   o.headers = {"no colon here"};
   auto bad = JsonRpcClient::Make(o);
   ASSERT_TRUE(IsInvalidArgument(bad.status()));
   EXPECT_NE(bad.status().message().find("is not \"Name: value\""), std::string::npos);
+  o.headers = {"Content-Length: 0"};
+  EXPECT_TRUE(IsInvalidArgument(JsonRpcClient::Make(o).status())) << "httplib's own headers are not settings";
+  o.headers = {"Authorization: Bearer x"};
+  EXPECT_TRUE(IsInvalidArgument(JsonRpcClient::Make(o).status())) << "two sets of credentials";
+  o.headers = {"x-api-key=SECRETKEY"};
+  bad = JsonRpcClient::Make(o);
+  EXPECT_EQ(bad.status().message().find("SECRETKEY"), std::string::npos) << bad.status().message();
   o.headers = {};
+  o.url = "https://u:a%40b%2Fc@rpc.example.com/v3/PROJECTKEY";
+  EXPECT_TRUE(JsonRpcClient::Make(o).ok()) << "an escaped password";
+  o.url = "https://u:ab/cd@rpc.example.com";
+  bad = JsonRpcClient::Make(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().find("ab/cd"), std::string::npos) << bad.status().message();
   o.url = "ftp://user:pa55@rpc.example.com";
   bad = JsonRpcClient::Make(o);
   ASSERT_FALSE(bad.ok());

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/crypto.h"
+
 namespace sediment::cli {
 namespace {
 
@@ -51,6 +53,7 @@ void Client::SetCredentials(std::string access_key_id, std::string secret_access
 
 std::unique_ptr<httplib::Client> Client::Connect(int read_timeout_s) {
   auto c = std::make_unique<httplib::Client>(base_url_);
+  if (base_url_.rfind("https://", 0) == 0) c->set_ca_cert_path(SystemCaBundle());  // see SystemCaBundle
   c->set_read_timeout(read_timeout_s);
   c->set_tcp_nodelay(true);
   if (!access_key_id_.empty()) c->set_basic_auth(access_key_id_.c_str(), secret_access_key_.c_str());

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
+from conftest import eventually
 from tables_util import append, ipc
 
 T = "/api/v1/datasets/eth/tables/logs"
@@ -18,6 +19,9 @@ def test_a_lost_objects_directory_is_a_server_fault_not_a_missing_table(start_se
     server = start_server()  # the tables API is open before the catalog is set up
     assert server.put(T, data=ipc()).status_code == 201
     assert append(server, "logs", 1, 2).status_code == 201
+    # The append's Iceberg snapshot is written in the background: let it land before the directory goes.
+    eventually(lambda: "iceberg_snapshots_published_total 1" in server.get("/metrics").text,
+               what="the append's snapshot")
     objects = server.data_dir / "objects"
     assert objects.is_dir()
     shutil.rmtree(objects)

@@ -113,6 +113,9 @@ Result<table::ScanRequest> ParseRequest(const httplib::Request& req) {
   // A misspelt parameter (from= for from_block=) would otherwise scan the whole table silently.
   static const std::set<std::string> kKnown = {"from_block", "to_block", "limit", "columns", "filter", "format"};
   for (const auto& [name, value] : req.params) {
+    if (req.get_param_value_count(name) > 1) {
+      return InvalidArgument(fmt::format("query parameter \"{}\" is given more than once", name));
+    }
     if (!kKnown.count(name)) {
       return InvalidArgument(fmt::format(
           "unknown query parameter \"{}\" (a scan takes from_block, to_block, columns, filter, limit and format)",
