@@ -93,7 +93,7 @@ void IcebergCatalog::Loop() {
 }
 
 Result<int64_t> IcebergCatalog::Collect(const table::TableId& id) {
-  int64_t now_ms = ToUnixMicros(clock_->Now()) / 1000;
+  int64_t now_ms = NowMs();
   int64_t deleted = 0;
   // Trash keys sort by expiry: stop at the first that is not due.
   ARROW_RETURN_NOT_OK(kv_->ScanAll(TrashPrefix(id), "", [&](const kv::KeyValue& item) -> Result<bool> {
@@ -149,17 +149,16 @@ Result<int64_t> IcebergCatalog::SweepOrphans(const table::TableId& id, TimePoint
 Result<LoadedTable> IcebergCatalog::Load(const table::TableId& id) {
   ARROW_ASSIGN_OR_RAISE(table::TableInfo info, tables_->GetTable(id));
   ARROW_ASSIGN_OR_RAISE(IcebergSchema schema, ToIcebergSchema(*info.schema));
-  ARROW_RETURN_NOT_OK(Publish(id).status());
+  ARROW_RETURN_NOT_OK(PublishAs(id, info, schema).status());
   Head head;
   auto raw = kv_->Get(HeadKey(id));
   if (!raw.ok() && !IsNotFound(raw.status())) return raw.status();
   if (raw.ok()) {
     ARROW_ASSIGN_OR_RAISE(head, DecodeHead(*raw));
   }
-  int64_t now_ms = ToUnixMicros(clock_->Now()) / 1000;
+  int64_t now_ms = NowMs();
   // A metadata file outlives its use by the grace period, and by ten minutes at least.
-  int64_t retention_ms =
-      std::max<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(options_.retention).count(), 600000);
+  int64_t retention_ms = std::max<int64_t>(RetentionMs(), 600000);
   {
     std::lock_guard<std::mutex> lock(cache_mu_);
     auto it = metadata_cache_.find(id);

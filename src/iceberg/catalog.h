@@ -51,6 +51,7 @@ namespace table {
 class TableService;
 struct Snapshot;
 struct SegmentRecord;
+struct TableInfo;
 }  // namespace table
 }  // namespace sediment
 
@@ -113,7 +114,12 @@ class IcebergCatalog {
 
  private:
   struct Work;
-  Result<PublishResult> PublishOnce(const table::TableId& id, bool* raced);
+  // Publish for a table whose record and Iceberg schema the caller has read already.
+  Result<PublishResult> PublishAs(const table::TableId& id, const table::TableInfo& info, const IcebergSchema& schema);
+  Result<PublishResult> PublishOnce(const table::TableId& id, const table::TableInfo& info, const IcebergSchema& schema,
+                                    bool* raced);
+  int64_t NowMs() const;
+  int64_t RetentionMs() const;
   Status RewriteManifests(const table::TableId& id, const IcebergSchema& schema, Work* w);
   Result<std::vector<ManifestEntry>> BucketEntries(const table::TableId& id, const IcebergSchema& schema,
                                                    const ManifestRef& old,

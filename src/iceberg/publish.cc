@@ -76,17 +76,31 @@ std::shared_ptr<std::mutex> IcebergCatalog::TableLock(const table::TableId& id) 
   return m;
 }
 
+int64_t IcebergCatalog::NowMs() const { return ToUnixMicros(clock_->Now()) / 1000; }
+
+int64_t IcebergCatalog::RetentionMs() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(options_.retention).count();
+}
+
 Result<PublishResult> IcebergCatalog::Publish(const table::TableId& id) {
+  ARROW_ASSIGN_OR_RAISE(table::TableInfo info, tables_->GetTable(id));
+  ARROW_ASSIGN_OR_RAISE(IcebergSchema schema, ToIcebergSchema(*info.schema));
+  return PublishAs(id, info, schema);
+}
+
+Result<PublishResult> IcebergCatalog::PublishAs(const table::TableId& id, const table::TableInfo& info,
+                                                const IcebergSchema& schema) {
   auto table_lock = TableLock(id);
   std::lock_guard<std::mutex> lock(*table_lock);
   for (int attempt = 0;; ++attempt) {
     bool raced = false;
-    auto r = PublishOnce(id, &raced);
+    auto r = PublishOnce(id, info, schema, &raced);
     if (!raced || attempt >= 5) return r;  // another server published first: diff against its snapshot
   }
 }
 
-Result<PublishResult> IcebergCatalog::PublishOnce(const table::TableId& id, bool* raced) {
+Result<PublishResult> IcebergCatalog::PublishOnce(const table::TableId& id, const table::TableInfo& info,
+                                                  const IcebergSchema& schema, bool* raced) {
   Work w;
   auto raw = kv_->Get(HeadKey(id));
   if (!raw.ok() && !IsNotFound(raw.status())) return raw.status();
@@ -94,9 +108,7 @@ Result<PublishResult> IcebergCatalog::PublishOnce(const table::TableId& id, bool
     w.old_raw = *raw;
     ARROW_ASSIGN_OR_RAISE(w.old_head, DecodeHead(*raw));
   }
-  ARROW_ASSIGN_OR_RAISE(table::TableInfo info, tables_->GetTable(id));
-  ARROW_ASSIGN_OR_RAISE(IcebergSchema schema, ToIcebergSchema(*info.schema));
-  w.now_ms = ToUnixMicros(clock_->Now()) / 1000;
+  w.now_ms = NowMs();
   ARROW_ASSIGN_OR_RAISE(w.live, tables_->LiveSegments(id));
   bool first = w.old_raw.empty();
   if ((!first && w.live.state.token == w.old_head.token) || (first && w.live.segments.empty())) {
@@ -277,7 +289,7 @@ std::string IcebergCatalog::OperationOf(const Work& w) {
 // if none was removed; never before the snapshots older than it.
 Result<int64_t> IcebergCatalog::PreviousExpiry(const table::TableId& id, const Work& w) {
   int64_t from_ms = w.now_ms;
-  int64_t retention_ms = std::chrono::duration_cast<std::chrono::milliseconds>(options_.retention).count();
+  int64_t retention_ms = RetentionMs();
   if (!w.removed_ids.empty()) {
     ARROW_ASSIGN_OR_RAISE(auto gc, tables_->RemovedFiles(id));
     std::map<std::string, int64_t> removed_at;
