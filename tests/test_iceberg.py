@@ -32,7 +32,7 @@ def server(start_server, tmp_path):
     cfg.write_text(CONFIG)
     s = start_server("--config", str(cfg))
     s.iceberg = s.url + "/iceberg"
-    eventually(lambda: (s.get("/api/v1/jobs").json()["jobs"][0]["last_block"]["blocks"] or 0) >= 60, timeout=30,
+    eventually(lambda: (s.get("/api/v1/jobs").json()["jobs"][0]["last_block"].get("blocks") or 0) >= 60, timeout=30,
                what="the demo job to write 60 blocks")
     return s
 
@@ -138,7 +138,7 @@ def test_engines_read_tables_on_object_storage(start_server, tmp_path):
                    f's3_access_key_id = "{os.environ["SEDIMENT_TEST_S3_ACCESS_KEY"]}"\n'
                    f's3_secret_access_key = "{os.environ["SEDIMENT_TEST_S3_SECRET_KEY"]}"\n')
     s = start_server("--config", str(cfg))
-    eventually(lambda: (s.get("/api/v1/jobs").json()["jobs"][0]["last_block"]["blocks"] or 0) >= 60, timeout=30,
+    eventually(lambda: (s.get("/api/v1/jobs").json()["jobs"][0]["last_block"].get("blocks") or 0) >= 60, timeout=30,
                what="the demo job to write 60 blocks")
     loaded = s.get("/iceberg/v1/namespaces/demo/tables/blocks").json()
     assert loaded["metadata"]["location"].startswith("s3://")
