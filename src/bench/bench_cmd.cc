@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <parquet/arrow/reader.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -43,6 +44,8 @@ struct BenchFlags {
   // AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
   std::string objects;
   std::string s3_endpoint;
+  // ingest: run a compaction pass over every table after each poll.
+  bool compact = false;
 };
 
 std::string ObjectsUri(const BenchFlags& f) { return f.objects.empty() ? f.data_dir + "/objects" : f.objects; }
@@ -164,14 +167,29 @@ Status Compact(const BenchFlags& f) {
   return failed == 0 ? Status::OK() : Status::IOError(fmt::format("{} merges failed", failed));
 }
 
+// CPU seconds (user + system) this process has used so far.
+double ProcessCpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return secs(ru.ru_utime) + secs(ru.ru_stime);
+}
+
 // A table written the way a job writes at the chain's head: one small segment
-// per table per poll, with compaction off.
+// per table per poll. With --compact, a compaction pass over each table after
+// every poll (the clock moves a second per block, so files age through the
+// cooldown as they would), and the CPU that appends and passes took: the
+// whole life of a table, from empty to target-size files.
 Status Ingest(const BenchFlags& f) {
   auto kv = kv::OpenRocksDb(f.data_dir + "/kv", false);
   ARROW_RETURN_NOT_OK(kv.status());
   ARROW_ASSIGN_OR_RAISE(auto blobs, blob::OpenBlobStore(f.data_dir + "/objects", S3Config{}));
   ARROW_ASSIGN_OR_RAISE(Config config, Config::Load("", {}));
-  config.writer.compactor.active = false;
+  config.writer.compactor.active = f.compact;
+  config.writer.bytes = f.bytes;
+  config.writer.compactor.write_concurrency = f.threads;
+  config.writer.compactor.metadata_concurrency = f.threads;
+  ARROW_RETURN_NOT_OK(arrow::SetCpuThreadPoolCapacity(f.threads));
   MetricsRegistry metrics;
   auto clock = std::make_shared<ManualClock>();
   table::TableService tables(*kv, blobs, clock, &metrics, config.writer);
@@ -182,13 +200,63 @@ Status Ingest(const BenchFlags& f) {
   job.block_time = 1;
   job.txs_per_block = f.txs_per_block;
   chain::IngestJob ingest(job, config.worker, &tables, *kv, clock, &metrics);
+  double append_cpu = 0, compact_cpu = 0, compact_wall = 0;
+  int64_t passes = 0, merges = 0, merged_bytes = 0;
   for (int64_t i = 0; i <= f.segments; ++i) {  // the first poll only fixes the chain's clock
     clock->AdvanceSeconds(static_cast<double>(f.blocks_per_segment));
+    double c0 = ProcessCpuSeconds();
     ARROW_RETURN_NOT_OK(ingest.PollOnce());
+    double c1 = ProcessCpuSeconds();
+    append_cpu += c1 - c0;
+    if (!f.compact) continue;
+    auto w0 = std::chrono::steady_clock::now();
+    ARROW_ASSIGN_OR_RAISE(auto list, tables.ListTables());
+    for (const auto& t : list) {
+      ARROW_ASSIGN_OR_RAISE(auto pass, tables.CompactNow(t.id));
+      passes++;
+      for (const auto& m : pass.merges) {
+        if (!m.output) return Status::IOError(fmt::format("a merge of {} failed: {}", t.id.ToString(), m.error));
+        merges++;
+        merged_bytes += m.input_stored_bytes;
+      }
+    }
+    compact_cpu += ProcessCpuSeconds() - c1;
+    compact_wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+  }
+  json per_table = json::object();
+  int64_t appended_rows = 0, appended_stored = 0;
+  ARROW_ASSIGN_OR_RAISE(auto list, tables.ListTables());
+  for (const auto& t : list) {
+    ARROW_ASSIGN_OR_RAISE(auto appends, tables.AppendHistory(t.id));
+    int64_t rows = 0, stored = 0;
+    for (const auto& a : appends) {
+      rows += a.rows;
+      stored += a.stored_bytes;
+    }
+    ARROW_ASSIGN_OR_RAISE(auto live, tables.LiveSegments(t.id));
+    json sizes = json::array();
+    for (const auto& s : live.segments) sizes.push_back(s.stored_bytes);
+    per_table[t.id.table] = {{"appended_rows", rows}, {"appended_stored_bytes", stored}, {"live_stored_bytes", sizes}};
+    appended_rows += rows;
+    appended_stored += stored;
   }
   tables.Stop();
   auto status = ingest.Describe();
-  std::cout << json{{"segments", status.segments_written}, {"head", status.head ? *status.head : 0}}.dump() << "\n";
+  const double gib = static_cast<double>(appended_stored) / static_cast<double>(1ll << 30);
+  json out{{"segments", status.segments_written}, {"head", status.head ? *status.head : 0}};
+  if (f.compact) {
+    out.update({{"appended_rows", appended_rows},
+                {"appended_stored_bytes", appended_stored},
+                {"append_cpu_seconds", append_cpu},
+                {"compaction_cpu_seconds", compact_cpu},
+                {"compaction_wall_seconds", compact_wall},
+                {"compaction_cpu_seconds_per_gib_appended", gib > 0 ? compact_cpu / gib : 0.0},
+                {"passes", passes},
+                {"merges", merges},
+                {"merged_input_stored_bytes", merged_bytes},
+                {"tables", per_table}});
+  }
+  std::cout << out.dump() << "\n";
   return Status::OK();
 }
 
@@ -226,11 +294,17 @@ std::function<int()> AddBenchCommands(CLI::App& app) {
     cmd->add_option("--objects", flags->objects, "Object storage URI (default: <data-dir>/objects), e.g. s3://b/p");
     cmd->add_option("--s3-endpoint", flags->s3_endpoint, "S3 endpoint host:port (plain http), e.g. a local MinIO");
   }
-  auto* ingest = bench->add_subcommand("ingest", "Write a chain's tables as a job does at the head (compaction off)");
+  auto* ingest = bench->add_subcommand(
+      "ingest", "Write a chain's tables as a job does at the head (compaction off unless --compact)");
   ingest->add_option("--data-dir", flags->data_dir, "Embedded storage to create")->required();
   ingest->add_option("--segments", flags->segments, "Polls, each writing one segment per table");
   ingest->add_option("--blocks-per-segment", flags->blocks_per_segment, "New blocks per poll");
   ingest->add_option("--txs-per-block", flags->txs_per_block, "Transactions per block");
+  ingest->add_flag("--compact", flags->compact, "A compaction pass over each table after every poll; prints CPU");
+  ingest->add_option("--bytes", flags->bytes, "[writer] bytes: the target size, uncompressed (with --compact)")
+      ->check(CLI::PositiveNumber);
+  ingest->add_option("--threads", flags->threads, "write_concurrency, metadata_concurrency and Arrow's CPU pool")
+      ->check(CLI::Range(1, 64));
   auto run_catalog = AddCatalogBench(bench);
   auto run_scale = AddScaleBench(bench);
   return [=]() -> int {
