@@ -25,6 +25,8 @@
 namespace sediment::bench {
 namespace {
 
+using table::MergeStats;
+
 using nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -201,7 +203,8 @@ Status Ingest(const BenchFlags& f) {
   job.txs_per_block = f.txs_per_block;
   chain::IngestJob ingest(job, config.worker, &tables, *kv, clock, &metrics);
   double append_cpu = 0, compact_cpu = 0, compact_wall = 0;
-  int64_t passes = 0, merges = 0, merged_bytes = 0;
+  int64_t passes = 0, merges = 0, merged_bytes = 0, final_merges = 0;
+  MergeStats made;
   for (int64_t i = 0; i <= f.segments; ++i) {  // the first poll only fixes the chain's clock
     clock->AdvanceSeconds(static_cast<double>(f.blocks_per_segment));
     double c0 = ProcessCpuSeconds();
@@ -218,6 +221,10 @@ Status Ingest(const BenchFlags& f) {
         if (!m.output) return Status::IOError(fmt::format("a merge of {} failed: {}", t.id.ToString(), m.error));
         merges++;
         merged_bytes += m.input_stored_bytes;
+        made.row_groups_copied += m.stats.row_groups_copied;
+        made.row_groups_from_pages += m.stats.row_groups_from_pages;
+        made.row_groups_reencoded += m.stats.row_groups_reencoded;
+        final_merges += m.final ? 1 : 0;
       }
     }
     compact_cpu += ProcessCpuSeconds() - c1;
@@ -254,6 +261,11 @@ Status Ingest(const BenchFlags& f) {
                 {"passes", passes},
                 {"merges", merges},
                 {"merged_input_stored_bytes", merged_bytes},
+                {"final_merges", final_merges},
+                {"row_groups",
+                 {{"copied", made.row_groups_copied},
+                  {"from_pages", made.row_groups_from_pages},
+                  {"reencoded", made.row_groups_reencoded}}},
                 {"tables", per_table}});
   }
   std::cout << out.dump() << "\n";

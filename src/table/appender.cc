@@ -97,7 +97,7 @@ Status Appender::WriteSegment(const TableInfo& table, const AppendRequest& reque
                               SegmentRecord* seg) {
   ARROW_ASSIGN_OR_RAISE(int block_col, BlockColumn(*table.schema));
   ARROW_ASSIGN_OR_RAISE(auto writer, SegmentFileWriter::Open(blobs_, seg->path, table.schema, file_settings_,
-                                                             EncodeSegmentFileMetadata(*seg)));
+                                                             FileLayout::kPages, EncodeSegmentFileMetadata(*seg)));
   uint64_t prev = request.start_block;
   int64_t row = 0;
   while (true) {
@@ -290,7 +290,7 @@ Result<SegmentRecord> Appender::RewriteWithout(const TableInfo& table, const Seg
   out.created_at_us = ToUnixMicros(clock_->Now());
   ARROW_ASSIGN_OR_RAISE(auto reader, SegmentFileReader::Open(blobs_, s.path));
   ARROW_ASSIGN_OR_RAISE(auto writer, SegmentFileWriter::Open(blobs_, out.path, table.schema, file_settings_,
-                                                             EncodeSegmentFileMetadata(out)));
+                                                             FileLayout::kPages, EncodeSegmentFileMetadata(out)));
   bool done = false;
   for (int rg = 0; rg < reader->num_row_groups() && !done; ++rg) {
     ARROW_ASSIGN_OR_RAISE(auto t, reader->ReadRowGroup(rg));

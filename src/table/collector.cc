@@ -32,13 +32,11 @@ Result<GcResult> Collector::RunGc(const TableId& id) {
   if (!state.empty() && state.end > max_reorg_depth_) {
     ARROW_RETURN_NOT_OK(registry_->PruneBlockHashes(id, state.end - max_reorg_depth_));
   }
-  ARROW_ASSIGN_OR_RAISE(auto entries, registry_->ListGc(id));
   TimePoint now = clock_->Now();
+  // Only the entries whose grace is over are read (the manifest is a queue
+  // in removal order).
+  ARROW_ASSIGN_OR_RAISE(auto entries, registry_->ListDueGc(id, ToUnixMicros(now - grace_) + 1));
   for (const auto& e : entries) {
-    if (now - FromUnixMicros(e.removed_at_us) < grace_) {
-      result.waiting++;
-      continue;
-    }
     // A file in the manifest is not live, so no snapshot taken from now on
     // can hold it; one being taken right now might have read it while it
     // was live, so wait for those too.
@@ -51,12 +49,12 @@ Result<GcResult> Collector::RunGc(const TableId& id) {
       // Never delete what the live set references, whatever the manifest says.
       spdlog::error("table {}: {} is in the GC manifest but live; dropping the entry, keeping the file", id.ToString(),
                     e.path);
-      (void)registry_->RemoveGcEntry(id, e.id);
+      (void)registry_->RemoveGcEntry(id, e);
       continue;
     }
     Status st = blobs_->Delete(e.path);
     if (st.ok()) st = failpoint::Hit("table.gc.after_delete");
-    if (st.ok()) st = registry_->RemoveGcEntry(id, e.id);
+    if (st.ok()) st = registry_->RemoveGcEntry(id, e);
     if (st.ok()) {
       result.deleted++;
       metrics_->gc_deleted.With(Labels(id)).Add();

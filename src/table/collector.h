@@ -3,7 +3,8 @@
 // still read them have had time to finish").
 //
 // RunGc deletes each GC-manifest file once gc_manifest_grace_period has
-// passed since it left the live set and no snapshot on this server holds it
+// passed since it left the live set (reading only the entries that are due:
+// the manifest is ordered by removal time) and no snapshot on this server holds it
 // (SnapshotPins) and the live set does not hold it (whatever the manifest
 // says); only the holder of the table's lease collects, one collection per
 // table at a time, and a deletion is counted once. It also
@@ -35,7 +36,7 @@ struct TableMetrics;
 struct GcResult {
   int64_t deleted = 0;
   int64_t failed = 0;
-  int64_t waiting = 0;  // grace not over, or held by a snapshot
+  int64_t waiting = 0;  // due, but held by a snapshot
 };
 
 class Collector {

@@ -50,8 +50,9 @@ Result<PassResult> Compactor::RunPass(const TableId& id, const ProgressFn& progr
     std::vector<std::future<MergeOutcome>> futures;
     for (const auto& g : groups) {
       std::vector<SegmentRecord> inputs(snap.segments.begin() + g.first, snap.segments.begin() + g.first + g.count);
-      futures.push_back(
-          RunOn<MergeOutcome>(&group_pool, [this, table, inputs, &ctx]() { return MergeAndSwap(table, inputs, ctx); }));
+      const FileLayout layout = g.final ? FileLayout::kFinal : FileLayout::kPages;
+      futures.push_back(RunOn<MergeOutcome>(
+          &group_pool, [this, table, inputs, layout, &ctx]() { return MergeAndSwap(table, inputs, layout, ctx); }));
     }
     for (auto& f : futures) {
       MergeOutcome m = f.get();
@@ -71,8 +72,9 @@ Result<PassResult> Compactor::RunPass(const TableId& id, const ProgressFn& progr
 }
 
 MergeOutcome Compactor::MergeAndSwap(const TableInfo& table, const std::vector<SegmentRecord>& inputs,
-                                     const MergeContext& ctx) {
+                                     FileLayout layout, const MergeContext& ctx) {
   MergeOutcome out;
+  out.final = layout == FileLayout::kFinal;
   for (const auto& s : inputs) {
     out.inputs.push_back(s.id);
     out.input_stored_bytes += s.stored_bytes;
@@ -87,7 +89,7 @@ MergeOutcome Compactor::MergeAndSwap(const TableInfo& table, const std::vector<S
     return out;
   }
   auto t0 = std::chrono::steady_clock::now();
-  auto merged = MergeSegments(ctx, table, inputs, clock_->Now(), &out.stats);
+  auto merged = MergeSegments(ctx, table, inputs, clock_->Now(), layout, &out.stats);
   if (!merged.ok()) {
     out.status = merged.status().IsCancelled() ? MergeStatus::kStopped : MergeStatus::kFailed;
     out.error = merged.status().message();
@@ -126,6 +128,8 @@ MergeOutcome Compactor::MergeAndSwap(const TableInfo& table, const std::vector<S
   metrics_->files_read.With(labels).Add(static_cast<double>(inputs.size()));
   metrics_->row_groups.With({table.id.dataset, table.id.table, "copied"})
       .Add(static_cast<double>(out.stats.row_groups_copied));
+  metrics_->row_groups.With({table.id.dataset, table.id.table, "pages"})
+      .Add(static_cast<double>(out.stats.row_groups_from_pages));
   metrics_->row_groups.With({table.id.dataset, table.id.table, "reencoded"})
       .Add(static_cast<double>(out.stats.row_groups_reencoded));
   metrics_->successful.With(labels).Add();
@@ -151,10 +155,11 @@ void Compactor::Report(const TableId& id, const MergeOutcome& m, const ProgressF
       break;
     case MergeStatus::kMerged:
       spdlog::info(
-          "table {}: merged {} file(s) into {} ({} rows, {} uncompressed, {} stored; {} row groups copied, {} "
-          "encoded)",
+          "table {}: merged {} file(s) into {} ({} rows, {} uncompressed, {} stored; row groups: {} copied, {} made "
+          "of copied pages, {} encoded)",
           id.ToString(), m.inputs.size(), m.output->id, m.output->rows, FormatBytes(m.output->bytes),
-          FormatBytes(m.output->stored_bytes), m.stats.row_groups_copied, m.stats.row_groups_reencoded);
+          FormatBytes(m.output->stored_bytes), m.stats.row_groups_copied, m.stats.row_groups_from_pages,
+          m.stats.row_groups_reencoded);
       if (progress) progress({PassProgress::Kind::kMerged, 0, &m});
       break;
     case MergeStatus::kStopped:

@@ -51,6 +51,7 @@ struct MergeOutcome {
   std::vector<std::string> inputs;      // segment ids
   uint64_t start = 0, end = 0;          // the inputs' blocks
   int64_t input_stored_bytes = 0;       // the inputs' file sizes
+  bool final = false;                   // the output is encoded fully, never to be merged again
   std::optional<SegmentRecord> output;  // kMerged
   MergeStats stats;                     // kMerged: row groups copied and re-encoded
   std::string error;                    // kFailed, kStopped: why
@@ -83,7 +84,8 @@ class Compactor {
   Result<PassResult> RunPass(const TableId& id, const ProgressFn& progress);
 
  private:
-  MergeOutcome MergeAndSwap(const TableInfo& table, const std::vector<SegmentRecord>& inputs, const MergeContext& ctx);
+  MergeOutcome MergeAndSwap(const TableInfo& table, const std::vector<SegmentRecord>& inputs, FileLayout layout,
+                            const MergeContext& ctx);
   // Counts and logs one outcome, and tells `progress`.
   void Report(const TableId& id, const MergeOutcome& m, const ProgressFn& progress);
 

@@ -3,8 +3,10 @@
 #include <arrow/api.h>
 #include <arrow/io/concurrency.h>
 #include <arrow/io/interfaces.h>
+#include <arrow/io/memory.h>
 #include <arrow/util/future.h>
 #include <fmt/format.h>
+#include <parquet/file_reader.h>
 #include <parquet/metadata.h>
 #include <parquet/properties.h>
 #include <parquet/schema.h>
@@ -12,8 +14,10 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <optional>
 
 #include "table/parquet_assembler.h"
+#include "table/parquet_guard_internal.h"
 #include "table/run_on_internal.h"
 
 namespace sediment::table {
@@ -91,24 +95,43 @@ struct Piece {
   int row_group = 0;
 };
 
-// One step of the output, in order: a row group copied as it is, or row
-// groups decoded together and encoded again.
+// One step of the output, in order: a row group copied as it is, row groups
+// whose data pages are concatenated into one, or row groups decoded together
+// and encoded again.
+enum class StepKind { kCopy, kPages, kEncode };
 struct Step {
-  bool copy = false;
+  StepKind kind = StepKind::kEncode;
   std::vector<Piece> pieces;
 };
 
+// What a step made, ready for the writer: row groups to copy, or a run of pages.
+struct Prepared {
+  std::vector<EncodedRowGroup> row_groups;
+  std::optional<PageRun> run;
+};
+
+// Laid out and compressed as the output is.
+bool SameLayout(const parquet::RowGroupMetaData& rg, const parquet::SchemaDescriptor& descr,
+                const parquet::WriterProperties& props) {
+  if (!rg.schema()->Equals(descr)) return false;
+  for (int c = 0; c < rg.num_columns(); ++c) {
+    if (rg.ColumnChunk(c)->compression() != props.compression(descr.Column(c)->path())) return false;
+  }
+  return true;
+}
+
 // Whether a row group's encoded bytes can go into the output as they are:
 // laid out and compressed as the output is, and carrying what the output
-// must have (statistics, encodings, page index, the bloom filters asked for).
+// must have (statistics, encodings, page index, the bloom filters asked for,
+// and dictionaries if the output is final).
 bool Compatible(const parquet::RowGroupMetaData& rg, const parquet::SchemaDescriptor& descr,
-                const parquet::WriterProperties& props, const WriterSettings& settings) {
+                const parquet::WriterProperties& props, const WriterSettings& settings, FileLayout layout) {
   if (rg.num_rows() > settings.max_row_group_rows || rg.total_byte_size() > settings.max_row_group_bytes) return false;
-  if (!rg.schema()->Equals(descr)) return false;
+  if (!SameLayout(rg, descr, props)) return false;
+  if (layout == FileLayout::kFinal && PagesCopyable(rg)) return false;
   for (int c = 0; c < rg.num_columns(); ++c) {
     auto cc = rg.ColumnChunk(c);
     auto path = descr.Column(c)->path();
-    if (cc->compression() != props.compression(path)) return false;
     if (!cc->is_stats_set() || cc->encoding_stats().empty()) return false;
     if (!cc->GetColumnIndexLocation() || !cc->GetOffsetIndexLocation()) return false;
     if (props.column_properties(path).bloom_filter_enabled() && !cc->bloom_filter_offset()) return false;
@@ -117,34 +140,43 @@ bool Compatible(const parquet::RowGroupMetaData& rg, const parquet::SchemaDescri
 }
 
 // Full: half the row or byte limit, or more. A full compatible row group is
-// copied; others are decoded and packed with their neighbours into full ones.
+// copied; others are packed with their neighbours into full ones.
 bool Full(const parquet::RowGroupMetaData& rg, const WriterSettings& settings) {
   return rg.num_rows() * 2 >= settings.max_row_group_rows || rg.total_byte_size() * 2 >= settings.max_row_group_bytes;
 }
 
 // Turns inputs' row groups, in order, into steps: full compatible row groups
-// are copied; the others are packed into full ones (a lone one is copied).
+// are copied; the others are packed into full ones, by concatenating their
+// pages where they allow it and the output is not final, else by encoding
+// (a lone one is copied).
 class Planner {
  public:
   Planner(const parquet::SchemaDescriptor& descr, const parquet::WriterProperties& props,
-          const WriterSettings& settings)
-      : descr_(descr), props_(props), settings_(settings) {}
+          const WriterSettings& settings, FileLayout layout)
+      : descr_(descr), props_(props), settings_(settings), layout_(layout) {}
 
   // Adds input i's row groups; steps that are complete go to `out`.
   void Add(size_t i, const parquet::FileMetaData& md, std::vector<Step>* out) {
     for (int r = 0; r < md.num_row_groups(); ++r) {
       auto rg = md.RowGroup(r);
-      const bool compatible = Compatible(*rg, descr_, props_, settings_);
+      const bool compatible = Compatible(*rg, descr_, props_, settings_, layout_);
       if (compatible && Full(*rg, settings_)) {
         Flush(out);
-        out->push_back(Step{true, {Piece{i, r}}});
+        out->push_back(Step{StepKind::kCopy, {Piece{i, r}}});
         continue;
       }
-      if (!pending_.pieces.empty() && (pending_rows_ + rg->num_rows() > settings_.max_row_group_rows ||
-                                       pending_bytes_ + rg->total_byte_size() > settings_.max_row_group_bytes)) {
+      const StepKind kind = layout_ == FileLayout::kPages && SameLayout(*rg, descr_, props_) && PagesCopyable(*rg)
+                                ? StepKind::kPages
+                                : StepKind::kEncode;
+      if (!pending_.pieces.empty() &&
+          (kind != pending_.kind || pending_rows_ + rg->num_rows() > settings_.max_row_group_rows ||
+           pending_bytes_ + rg->total_byte_size() > settings_.max_row_group_bytes)) {
         Flush(out);
       }
-      if (pending_.pieces.empty()) pending_compatible_ = compatible;
+      if (pending_.pieces.empty()) {
+        pending_compatible_ = compatible;
+        pending_.kind = kind;
+      }
       pending_.pieces.push_back(Piece{i, r});
       pending_rows_ += rg->num_rows();
       pending_bytes_ += rg->total_byte_size();
@@ -155,7 +187,7 @@ class Planner {
     if (pending_.pieces.empty()) return;
     // A small row group with nothing to pack it with (a file's last one,
     // between full ones) would come out as it went in: copy it.
-    pending_.copy = pending_.pieces.size() == 1 && pending_compatible_;
+    if (pending_.pieces.size() == 1 && pending_compatible_) pending_.kind = StepKind::kCopy;
     out->push_back(std::move(pending_));
     pending_ = Step{};
     pending_rows_ = pending_bytes_ = 0;
@@ -165,6 +197,7 @@ class Planner {
   const parquet::SchemaDescriptor& descr_;
   const parquet::WriterProperties& props_;
   const WriterSettings& settings_;
+  const FileLayout layout_;
   Step pending_;
   bool pending_compatible_ = false;  // its one piece could be copied
   int64_t pending_rows_ = 0, pending_bytes_ = 0;
@@ -221,29 +254,105 @@ class FetchedRange final : public arrow::io::internal::RandomAccessFileConcurren
   bool closed_ = false;
 };
 
-// Runs on a worker: the step's row groups, encoded and ready to copy. The
-// inputs are opened with their known sizes and footers (no metadata
-// requests); a re-encoded step fetches all its row groups at once, one
-// request each, several in flight, then decodes them from memory.
-Result<std::vector<EncodedRowGroup>> Produce(blob::BlobStore* blobs, const Footers& footers,
-                                             const std::vector<SegmentRecord>& inputs, const Step& step,
-                                             const WriterSettings& settings,
-                                             const std::shared_ptr<parquet::WriterProperties>& props,
-                                             const std::shared_ptr<arrow::Schema>& schema) {
-  auto named = [&](size_t input, const Status& st) {
-    return Status::IOError(fmt::format("{}: {}", inputs[input].path, st.message()));
-  };
-  if (step.copy) {
-    const Piece& p = step.pieces.front();
-    auto file = blobs->OpenReaderSized(inputs[p.input].path, inputs[p.input].stored_bytes);
-    if (!file.ok()) return named(p.input, file.status());
-    auto reader = SegmentFileReader::Open(*file, inputs[p.input].path, false, footers[p.input], false);
-    if (!reader.ok()) return named(p.input, reader.status());
-    ARROW_ASSIGN_OR_RAISE(auto rg, (*reader)->ReadEncoded(p.row_group));
-    std::vector<EncodedRowGroup> out;
-    out.push_back(std::move(rg));
-    return out;
+// What a step reads and writes: shared by its worker tasks.
+struct StepInputs {
+  blob::BlobStore* blobs = nullptr;
+  const Footers* footers = nullptr;
+  const std::vector<SegmentRecord>* inputs = nullptr;
+  const WriterSettings* settings = nullptr;
+  std::shared_ptr<parquet::WriterProperties> props;
+  std::shared_ptr<arrow::Schema> schema;
+
+  Status Named(size_t input, const Status& st) const {
+    return Status::IOError(fmt::format("{}: {}", (*inputs)[input].path, st.message()));
   }
+};
+
+// A row group copied as it is.
+Result<Prepared> ProduceCopy(const StepInputs& in, const Step& step) {
+  const Piece& p = step.pieces.front();
+  const auto& s = (*in.inputs)[p.input];
+  auto file = in.blobs->OpenReaderSized(s.path, s.stored_bytes);
+  if (!file.ok()) return in.Named(p.input, file.status());
+  auto reader = SegmentFileReader::Open(*file, s.path, false, (*in.footers)[p.input], false);
+  if (!reader.ok()) return in.Named(p.input, reader.status());
+  ARROW_ASSIGN_OR_RAISE(auto rg, (*reader)->ReadEncoded(p.row_group));
+  Prepared out;
+  out.row_groups.push_back(std::move(rg));
+  return out;
+}
+
+// Row groups whose data pages become one row group. Each input's bytes are
+// fetched once, all inputs at once: a small file (a head file) whole, with
+// its page index and bloom filters in the same request; a large one by
+// ranges. Bloom filters of the run are OR-ed or built from their column alone.
+Result<Prepared> ProducePages(const StepInputs& in, const Step& step) {
+  struct Source {
+    size_t input = 0;
+    std::shared_ptr<arrow::io::RandomAccessFile> file;
+    arrow::Future<std::shared_ptr<arrow::Buffer>> whole;  // valid if fetched whole
+    std::unique_ptr<parquet::ParquetFileReader> reader;
+  };
+  std::vector<Source> sources;
+  for (const Piece& p : step.pieces) {
+    if (!sources.empty() && sources.back().input == p.input) continue;
+    const auto& s = (*in.inputs)[p.input];
+    Source src;
+    src.input = p.input;
+    auto file = in.blobs->OpenReaderSized(s.path, s.stored_bytes);
+    if (!file.ok()) return in.Named(p.input, file.status());
+    src.file = *file;
+    int64_t lo = INT64_MAX, hi = 0;
+    for (const Piece& q : step.pieces) {
+      if (q.input != p.input) continue;
+      auto [b, e] = RowGroupByteRange(*(*in.footers)[p.input]->RowGroup(q.row_group));
+      lo = std::min(lo, b);
+      hi = std::max(hi, e);
+    }
+    if (s.stored_bytes <= std::max<int64_t>(1 << 20, 2 * (hi - lo))) {
+      src.whole = src.file->ReadAsync(arrow::io::default_io_context(), 0, s.stored_bytes);
+    }
+    sources.push_back(std::move(src));
+  }
+  Prepared out;
+  out.run.emplace();
+  std::vector<parquet::ParquetFileReader*> readers;
+  size_t k = 0;
+  for (const Piece& p : step.pieces) {
+    while (sources[k].input != p.input) ++k;
+    Source& src = sources[k];
+    if (!src.reader) {
+      if (src.whole.is_valid()) {
+        auto bytes = src.whole.result();
+        if (!bytes.ok()) return in.Named(p.input, bytes.status());
+        src.file = std::make_shared<arrow::io::BufferReader>(*bytes);
+      }
+      auto opened =
+          ParquetGuard((*in.inputs)[p.input].path, [&]() -> Result<std::unique_ptr<parquet::ParquetFileReader>> {
+            return parquet::ParquetFileReader::Open(src.file, parquet::default_reader_properties(),
+                                                    (*in.footers)[p.input]);
+          });
+      if (!opened.ok()) return opened.status();
+      src.reader = std::move(*opened);
+    }
+    auto rg = ReadEncodedRowGroup(src.reader.get(), src.file.get(), p.row_group);
+    if (!rg.ok()) return in.Named(p.input, rg.status());
+    out.run->pieces.push_back(std::move(*rg));
+    readers.push_back(src.reader.get());
+  }
+  const auto* descr = (*in.footers)[step.pieces.front().input]->schema();
+  out.run->bloom_filter.resize(static_cast<size_t>(descr->num_columns()));
+  for (int c = 0; c < descr->num_columns(); ++c) {
+    auto options = in.props->bloom_filter_options(descr->Column(c)->path());
+    if (!options) continue;
+    ARROW_ASSIGN_OR_RAISE(out.run->bloom_filter[c], RunBloomFilter(out.run->pieces, readers, c, *options));
+  }
+  return out;
+}
+
+// Row groups decoded together and encoded again. All are fetched at once,
+// one request each, several in flight, then decoded from memory.
+Result<Prepared> ProduceEncoded(const StepInputs& in, const Step& step) {
   struct Fetch {
     std::shared_ptr<arrow::io::RandomAccessFile> file;
     int64_t begin = 0;
@@ -251,44 +360,63 @@ Result<std::vector<EncodedRowGroup>> Produce(blob::BlobStore* blobs, const Foote
   };
   std::vector<Fetch> fetches;
   for (const Piece& p : step.pieces) {
-    auto file = blobs->OpenReaderSized(inputs[p.input].path, inputs[p.input].stored_bytes);
-    if (!file.ok()) return named(p.input, file.status());
-    auto [begin, end] = RowGroupByteRange(*footers[p.input]->RowGroup(p.row_group));
+    const auto& s = (*in.inputs)[p.input];
+    auto file = in.blobs->OpenReaderSized(s.path, s.stored_bytes);
+    if (!file.ok()) return in.Named(p.input, file.status());
+    auto [begin, end] = RowGroupByteRange(*(*in.footers)[p.input]->RowGroup(p.row_group));
     fetches.push_back(Fetch{*file, begin, (*file)->ReadAsync(arrow::io::default_io_context(), begin, end - begin)});
   }
   std::vector<std::shared_ptr<arrow::Table>> tables;
   for (size_t k = 0; k < step.pieces.size(); ++k) {
     const Piece& p = step.pieces[k];
+    const auto& s = (*in.inputs)[p.input];
     auto bytes = fetches[k].bytes.result();
-    if (!bytes.ok()) return named(p.input, bytes.status());
-    auto window = std::make_shared<FetchedRange>(
-        *bytes, fetches[k].begin, std::max(inputs[p.input].stored_bytes, fetches[k].begin + (*bytes)->size()));
-    auto reader = SegmentFileReader::Open(window, inputs[p.input].path, false, footers[p.input], false);
-    if (!reader.ok()) return named(p.input, reader.status());
+    if (!bytes.ok()) return in.Named(p.input, bytes.status());
+    auto window = std::make_shared<FetchedRange>(*bytes, fetches[k].begin,
+                                                 std::max(s.stored_bytes, fetches[k].begin + (*bytes)->size()));
+    auto reader = SegmentFileReader::Open(window, s.path, false, (*in.footers)[p.input], false);
+    if (!reader.ok()) return in.Named(p.input, reader.status());
     auto t = (*reader)->ReadRowGroup(p.row_group);
-    if (!t.ok()) return named(p.input, t.status());
+    if (!t.ok()) return in.Named(p.input, t.status());
     // The table's schema exactly (a file's carries its own metadata).
-    tables.push_back(arrow::Table::Make(schema, (*t)->columns(), (*t)->num_rows()));
+    tables.push_back(arrow::Table::Make(in.schema, (*t)->columns(), (*t)->num_rows()));
   }
   fetches.clear();
   ARROW_ASSIGN_OR_RAISE(auto table, arrow::ConcatenateTables(tables));
-  return EncodeForSegment(*table, settings, props);
+  Prepared out;
+  ARROW_ASSIGN_OR_RAISE(out.row_groups, EncodeForSegment(*table, *in.settings, in.props));
+  return out;
+}
+
+// Runs on a worker: the step, ready for the writer.
+Result<Prepared> Produce(const StepInputs& in, const Step& step) {
+  switch (step.kind) {
+    case StepKind::kCopy:
+      return ProduceCopy(in, step);
+    case StepKind::kPages:
+      return ProducePages(in, step);
+    case StepKind::kEncode:
+      return ProduceEncoded(in, step);
+  }
+  return Status::Invalid("unknown step");
 }
 
 }  // namespace
 
 Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& table,
-                                    const std::vector<SegmentRecord>& inputs, TimePoint now, MergeStats* stats) {
+                                    const std::vector<SegmentRecord>& inputs, TimePoint now, FileLayout layout,
+                                    MergeStats* stats) {
   SegmentRecord out = OutputRecord(table, inputs, now, ctx.writer_tag);
   ARROW_ASSIGN_OR_RAISE(auto writer, SegmentFileWriter::Open(ctx.blobs, out.path, table.schema, *ctx.file_settings,
-                                                             EncodeSegmentFileMetadata(out)));
+                                                             layout, EncodeSegmentFileMetadata(out)));
   const auto props = writer->properties();
   ARROW_ASSIGN_OR_RAISE(auto descr, ParquetSchemaFor(*table.schema, *props));
   // Footers are filled in input order; a task reads only those of its step's
   // inputs, filled before the step was planned.
   auto footers = std::make_shared<Footers>(inputs.size());
   FooterReads reads(ctx, table, inputs);
-  Planner planner(*descr, *props, *ctx.file_settings);
+  Planner planner(*descr, *props, *ctx.file_settings, layout);
+  StepInputs step_inputs{ctx.blobs, footers.get(), &inputs, ctx.file_settings, props, table.schema};
   std::vector<Step> steps;
   size_t planned = 0;  // inputs whose footers were taken
 
@@ -297,7 +425,7 @@ Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& ta
   // `window` (workers + 1) steps ahead; this thread copies them into the
   // output in order.
   const size_t window = static_cast<size_t>(ctx.workers + 1);
-  std::deque<std::future<Result<std::vector<EncodedRowGroup>>>> ahead;
+  std::deque<std::future<Result<Prepared>>> ahead;
   size_t next = 0;
   // Every task submitted is waited for before returning: they read `inputs`.
   auto drain = [&] {
@@ -307,10 +435,8 @@ Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& ta
   auto fill = [&]() -> Status {
     while (ahead.size() < window) {
       if (next < steps.size()) {
-        ahead.push_back(RunOn<Result<std::vector<EncodedRowGroup>>>(
-            ctx.worker_pool,
-            [blobs = ctx.blobs, footers, step = steps[next++], &inputs, settings = *ctx.file_settings, props,
-             schema = table.schema]() { return Produce(blobs, *footers, inputs, step, settings, props, schema); }));
+        ahead.push_back(RunOn<Result<Prepared>>(
+            ctx.worker_pool, [step_inputs, footers, step = steps[next++]]() { return Produce(step_inputs, step); }));
       } else if (planned < inputs.size()) {
         ARROW_ASSIGN_OR_RAISE((*footers)[planned], reads.Take(planned));
         planner.Add(planned, *(*footers)[planned], &steps);
@@ -338,13 +464,25 @@ Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& ta
       drain();
       return ready.status();
     }
-    const bool copied = steps[done++].copy;
+    const StepKind kind = steps[done++].kind;
     if (Status st = fill(); !st.ok()) {
       drain();
       return st;
     }
-    if (stats) (copied ? stats->row_groups_copied : stats->row_groups_reencoded) += static_cast<int64_t>(ready->size());
-    for (const auto& rg : *ready) {
+    if (stats) {
+      const auto made = static_cast<int64_t>(ready->run ? 1 : ready->row_groups.size());
+      (kind == StepKind::kCopy    ? stats->row_groups_copied
+       : kind == StepKind::kPages ? stats->row_groups_from_pages
+                                  : stats->row_groups_reencoded) += made;
+    }
+    if (ready->run) {
+      if (Status st = writer->AppendPages(*ready->run); !st.ok()) {
+        drain();
+        return st;
+      }
+      rows += ready->run->rows();
+    }
+    for (const auto& rg : ready->row_groups) {
       Status st = writer->Append(rg);
       if (!st.ok()) {
         drain();
@@ -355,7 +493,10 @@ Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& ta
   }
   ARROW_ASSIGN_OR_RAISE(FileFacts facts, writer->Finish());
   out.rows = facts.rows;
-  out.bytes = facts.bytes;
+  // A merge moves rows, it does not change them: the output's measured size
+  // is its inputs' (what the planner added up), whatever encoding it got.
+  out.bytes = 0;
+  for (const auto& s : inputs) out.bytes += s.bytes;
   out.stored_bytes = facts.stored_bytes;
   int64_t expected = 0;
   for (const auto& s : inputs) expected += s.rows;

@@ -12,7 +12,10 @@
 // groups are decoded and encoded together into full ones. Both are done by
 // `worker_pool` tasks, up to workers + 1 steps ahead of the thread that
 // appends their results to the output in order, so memory holds a few row
-// groups per merge. A file whose schema or row count disagrees with the
+// groups per merge. Small row groups of files without dictionaries (head
+// files, and merges before the final one) are not decoded at all: their data
+// pages are concatenated into full row groups (parquet_assembler.h). A file
+// whose schema or row count disagrees with the
 // registry fails the merge, named by its path.
 //
 // Thread-safety: a pure function of its inputs apart from the blob store;
@@ -43,14 +46,17 @@ struct MergeContext {
 
 // How the output's row groups were made.
 struct MergeStats {
-  int64_t row_groups_copied = 0;     // input row groups copied as encoded bytes
-  int64_t row_groups_reencoded = 0;  // output row groups decoded and encoded again
+  int64_t row_groups_copied = 0;      // input row groups copied as encoded bytes
+  int64_t row_groups_from_pages = 0;  // output row groups made of inputs' data pages, copied
+  int64_t row_groups_reencoded = 0;   // output row groups decoded and encoded again
 };
 
 // The output's record (id, path, block range, hashes, generation, parents,
 // sizes), with its file written. Cancelled if `stopping` was set.
+// `layout`: kFinal when the output will not be merged again (the planner's
+// CompactionGroup::final): it is encoded fully, once; kPages otherwise.
 Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& table,
-                                    const std::vector<SegmentRecord>& inputs, TimePoint now,
+                                    const std::vector<SegmentRecord>& inputs, TimePoint now, FileLayout layout,
                                     MergeStats* stats = nullptr);
 
 }  // namespace sediment::table

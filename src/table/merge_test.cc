@@ -66,9 +66,11 @@ class MergeTest : public ::testing::Test {
   }
 
   // A segment of blocks [start, end] written through SegmentFileWriter with `settings`.
-  SegmentRecord Write(uint64_t start, uint64_t end, const WriterSettings& settings) {
+  SegmentRecord Write(uint64_t start, uint64_t end, const WriterSettings& settings,
+                      FileLayout layout = FileLayout::kFinal) {
     SegmentRecord s = Record(start, end);
-    auto w = *SegmentFileWriter::Open(blobs_.get(), s.path, TestSchema(), settings, EncodeSegmentFileMetadata(s));
+    auto w =
+        *SegmentFileWriter::Open(blobs_.get(), s.path, TestSchema(), settings, layout, EncodeSegmentFileMetadata(s));
     EXPECT_TRUE(w->Write(Rows(start, end, 0, 3)).ok());
     auto facts = w->Finish();
     EXPECT_TRUE(facts.ok()) << facts.status().ToString();
@@ -118,10 +120,11 @@ class MergeTest : public ::testing::Test {
   }
 
   Result<SegmentRecord> Merge(const std::vector<SegmentRecord>& inputs, int workers, int footer_threads = 2,
-                              blob::BlobStore* store = nullptr) {
+                              blob::BlobStore* store = nullptr, FileLayout layout = FileLayout::kFinal,
+                              MergeStats* stats = nullptr) {
     ThreadPool footers("t-footers", footer_threads, 1 << 20), work("t-work", workers, 1 << 20);
     MergeContext ctx{store ? store : blobs_.get(), &footers, &work, workers, &settings_, &stopping_, 7};
-    return MergeSegments(ctx, table_, inputs, SystemClock().Now());
+    return MergeSegments(ctx, table_, inputs, SystemClock().Now(), layout, stats);
   }
 
   testing::TempDir dir_;
@@ -146,7 +149,7 @@ TEST_F(MergeTest, CopiesFullRowGroupsAndReencodesTheRest) {
   MergeStats stats;
   ThreadPool footers("t-footers", 2, 1 << 20), work("t-work", 2, 1 << 20);
   MergeContext ctx{blobs_.get(), &footers, &work, 2, &settings_, &stopping_, 7};
-  auto merged = MergeSegments(ctx, table_, inputs, SystemClock().Now(), &stats);
+  auto merged = MergeSegments(ctx, table_, inputs, SystemClock().Now(), FileLayout::kFinal, &stats);
   ASSERT_TRUE(merged.ok()) << merged.status().ToString();
   EXPECT_EQ(merged->rows, 3000);
   EXPECT_EQ(stats.row_groups_copied, 3);
@@ -245,7 +248,7 @@ TEST_F(MergeTest, ALoneSmallRowGroupBetweenFullOnesIsCopiedToo) {
   MergeStats stats;
   ThreadPool footers("t-footers", 2, 1 << 20), work("t-work", 2, 1 << 20);
   MergeContext ctx{blobs_.get(), &footers, &work, 2, &settings_, &stopping_, 7};
-  auto merged = MergeSegments(ctx, table_, inputs, SystemClock().Now(), &stats);
+  auto merged = MergeSegments(ctx, table_, inputs, SystemClock().Now(), FileLayout::kFinal, &stats);
   ASSERT_TRUE(merged.ok()) << merged.status().ToString();
   EXPECT_EQ(stats.row_groups_copied, 4);
   EXPECT_EQ(stats.row_groups_reencoded, 0);
@@ -308,6 +311,181 @@ TEST_F(MergeTest, ABlockRangeReadsOnlyThePagesThatHoldIt) {
   ASSERT_TRUE(most.ok());
   EXPECT_EQ((*most)->num_rows(), 6000);
   EXPECT_EQ((*most)->schema()->field(0)->name(), "data");
+}
+
+// The pages of column `c` of row group `rg` in `path`: the column chunk's bytes.
+std::string ChunkBytes(const std::string& file_bytes, const parquet::ColumnChunkMetaData& cc) {
+  int64_t start = cc.has_dictionary_page() ? cc.dictionary_page_offset() : cc.data_page_offset();
+  return file_bytes.substr(static_cast<size_t>(start), static_cast<size_t>(cc.total_compressed_size()));
+}
+
+TEST_F(MergeTest, HeadFilesMergeByConcatenatingTheirDataPages) {
+  std::vector<SegmentRecord> inputs;
+  for (int i = 0; i < 10; ++i) inputs.push_back(Write(i * 20, i * 20 + 19, settings_, FileLayout::kPages));
+  MergeStats stats;
+  auto merged = Merge(inputs, 2, 2, nullptr, FileLayout::kPages, &stats);
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  EXPECT_EQ(stats.row_groups_from_pages, 1);
+  EXPECT_EQ(stats.row_groups_reencoded, 0);
+  int64_t input_bytes = 0;
+  for (const auto& s : inputs) input_bytes += s.bytes;
+  EXPECT_EQ(merged->bytes, input_bytes) << "a merge keeps its inputs' measured size";
+
+  std::vector<std::shared_ptr<arrow::Table>> expected;
+  for (const auto& s : inputs) expected.push_back(ReadAll(s.path));
+  auto want = *(*arrow::ConcatenateTables(expected))->CombineChunks();
+  auto got = ReadAll(merged->path);
+  ASSERT_TRUE(got->Equals(*want)) << "merged rows differ from the inputs";
+
+  auto reader = parquet::ParquetFileReader::Open(*blobs_->OpenReader(merged->path));
+  auto md = reader->metadata();
+  ASSERT_EQ(md->num_row_groups(), 1);
+  auto g = md->RowGroup(0);
+  EXPECT_EQ(g->num_rows(), 600);
+  const std::string out_bytes = Bytes(merged->path);
+  auto rg_pages = reader->GetPageIndexReader()->RowGroup(0);
+  for (int c = 0; c < md->num_columns(); ++c) {
+    auto cc = g->ColumnChunk(c);
+    EXPECT_FALSE(cc->has_dictionary_page());
+    EXPECT_EQ(cc->num_values(), 600);
+    // The chunk is the inputs' chunks, byte for byte, one after another.
+    std::string concatenated;
+    int64_t pages = 0;
+    for (const auto& s : inputs) {
+      auto in = parquet::ParquetFileReader::Open(*blobs_->OpenReader(s.path));
+      concatenated += ChunkBytes(Bytes(s.path), *in->metadata()->RowGroup(0)->ColumnChunk(c));
+      pages += static_cast<int64_t>(in->GetPageIndexReader()->RowGroup(0)->GetOffsetIndex(c)->page_locations().size());
+    }
+    EXPECT_EQ(ChunkBytes(out_bytes, *cc), concatenated) << "column " << c;
+    // The page index lists every input page where it now lies.
+    auto offsets = rg_pages->GetOffsetIndex(c);
+    const auto& locs = offsets->page_locations();
+    ASSERT_EQ(static_cast<int64_t>(locs.size()), pages) << c;
+    EXPECT_EQ(locs.front().offset, cc->data_page_offset());
+    EXPECT_EQ(locs.back().offset + locs.back().compressed_page_size,
+              cc->data_page_offset() + cc->total_compressed_size());
+    for (size_t p = 1; p < locs.size(); ++p) {
+      EXPECT_EQ(locs[p].offset, locs[p - 1].offset + locs[p - 1].compressed_page_size);
+      EXPECT_GT(locs[p].first_row_index, locs[p - 1].first_row_index);
+    }
+  }
+  // Chunk statistics merged from the inputs'.
+  auto blocks = std::static_pointer_cast<parquet::Int64Statistics>(g->ColumnChunk(0)->statistics());
+  ASSERT_TRUE(blocks && blocks->HasMinMax());
+  EXPECT_EQ(blocks->min(), 0);
+  EXPECT_EQ(blocks->max(), 199);
+  EXPECT_EQ(blocks->null_count(), 0);
+  auto topics = std::static_pointer_cast<parquet::ByteArrayStatistics>(g->ColumnChunk(4)->statistics());
+  EXPECT_EQ(parquet::ByteArrayToString(topics->min()), "t0");
+  EXPECT_EQ(parquet::ByteArrayToString(topics->max()), "t4");
+  // block_num's column index brackets each page's rows.
+  auto index = std::static_pointer_cast<parquet::Int64ColumnIndex>(rg_pages->GetColumnIndex(0));
+  auto offsets = rg_pages->GetOffsetIndex(0);
+  const auto& locs = offsets->page_locations();
+  auto values = std::static_pointer_cast<arrow::UInt64Array>(got->column(0)->chunk(0));
+  for (size_t p = 0; p < locs.size(); ++p) {
+    int64_t last = p + 1 < locs.size() ? locs[p + 1].first_row_index - 1 : 599;
+    EXPECT_EQ(static_cast<uint64_t>(index->min_values()[p]), values->Value(locs[p].first_row_index));
+    EXPECT_EQ(static_cast<uint64_t>(index->max_values()[p]), values->Value(last));
+  }
+  // The bloom filter holds every topic of the run.
+  auto bloom = reader->GetBloomFilterReader().RowGroup(0)->GetColumnBloomFilter(4);
+  ASSERT_NE(bloom, nullptr);
+  for (std::string t : {"t0", "t1", "t2", "t3", "t4"}) {
+    parquet::ByteArray ba(static_cast<uint32_t>(t.size()), reinterpret_cast<const uint8_t*>(t.data()));
+    EXPECT_TRUE(bloom->FindHash(bloom->Hash(&ba))) << t;
+  }
+  // A block range reads the pages that hold it.
+  auto seg = *SegmentFileReader::Open(blobs_.get(), merged->path);
+  auto part = *(*seg->ReadRowGroupBlocks(0, {0, 1, 2, 3, 4}, 0, 45, 47))->CombineChunks();
+  EXPECT_LE(part->num_rows(), 60);
+  auto part_blocks = std::static_pointer_cast<arrow::UInt64Array>(part->column(0)->chunk(0));
+  EXPECT_LE(part_blocks->Value(0), 45u);
+  EXPECT_GE(part_blocks->Value(part_blocks->length() - 1), 47u);
+}
+
+TEST_F(MergeTest, MergedStatisticsOrderUnsignedColumnsAsUnsigned) {
+  // Blocks on both sides of 2^63: as signed numbers the second file's would
+  // come first.
+  const uint64_t half = uint64_t{1} << 63;
+  std::vector<SegmentRecord> inputs = {Write(half - 10, half - 1, settings_, FileLayout::kPages),
+                                       Write(half, half + 9, settings_, FileLayout::kPages)};
+  MergeStats stats;
+  auto merged = Merge(inputs, 1, 1, nullptr, FileLayout::kPages, &stats);
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  ASSERT_EQ(stats.row_groups_from_pages, 1);
+  auto reader = *SegmentFileReader::Open(blobs_.get(), merged->path);
+  uint64_t lo = 0, hi = 0;
+  ASSERT_TRUE(reader->RowGroupUInt64Range(0, 0, &lo, &hi));
+  EXPECT_EQ(lo, half - 10);
+  EXPECT_EQ(hi, half + 9);
+}
+
+TEST_F(MergeTest, BloomFiltersOfDifferentSizesAreRebuiltFromTheirColumn) {
+  settings_.bloom_filter_columns = {"topic", "data"};
+  // 60 and 1,200 distinct payloads: filters folded to different sizes.
+  std::vector<SegmentRecord> inputs = {Write(0, 19, settings_, FileLayout::kPages),
+                                       Write(20, 419, settings_, FileLayout::kPages)};
+  settings_.max_row_group_rows = 10'000;
+  auto merged = Merge(inputs, 1, 1, nullptr, FileLayout::kPages);
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  auto reader = parquet::ParquetFileReader::Open(*blobs_->OpenReader(merged->path));
+  ASSERT_EQ(reader->metadata()->num_row_groups(), 1);
+  auto bloom = reader->GetBloomFilterReader().RowGroup(0)->GetColumnBloomFilter(3);
+  ASSERT_NE(bloom, nullptr);
+  auto data = std::static_pointer_cast<arrow::BinaryArray>(ReadAll(merged->path)->column(3)->chunk(0));
+  for (int64_t i = 0; i < data->length(); ++i) {
+    auto v = data->GetView(i);
+    parquet::ByteArray ba(static_cast<uint32_t>(v.size()), reinterpret_cast<const uint8_t*>(v.data()));
+    ASSERT_TRUE(bloom->FindHash(bloom->Hash(&ba))) << i;
+  }
+  int false_positives = 0;
+  for (int i = 0; i < 2000; ++i) {
+    std::string absent = fmt::format("absent-{}", i);
+    parquet::ByteArray ba(static_cast<uint32_t>(absent.size()), reinterpret_cast<const uint8_t*>(absent.data()));
+    false_positives += bloom->FindHash(bloom->Hash(&ba)) ? 1 : 0;
+  }
+  EXPECT_LT(false_positives, 2000 * 5 / 100) << "the filter is too small for the run";
+}
+
+TEST_F(MergeTest, EachRowGroupTakesTheWayItAllows) {
+  WriterSettings small = settings_;
+  small.max_row_group_rows = 90;
+  std::vector<SegmentRecord> inputs = {
+      Write(0, 49, settings_, FileLayout::kPages),     // 150 rows: pages
+      Write(50, 99, settings_, FileLayout::kPages),    // 150 rows: pages, with the one before
+      Write(100, 149, settings_, FileLayout::kFinal),  // dictionaries: encoded
+      Write(150, 199, settings_, FileLayout::kFinal),  // dictionaries: encoded, with the one before
+      Write(200, 399, settings_, FileLayout::kFinal),  // a full row group: copied
+      Write(400, 449, small, FileLayout::kPages),      // 90 + 60 rows: pages
+  };
+  MergeStats stats;
+  auto merged = Merge(inputs, 2, 2, nullptr, FileLayout::kPages, &stats);
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  EXPECT_EQ(stats.row_groups_from_pages, 2);
+  EXPECT_EQ(stats.row_groups_reencoded, 1);
+  EXPECT_EQ(stats.row_groups_copied, 1);
+  std::vector<std::shared_ptr<arrow::Table>> expected;
+  for (const auto& s : inputs) expected.push_back(ReadAll(s.path));
+  auto want = *(*arrow::ConcatenateTables(expected))->CombineChunks();
+  EXPECT_TRUE(ReadAll(merged->path)->Equals(*want));
+  // The encoded row group is written for copying pages too: no dictionary.
+  auto md = parquet::ParquetFileReader::Open(*blobs_->OpenReader(merged->path))->metadata();
+  EXPECT_FALSE(md->RowGroup(1)->ColumnChunk(4)->has_dictionary_page());
+  EXPECT_TRUE(md->RowGroup(2)->ColumnChunk(4)->has_dictionary_page()) << "the copied row group keeps its encoding";
+
+  // The final merge of the same files encodes every row group fully.
+  MergeStats final_stats;
+  auto final_file = Merge(inputs, 2, 2, nullptr, FileLayout::kFinal, &final_stats);
+  ASSERT_TRUE(final_file.ok()) << final_file.status().ToString();
+  EXPECT_EQ(final_stats.row_groups_from_pages, 0);
+  EXPECT_EQ(final_stats.row_groups_copied, 1);
+  auto fmd = parquet::ParquetFileReader::Open(*blobs_->OpenReader(final_file->path))->metadata();
+  for (int rg = 0; rg < fmd->num_row_groups(); ++rg) {
+    EXPECT_TRUE(fmd->RowGroup(rg)->ColumnChunk(4)->has_dictionary_page()) << rg;
+    EXPECT_TRUE(fmd->RowGroup(rg)->ColumnChunk(4)->bloom_filter_offset()) << rg;
+  }
+  EXPECT_TRUE(ReadAll(final_file->path)->Equals(*want));
 }
 
 TEST_F(MergeTest, RowCountDisagreeingWithRegistryFailsNamingTheFile) {

@@ -11,6 +11,7 @@
 #include <parquet/arrow/writer.h>
 #include <parquet/bloom_filter.h>
 #include <parquet/bloom_filter_reader.h>
+#include <parquet/column_reader.h>
 #include <parquet/exception.h>
 #include <parquet/file_reader.h>
 #include <parquet/file_writer.h>
@@ -22,6 +23,7 @@
 #include <parquet/statistics.h>
 
 #include <map>
+#include <type_traits>
 
 #include "table/parquet_guard_internal.h"
 
@@ -68,7 +70,194 @@ parquet::SizeStatistics PageSizeStats(const parquet::ColumnIndex& ci, const parq
   return s;
 }
 
+// Column chunk statistics of the chunks together, with the column's own
+// ordering (signed or unsigned integers, unsigned bytes for binary): Arrow's
+// typed statistics merged. No distinct count (a sum would be wrong).
+template <typename DType>
+void MergeTyped(parquet::Statistics* into, const parquet::Statistics& other) {
+  static_cast<parquet::TypedStatistics<DType>*>(into)->Merge(
+      static_cast<const parquet::TypedStatistics<DType>&>(other));
+}
+
+Result<parquet::EncodedStatistics> MergedStatistics(
+    const parquet::ColumnDescriptor* column, const std::vector<std::shared_ptr<parquet::ColumnChunkMetaData>>& chunks) {
+  std::shared_ptr<parquet::Statistics> merged;
+  for (const auto& cc : chunks) {
+    auto encoded = cc->encoded_statistics();
+    if (!encoded) return Status::Invalid(fmt::format("column {}: a chunk has no statistics", column->name()));
+    auto s = parquet::Statistics::Make(column, encoded.get(), cc->num_values());
+    if (!merged) {
+      merged = std::move(s);
+      continue;
+    }
+    switch (column->physical_type()) {
+      case parquet::Type::BOOLEAN:
+        MergeTyped<parquet::BooleanType>(merged.get(), *s);
+        break;
+      case parquet::Type::INT32:
+        MergeTyped<parquet::Int32Type>(merged.get(), *s);
+        break;
+      case parquet::Type::INT64:
+        MergeTyped<parquet::Int64Type>(merged.get(), *s);
+        break;
+      case parquet::Type::INT96:
+        MergeTyped<parquet::Int96Type>(merged.get(), *s);
+        break;
+      case parquet::Type::FLOAT:
+        MergeTyped<parquet::FloatType>(merged.get(), *s);
+        break;
+      case parquet::Type::DOUBLE:
+        MergeTyped<parquet::DoubleType>(merged.get(), *s);
+        break;
+      case parquet::Type::BYTE_ARRAY:
+        MergeTyped<parquet::ByteArrayType>(merged.get(), *s);
+        break;
+      case parquet::Type::FIXED_LEN_BYTE_ARRAY:
+        MergeTyped<parquet::FLBAType>(merged.get(), *s);
+        break;
+      default:
+        return Status::Invalid(fmt::format("column {}: unknown physical type", column->name()));
+    }
+  }
+  parquet::EncodedStatistics out = merged->Encode();
+  out.has_distinct_count = false;
+  return out;
+}
+
+// The chunks' size statistics added up; nullopt if one lacks them.
+std::optional<parquet::SizeStatistics> MergedSizeStatistics(
+    const parquet::ColumnDescriptor* column, const std::vector<std::shared_ptr<parquet::ColumnChunkMetaData>>& chunks) {
+  std::optional<parquet::SizeStatistics> merged;
+  for (const auto& cc : chunks) {
+    auto s = cc->size_statistics();
+    if (!s || !s->is_set()) return std::nullopt;
+    if (!merged) {
+      merged = *s;
+    } else {
+      merged->Merge(*s);
+    }
+  }
+  (void)column;
+  return merged;
+}
+
 }  // namespace
+
+int64_t PageRun::rows() const {
+  int64_t n = 0;
+  for (const auto& p : pieces) n += p.rows();
+  return n;
+}
+
+bool PagesCopyable(const parquet::RowGroupMetaData& rg) {
+  for (int c = 0; c < rg.num_columns(); ++c) {
+    auto cc = rg.ColumnChunk(c);
+    if (cc->has_dictionary_page() || !cc->is_stats_set() || cc->encoding_stats().empty()) return false;
+    if (!cc->GetColumnIndexLocation() || !cc->GetOffsetIndexLocation()) return false;
+    for (const auto& e : cc->encoding_stats()) {
+      if (e.page_type != parquet::PageType::DATA_PAGE && e.page_type != parquet::PageType::DATA_PAGE_V2) return false;
+      if (e.encoding == parquet::Encoding::PLAIN_DICTIONARY || e.encoding == parquet::Encoding::RLE_DICTIONARY) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+namespace {
+
+// The bytes of a filter's bitset (it follows the filter's header when written).
+Result<std::string> Bitset(const parquet::BloomFilter& filter) {
+  ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create(filter.GetBitsetSize() + 64));
+  filter.WriteTo(sink.get());
+  ARROW_ASSIGN_OR_RAISE(auto buffer, sink->Finish());
+  const auto n = static_cast<int64_t>(filter.GetBitsetSize());
+  if (buffer->size() < n) return Status::Invalid("a bloom filter shorter than its bitset");
+  return std::string(reinterpret_cast<const char*>(buffer->data() + buffer->size() - n), static_cast<size_t>(n));
+}
+
+// Inserts the hash of every non-null value of one column chunk.
+template <typename DType>
+void InsertColumn(parquet::ColumnReader* reader, int type_length, parquet::BlockSplitBloomFilter* filter) {
+  using T = typename DType::c_type;
+  constexpr int64_t kBatch = 4096;
+  std::vector<T> values(kBatch);
+  std::vector<int16_t> def(kBatch), rep(kBatch);
+  std::vector<uint64_t> hashes(kBatch);
+  auto* typed = static_cast<parquet::TypedColumnReader<DType>*>(reader);
+  while (typed->HasNext()) {
+    int64_t got = 0;
+    typed->ReadBatch(kBatch, def.data(), rep.data(), values.data(), &got);
+    for (int64_t i = 0; i < got; ++i) {
+      if constexpr (std::is_same_v<DType, parquet::FLBAType>) {
+        hashes[i] = filter->Hash(&values[i], static_cast<uint32_t>(type_length));
+      } else if constexpr (std::is_same_v<DType, parquet::ByteArrayType> || std::is_same_v<DType, parquet::Int96Type>) {
+        hashes[i] = filter->Hash(&values[i]);
+      } else {
+        hashes[i] = filter->Hash(values[i]);
+      }
+    }
+    filter->InsertHashes(hashes.data(), static_cast<int>(got));
+  }
+}
+
+}  // namespace
+
+Result<std::shared_ptr<parquet::BloomFilter>> RunBloomFilter(const std::vector<EncodedRowGroup>& pieces,
+                                                             const std::vector<parquet::ParquetFileReader*>& readers,
+                                                             int c, const parquet::BloomFilterOptions& options) {
+  return ParquetGuard("building a bloom filter", [&]() -> Result<std::shared_ptr<parquet::BloomFilter>> {
+    int64_t rows = 0;
+    for (const auto& p : pieces) rows += p.rows();
+    const uint32_t size = parquet::BlockSplitBloomFilter::OptimalNumOfBytes(
+        static_cast<uint64_t>(std::max<int64_t>(rows, 1)), options.fpp);
+    std::string bits(size, '\0');
+    std::vector<size_t> read_values;
+    for (size_t k = 0; k < pieces.size(); ++k) {
+      const auto& piece_filter = pieces[k].bloom_filter[c];
+      if (!piece_filter || piece_filter->GetBitsetSize() != size) {
+        read_values.push_back(k);
+        continue;
+      }
+      // Filters of one size map a value to the same bits.
+      ARROW_ASSIGN_OR_RAISE(std::string more, Bitset(*piece_filter));
+      for (size_t i = 0; i < bits.size(); ++i) bits[i] = static_cast<char>(bits[i] | more[i]);
+    }
+    auto filter = std::make_shared<parquet::BlockSplitBloomFilter>();
+    filter->Init(reinterpret_cast<const uint8_t*>(bits.data()), size);
+    for (size_t k : read_values) {
+      auto column = readers[k]->RowGroup(pieces[k].index)->Column(c);
+      const int length = column->descr()->type_length();
+      switch (column->type()) {
+        case parquet::Type::INT32:
+          InsertColumn<parquet::Int32Type>(column.get(), length, filter.get());
+          break;
+        case parquet::Type::INT64:
+          InsertColumn<parquet::Int64Type>(column.get(), length, filter.get());
+          break;
+        case parquet::Type::INT96:
+          InsertColumn<parquet::Int96Type>(column.get(), length, filter.get());
+          break;
+        case parquet::Type::FLOAT:
+          InsertColumn<parquet::FloatType>(column.get(), length, filter.get());
+          break;
+        case parquet::Type::DOUBLE:
+          InsertColumn<parquet::DoubleType>(column.get(), length, filter.get());
+          break;
+        case parquet::Type::BYTE_ARRAY:
+          InsertColumn<parquet::ByteArrayType>(column.get(), length, filter.get());
+          break;
+        case parquet::Type::FIXED_LEN_BYTE_ARRAY:
+          InsertColumn<parquet::FLBAType>(column.get(), length, filter.get());
+          break;
+        default:
+          return nullptr;  // booleans have no bloom filter
+      }
+    }
+    if (options.fold) filter->FoldToTargetFpp(options.fpp);
+    return filter;
+  });
+}
 
 int64_t EncodedRowGroup::rows() const { return source->RowGroup(index)->num_rows(); }
 
@@ -213,37 +402,102 @@ Status ParquetAssembler::AppendUnguarded(const EncodedRowGroup& rg) {
     col->Finish(cc->num_values(), dict ? cc->dictionary_page_offset() + delta : 0, -1, cc->data_page_offset() + delta,
                 size, cc->total_uncompressed_size(), dict, dict && plain_data, dict_stats, data_stats);
 
-    CopyPageIndex(rg, c, delta);
+    if (AddPageIndex(rg, c, delta, 0)) FinishPageIndex(c);
   }
   builder->Finish(md->total_byte_size(), static_cast<int16_t>(row_groups_));
-  // Bloom filters follow their row group (readers find them by offset).
-  for (int c = 0; c < n; ++c) {
-    if (!rg.bloom_filter[c]) continue;
-    ARROW_ASSIGN_OR_RAISE(int64_t at, sink_->Tell());
-    rg.bloom_filter[c]->WriteTo(sink_.get());
-    ARROW_ASSIGN_OR_RAISE(int64_t end, sink_->Tell());
-    bloom_locations_.push_back(
-        {parquet::ColumnChunkId{row_groups_, c}, parquet::IndexLocation{at, static_cast<int32_t>(end - at)}});
-  }
+  ARROW_RETURN_NOT_OK(WriteBloomFilters(rg.bloom_filter));
   ++row_groups_;
   rows_ += md->num_rows();
   return Status::OK();
 }
 
-// The page index of column `c` of `rg`: the same pages, moved by `delta`.
-void ParquetAssembler::CopyPageIndex(const EncodedRowGroup& rg, int c, int64_t delta) {
+Status ParquetAssembler::AppendPages(const PageRun& run) {
+  return ParquetGuard("copying data pages", [&]() -> Status { return AppendPagesUnguarded(run); });
+}
+
+Status ParquetAssembler::AppendPagesUnguarded(const PageRun& run) {
+  if (run.pieces.empty()) return Status::Invalid("a run of no row groups");
+  for (const auto& piece : run.pieces) {
+    if (!piece.source->schema()->Equals(*descr_)) return Status::Invalid("row group's Parquet schema differs");
+    if (!PagesCopyable(*piece.source->RowGroup(piece.index))) {
+      return Status::Invalid("a row group of the run has dictionary pages, or no statistics or page index");
+    }
+  }
+  const int n = descr_->num_columns();
+  auto* builder = footer_->AppendRowGroup();
+  builder->set_num_rows(run.rows());
+  page_index_->AppendRowGroup();
+  int64_t total_bytes = 0;
+  for (const auto& piece : run.pieces) total_bytes += piece.source->RowGroup(piece.index)->total_byte_size();
+  for (int c = 0; c < n; ++c) {
+    const auto* column = descr_->Column(c);
+    ARROW_ASSIGN_OR_RAISE(const int64_t first, sink_->Tell());
+    int64_t values = 0, compressed = 0, uncompressed = 0, first_row = 0;
+    std::map<parquet::Encoding::type, int32_t> data_stats;
+    std::vector<std::shared_ptr<parquet::ColumnChunkMetaData>> chunks;
+    for (const auto& piece : run.pieces) {
+      auto md = piece.source->RowGroup(piece.index);
+      auto cc = md->ColumnChunk(c);
+      if (cc->compression() != props_->compression(column->path())) {
+        return Status::Invalid(
+            fmt::format("column {} is compressed with another codec", column->path()->ToDotString()));
+      }
+      const int64_t start = cc->data_page_offset();
+      const int64_t size = cc->total_compressed_size();
+      if (start < piece.begin || start + size > piece.begin + piece.bytes->size()) {
+        return Status::Invalid(fmt::format("column {}: chunk [{}, {}) outside the bytes read", c, start, start + size));
+      }
+      ARROW_ASSIGN_OR_RAISE(const int64_t at, sink_->Tell());
+      ARROW_RETURN_NOT_OK(sink_->Write(piece.bytes->data() + (start - piece.begin), size));
+      if (!AddPageIndex(piece, c, at - start, first_row)) {
+        return Status::Invalid(fmt::format("column {}: a row group of the run has no page index", c));
+      }
+      for (const auto& e : cc->encoding_stats()) data_stats[e.encoding] += e.count;
+      values += cc->num_values();
+      compressed += size;
+      uncompressed += cc->total_uncompressed_size();
+      first_row += md->num_rows();
+      chunks.push_back(std::move(cc));
+    }
+    FinishPageIndex(c);
+    auto* col = builder->NextColumnChunk();
+    ARROW_ASSIGN_OR_RAISE(auto stats, MergedStatistics(column, chunks));
+    col->SetStatistics(stats);
+    if (auto sizes = MergedSizeStatistics(column, chunks)) col->SetSizeStatistics(*sizes);
+    col->Finish(values, 0, -1, first, compressed, uncompressed, false, false, {}, data_stats);
+  }
+  builder->Finish(total_bytes, static_cast<int16_t>(row_groups_));
+  ARROW_RETURN_NOT_OK(WriteBloomFilters(run.bloom_filter));
+  ++row_groups_;
+  rows_ += run.rows();
+  return Status::OK();
+}
+
+// Bloom filters follow their row group (readers find them by offset).
+Status ParquetAssembler::WriteBloomFilters(const std::vector<std::shared_ptr<parquet::BloomFilter>>& filters) {
+  for (size_t c = 0; c < filters.size(); ++c) {
+    if (!filters[c]) continue;
+    ARROW_ASSIGN_OR_RAISE(int64_t at, sink_->Tell());
+    filters[c]->WriteTo(sink_.get());
+    ARROW_ASSIGN_OR_RAISE(int64_t end, sink_->Tell());
+    bloom_locations_.push_back({parquet::ColumnChunkId{row_groups_, static_cast<int32_t>(c)},
+                                parquet::IndexLocation{at, static_cast<int32_t>(end - at)}});
+  }
+  return Status::OK();
+}
+
+bool ParquetAssembler::AddPageIndex(const EncodedRowGroup& rg, int c, int64_t delta, int64_t first_row) {
   const auto& ci = rg.column_index[c];
   const auto& oi = rg.offset_index[c];
-  if (!ci || !oi) return;
+  if (!ci || !oi) return false;
   auto* ob = page_index_->GetOffsetIndexBuilder(c);
   const auto& locs = oi->page_locations();
   const auto& unencoded = oi->unencoded_byte_array_data_bytes();
   for (size_t p = 0; p < locs.size(); ++p) {
     std::optional<int64_t> bytes;
     if (unencoded.size() == locs.size()) bytes = unencoded[p];
-    ob->AddPage(locs[p].offset + delta, locs[p].compressed_page_size, locs[p].first_row_index, bytes);
+    ob->AddPage(locs[p].offset + delta, locs[p].compressed_page_size, locs[p].first_row_index + first_row, bytes);
   }
-  ob->Finish(0);
   auto* cb = page_index_->GetColumnIndexBuilder(c);
   const auto& nulls = ci->null_pages();
   for (size_t p = 0; p < nulls.size(); ++p) {
@@ -257,7 +511,12 @@ void ParquetAssembler::CopyPageIndex(const EncodedRowGroup& rg, int c, int64_t d
     if (ci->has_null_counts()) s.set_null_count(ci->null_counts()[p]);
     cb->AddPage(s, PageSizeStats(*ci, *descr_->Column(c), p));
   }
-  cb->Finish();
+  return true;
+}
+
+void ParquetAssembler::FinishPageIndex(int c) {
+  page_index_->GetOffsetIndexBuilder(c)->Finish(0);
+  page_index_->GetColumnIndexBuilder(c)->Finish();
 }
 
 Result<std::shared_ptr<parquet::FileMetaData>> ParquetAssembler::Finish(

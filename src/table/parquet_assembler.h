@@ -3,12 +3,16 @@
 // footer is rebuilt through Arrow's metadata builders (offsets moved,
 // statistics and encodings kept, page index and bloom filters carried over).
 //
-// A merge uses this twice: a row group of an input that is already the right
-// size is read as encoded bytes and copied (no decode, no encode, no
-// compression); small row groups are decoded, concatenated and encoded in
-// memory on a worker thread (EncodeRowGroups), and the result is copied the
-// same way. So several row groups of one output are encoded at once while the
-// file itself is written in order by one thread.
+// A merge uses this three ways: a row group of an input that is already the
+// right size is read as encoded bytes and copied (no decode, no encode, no
+// compression); small row groups of files without dictionaries (FileLayout
+// kPages) become one row group whose column chunks are their data pages one
+// after another (AppendPages: statistics merged, page indexes concatenated,
+// bloom filters OR-ed or rebuilt from that column alone); other small row
+// groups are decoded, concatenated and encoded in memory on a worker thread
+// (EncodeRowGroups), and the result is copied. So several row groups of one
+// output are prepared at once while the file itself is written in order by
+// one thread.
 //
 // Parquet exceptions stop here and become Status.
 // Thread-safety: ParquetAssembler is used by one thread at a time;
@@ -35,6 +39,7 @@ class RandomAccessFile;
 }  // namespace arrow
 namespace parquet {
 class BloomFilter;
+struct BloomFilterOptions;
 class ColumnIndex;
 class FileMetaData;
 class FileMetaDataBuilder;
@@ -61,6 +66,33 @@ struct EncodedRowGroup {
 
   int64_t rows() const;
 };
+
+// Small row groups of kPages files whose data pages, one after another, make
+// one row group of the output.
+struct PageRun {
+  std::vector<EncodedRowGroup> pieces;  // in order
+  // Per column: the bloom filter of the whole run; null where there is none.
+  std::vector<std::shared_ptr<parquet::BloomFilter>> bloom_filter;
+
+  int64_t rows() const;
+};
+
+// Whether `rg`'s column chunks can be concatenated page by page: no
+// dictionary page (so each data page stands alone, with its own levels,
+// values and compression), no dictionary-encoded page, statistics on every
+// chunk and the page index (so the output's are built without reading values).
+bool PagesCopyable(const parquet::RowGroupMetaData& rg);
+
+// The bloom filter of column `c` for the run of `pieces` (row group
+// pieces[k].index of readers[k]), sized for the run's rows: a piece's filter
+// of that very size is OR-ed in (filters of one size map a value to the same
+// bits); the values of the others are read from that column alone and
+// inserted. Folded to what it holds, as Arrow's writer does. (Keeping runs'
+// filters unfolded, so that later runs could OR them, was tried: the extra
+// bytes every small row group carried cost more than reading the values.)
+Result<std::shared_ptr<parquet::BloomFilter>> RunBloomFilter(const std::vector<EncodedRowGroup>& pieces,
+                                                             const std::vector<parquet::ParquetFileReader*>& readers,
+                                                             int c, const parquet::BloomFilterOptions& options);
 
 // Where a row group's column chunks lie in its file: [begin, end).
 std::pair<int64_t, int64_t> RowGroupByteRange(const parquet::RowGroupMetaData& rg);
@@ -95,6 +127,10 @@ class ParquetAssembler {
 
   // Copies `rg` as the file's next row group.
   Status Append(const EncodedRowGroup& rg);
+  // Writes `run` as the file's next row group: each column chunk is the
+  // pieces' data pages in order (every piece PagesCopyable, with this file's
+  // schema and codec).
+  Status AppendPages(const PageRun& run);
   // Writes page indexes and the footer with `metadata` (plus Arrow's schema).
   // Does not close the sink.
   Result<std::shared_ptr<parquet::FileMetaData>> Finish(std::shared_ptr<const arrow::KeyValueMetadata> metadata);
@@ -104,8 +140,13 @@ class ParquetAssembler {
 
  private:
   ParquetAssembler() = default;
-  void CopyPageIndex(const EncodedRowGroup& rg, int c, int64_t delta);
+  // Adds the pages of column `c` of `rg` to the page index, moved by `delta`
+  // bytes and `first_row` rows; false if `rg` has no page index for it.
+  bool AddPageIndex(const EncodedRowGroup& rg, int c, int64_t delta, int64_t first_row);
+  void FinishPageIndex(int c);
   Status AppendUnguarded(const EncodedRowGroup& rg);
+  Status AppendPagesUnguarded(const PageRun& run);
+  Status WriteBloomFilters(const std::vector<std::shared_ptr<parquet::BloomFilter>>& filters);
 
   std::shared_ptr<arrow::io::OutputStream> sink_;
   std::shared_ptr<arrow::Schema> schema_;

@@ -46,8 +46,12 @@ Result<WriterSettings> WriterSettings::FromConfig(const WriterConfig& writer) {
   return s;
 }
 
-std::shared_ptr<parquet::WriterProperties> WriterSettings::Properties(const arrow::Schema& schema) const {
+std::shared_ptr<parquet::WriterProperties> WriterSettings::Properties(const arrow::Schema& schema,
+                                                                      FileLayout layout) const {
   parquet::WriterProperties::Builder props;
+  // Data page v1 (the default): what every reader reads. Without a
+  // dictionary, Arrow writes PLAIN pages, each compressed on its own.
+  if (layout == FileLayout::kPages) props.disable_dictionary();
   props.compression(*Codec(compression.codec));  // validated by ParseCompression
   if (compression.level) props.compression_level(*compression.level);
   props.max_row_group_length(max_row_group_rows);
@@ -92,14 +96,14 @@ bool SameSchema(const arrow::Schema& a, const arrow::Schema& b) { return a.Equal
 
 Result<std::unique_ptr<SegmentFileWriter>> SegmentFileWriter::Open(blob::BlobStore* store, const std::string& path,
                                                                    std::shared_ptr<arrow::Schema> schema,
-                                                                   const WriterSettings& settings,
+                                                                   const WriterSettings& settings, FileLayout layout,
                                                                    const std::string& segment_metadata_json) {
   ARROW_RETURN_NOT_OK(Codec(settings.compression.codec).status());
   std::unique_ptr<SegmentFileWriter> w(new SegmentFileWriter());
   w->path_ = path;
   w->schema_ = schema;
   w->settings_ = settings;
-  w->props_ = settings.Properties(*schema);
+  w->props_ = settings.Properties(*schema, layout);
   w->segment_metadata_ = segment_metadata_json;
   ARROW_ASSIGN_OR_RAISE(w->sink_, store->OpenWriter(path));
   auto opened = ParquetAssembler::Open(w->sink_, schema, w->props_);
@@ -126,6 +130,13 @@ Status SegmentFileWriter::Write(const std::shared_ptr<arrow::RecordBatch>& batch
 Status SegmentFileWriter::Append(const EncodedRowGroup& rg) {
   ARROW_RETURN_NOT_OK(FlushRowGroup());
   Status st = assembler_->Append(rg);
+  if (!st.ok()) return Status::IOError(fmt::format("{}: {}", path_, st.message()));
+  return st;
+}
+
+Status SegmentFileWriter::AppendPages(const PageRun& run) {
+  ARROW_RETURN_NOT_OK(FlushRowGroup());
+  Status st = assembler_->AppendPages(run);
   if (!st.ok()) return Status::IOError(fmt::format("{}: {}", path_, st.message()));
   return st;
 }

@@ -2,8 +2,14 @@
 // groups bounded by max_row_group_mb and max_row_group_rows, statistics, the
 // page index and bloom filters for the chosen columns, and the segment's facts
 // in the file's key-value metadata. Every segment file is written through a
-// ParquetAssembler: row groups are encoded in memory and copied in, or copied
-// straight from another file's encoded bytes (a merge's full row groups).
+// ParquetAssembler: row groups are encoded in memory and copied in, copied
+// straight from another file's encoded bytes (a merge's full row groups), or
+// made of other files' data pages one after another (a merge of head files).
+//
+// Two layouts (docs/compaction.md, "Page copy"): files that will be merged
+// again (appends, and merges that do not reach the target) have no dictionary
+// pages, so each data page stands alone and a merge concatenates them; a
+// merge whose output is final encodes it fully, once, with dictionaries.
 // Parquet exceptions stop here and become Status.
 //
 // Thread-safety: a writer is used by one thread at a time; a reader's reads
@@ -37,7 +43,13 @@ class FileReader;
 namespace sediment::table {
 
 struct EncodedRowGroup;
+struct PageRun;
 class ParquetAssembler;
+
+enum class FileLayout {
+  kPages,  // no dictionaries: every data page stands alone, for merging by copying pages
+  kFinal,  // dictionaries where they pay (up to 256 KiB): what queries read for good
+};
 
 struct WriterSettings {
   CompressionSetting compression{"zstd", 1};
@@ -48,8 +60,9 @@ struct WriterSettings {
   std::vector<std::string> bloom_filter_columns;  // those the schema lacks are ignored
 
   static Result<WriterSettings> FromConfig(const WriterConfig& writer);
-  // How files of `schema` are encoded: codec, statistics, page index, bloom filters.
-  std::shared_ptr<parquet::WriterProperties> Properties(const arrow::Schema& schema) const;
+  // How files of `schema` are encoded in `layout`: codec, statistics, page
+  // index, bloom filters, and dictionaries for kFinal.
+  std::shared_ptr<parquet::WriterProperties> Properties(const arrow::Schema& schema, FileLayout layout) const;
 };
 
 // What the footer says about a finished file.
@@ -65,7 +78,7 @@ class SegmentFileWriter {
   // Starts writing `path`; nothing is visible until Finish() succeeds.
   static Result<std::unique_ptr<SegmentFileWriter>> Open(blob::BlobStore* store, const std::string& path,
                                                          std::shared_ptr<arrow::Schema> schema,
-                                                         const WriterSettings& settings,
+                                                         const WriterSettings& settings, FileLayout layout,
                                                          const std::string& segment_metadata_json);
   ~SegmentFileWriter();  // aborts if not finished
 
@@ -75,6 +88,9 @@ class SegmentFileWriter {
   // Writes what is buffered, then copies `rg` in as the next row group. It
   // must have been encoded with properties() (same schema and codec).
   Status Append(const EncodedRowGroup& rg);
+  // Writes what is buffered, then `run`'s data pages as the next row group
+  // (ParquetAssembler::AppendPages).
+  Status AppendPages(const PageRun& run);
   // Writes the footer and publishes the object.
   Result<FileFacts> Finish();
 

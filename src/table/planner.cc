@@ -22,6 +22,34 @@ FileAge ClassifyFile(const SegmentRecord& s, const PlannerSettings& settings, Ti
   return FileAge::kOld;
 }
 
+namespace {
+
+bool Fit(int64_t bytes, int64_t rows, const PlannerSettings& settings) {
+  if (static_cast<double>(bytes) > static_cast<double>(settings.bytes) * settings.overflow) return false;
+  return settings.rows <= 0 || static_cast<double>(rows) <= static_cast<double>(settings.rows) * settings.overflow;
+}
+
+// Whether group `g`'s output can never be merged again. Its left neighbour
+// is the previous group's output when that group ends right before it. No
+// right neighbour yet: newer files may come that fit.
+bool Final(const std::vector<SegmentRecord>& segments, const std::vector<CompactionGroup>& groups,
+           const CompactionGroup& g, const PlannerSettings& settings, TimePoint now) {
+  if (g.bytes >= settings.bytes || (settings.rows > 0 && g.rows >= settings.rows)) return true;
+  const size_t end = g.first + g.count;
+  if (end >= segments.size()) return false;
+  auto joins = [&](int64_t bytes, int64_t rows) { return Fit(g.bytes + bytes, g.rows + rows, settings); };
+  const SegmentRecord& right = segments[end];
+  if (ClassifyFile(right, settings, now) != FileAge::kFull && joins(right.bytes, right.rows)) return false;
+  if (g.first == 0) return true;
+  if (!groups.empty() && groups.back().first + groups.back().count == g.first) {
+    return !joins(groups.back().bytes, groups.back().rows);
+  }
+  const SegmentRecord& left = segments[g.first - 1];
+  return ClassifyFile(left, settings, now) == FileAge::kFull || !joins(left.bytes, left.rows);
+}
+
+}  // namespace
+
 std::vector<CompactionGroup> PlanCompaction(const std::vector<SegmentRecord>& segments, const PlannerSettings& settings,
                                             TimePoint now) {
   std::vector<CompactionGroup> groups;
@@ -65,7 +93,10 @@ std::vector<CompactionGroup> PlanCompaction(const std::vector<SegmentRecord>& se
         g.rows -= first.rows;
       }
     }
-    if (g.count >= 2) groups.push_back(g);
+    if (g.count >= 2) {
+      g.final = Final(segments, groups, g, settings, now);
+      groups.push_back(g);
+    }
     i = j;  // the file that did not fit may start the next group
   }
   return groups;

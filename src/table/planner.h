@@ -67,6 +67,11 @@ struct CompactionGroup {
   size_t count = 0;  // >= 2
   int64_t bytes = 0;
   int64_t rows = 0;
+  // The output will never be merged again: it reaches the target, or neither
+  // neighbour fits beside it (files only grow, so that stays true). Such an
+  // output is encoded fully, once; others are written for merging by copying
+  // pages (docs/compaction.md, "Page copy").
+  bool final = false;
   bool operator==(const CompactionGroup&) const = default;
 };
 

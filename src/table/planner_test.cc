@@ -157,6 +157,39 @@ TEST(PlannerTest, GroupsCarryTheirTotals) {
   EXPECT_EQ(groups[0], (CompactionGroup{0, 3, 600, 6}));
 }
 
+// Whether each planned group's output is final (never merged again).
+std::vector<bool> Finals(const std::vector<F>& files, PlannerSettings settings) {
+  std::vector<bool> out;
+  for (const auto& g : PlanCompaction(Files(files), settings, kNow)) out.push_back(g.final);
+  return out;
+}
+
+TEST(PlannerTest, AGroupIsFinalWhenNothingCanEverJoinIt) {
+  // Reaches the target.
+  EXPECT_EQ(Finals({{500}, {500}, {100}}, Target(1000)), std::vector<bool>{true});
+  // Stopped by a right neighbour that does not fit, nothing on the left.
+  EXPECT_EQ(Finals({{300}, {300}, {300}, {200}}, Target(1000)), std::vector<bool>{true});
+  // Nothing on the right yet: newer files may fit.
+  EXPECT_EQ(Finals({{300}, {300}, {50}}, Target(1000)), std::vector<bool>{false});
+  // The right neighbour (a newest file, left out of this pass) would fit.
+  PlannerSettings skip = Target(1000);
+  skip.skip_latest_segments = 1;
+  EXPECT_EQ(Finals({{300}, {300}, {50}}, skip), std::vector<bool>{false});
+  // The left neighbour is the previous group's output (900), not its last
+  // file (300, which would fit beside 500).
+  EXPECT_EQ(Finals({{600}, {300}, {300}, {200}, {900}}, Target(1000)), (std::vector<bool>{true, true}));
+  // A full file on the left never joins.
+  EXPECT_EQ(Finals({{1200}, {300}, {300}, {500}}, Target(1000)), std::vector<bool>{true});
+  // A left neighbour that fits (a recent file may not start a group, but may later).
+  PlannerSettings waiting = Target(1000);
+  waiting.max_eager_bytes = 0;
+  EXPECT_EQ(Finals({{300, 1}, {200}, {200}, {700}}, waiting), std::vector<bool>{false});
+  // The rows target counts too.
+  PlannerSettings rows = Target(1'000'000);
+  rows.rows = 10;
+  EXPECT_EQ(Finals({{100, 10'000, 5}, {100, 10'000, 5}, {100, 10'000, 1}}, rows), std::vector<bool>{true});
+}
+
 TEST(PlannerTest, DefaultsAreTheSpecs) {
   Config config = *Config::Load("", {});
   PlannerSettings s = PlannerSettings::FromConfig(config.writer);

@@ -7,6 +7,7 @@
 #include <arrow/util/base64.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -23,7 +24,13 @@ constexpr int kTableFormatVersion = 1;
 std::string TableKey(const TableId& id) { return fmt::format("t/tables/{}/{}", id.dataset, id.table); }
 std::string SegPrefix(const TableId& id) { return fmt::format("t/seg/{}/{}/", id.dataset, id.table); }
 std::string SegKey(const TableId& id, uint64_t start) { return SegPrefix(id) + fmt::format("{:020}", start); }
+// Legacy GC manifest entries, keyed by segment id (written before the queue; still read).
 std::string GcPrefix(const TableId& id) { return fmt::format("t/gc/{}/{}/", id.dataset, id.table); }
+// The GC manifest as a queue ordered by removal time: GC reads what is due.
+std::string GcQueuePrefix(const TableId& id) { return fmt::format("t/gcq/{}/{}/", id.dataset, id.table); }
+std::string GcQueueKey(const TableId& id, int64_t removed_at_us, const std::string& segment_id) {
+  return fmt::format("{}{:020}-{}", GcQueuePrefix(id), std::max<int64_t>(0, removed_at_us), segment_id);
+}
 std::string VerKey(const TableId& id) { return fmt::format("t/ver/{}/{}", id.dataset, id.table); }
 std::string HashPrefix(const TableId& id) { return fmt::format("t/bh/{}/{}/", id.dataset, id.table); }
 std::string HashKey(const TableId& id, uint64_t block) { return HashPrefix(id) + fmt::format("{:020}", block); }
@@ -448,6 +455,7 @@ Result<TableState> TableRegistry::Commit(const TableId& id, const LiveSetChange&
     batch.Put(VerKey(id), EncodeState(next));
     Status st = kv_->Apply(batch);
     if (st.ok()) {
+      UpdateCache(id, state, next, change);
       if (on_commit_) on_commit_(id);
       return next;
     }
@@ -458,6 +466,33 @@ Result<TableState> TableRegistry::Commit(const TableId& id, const LiveSetChange&
   }
 }
 
+// A snapshot cached at exactly the state this commit replaced becomes the
+// new state's by applying the change (the commit's precondition on the state
+// record says nothing else landed in between): a pass after each append does
+// not read the whole live set again. Any other cached snapshot is stale and
+// is read again when next asked for (its state differs).
+void TableRegistry::UpdateCache(const TableId& id, const TableState& before, const TableState& after,
+                                const LiveSetChange& change) {
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  auto it = cache_.find(id);
+  if (it == cache_.end() || !(it->second.state == before)) return;
+  std::set<std::string> removed;
+  for (const auto& r : change.remove) removed.insert(r.id);
+  auto& segments = it->second.segments;
+  std::erase_if(segments, [&](const SegmentRecord& s) { return removed.count(s.id) > 0; });
+  for (const auto& a : change.add) {
+    auto stored = DecodeSegmentRecord(EncodeSegmentRecord(a));  // exactly what a scan would read
+    if (!stored.ok()) {
+      cache_.erase(it);
+      return;
+    }
+    segments.push_back(std::move(*stored));
+  }
+  std::sort(segments.begin(), segments.end(),
+            [](const SegmentRecord& a, const SegmentRecord& b) { return a.start < b.start; });
+  it->second.state = after;
+}
+
 kv::Batch TableRegistry::CommitBatch(const TableId& id, const LiveSetChange& change, TimePoint now) {
   kv::Batch batch;
   std::set<uint64_t> freed;
@@ -465,7 +500,8 @@ kv::Batch TableRegistry::CommitBatch(const TableId& id, const LiveSetChange& cha
     std::string key = SegKey(id, r.start);
     batch.Require(kv::Precondition::Equals(key, EncodeSegmentRecord(r)));
     batch.Delete(key);
-    batch.Put(GcPrefix(id) + r.id, EncodeGcEntry(GcEntry{r.path, r.id, ToUnixMicros(now)}));
+    const int64_t now_us = ToUnixMicros(now);
+    batch.Put(GcQueueKey(id, now_us, r.id), EncodeGcEntry(GcEntry{r.path, r.id, now_us}));
     freed.insert(r.start);
   }
   for (const auto& k : change.keep) {
@@ -512,21 +548,33 @@ Status TableRegistry::PruneBlockHashes(const TableId& id, uint64_t before) {
   return Status::OK();
 }
 
-Result<std::vector<GcEntry>> TableRegistry::ListGc(const TableId& id) {
+Result<std::vector<GcEntry>> TableRegistry::ListGc(const TableId& id) { return ListDueGc(id, INT64_MAX); }
+
+Result<std::vector<GcEntry>> TableRegistry::ListDueGc(const TableId& id, int64_t removed_before_us) {
   std::vector<GcEntry> out;
-  ARROW_RETURN_NOT_OK(kv_->ScanAll(GcPrefix(id), "", [&](const kv::KeyValue& kv) -> Result<bool> {
+  auto add = [&](const kv::KeyValue& kv) -> Result<bool> {
     ARROW_ASSIGN_OR_RAISE(GcEntry e, DecodeGcEntry(kv.value));
-    out.push_back(std::move(e));
+    if (e.removed_at_us < removed_before_us) out.push_back(std::move(e));
     return true;
+  };
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(GcPrefix(id), "", add));
+  const std::string end = GcQueueKey(id, removed_before_us, "");
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(GcQueuePrefix(id), "", [&](const kv::KeyValue& kv) -> Result<bool> {
+    if (kv.key >= end) return false;  // in removal order: the rest are not due
+    return add(kv);
   }));
   return out;
 }
 
-Status TableRegistry::RemoveGcEntry(const TableId& id, const std::string& segment_id) {
-  kv::Batch batch;
-  batch.Require(kv::Precondition::Present(GcPrefix(id) + segment_id));
-  batch.Delete(GcPrefix(id) + segment_id);
-  return kv_->Apply(batch);
+Status TableRegistry::RemoveGcEntry(const TableId& id, const GcEntry& entry) {
+  for (const std::string& key : {GcQueueKey(id, entry.removed_at_us, entry.id), GcPrefix(id) + entry.id}) {
+    kv::Batch batch;
+    batch.Require(kv::Precondition::Present(key));
+    batch.Delete(key);
+    Status st = kv_->Apply(batch);
+    if (!IsPreconditionFailed(st)) return st;
+  }
+  return PreconditionFailed(fmt::format("table {}: GC entry {} is gone", id.ToString(), entry.id));
 }
 
 }  // namespace sediment::table

@@ -6,7 +6,8 @@
 //   t/seg/<ds>/<t>/<start:020>    live segment record, ordered by first block
 //   t/ver/<ds>/<t>                the live set's state: a token replaced by every
 //                                 change, totals, first and last segment (TableState)
-//   t/gc/<ds>/<t>/<segment id>    GC manifest entry
+//   t/gcq/<ds>/<t>/<removed:020>-<segment id>  GC manifest entry, in removal order
+//   t/gc/<ds>/<t>/<segment id>    GC manifest entry as written before the queue (still read)
 //   t/lease/<ds>/<t>              which server compacts the table (kv::Lease; TableService)
 //   t/hist/<ds>/<t>/<time:020>-<id>  one record per appended segment, for the simulator's replay
 //   t/pass/<ds>/<t>/<rtime:020>-<n>  one record per compaction pass that merged
@@ -142,7 +143,10 @@ class TableRegistry {
 
   Result<std::vector<GcEntry>> ListGc(const TableId& id);
   // PreconditionFailed if the entry is gone already (another collection removed it).
-  Status RemoveGcEntry(const TableId& id, const std::string& segment_id);
+  Status RemoveGcEntry(const TableId& id, const GcEntry& entry);
+  // The entries removed before `removed_before_us`: reads only those (and
+  // any legacy ones), not the whole manifest.
+  Result<std::vector<GcEntry>> ListDueGc(const TableId& id, int64_t removed_before_us);
 
   // Object path prefix of a table's files, and a new segment's path.
   static std::string ObjectPrefix(const TableId& id);
@@ -163,6 +167,8 @@ class TableRegistry {
   // The last snapshot of each table, reused while the version token is the
   // same (every change replaces it), so reads of a busy table don't decode
   // every segment record each time.
+  void UpdateCache(const TableId& id, const TableState& before, const TableState& after, const LiveSetChange& change);
+
   std::mutex cache_mu_;
   std::map<TableId, Snapshot> cache_;  // GUARDED_BY(cache_mu_)
 };

@@ -199,6 +199,47 @@ TEST_F(RegistryTest, AnAppendReadsAsManyRecordsAt400FilesAsAt10) {
   EXPECT_LE(counting->reads - before, 24);
 }
 
+TEST_F(RegistryTest, ASnapshotAfterThisServersCommitsIsNotReadAgain) {
+  auto counting = std::make_shared<CountingKv>(kv_);
+  kv_ = counting;
+  Restart();
+  Create();
+  for (uint64_t b = 0; b < 200; ++b) ASSERT_TRUE(Append(b, b, 0).ok());
+  ASSERT_EQ(Live().size(), 200u);  // read once, and cached
+  // Appends, a reorg and a merge, each followed by a snapshot: the cached
+  // live set moves with each commit instead of being read again.
+  auto reads_of_snapshot = [&] {
+    int64_t before = counting->reads;
+    auto live = Live();
+    EXPECT_LE(counting->reads - before, 2) << "the live set was read again";
+    return live;
+  };
+  for (uint64_t b = 200; b < 210; ++b) {
+    ASSERT_TRUE(Append(b, b, 0).ok());
+    ASSERT_EQ(reads_of_snapshot().size(), b + 1);
+  }
+  ASSERT_TRUE(Append(208, 208, 1, 0).ok());  // replaces 208 and 209
+  ASSERT_EQ(reads_of_snapshot().size(), 209u);
+  ASSERT_TRUE(service_->CompactNow(id_).ok());
+  auto cached = reads_of_snapshot();
+  ASSERT_LT(cached.size(), 209u);
+  // What a registry without the cache reads: the same.
+  TableRegistry fresh(kv_);
+  auto read = fresh.TakeSnapshot(id_);
+  ASSERT_TRUE(read.ok());
+  ASSERT_EQ(read->segments.size(), cached.size());
+  for (size_t i = 0; i < cached.size(); ++i) {
+    EXPECT_EQ(EncodeSegmentRecord(read->segments[i]), EncodeSegmentRecord(cached[i])) << i;
+  }
+  // Another server's commit is not applied to the cache: the next snapshot reads it.
+  TableRegistry other(kv_);
+  auto live = *other.TakeSnapshot(id_);
+  LiveSetChange drop;
+  drop.remove = {live.segments.back()};
+  ASSERT_TRUE(other.Commit(id_, drop, SystemClock().Now()).ok());
+  EXPECT_EQ(Live().size(), cached.size() - 1);
+}
+
 TEST_F(RegistryTest, AnAppendAcknowledgedLostIsCountedOnce) {
   Create();
   for (uint64_t b = 0; b < 3; ++b) ASSERT_TRUE(Append(b, b, 0).ok());
