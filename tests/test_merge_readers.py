@@ -1,11 +1,16 @@
-"""Merged files with copied and re-encoded row groups, read by other engines.
+"""Merged files with copied, page-copied and re-encoded row groups, read by other engines.
 
-A table is imported from files of mixed sizes (`sediment-bench import`): large
-files whose full row groups a merge copies as encoded bytes, and runs of small
-files whose row groups it decodes and packs together. After one compaction
-pass (`sediment-bench compact`), pyarrow, DuckDB, DataFusion and Polars must
-each read the merged file and return exactly the rows of the inputs, and find
-rows by the bloom-filtered column.
+A table is imported from files of mixed sizes (`sediment-bench import`, the
+append path: files without dictionaries): large files whose full row groups a
+merge copies as encoded bytes, and runs of small files whose data pages it
+concatenates into full row groups. Three merges (`sediment-bench compact`):
+"pages", a merge that is not final (row groups copied and made of copied
+pages); "final", the same files merged into a file that reaches the target
+(encoded fully, with dictionaries); "mixed", that final file merged again with
+new small files (its full row groups copied, its dictionary-encoded tail
+decoded and encoded, the new files' pages copied). pyarrow, DuckDB, DataFusion
+and Polars must each read every output and return exactly the rows of the
+inputs, and find rows by the bloom-filtered column.
 """
 import json
 import subprocess
@@ -26,10 +31,10 @@ SCHEMA = pa.schema([pa.field("block_num", pa.uint64(), nullable=False), ("log_in
                     ("value", pa.int64())])
 
 
-def write_inputs(directory, sizes):
-    rng = np.random.default_rng(5)
-    addresses = [rng.bytes(20) for _ in range(50)]
-    block = 0
+def write_inputs(directory, sizes, block=0, seed=5):
+    pool = np.random.default_rng(5)
+    addresses = [pool.bytes(20) for _ in range(50)]
+    rng = np.random.default_rng(seed)
     for i, rows in enumerate(sizes):
         blocks = np.sort(rng.integers(block, block + 20, rows)).astype(np.uint64)
         block += 20
@@ -48,27 +53,71 @@ def sediment(*args):
     return json.loads(out.strip().splitlines()[-1])
 
 
-@pytest.fixture(scope="module")
-def merged(tmp_path_factory):
-    work = tmp_path_factory.mktemp("merge-readers")
-    inputs = work / "inputs"
-    inputs.mkdir()
-    # Row groups of 2,048 rows at import; the merge's limit is 4,096, so a
-    # 2,048-row group is full (copied) and the small files' groups are packed.
-    sizes = [5000, 5000, 300, 300, 300, 300, 300, 300, 5000, 700, 5000]
-    write_inputs(inputs, sizes)
+def newest_output(data, before):
+    files = [p for p in (data / "objects" / "tables" / "bench" / "logs").glob("*.parquet") if str(p) not in before]
+    return max(files, key=lambda p: p.stat().st_mtime_ns)
+
+
+def read_inputs(directory, count):
+    return [pq.read_table(directory / f"{i:04d}.parquet") for i in range(count)]
+
+
+@pytest.fixture(scope="module", params=["pages", "final", "mixed"])
+def merged(request, tmp_path_factory):
+    work = tmp_path_factory.mktemp(f"merge-readers-{request.param}")
     data = work / "data"
-    imported = sediment("import", "--input-dir", str(inputs), "--data-dir", str(data),
+    expected = []
+    block = 0
+
+    def add(name, sizes):
+        # Appends files of `sizes` rows after what the table holds (imported
+        # with row groups of 2,048 rows; the merges' limit is 4,096, so a
+        # 2,048-row group is full and copied, and smaller ones are packed).
+        nonlocal block
+        directory = work / name
+        directory.mkdir()
+        write_inputs(directory, sizes, block=block, seed=len(expected))
+        block += 20 * len(sizes)
+        expected.extend(read_inputs(directory, len(sizes)))
+        return sediment("import", "--input-dir", str(directory), "--data-dir", str(data),
                         "--max-row-group-rows", "2048")
-    stats = sediment("compact", "--data-dir", str(data), "--threads", "2", "--bytes", str(1 << 40),
-                     "--max-row-group-rows", "4096")
-    assert stats["output_files"] == 1 and stats["failed"] == 0
-    assert stats["row_groups_copied"] > 0 and stats["row_groups_reencoded"] > 0, stats
-    live = set(imported["files"])
-    outputs = [p for p in (data / "objects" / "tables" / "bench" / "logs").glob("*.parquet") if str(p) not in live]
-    assert len(outputs) == 1
-    expected = pa.concat_tables([pq.read_table(inputs / f"{i:04d}.parquet") for i in range(len(sizes))])
-    return outputs[0], expected, stats
+
+    def compact(target):
+        stats = sediment("compact", "--data-dir", str(data), "--threads", "2", "--bytes", str(target),
+                         "--max-row-group-rows", "4096")
+        assert stats["output_files"] == 1 and stats["failed"] == 0, stats
+        return stats
+
+    if request.param == "mixed":
+        # Two final files of one small row group each (dictionaries), then
+        # new files: the finals' row groups are decoded and encoded together,
+        # a new large file's full row groups copied, the small ones' pages copied.
+        first = add("a", [300, 300, 300])
+        compact(first["bytes"])
+        second = add("b", [300, 300, 300])
+        # At the smaller of the two totals the first final file is full and
+        # the new files reach the target alone.
+        compact(min(first["bytes"], second["bytes"] - first["bytes"]))
+        imported = add("c", [5000, 300, 300, 700])
+        stats = compact(1 << 40)
+        assert stats["final_outputs"] == 0 and stats["input_files"] == 6, stats
+        assert stats["row_groups_copied"] > 0 and stats["row_groups_from_pages"] > 0, stats
+        assert stats["row_groups_reencoded"] > 0, stats
+    else:
+        imported = add("a", [5000, 5000, 300, 300, 300, 300, 300, 300, 5000, 700, 5000])
+        # A target the group reaches makes the output final; a far one does not.
+        stats = compact(imported["bytes"] if request.param == "final" else 1 << 40)
+        if request.param == "final":
+            assert stats["final_outputs"] == 1 and stats["row_groups_from_pages"] == 0, stats
+        else:
+            assert stats["final_outputs"] == 0 and stats["row_groups_reencoded"] == 0, stats
+            assert stats["row_groups_copied"] > 0 and stats["row_groups_from_pages"] > 0, stats
+    output = newest_output(data, set(imported["files"]))
+    md = pq.ParquetFile(output).metadata
+    dictionaries = {md.row_group(i).column(2).has_dictionary_page for i in range(md.num_row_groups)}
+    # Only a final merge encodes with dictionaries; "mixed" copies some of the final file's row groups.
+    assert dictionaries == {"pages": {False}, "final": {True}, "mixed": {False}}[request.param]
+    return output, pa.concat_tables(expected), stats
 
 
 # What every engine can give back: DuckDB and Polars have no fixed-size binary.

@@ -141,7 +141,7 @@ Status Compact(const BenchFlags& f) {
   auto t0 = std::chrono::steady_clock::now();
   ARROW_ASSIGN_OR_RAISE(auto pass, stack->tables->CompactNow(id));
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  int64_t read = 0, written = 0, inputs = 0, outputs = 0, failed = 0, copied = 0, encoded = 0;
+  int64_t read = 0, written = 0, inputs = 0, outputs = 0, failed = 0, copied = 0, encoded = 0, pages = 0, finals = 0;
   for (const auto& m : pass.merges) {
     if (!m.output) {
       failed++;
@@ -151,7 +151,9 @@ Status Compact(const BenchFlags& f) {
     inputs += static_cast<int64_t>(m.inputs.size());
     written += m.output->stored_bytes;
     copied += m.stats.row_groups_copied;
+    pages += m.stats.row_groups_from_pages;
     encoded += m.stats.row_groups_reencoded;
+    finals += m.final ? 1 : 0;
     read += m.output->bytes;
   }
   stack->tables->Stop();
@@ -163,7 +165,9 @@ Status Compact(const BenchFlags& f) {
                     {"stored_bytes_written", written},
                     {"threads", f.threads},
                     {"row_groups_copied", copied},
-                    {"row_groups_reencoded", encoded}}
+                    {"row_groups_from_pages", pages},
+                    {"row_groups_reencoded", encoded},
+                    {"final_outputs", finals}}
                    .dump()
             << "\n";
   return failed == 0 ? Status::OK() : Status::IOError(fmt::format("{} merges failed", failed));
