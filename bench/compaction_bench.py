@@ -15,14 +15,21 @@ each thread count. Times are the operation alone (no process start); peak RSS
 comes from wait4. Ratios are to the fastest peer of the same row (>1: Sediment
 is faster).
 
-On MinIO (started by scripts/minio.sh; --minio-files, default 600 tiny files):
-the same merge with the inputs and the output on object storage. DuckDB is
-left out there: its httpfs extension is downloaded at first use, and this
-machine has no internet.
+Sediment's merge here is the head merge: its output is not final (the target
+is far), so pages of the files Sediment's append path wrote are copied. The
+tiny shape is also merged once as a final merge ("tiny, final": the target is
+the inputs' size, so the output is encoded fully, with dictionaries), against
+the same peer times.
 
-Query side: the tiny shape's output from Sediment and from DuckDB is queried
-by DuckDB, Polars and DataFusion: a 100-block range, equality on an address,
-equality on topic0. Median of --repeat runs.
+On MinIO (started by scripts/minio.sh; --minio-files, default 600 tiny files):
+the same merge with the inputs and the output on object storage. DuckDB reads
+and writes MinIO through its httpfs extension, loaded offline from the
+duckdb-ext-httpfs package in .venv-engines (DuckDB 1.4.4, the version those
+extensions are built for; locally DuckDB is .venv's).
+
+Query side: the tiny shape's outputs (Sediment's head merge, Sediment's final
+merge, DuckDB's) are queried by DuckDB, Polars and DataFusion: a 100-block
+range, equality on an address, equality on topic0. Median of --repeat runs.
 
 Usage: .venv/bin/python bench/compaction_bench.py [--scale 1.0] [--threads 1 2] [--shapes tiny medium ...]
                                                  [--minio-files 600]
@@ -44,17 +51,22 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parent.parent
 SEDIMENT = ROOT / "build" / "sediment"
 BENCH = ROOT / "build" / "sediment-bench"
+ENGINES_PYTHON = ROOT / ".venv-engines" / "bin" / "python"  # DuckDB 1.4.4 with its offline extensions
 
 # Each peer gets the path of a JSON file: files (paths or s3:// URLs), dir (their
 # directory), out (a directory to write into), threads, rg (rows per row
 # group), s3 (endpoint and keys, or null for local files).
 PEERS = {
     "duckdb": r"""
-import duckdb, json, sys, time
+import duckdb, glob, json, site, sys, time
 a = json.load(open(sys.argv[1]))
-if a["s3"]:
-    print(json.dumps({"skipped": "no httpfs extension offline"})); sys.exit(0)
 con = duckdb.connect()
+if a["s3"]:
+    s3 = a["s3"]
+    ext = glob.glob(f"{site.getsitepackages()[0]}/duckdb_ext/extensions/*/*/httpfs.duckdb_extension")[0]
+    con.execute(f"LOAD '{ext}'")
+    con.execute(f"CREATE SECRET m (TYPE s3, KEY_ID '{s3['key']}', SECRET '{s3['secret']}', ENDPOINT '{s3['endpoint']}', "
+                "URL_STYLE 'path', USE_SSL false, REGION 'us-east-1')")
 con.execute(f"SET threads = {a['threads']}")
 con.execute("SET preserve_insertion_order = true")
 t = time.perf_counter()
@@ -268,10 +280,12 @@ def merge_all(work, name, base, imported, threads_list, rg_rows, rows_out, s3=No
         cmd = [str(BENCH), "compact", "--data-dir", str(copy), "--threads", str(threads),
                "--bytes", str(1 << 40), "--max-row-group-rows", str(rg_rows)]
         if s3:
-            cmd += ["--objects", s3["objects"], "--s3-endpoint", s3["endpoint"]]
+            # As many reads in flight as pyarrow gets I/O threads here.
+            cmd += ["--objects", s3["objects"], "--s3-endpoint", s3["endpoint"], "--metadata-concurrency", "8"]
         sed, sed_rss = run(cmd, env=s3 and {"AWS_ACCESS_KEY_ID": s3["key"], "AWS_SECRET_ACCESS_KEY": s3["secret"]})
         results = {"sediment": (sed["seconds"], sed_rss),
-                   "row_groups": (sed.get("row_groups_copied", 0), sed.get("row_groups_reencoded", 0))}
+                   "row_groups": (sed.get("row_groups_copied", 0), sed.get("row_groups_from_pages", 0),
+                                  sed.get("row_groups_reencoded", 0))}
         outputs[("sediment", threads)] = copy
         if s3:
             # Sediment's output went next to the inputs: remove it, so the
@@ -294,7 +308,8 @@ def merge_all(work, name, base, imported, threads_list, rg_rows, rows_out, s3=No
                    "s3": s3}
             arg_file = work / f"{name}-{peer}-{threads}.json"  # too long for a command line
             arg_file.write_text(json.dumps(arg))
-            res, rss = run([sys.executable, "-c", script, str(arg_file)], env=env)
+            python = ENGINES_PYTHON if (s3 and peer == "duckdb") else sys.executable
+            res, rss = run([str(python), "-c", script, str(arg_file)], env=env)
             results[peer] = (res.get("seconds"), rss)
             outputs[(peer, threads)] = Path(out) if not s3 else out
             if not s3 and (peer, threads) not in keep:
@@ -304,6 +319,23 @@ def merge_all(work, name, base, imported, threads_list, rg_rows, rows_out, s3=No
         if ("sediment", threads) not in keep:
             shutil.rmtree(copy, ignore_errors=True)
     return outputs
+
+
+def final_merge(work, base, imported, threads, rg_rows, rows_out):
+    """Sediment's final merge of the same files (target = their size: the output is encoded fully); its time
+    goes in a row of its own beside the peers' times of the head-merge row (they do the same work either way)."""
+    copy = work / "tiny-sediment-final"
+    if copy.exists():
+        shutil.rmtree(copy)
+    shutil.copytree(base, copy)
+    sed, rss = run([str(BENCH), "compact", "--data-dir", str(copy), "--threads", str(threads),
+                    "--bytes", str(imported["bytes"]), "--max-row-group-rows", str(rg_rows)])
+    assert sed["final_outputs"] == 1, sed
+    peers = next(res for name, t, res in rows_out if name == "tiny" and t == threads)
+    res = dict(peers, sediment=(sed["seconds"], rss),
+               row_groups=(sed["row_groups_copied"], sed["row_groups_from_pages"], sed["row_groups_reencoded"]))
+    rows_out.append(("tiny, final", threads, res))
+    return copy
 
 
 def main():
@@ -347,8 +379,10 @@ def main():
             keep = {("sediment", args.threads[-1]), ("duckdb", args.threads[-1])} if name == "tiny" else set()
             outputs = merge_all(work, name, base, imported, args.threads, rg, rows_out, keep=keep)
             if name == "tiny":
+                final = final_merge(work, base, imported, args.threads[-1], rg, rows_out)
                 sed_files = [f for f in sediment_live(outputs[("sediment", args.threads[-1])])
                              if pq.ParquetFile(f).metadata.num_rows == imported["rows"]]
+                final_files = [f for f in sediment_live(final) if pq.ParquetFile(f).metadata.num_rows == imported["rows"]]
                 duck_file = outputs[("duckdb", args.threads[-1])] / "out.parquet"
                 probe = pq.read_table(duck_file, columns=["block_num", "address", "topic0"])
                 mid = probe.num_rows // 2
@@ -356,11 +390,13 @@ def main():
                 addr = probe["address"][mid].as_py().hex()
                 topic = probe["topic0"][mid].as_py().hex()
                 for engine in ("duckdb", "polars", "datafusion"):
-                    s, _ = run([sys.executable, "-c", QUERY_SCRIPT, engine, str(sed_files[0]), str(lo), addr, topic,
-                                str(args.repeat)])
-                    d, _ = run([sys.executable, "-c", QUERY_SCRIPT, engine, str(duck_file), str(lo), addr, topic,
-                                str(args.repeat)])
-                    queries.append((engine, s, d))
+                    times = []
+                    for f in (final_files[0], sed_files[0], duck_file):
+                        t, _ = run([sys.executable, "-c", QUERY_SCRIPT, engine, str(f), str(lo), addr, topic,
+                                    str(args.repeat)])
+                        times.append(t)
+                    queries.append((engine, *times))
+                shutil.rmtree(final, ignore_errors=True)
             shutil.rmtree(base, ignore_errors=True)
         if args.minio_files:
             mdir = work / "minio"
@@ -386,7 +422,7 @@ def main():
         peers = ["duckdb", "datafusion", "polars", "pyarrow"]
         print("| shape | threads | Sediment s | " + " | ".join(f"{p} s" for p in peers) +
               " | vs fastest peer | Sediment RSS | " + " | ".join(f"{p} RSS" for p in peers) +
-              " | row groups copied / encoded |")
+              " | row groups copied / of copied pages / encoded |")
         print("|" + " --- |" * (6 + 2 * len(peers)))
         for name, threads, res in rows_out:
             sed = res["sediment"][0]
@@ -396,17 +432,20 @@ def main():
             print(f"| {name} | {threads} | {sed:.2f} | " + " | ".join(secs(p) for p in peers) +
                   f" | {fastest / sed:.2f}x | {res['sediment'][1]:.0f} | " +
                   " | ".join(rss(p) for p in peers) +
-                  f" | {res['row_groups'][0]} / {res['row_groups'][1]} |")
+                  f" | {res['row_groups'][0]} / {res['row_groups'][1]} / {res['row_groups'][2]} |")
         if queries:
             print()
-            print("Queries over the tiny shape's merged output (median ms; ratio = DuckDB-file / Sediment-file, "
-                  ">=1: Sediment's file is as fast or faster)")
+            print("Queries over the tiny shape's merged outputs (median ms). final/DuckDB = DuckDB's file / Sediment's "
+                  "final file (>=1: the final file is as fast or faster); head/final = Sediment's final file / its "
+                  "head-merge file (<1: the not-yet-final file is slower)")
             print()
-            print("| engine | query | Sediment's file ms | DuckDB's file ms | ratio |")
-            print("| --- | --- | --- | --- | --- |")
-            for engine, s, d in queries:
+            print("| engine | query | final file ms | head-merge file ms | DuckDB's file ms | final vs DuckDB | "
+                  "head-merge vs final |")
+            print("| --- | --- | --- | --- | --- | --- | --- |")
+            for engine, f, h, d in queries:
                 for q in ("range", "address", "topic0"):
-                    print(f"| {engine} | {q} | {s[q]:.1f} | {d[q]:.1f} | {d[q] / s[q]:.2f}x |")
+                    print(f"| {engine} | {q} | {f[q]:.1f} | {h[q]:.1f} | {d[q]:.1f} | {d[q] / f[q]:.2f}x | "
+                          f"{f[q] / h[q]:.2f}x |")
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

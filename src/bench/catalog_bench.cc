@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "auth/auth.h"
 #include "base/crypto.h"
 #include "bench/bench_cmd.h"
 #include "catalog/catalog.h"
@@ -18,7 +19,6 @@
 #include "cli/client.h"
 #include "kv/kv.h"
 #include "server/app.h"
-#include "auth/auth.h"
 
 namespace sediment::bench {
 namespace {

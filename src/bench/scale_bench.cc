@@ -11,13 +11,13 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "auth/auth.h"
 #include "base/crypto.h"
 #include "bench/bench_cmd.h"
 #include "catalog/catalog.h"
 #include "catalog/entry.h"
 #include "cli/client.h"
 #include "server/app.h"
-#include "auth/auth.h"
 #include "table/scan.h"
 #include "table/table_service.h"
 

@@ -5,7 +5,9 @@
 #include <arrow/io/interfaces.h>
 #include <arrow/io/memory.h>
 #include <arrow/util/future.h>
+#include <arrow/util/key_value_metadata.h>
 #include <fmt/format.h>
+#include <parquet/arrow/schema.h>
 #include <parquet/file_reader.h>
 #include <parquet/metadata.h>
 #include <parquet/properties.h>
@@ -35,13 +37,20 @@ class FooterReads {
  public:
   FooterReads(const MergeContext& ctx, const TableInfo& table, const std::vector<SegmentRecord>& inputs)
       : table_(table), inputs_(inputs) {
+    // A file written with the table's schema stores exactly this: comparing
+    // it spares converting each footer's schema to Arrow's.
+    auto stored = StoredArrowSchema(*table.schema);
+    if (stored.ok()) stored_schema_ = std::move(*stored);
     for (const auto& s : inputs) {
-      opening_.push_back(RunOn<Result<std::unique_ptr<SegmentFileReader>>>(
+      opening_.push_back(RunOn<Result<std::shared_ptr<parquet::FileMetaData>>>(
           ctx.footer_pool,
-          [blobs = ctx.blobs, path = s.path, size = s.stored_bytes]() -> Result<std::unique_ptr<SegmentFileReader>> {
+          [blobs = ctx.blobs, path = s.path,
+           size = s.stored_bytes]() -> Result<std::shared_ptr<parquet::FileMetaData>> {
             // One request for the footer: the registry knows the size.
             ARROW_ASSIGN_OR_RAISE(auto file, blobs->OpenReaderSized(path, size));
-            return SegmentFileReader::Open(std::move(file), path, /*decode_threads=*/false, nullptr, false);
+            return ParquetGuard(path, [&]() -> Result<std::shared_ptr<parquet::FileMetaData>> {
+              return parquet::ParquetFileReader::Open(std::move(file))->metadata();
+            });
           }));
     }
   }
@@ -53,23 +62,31 @@ class FooterReads {
 
   // Input i's footer, checked. Call in order.
   Result<std::shared_ptr<parquet::FileMetaData>> Take(size_t i) {
-    auto r = opening_[i].get();
+    auto md = opening_[i].get();
     const auto& path = inputs_[i].path;
-    if (!r.ok()) return Status::IOError(fmt::format("{}: {}", path, r.status().message()));
-    if (!SameSchema(*(*r)->schema(), *table_.schema)) {
-      return Status::IOError(fmt::format("{}: schema {} differs from the table's", path, (*r)->schema()->ToString()));
+    if (!md.ok()) return Status::IOError(fmt::format("{}: {}", path, md.status().message()));
+    auto kv = (*md)->key_value_metadata();
+    auto stored = kv ? kv->Get("ARROW:schema") : Result<std::string>(Status::KeyError(""));
+    if (stored_schema_.empty() || !stored.ok() || *stored != stored_schema_) {
+      std::shared_ptr<arrow::Schema> schema;
+      ARROW_RETURN_NOT_OK(
+          parquet::arrow::FromParquetSchema((*md)->schema(), parquet::ArrowReaderProperties(), kv, &schema));
+      if (!SameSchema(*schema, *table_.schema)) {
+        return Status::IOError(fmt::format("{}: schema {} differs from the table's", path, schema->ToString()));
+      }
     }
-    if ((*r)->facts().rows != inputs_[i].rows) {
+    if ((*md)->num_rows() != inputs_[i].rows) {
       return Status::IOError(
-          fmt::format("{}: {} rows in the file, {} in the registry", path, (*r)->facts().rows, inputs_[i].rows));
+          fmt::format("{}: {} rows in the file, {} in the registry", path, (*md)->num_rows(), inputs_[i].rows));
     }
-    return (*r)->parquet_metadata();
+    return *md;
   }
 
  private:
   const TableInfo& table_;
   const std::vector<SegmentRecord>& inputs_;
-  std::vector<std::future<Result<std::unique_ptr<SegmentFileReader>>>> opening_;
+  std::string stored_schema_;
+  std::vector<std::future<Result<std::shared_ptr<parquet::FileMetaData>>>> opening_;
 };
 
 SegmentRecord OutputRecord(const TableInfo& table, const std::vector<SegmentRecord>& inputs, TimePoint now,

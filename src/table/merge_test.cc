@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "base/test_util.h"
+#include "table/plain_pages.h"
 #include "table/segment.h"
 #include "table/table_test_fixture_internal.h"
 
@@ -446,6 +447,53 @@ TEST_F(MergeTest, BloomFiltersOfDifferentSizesAreRebuiltFromTheirColumn) {
     false_positives += bloom->FindHash(bloom->Hash(&ba)) ? 1 : 0;
   }
   EXPECT_LT(false_positives, 2000 * 5 / 100) << "the filter is too small for the run";
+}
+
+TEST_F(MergeTest, PlainPagesAreHashedWithoutArrowsReader) {
+  WriterSettings paged = settings_;
+  paged.max_page_rows = 16;  // many pages per chunk
+  auto head = Write(0, 39, paged, FileLayout::kPages);
+  auto final_file = Write(0, 39, settings_, FileLayout::kFinal);
+  auto rows = ReadAll(head.path);
+  for (int c : {1, 3, 4}) {  // int32 (nullable), binary, utf8
+    std::string bytes = Bytes(head.path);
+    auto md = parquet::ParquetFileReader::Open(*blobs_->OpenReader(head.path))->metadata();
+    auto cc = md->RowGroup(0)->ColumnChunk(c);
+    std::string_view chunk(bytes.data() + cc->data_page_offset(), static_cast<size_t>(cc->total_compressed_size()));
+    parquet::BlockSplitBloomFilter filter;
+    filter.Init(4096);
+    auto read = HashPlainValues(chunk, *md->schema()->Column(c), static_cast<int>(cc->compression()), &filter);
+    ASSERT_TRUE(read.ok()) << read.status().ToString();
+    ASSERT_TRUE(*read) << "column " << c;
+    // Every value is in, as Arrow's hashing of it.
+    auto column = rows->column(c)->chunk(0);
+    for (int64_t i = 0; i < column->length(); ++i) {
+      uint64_t h = 0;
+      if (c == 1) {
+        h = filter.Hash(static_cast<int32_t>(std::static_pointer_cast<arrow::Int32Array>(column)->Value(i)));
+      } else {
+        auto v = std::static_pointer_cast<arrow::BinaryArray>(column)->GetView(i);
+        parquet::ByteArray ba(static_cast<uint32_t>(v.size()), reinterpret_cast<const uint8_t*>(v.data()));
+        h = filter.Hash(&ba);
+      }
+      ASSERT_TRUE(filter.FindHash(h)) << "column " << c << " row " << i;
+    }
+    // A chunk cut inside a page is an error, not a guess.
+    auto cut = HashPlainValues(chunk.substr(0, chunk.size() - 5), *md->schema()->Column(c),
+                               static_cast<int>(cc->compression()), &filter);
+    EXPECT_FALSE(cut.ok()) << "column " << c;
+  }
+  // Dictionary pages are not for this reader.
+  std::string bytes = Bytes(final_file.path);
+  auto md = parquet::ParquetFileReader::Open(*blobs_->OpenReader(final_file.path))->metadata();
+  auto cc = md->RowGroup(0)->ColumnChunk(4);
+  ASSERT_TRUE(cc->has_dictionary_page());
+  std::string_view chunk(bytes.data() + cc->dictionary_page_offset(), static_cast<size_t>(cc->total_compressed_size()));
+  parquet::BlockSplitBloomFilter filter;
+  filter.Init(4096);
+  auto read = HashPlainValues(chunk, *md->schema()->Column(4), static_cast<int>(cc->compression()), &filter);
+  ASSERT_TRUE(read.ok());
+  EXPECT_FALSE(*read);
 }
 
 TEST_F(MergeTest, EachRowGroupTakesTheWayItAllows) {

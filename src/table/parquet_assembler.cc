@@ -26,6 +26,7 @@
 #include <type_traits>
 
 #include "table/parquet_guard_internal.h"
+#include "table/plain_pages.h"
 
 namespace sediment::table {
 namespace {
@@ -82,9 +83,12 @@ void MergeTyped(parquet::Statistics* into, const parquet::Statistics& other) {
 Result<parquet::EncodedStatistics> MergedStatistics(
     const parquet::ColumnDescriptor* column, const std::vector<std::shared_ptr<parquet::ColumnChunkMetaData>>& chunks) {
   std::shared_ptr<parquet::Statistics> merged;
+  // Binary minimums and maximums point into these until Encode().
+  std::vector<std::shared_ptr<parquet::EncodedStatistics>> kept;
   for (const auto& cc : chunks) {
     auto encoded = cc->encoded_statistics();
     if (!encoded) return Status::Invalid(fmt::format("column {}: a chunk has no statistics", column->name()));
+    kept.push_back(encoded);
     auto s = parquet::Statistics::Make(column, encoded.get(), cc->num_values());
     if (!merged) {
       merged = std::move(s);
@@ -133,8 +137,12 @@ std::optional<parquet::SizeStatistics> MergedSizeStatistics(
     if (!s || !s->is_set()) return std::nullopt;
     if (!merged) {
       merged = *s;
-    } else {
+      continue;
+    }
+    try {
       merged->Merge(*s);
+    } catch (const std::exception&) {
+      return std::nullopt;  // shapes differ (another writer's histograms): leave them out
     }
   }
   (void)column;
@@ -153,6 +161,11 @@ bool PagesCopyable(const parquet::RowGroupMetaData& rg) {
   for (int c = 0; c < rg.num_columns(); ++c) {
     auto cc = rg.ColumnChunk(c);
     if (cc->has_dictionary_page() || !cc->is_stats_set() || cc->encoding_stats().empty()) return false;
+    // Bounds that describe every value (a writer drops those of huge values):
+    // merged statistics are only as good as the pieces'.
+    auto stats = cc->encoded_statistics();
+    const bool all_null = stats->has_null_count && stats->null_count == cc->num_values();
+    if (!(stats->has_min && stats->has_max) && !all_null) return false;
     if (!cc->GetColumnIndexLocation() || !cc->GetOffsetIndexLocation()) return false;
     for (const auto& e : cc->encoding_stats()) {
       if (e.page_type != parquet::PageType::DATA_PAGE && e.page_type != parquet::PageType::DATA_PAGE_V2) return false;
@@ -226,6 +239,16 @@ Result<std::shared_ptr<parquet::BloomFilter>> RunBloomFilter(const std::vector<E
     auto filter = std::make_shared<parquet::BlockSplitBloomFilter>();
     filter->Init(reinterpret_cast<const uint8_t*>(bits.data()), size);
     for (size_t k : read_values) {
+      // Head files' pages: read here, without a zstd context per page.
+      auto cc = pieces[k].source->RowGroup(pieces[k].index)->ColumnChunk(c);
+      const int64_t start = cc->data_page_offset() - pieces[k].begin;
+      if (!cc->has_dictionary_page() && start >= 0 && start + cc->total_compressed_size() <= pieces[k].bytes->size()) {
+        std::string_view bytes(reinterpret_cast<const char*>(pieces[k].bytes->data() + start),
+                               static_cast<size_t>(cc->total_compressed_size()));
+        ARROW_ASSIGN_OR_RAISE(bool read, HashPlainValues(bytes, *pieces[k].source->schema()->Column(c),
+                                                         static_cast<int>(cc->compression()), filter.get()));
+        if (read) continue;
+      }
       auto column = readers[k]->RowGroup(pieces[k].index)->Column(c);
       const int length = column->descr()->type_length();
       switch (column->type()) {
@@ -419,9 +442,6 @@ Status ParquetAssembler::AppendPagesUnguarded(const PageRun& run) {
   if (run.pieces.empty()) return Status::Invalid("a run of no row groups");
   for (const auto& piece : run.pieces) {
     if (!piece.source->schema()->Equals(*descr_)) return Status::Invalid("row group's Parquet schema differs");
-    if (!PagesCopyable(*piece.source->RowGroup(piece.index))) {
-      return Status::Invalid("a row group of the run has dictionary pages, or no statistics or page index");
-    }
   }
   const int n = descr_->num_columns();
   auto* builder = footer_->AppendRowGroup();
@@ -438,6 +458,7 @@ Status ParquetAssembler::AppendPagesUnguarded(const PageRun& run) {
     for (const auto& piece : run.pieces) {
       auto md = piece.source->RowGroup(piece.index);
       auto cc = md->ColumnChunk(c);
+      if (cc->has_dictionary_page()) return Status::Invalid(fmt::format("column {}: a dictionary page", c));
       if (cc->compression() != props_->compression(column->path())) {
         return Status::Invalid(
             fmt::format("column {} is compressed with another codec", column->path()->ToDotString()));

@@ -42,7 +42,9 @@ bool Final(const std::vector<SegmentRecord>& segments, const std::vector<Compact
   if (ClassifyFile(right, settings, now) != FileAge::kFull && joins(right.bytes, right.rows)) return false;
   if (g.first == 0) return true;
   if (!groups.empty() && groups.back().first + groups.back().count == g.first) {
-    return !joins(groups.back().bytes, groups.back().rows);
+    const CompactionGroup& prev = groups.back();
+    const bool prev_full = prev.bytes >= settings.bytes || (settings.rows > 0 && prev.rows >= settings.rows);
+    return prev_full || !joins(prev.bytes, prev.rows);
   }
   const SegmentRecord& left = segments[g.first - 1];
   return ClassifyFile(left, settings, now) == FileAge::kFull || !joins(left.bytes, left.rows);
