@@ -200,6 +200,12 @@ class Planner {
     }
   }
 
+  // The first input a step not yet handed out may read, if any.
+  std::optional<size_t> PendingFirstInput() const {
+    if (pending_.pieces.empty()) return std::nullopt;
+    return pending_.pieces.front().input;
+  }
+
   void Flush(std::vector<Step>* out) {
     if (pending_.pieces.empty()) return;
     // A small row group with nothing to pack it with (a file's last one,
@@ -469,7 +475,8 @@ Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& ta
     return st;
   }
   int64_t rows = 0;
-  size_t done = 0;  // steps taken from `ahead`, in order
+  size_t done = 0;      // steps taken from `ahead`, in order
+  size_t released = 0;  // inputs whose footers were dropped
   while (!ahead.empty()) {
     if (*ctx.stopping) {
       drain();
@@ -486,6 +493,12 @@ Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& ta
       drain();
       return st;
     }
+    // Footers no step left will read are dropped: a merge of thousands of
+    // head files holds the footers of the files it is at, not all of them.
+    size_t keep_from = planned;
+    if (done < steps.size()) keep_from = std::min(keep_from, steps[done].pieces.front().input);
+    if (auto pending = planner.PendingFirstInput()) keep_from = std::min(keep_from, *pending);
+    for (; released < keep_from; ++released) (*footers)[released].reset();
     if (stats) {
       const auto made = static_cast<int64_t>(ready->run ? 1 : ready->row_groups.size());
       (kind == StepKind::kCopy    ? stats->row_groups_copied
