@@ -30,29 +30,21 @@ namespace {
 using Footers = std::vector<std::shared_ptr<parquet::FileMetaData>>;
 
 // Every input's footer, read metadata_concurrency at a time on the footer
-// pool from the start, and taken in input order as the merge plans: steps are
-// planned, and run, while later footers are still being read. Each footer is
-// checked against the registry; the first failure, by input order, names its file.
+// pool, a bounded distance ahead of the planning (so a merge of thousands of
+// head files does not hold all their footers at once), and taken in input
+// order as the merge plans: steps are planned, and run, while later footers
+// are still being read. Each footer is checked against the registry; the
+// first failure, by input order, names its file.
 class FooterReads {
  public:
   FooterReads(const MergeContext& ctx, const TableInfo& table, const std::vector<SegmentRecord>& inputs)
-      : table_(table), inputs_(inputs) {
+      : ctx_(ctx), table_(table), inputs_(inputs), ahead_(static_cast<size_t>(std::max(ctx.workers, 1)) * 256) {
     // A file written with the table's schema stores exactly this: comparing
     // it spares converting each footer's schema to Arrow's.
     auto stored = StoredArrowSchema(*table.schema);
     if (stored.ok()) stored_schema_ = std::move(*stored);
-    for (const auto& s : inputs) {
-      opening_.push_back(RunOn<Result<std::shared_ptr<parquet::FileMetaData>>>(
-          ctx.footer_pool,
-          [blobs = ctx.blobs, path = s.path,
-           size = s.stored_bytes]() -> Result<std::shared_ptr<parquet::FileMetaData>> {
-            // One request for the footer: the registry knows the size.
-            ARROW_ASSIGN_OR_RAISE(auto file, blobs->OpenReaderSized(path, size));
-            return ParquetGuard(path, [&]() -> Result<std::shared_ptr<parquet::FileMetaData>> {
-              return parquet::ParquetFileReader::Open(std::move(file))->metadata();
-            });
-          }));
-    }
+    opening_.resize(inputs.size());
+    SubmitUpTo(ahead_);
   }
   ~FooterReads() {
     for (auto& f : opening_) {
@@ -62,6 +54,7 @@ class FooterReads {
 
   // Input i's footer, checked. Call in order.
   Result<std::shared_ptr<parquet::FileMetaData>> Take(size_t i) {
+    SubmitUpTo(i + ahead_);
     auto md = opening_[i].get();
     const auto& path = inputs_[i].path;
     if (!md.ok()) return Status::IOError(fmt::format("{}: {}", path, md.status().message()));
@@ -83,8 +76,27 @@ class FooterReads {
   }
 
  private:
+  void SubmitUpTo(size_t end) {
+    for (; submitted_ < std::min(end, inputs_.size()); ++submitted_) {
+      const auto& s = inputs_[submitted_];
+      opening_[submitted_] = RunOn<Result<std::shared_ptr<parquet::FileMetaData>>>(
+          ctx_.footer_pool,
+          [blobs = ctx_.blobs, path = s.path,
+           size = s.stored_bytes]() -> Result<std::shared_ptr<parquet::FileMetaData>> {
+            // One request for the footer: the registry knows the size.
+            ARROW_ASSIGN_OR_RAISE(auto file, blobs->OpenReaderSized(path, size));
+            return ParquetGuard(path, [&]() -> Result<std::shared_ptr<parquet::FileMetaData>> {
+              return parquet::ParquetFileReader::Open(std::move(file))->metadata();
+            });
+          });
+    }
+  }
+
+  const MergeContext& ctx_;
   const TableInfo& table_;
   const std::vector<SegmentRecord>& inputs_;
+  const size_t ahead_;
+  size_t submitted_ = 0;
   std::string stored_schema_;
   std::vector<std::future<Result<std::shared_ptr<parquet::FileMetaData>>>> opening_;
 };
