@@ -28,6 +28,18 @@ namespace {
 // Every input's footer: read once, checked, kept for planning and for opening
 // the file again without reading it twice. No file stays open between steps.
 using Footers = std::vector<std::shared_ptr<parquet::FileMetaData>>;
+// Small inputs on object storage, fetched whole when their footer was read
+// (one request instead of two); null for the others.
+using Wholes = std::vector<std::shared_ptr<arrow::Buffer>>;
+
+// On object storage a head file is fetched whole to read its footer (its
+// bytes then serve the merge): a request costs more than its bytes.
+constexpr int64_t kFetchWholeBytes = 1 << 20;
+
+struct FooterRead {
+  std::shared_ptr<parquet::FileMetaData> footer;
+  std::shared_ptr<arrow::Buffer> whole;
+};
 
 // Every input's footer, read metadata_concurrency at a time on the footer
 // pool, a bounded distance ahead of the planning (so a merge of thousands of
@@ -52,42 +64,51 @@ class FooterReads {
     }
   }
 
-  // Input i's footer, checked. Call in order.
-  Result<std::shared_ptr<parquet::FileMetaData>> Take(size_t i) {
+  // Input i's footer, checked (and its bytes, if fetched whole). Call in order.
+  Result<FooterRead> Take(size_t i) {
     SubmitUpTo(i + ahead_);
-    auto md = opening_[i].get();
+    auto read = opening_[i].get();
+    if (!read.ok()) return Status::IOError(fmt::format("{}: {}", inputs_[i].path, read.status().message()));
+    const auto& md = read->footer;
     const auto& path = inputs_[i].path;
-    if (!md.ok()) return Status::IOError(fmt::format("{}: {}", path, md.status().message()));
-    auto kv = (*md)->key_value_metadata();
+    auto kv = md->key_value_metadata();
     auto stored = kv ? kv->Get("ARROW:schema") : Result<std::string>(Status::KeyError(""));
     if (stored_schema_.empty() || !stored.ok() || *stored != stored_schema_) {
       std::shared_ptr<arrow::Schema> schema;
       ARROW_RETURN_NOT_OK(
-          parquet::arrow::FromParquetSchema((*md)->schema(), parquet::ArrowReaderProperties(), kv, &schema));
+          parquet::arrow::FromParquetSchema(md->schema(), parquet::ArrowReaderProperties(), kv, &schema));
       if (!SameSchema(*schema, *table_.schema)) {
         return Status::IOError(fmt::format("{}: schema {} differs from the table's", path, schema->ToString()));
       }
     }
-    if ((*md)->num_rows() != inputs_[i].rows) {
+    if (md->num_rows() != inputs_[i].rows) {
       return Status::IOError(
-          fmt::format("{}: {} rows in the file, {} in the registry", path, (*md)->num_rows(), inputs_[i].rows));
+          fmt::format("{}: {} rows in the file, {} in the registry", path, md->num_rows(), inputs_[i].rows));
     }
-    return *md;
+    return std::move(*read);
   }
 
  private:
   void SubmitUpTo(size_t end) {
     for (; submitted_ < std::min(end, inputs_.size()); ++submitted_) {
       const auto& s = inputs_[submitted_];
-      opening_[submitted_] = RunOn<Result<std::shared_ptr<parquet::FileMetaData>>>(
-          ctx_.footer_pool,
-          [blobs = ctx_.blobs, path = s.path,
-           size = s.stored_bytes]() -> Result<std::shared_ptr<parquet::FileMetaData>> {
+      const bool whole = ctx_.blobs->Remote() && s.stored_bytes <= kFetchWholeBytes;
+      opening_[submitted_] = RunOn<Result<FooterRead>>(
+          ctx_.footer_pool, [blobs = ctx_.blobs, path = s.path, size = s.stored_bytes, whole]() -> Result<FooterRead> {
             // One request for the footer: the registry knows the size.
-            ARROW_ASSIGN_OR_RAISE(auto file, blobs->OpenReaderSized(path, size));
-            return ParquetGuard(path, [&]() -> Result<std::shared_ptr<parquet::FileMetaData>> {
-              return parquet::ParquetFileReader::Open(std::move(file))->metadata();
-            });
+            ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::io::RandomAccessFile> file,
+                                  blobs->OpenReaderSized(path, size));
+            FooterRead out;
+            if (whole) {
+              ARROW_ASSIGN_OR_RAISE(out.whole, file->ReadAt(0, size));
+              if (out.whole->size() != size) return Status::IOError("a short read");
+              file = std::make_shared<arrow::io::BufferReader>(out.whole);
+            }
+            ARROW_ASSIGN_OR_RAISE(out.footer,
+                                  ParquetGuard(path, [&]() -> Result<std::shared_ptr<parquet::FileMetaData>> {
+                                    return parquet::ParquetFileReader::Open(std::move(file))->metadata();
+                                  }));
+            return out;
           });
     }
   }
@@ -98,7 +119,7 @@ class FooterReads {
   const size_t ahead_;
   size_t submitted_ = 0;
   std::string stored_schema_;
-  std::vector<std::future<Result<std::shared_ptr<parquet::FileMetaData>>>> opening_;
+  std::vector<std::future<Result<FooterRead>>> opening_;
 };
 
 SegmentRecord OutputRecord(const TableInfo& table, const std::vector<SegmentRecord>& inputs, TimePoint now,
@@ -293,6 +314,7 @@ class FetchedRange final : public arrow::io::internal::RandomAccessFileConcurren
 struct StepInputs {
   blob::BlobStore* blobs = nullptr;
   const Footers* footers = nullptr;
+  const Wholes* wholes = nullptr;
   const std::vector<SegmentRecord>* inputs = nullptr;
   const WriterSettings* settings = nullptr;
   std::shared_ptr<parquet::WriterProperties> props;
@@ -334,6 +356,11 @@ Result<Prepared> ProducePages(const StepInputs& in, const Step& step) {
     const auto& s = (*in.inputs)[p.input];
     Source src;
     src.input = p.input;
+    if (const auto& whole = (*in.wholes)[p.input]) {  // fetched with its footer
+      src.file = std::make_shared<arrow::io::BufferReader>(whole);
+      sources.push_back(std::move(src));
+      continue;
+    }
     auto file = in.blobs->OpenReaderSized(s.path, s.stored_bytes);
     if (!file.ok()) return in.Named(p.input, file.status());
     src.file = *file;
@@ -449,9 +476,10 @@ Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& ta
   // Footers are filled in input order; a task reads only those of its step's
   // inputs, filled before the step was planned.
   auto footers = std::make_shared<Footers>(inputs.size());
+  auto wholes = std::make_shared<Wholes>(inputs.size());
   FooterReads reads(ctx, table, inputs);
   Planner planner(*descr, *props, *ctx.file_settings, layout);
-  StepInputs step_inputs{ctx.blobs, footers.get(), &inputs, ctx.file_settings, props, table.schema};
+  StepInputs step_inputs{ctx.blobs, footers.get(), wholes.get(), &inputs, ctx.file_settings, props, table.schema};
   std::vector<Step> steps;
   size_t planned = 0;  // inputs whose footers were taken
 
@@ -471,9 +499,12 @@ Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& ta
     while (ahead.size() < window) {
       if (next < steps.size()) {
         ahead.push_back(RunOn<Result<Prepared>>(
-            ctx.worker_pool, [step_inputs, footers, step = steps[next++]]() { return Produce(step_inputs, step); }));
+            ctx.worker_pool,
+            [step_inputs, footers, wholes, step = steps[next++]]() { return Produce(step_inputs, step); }));
       } else if (planned < inputs.size()) {
-        ARROW_ASSIGN_OR_RAISE((*footers)[planned], reads.Take(planned));
+        ARROW_ASSIGN_OR_RAISE(FooterRead read, reads.Take(planned));
+        (*footers)[planned] = std::move(read.footer);
+        (*wholes)[planned] = std::move(read.whole);
         planner.Add(planned, *(*footers)[planned], &steps);
         if (++planned == inputs.size()) planner.Flush(&steps);
       } else {
@@ -510,7 +541,10 @@ Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& ta
     size_t keep_from = planned;
     if (done < steps.size()) keep_from = std::min(keep_from, steps[done].pieces.front().input);
     if (auto pending = planner.PendingFirstInput()) keep_from = std::min(keep_from, *pending);
-    for (; released < keep_from; ++released) (*footers)[released].reset();
+    for (; released < keep_from; ++released) {
+      (*footers)[released].reset();
+      (*wholes)[released].reset();
+    }
     if (stats) {
       const auto made = static_cast<int64_t>(ready->run ? 1 : ready->row_groups.size());
       (kind == StepKind::kCopy    ? stats->row_groups_copied

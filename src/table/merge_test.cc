@@ -17,6 +17,8 @@
 #include <parquet/statistics.h>
 
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <chrono>
 #include <thread>
 
@@ -53,6 +55,34 @@ class ConcurrencyCountingStore final : public blob::BlobStore {
  private:
   std::shared_ptr<blob::BlobStore> inner_;
   std::atomic<int> open_{0}, max_{0};
+};
+
+// Object storage as a merge sees it: every open counted, reads are requests.
+class RemoteCountingStore final : public blob::BlobStore {
+ public:
+  explicit RemoteCountingStore(std::shared_ptr<blob::BlobStore> inner) : inner_(std::move(inner)) {}
+  Result<std::shared_ptr<arrow::io::OutputStream>> OpenWriter(const std::string& path) override {
+    return inner_->OpenWriter(path);
+  }
+  Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenReader(const std::string& path) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    opens_[path]++;
+    return inner_->OpenReader(path);
+  }
+  Result<blob::ObjectInfo> Stat(const std::string& path) override { return inner_->Stat(path); }
+  Result<std::vector<blob::ObjectInfo>> List(const std::string& prefix) override { return inner_->List(prefix); }
+  Status Delete(const std::string& path) override { return inner_->Delete(path); }
+  std::string Describe() const override { return inner_->Describe(); }
+  bool Remote() const override { return true; }
+  int opens(const std::string& path) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return opens_[path];
+  }
+
+ private:
+  std::shared_ptr<blob::BlobStore> inner_;
+  std::mutex mu_;
+  std::map<std::string, int> opens_;
 };
 
 class MergeTest : public ::testing::Test {
@@ -403,6 +433,20 @@ TEST_F(MergeTest, HeadFilesMergeByConcatenatingTheirDataPages) {
   auto part_blocks = std::static_pointer_cast<arrow::UInt64Array>(part->column(0)->chunk(0));
   EXPECT_LE(part_blocks->Value(0), 45u);
   EXPECT_GE(part_blocks->Value(part_blocks->length() - 1), 47u);
+}
+
+TEST_F(MergeTest, OnObjectStorageAHeadFileIsFetchedOnce) {
+  std::vector<SegmentRecord> inputs;
+  for (int i = 0; i < 8; ++i) inputs.push_back(Write(i * 20, i * 20 + 19, settings_, FileLayout::kPages));
+  RemoteCountingStore remote(blobs_);
+  MergeStats stats;
+  auto merged = Merge(inputs, 2, 2, &remote, FileLayout::kPages, &stats);
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  EXPECT_EQ(stats.row_groups_from_pages, 1);
+  for (const auto& s : inputs) EXPECT_EQ(remote.opens(s.path), 1) << "footer and pages in one request";
+  std::vector<std::shared_ptr<arrow::Table>> expected;
+  for (const auto& s : inputs) expected.push_back(ReadAll(s.path));
+  EXPECT_TRUE(ReadAll(merged->path)->Equals(*(*(*arrow::ConcatenateTables(expected))->CombineChunks())));
 }
 
 TEST_F(MergeTest, MergedStatisticsOrderUnsignedColumnsAsUnsigned) {
