@@ -11,6 +11,7 @@
 #include <functional>
 #include <variant>
 
+#include "base/ascii.h"
 #include "base/config_internal.h"
 
 extern char** environ;
@@ -94,8 +95,7 @@ std::vector<std::string> SplitList(const std::string& text) {
 Status SetFromText(Config* config, const Option& opt, const std::string& text, const std::string& origin) {
   switch (opt.type) {
     case Option::Type::kBool: {
-      std::string v;
-      for (char ch : text) v += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      std::string v = AsciiLower(text);
       if (v == "true" || v == "1" || v == "yes" || v == "on") return Store(config, opt, true, origin);
       if (v == "false" || v == "0" || v == "no" || v == "off") return Store(config, opt, false, origin);
       break;

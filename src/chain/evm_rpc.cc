@@ -9,6 +9,7 @@
 #include <regex>
 #include <thread>
 
+#include "base/ascii.h"
 #include "base/crypto.h"
 
 namespace sediment::chain {
@@ -44,14 +45,9 @@ std::string PercentDecoded(const std::string& s) {
   return out;
 }
 
-std::string Lowered(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return std::tolower(ch); });
-  return s;
-}
-
 // Headers httplib sets itself: not for [[jobs]] headers.
 bool ReservedHeader(const std::string& header) {
-  std::string name = Lowered(header);
+  std::string name = AsciiLower(header);
   return name == "host" || name == "content-length" || name == "transfer-encoding" || name == "connection" ||
          name == "content-type";
 }
@@ -91,7 +87,7 @@ Result<std::unique_ptr<JsonRpcClient>> JsonRpcClient::Make(RpcOptions options) {
     if (ReservedHeader(hm[1].str())) {
       return InvalidArgument(fmt::format("header {} is the client's own, not a setting", hm[1].str()));
     }
-    if (m[2].matched && Lowered(hm[1].str()) == "authorization") {
+    if (m[2].matched && AsciiLower(hm[1].str()) == "authorization") {
       return InvalidArgument("an Authorization header and a user:password in the url: choose one");
     }
     headers.emplace_back(hm[1].str(), hm[2].str());

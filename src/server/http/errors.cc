@@ -41,6 +41,11 @@ void ReplyError(httplib::Response& res, int http_status, const std::string& mess
   res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
 }
 
+void ReplyJson(httplib::Response& res, int status, const nlohmann::json& body) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
+}
+
 std::string HttpDate(int64_t unix_seconds) {
   std::time_t t = unix_seconds;
   std::tm tm{};

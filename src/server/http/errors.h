@@ -1,7 +1,9 @@
-// The one place where a Status becomes an HTTP status code and JSON error body.
+// The one place where a Status becomes an HTTP status code and JSON error
+// body, and where a JSON reply is written.
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 
@@ -23,6 +25,8 @@ int HttpStatusFor(const Status& st);
 // Sets the status code and a {"message": ...} JSON body.
 void ReplyError(httplib::Response& res, const Status& st);
 void ReplyError(httplib::Response& res, int http_status, const std::string& message);
+// Sets the status code and `body` (invalid UTF-8 in strings replaced, never thrown).
+void ReplyJson(httplib::Response& res, int status, const nlohmann::json& body);
 
 // An HTTP date (RFC 1123, GMT), as Last-Modified wants it.
 std::string HttpDate(int64_t unix_seconds);

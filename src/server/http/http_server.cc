@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "base/ascii.h"
 #include "base/wildcard.h"
 #include "server/http/connection_gate.h"
 #include "server/http/errors.h"
@@ -234,12 +235,6 @@ class InlineQueue : public httplib::TaskQueue {
   ConnectionGate* gate_;
 };
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-
 bool IsLoopbackHost(std::string_view host) {
   if (host == "localhost" || host == "::1" || host == "[::1]") return true;
   if (host.size() > 10 && host.substr(host.size() - 10) == ".localhost") return true;
@@ -279,7 +274,7 @@ size_t ConnectionBudget() {
 
 std::function<bool(std::string_view)> HostRule(const std::string& listen_host, const std::vector<std::string>& domains,
                                                const std::vector<std::string>& allowed) {
-  std::string listen = Lower(listen_host);
+  std::string listen = AsciiLower(listen_host);
   bool wildcard_listen = listen.empty() || listen == "0.0.0.0" || listen == "::" || listen == "[::]";
   if (allowed.empty() && !wildcard_listen && !IsLoopbackHost(listen)) {
     // A named non-loopback address: that name, loopback and the domains.
@@ -287,10 +282,10 @@ std::function<bool(std::string_view)> HostRule(const std::string& listen_host, c
     return nullptr;  // reachable under any name; [server] allowed_hosts closes it
   }
   std::vector<std::string> domain_list, allowed_list;
-  for (const auto& d : domains) domain_list.push_back(Lower(d));
-  for (const auto& a : allowed) allowed_list.push_back(Lower(a));
+  for (const auto& d : domains) domain_list.push_back(AsciiLower(d));
+  for (const auto& a : allowed) allowed_list.push_back(AsciiLower(a));
   return [listen, domain_list, allowed_list](std::string_view host_in) {
-    std::string host = Lower(host_in);
+    std::string host = AsciiLower(host_in);
     if (host.size() > 1 && host.back() == '.') host.pop_back();  // "localhost." names the same host
     if (IsLoopbackHost(host) || host == listen || "[" + listen + "]" == host) return true;
     for (const auto& d : domain_list) {
@@ -454,7 +449,7 @@ std::string AmbiguousFraming(const httplib::Request& req) {
   if (req.get_header_value_count("Content-Length") > 1) return "more than one Content-Length";
   if (req.has_header("Transfer-Encoding")) {
     if (req.get_header_value_count("Transfer-Encoding") > 1 ||
-        Lower(req.get_header_value("Transfer-Encoding")) != "chunked") {
+        AsciiLower(req.get_header_value("Transfer-Encoding")) != "chunked") {
       return fmt::format("Transfer-Encoding \"{}\" (only chunked is understood)",
                          req.get_header_value("Transfer-Encoding"));
     }

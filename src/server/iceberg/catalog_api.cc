@@ -46,11 +46,6 @@ void ReplyModel(Res& res, int code, const std::string& type, const std::string& 
   res.set_content(json{{"error", {{"message", message}, {"type", type}, {"code", code}}}}.dump(), "application/json");
 }
 
-void ReplyJson(Res& res, const json& j) {
-  res.status = 200;
-  res.set_content(j.dump(), "application/json");
-}
-
 // The datasets (namespaces) that have tables, in name order.
 Result<std::set<std::string>> Datasets(IcebergApi* api) {
   ARROW_ASSIGN_OR_RAISE(auto all, api->tables->ListTables());
@@ -61,13 +56,14 @@ Result<std::set<std::string>> Datasets(IcebergApi* api) {
 
 Status GetConfig(IcebergApi*, const Req&, Res& res) {
   // Only the read routes: Java and PyIceberg then refuse writes before sending them.
-  ReplyJson(res, {{"defaults", json::object()},
-                  {"overrides", json::object()},
-                  {"endpoints",
-                   {"GET /v1/{prefix}/namespaces", "GET /v1/{prefix}/namespaces/{namespace}",
-                    "HEAD /v1/{prefix}/namespaces/{namespace}", "GET /v1/{prefix}/namespaces/{namespace}/tables",
-                    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-                    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}"}}});
+  ReplyJson(res, 200,
+            {{"defaults", json::object()},
+             {"overrides", json::object()},
+             {"endpoints",
+              {"GET /v1/{prefix}/namespaces", "GET /v1/{prefix}/namespaces/{namespace}",
+               "HEAD /v1/{prefix}/namespaces/{namespace}", "GET /v1/{prefix}/namespaces/{namespace}/tables",
+               "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+               "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}"}}});
   return Status::OK();
 }
 
@@ -112,9 +108,10 @@ Status PostToken(IcebergApi* api, const Req& req, Res& res) {
     token = session->token;
   }
   // No expires_in: Spark would then refresh by token exchange; PyIceberg asks again on a 401.
-  ReplyJson(res, {{"access_token", token},
-                  {"token_type", "bearer"},
-                  {"issued_token_type", "urn:ietf:params:oauth:token-type:access_token"}});
+  ReplyJson(res, 200,
+            {{"access_token", token},
+             {"token_type", "bearer"},
+             {"issued_token_type", "urn:ietf:params:oauth:token-type:access_token"}});
   return Status::OK();
 }
 
@@ -130,7 +127,7 @@ Status ListNamespaces(IcebergApi* api, const Req& req, Res& res) {
   } else {
     for (const auto& d : datasets) out.push_back(json::array({d}));
   }
-  ReplyJson(res, {{"namespaces", out}});  // everything at once: no next-page-token
+  ReplyJson(res, 200, {{"namespaces", out}});  // everything at once: no next-page-token
   return Status::OK();
 }
 
@@ -141,7 +138,7 @@ Status GetNamespace(IcebergApi* api, const Req& req, Res& res) {
     ReplyModel(res, 404, "NoSuchNamespaceException", fmt::format("namespace {} does not exist", ns));
     return Status::OK();
   }
-  ReplyJson(res, {{"namespace", json::array({ns})}, {"properties", json::object()}});
+  ReplyJson(res, 200, {{"namespace", json::array({ns})}, {"properties", json::object()}});
   return Status::OK();
 }
 
@@ -158,7 +155,7 @@ Status ListTables(IcebergApi* api, const Req& req, Res& res) {
     ReplyModel(res, 404, "NoSuchNamespaceException", fmt::format("namespace {} does not exist", ns));
     return Status::OK();
   }
-  ReplyJson(res, {{"identifiers", ids}});
+  ReplyJson(res, 200, {{"identifiers", ids}});
   return Status::OK();
 }
 
@@ -188,9 +185,10 @@ Status LoadTable(IcebergApi* api, const Req& req, Res& res) {
     bool credential = k == "s3.access-key-id" || k == "s3.secret-access-key";
     if (!credential || vend) config[k] = v;
   }
-  ReplyJson(res, {{"metadata-location", loaded->metadata_location},
-                  {"metadata", json::parse(loaded->metadata)},
-                  {"config", config}});
+  ReplyJson(res, 200,
+            {{"metadata-location", loaded->metadata_location},
+             {"metadata", json::parse(loaded->metadata)},
+             {"config", config}});
   return Status::OK();
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "auth/auth.h"
+#include "base/ascii.h"
 #include "server/http/errors.h"
 #include "server/http/http_server.h"
 #include "server/http/principal.h"
@@ -126,7 +127,7 @@ bool RefuseNonJsonBody(const Req& req, Res& res) {
   std::string type = req.get_header_value("Content-Type");
   std::string media = type.substr(0, type.find(';'));
   media.erase(media.find_last_not_of(" \t") + 1);
-  std::transform(media.begin(), media.end(), media.begin(), [](unsigned char c) { return std::tolower(c); });
+  media = AsciiLower(media);
   if (media == "application/json") return false;
   ReplyError(res, 415,
              fmt::format("the request body must be JSON sent as Content-Type: application/json (got \"{}\")", type));

@@ -17,6 +17,7 @@
 
 #include "base/status.h"
 #include "catalog/catalog.h"
+#include "server/http/errors.h"
 
 namespace sediment::catalog {
 class StagingCompactor;
@@ -70,7 +71,6 @@ json CommitJson(const catalog::Commit& c);
 json DiffJson(const catalog::DiffItem& d);
 json Pagination(bool has_more, const std::string& next, size_t results, int64_t max_per_page);
 
-void ReplyJson(httplib::Response& res, int status, const json& body);
 // A lakeFS list response: {"pagination": {...}, "results": [...]}.
 void ReplyPage(httplib::Response& res, json results, bool has_more, const std::string& next, int64_t max_per_page);
 

@@ -54,11 +54,6 @@ json Pagination(bool has_more, const std::string& next, size_t results, int64_t 
           {"max_per_page", max_per_page}};
 }
 
-void ReplyJson(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-}
-
 void ReplyPage(httplib::Response& res, json results, bool has_more, const std::string& next, int64_t max_per_page) {
   size_t n = results.size();
   ReplyJson(res, 200, {{"pagination", Pagination(has_more, next, n, max_per_page)}, {"results", std::move(results)}});

@@ -6,6 +6,7 @@
 
 #include <ctime>
 
+#include "base/ascii.h"
 #include "base/crypto.h"
 #include "base/failpoint.h"
 #include "blob/blob.h"
@@ -118,8 +119,7 @@ std::string ObjectListBody(const catalog::Repository& repo, const catalog::Page<
 std::map<std::string, std::string> UserMetadata(const httplib::Request& req) {
   std::map<std::string, std::string> out;
   for (const auto& [k, v] : req.headers) {
-    std::string lower = k;
-    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string lower = AsciiLower(k);
     if (lower.rfind("x-lakefs-meta-", 0) == 0) out[lower.substr(14)] = v;
     // lakectl's own attributes (client mtime, symlink target, POSIX
     // permissions), kept under lakeFS's reserved prefix.

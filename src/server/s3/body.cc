@@ -9,16 +9,12 @@
 #include <memory>
 #include <optional>
 
+#include "base/ascii.h"
 #include "base/crypto.h"
 #include "server/s3/gateway_internal.h"
 
 namespace sediment::server::s3 {
 namespace {
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
 
 // --- checksums of bodies --------------------------------------------------------
 
@@ -74,14 +70,14 @@ Result<ReceivedBody> ReceiveBody(const httplib::Request& req, const httplib::Con
   std::unique_ptr<BodyChecksum> checksum;
   std::string checksum_want;
   for (const auto& [k, v] : req.headers) {
-    std::string lower = Lower(k);
+    std::string lower = AsciiLower(k);
     if (lower.rfind("x-amz-checksum-", 0) == 0 && lower != "x-amz-checksum-algorithm" &&
         lower != "x-amz-checksum-type") {
       ARROW_ASSIGN_OR_RAISE(checksum, BodyChecksum::Make(lower.substr(15)));
       checksum_want = v;
     }
   }
-  std::string trailer = Lower(req.get_header_value("x-amz-trailer"));
+  std::string trailer = AsciiLower(req.get_header_value("x-amz-trailer"));
   if (!checksum && trailer.rfind("x-amz-checksum-", 0) == 0) {
     ARROW_ASSIGN_OR_RAISE(checksum, BodyChecksum::Make(trailer.substr(15)));
   }

@@ -11,6 +11,7 @@
 #include <ctime>
 
 #include "auth/auth.h"
+#include "base/ascii.h"
 #include "server/http/errors.h"
 #include "server/http/http_server.h"
 #include "server/lakefs/api_internal.h"
@@ -34,21 +35,16 @@ class S3Detail : public arrow::StatusDetail {
   std::string code_;
 };
 
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
 // --- what a request names -----------------------------------------------------
 
 // The bucket named by a virtual-host Host header, if any.
 std::optional<std::string> VirtualHostBucket(const GatewayOptions& o, const std::string& host_header) {
-  std::string host = Lower(host_header);
+  std::string host = AsciiLower(host_header);
   if (auto colon = host.rfind(':'); colon != std::string::npos && host.find(']') == std::string::npos) {
     host = host.substr(0, colon);
   }
   for (const auto& d : o.domain_names) {
-    std::string dom = Lower(d);
+    std::string dom = AsciiLower(d);
     if (host.size() > dom.size() + 1 && host.ends_with("." + dom)) {
       std::string bucket = host.substr(0, host.size() - dom.size() - 1);
       if (bucket.find('.') == std::string::npos) return bucket;
@@ -111,7 +107,7 @@ WireRequest Wire(const httplib::Request& req, const Target& t) {
   }
   w.raw_path = raw;
   for (const auto& [k, v] : req.headers) {
-    std::string name = Lower(k);
+    std::string name = AsciiLower(k);
     // httplib adds these itself; they were never sent.
     if (name == "remote_addr" || name == "remote_port" || name == "local_addr" || name == "local_port") continue;
     auto [it, fresh] = w.headers.emplace(name, v);
@@ -178,7 +174,7 @@ Status Dispatch(const Gateway& gw, const Req& req, Res& res, const Reader* body)
   // What is stored as text (keys, metadata, content type) must be text.
   if (!IsUtf8(t.key)) return S3Error(400, "InvalidArgument", "the object key is not valid UTF-8");
   for (const auto& [name, value] : req.headers) {
-    std::string lower = Lower(name);
+    std::string lower = AsciiLower(name);
     if ((lower == "content-type" || lower.rfind("x-amz-meta-", 0) == 0) && (!IsUtf8(value) || !IsUtf8(name))) {
       return S3Error(400, "InvalidArgument", fmt::format("header {} is not valid UTF-8", lower));
     }
@@ -388,7 +384,7 @@ std::string DecodeEncodedWords(const std::string& v) {
 std::map<std::string, std::string> AmzMetadata(const httplib::Request& req) {
   std::map<std::string, std::string> out;
   for (const auto& [k, v] : req.headers) {
-    std::string lower = Lower(k);
+    std::string lower = AsciiLower(k);
     if (lower.rfind("x-amz-meta-", 0) == 0) {
       std::string value = v;
       try {
@@ -405,7 +401,7 @@ std::map<std::string, std::string> AmzMetadata(const httplib::Request& req) {
 
 void MetadataHeaders(httplib::Response& res, const std::map<std::string, std::string>& metadata) {
   for (const auto& [k, v] : metadata) {
-    std::string name = Lower(k).rfind("x-amz-meta-", 0) == 0 ? k : "X-Amz-Meta-" + k;
+    std::string name = AsciiLower(k).rfind("x-amz-meta-", 0) == 0 ? k : "X-Amz-Meta-" + k;
     bool ascii = std::all_of(v.begin(), v.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
     if (ascii) {
       res.set_header(name, v);

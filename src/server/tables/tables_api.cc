@@ -27,11 +27,6 @@ using table::TableService;
 
 constexpr const char* kTablePath = R"(/api/v1/datasets/([^/]+)/tables/([^/]+))";
 
-void ReplyJson(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-}
-
 Result<TableId> IdFrom(const httplib::Request& req) {
   return table::MakeTableId(req.matches[1].str(), req.matches[2].str());
 }

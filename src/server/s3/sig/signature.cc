@@ -8,6 +8,8 @@
 #include <ctime>
 #include <set>
 
+#include "base/ascii.h"
+
 namespace sediment::server::s3 {
 namespace {
 
@@ -532,7 +534,7 @@ Status ChunkedDecoder::Feed(const char* data, size_t n, const std::function<Stat
           if (colon == std::string::npos)
             return InvalidArgument(fmt::format("malformed aws-chunked trailer \"{}\"", line));
           std::string name = line.substr(0, colon);
-          std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+          name = AsciiLower(name);
           if (trailers_.size() >= 16) return InvalidArgument("an aws-chunked body with more than 16 trailers");
           trailers_[name] = std::string(Trim(std::string_view(line).substr(colon + 1)));
         }
