@@ -50,7 +50,7 @@ struct FooterRead {
 class FooterReads {
  public:
   FooterReads(const MergeContext& ctx, const TableInfo& table, const std::vector<SegmentRecord>& inputs)
-      : ctx_(ctx), table_(table), inputs_(inputs), ahead_(static_cast<size_t>(std::max(ctx.workers, 1)) * 256) {
+      : ctx_(ctx), table_(table), inputs_(inputs), ahead_(static_cast<size_t>(std::max(ctx.workers, 1)) * 64) {
     // A file written with the table's schema stores exactly this: comparing
     // it spares converting each footer's schema to Arrow's.
     auto stored = StoredArrowSchema(*table.schema);
