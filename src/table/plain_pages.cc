@@ -179,7 +179,7 @@ ZSTD_DCtx* ThreadContext() {
     ~Holder() { ZSTD_freeDCtx(ctx); }
   };
   thread_local Holder holder;
-  return holder.ctx;
+  return holder.ctx;  // null if it could not be made: the caller reads through Arrow
 }
 
 // Hashes the PLAIN values in [p, end) of a column of `column`'s type.
@@ -272,7 +272,11 @@ Result<bool> HashPlainValues(std::string_view chunk, const parquet::ColumnDescri
   while (p < end) {
     CompactReader r(p, end);
     const PageHeader h = ReadPageHeader(&r);
-    if (!r.ok() || h.compressed < 0 || h.uncompressed < 0 || h.compressed > end - r.position()) {
+    // A page's stated sizes must fit what is there (and be sane: a header is
+    // not trusted to size an allocation of gigabytes).
+    constexpr int64_t kMaxPageBytes = int64_t{1} << 30;
+    if (!r.ok() || h.compressed < 0 || h.uncompressed < 0 || h.uncompressed > kMaxPageBytes ||
+        h.compressed > end - r.position()) {
       return Status::Invalid(fmt::format("column {}: a malformed page header at byte {}", column.path()->ToDotString(),
                                          p - reinterpret_cast<const uint8_t*>(chunk.data())));
     }
@@ -284,6 +288,8 @@ Result<bool> HashPlainValues(std::string_view chunk, const parquet::ColumnDescri
     p = body + h.compressed;
     const uint8_t* data = body;
     if (zstd) {
+      ZSTD_DCtx* ctx = ThreadContext();
+      if (ctx == nullptr) return false;
       page.resize(static_cast<size_t>(h.uncompressed));
       const size_t n =
           ZSTD_decompressDCtx(ThreadContext(), page.data(), page.size(), body, static_cast<size_t>(h.compressed));
