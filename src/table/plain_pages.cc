@@ -8,6 +8,7 @@
 #include <zstd.h>
 
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 namespace sediment::table {
@@ -182,60 +183,51 @@ ZSTD_DCtx* ThreadContext() {
   return holder.ctx;  // null if it could not be made: the caller reads through Arrow
 }
 
+// Hashes PLAIN values of a fixed-width physical type T in [p, end).
+template <typename T>
+bool HashFixed(const uint8_t* p, const uint8_t* end, parquet::BloomFilter* filter, std::vector<uint64_t>* hashes) {
+  if ((end - p) % sizeof(T) != 0) return false;
+  for (; p < end; p += sizeof(T)) {
+    T x;
+    std::memcpy(&x, p, sizeof(T));
+    if constexpr (std::is_same_v<T, parquet::Int96>) {
+      hashes->push_back(filter->Hash(&x));
+    } else {
+      hashes->push_back(filter->Hash(x));
+    }
+  }
+  return true;
+}
+
 // Hashes the PLAIN values in [p, end) of a column of `column`'s type.
 bool HashValues(const uint8_t* p, const uint8_t* end, const parquet::ColumnDescriptor& column,
                 parquet::BloomFilter* filter, std::vector<uint64_t>* hashes) {
   hashes->clear();
-  const size_t size = static_cast<size_t>(end - p);
-  auto fixed = [&](size_t width, auto hash) {
-    if (size % width != 0) return false;
-    for (const uint8_t* v = p; v < end; v += width) hashes->push_back(hash(v));
-    return true;
-  };
   bool ok = false;
   switch (column.physical_type()) {
     case parquet::Type::INT32:
-      ok = fixed(4, [&](const uint8_t* v) {
-        int32_t x;
-        std::memcpy(&x, v, 4);
-        return filter->Hash(x);
-      });
+      ok = HashFixed<int32_t>(p, end, filter, hashes);
       break;
     case parquet::Type::INT64:
-      ok = fixed(8, [&](const uint8_t* v) {
-        int64_t x;
-        std::memcpy(&x, v, 8);
-        return filter->Hash(x);
-      });
+      ok = HashFixed<int64_t>(p, end, filter, hashes);
       break;
     case parquet::Type::FLOAT:
-      ok = fixed(4, [&](const uint8_t* v) {
-        float x;
-        std::memcpy(&x, v, 4);
-        return filter->Hash(x);
-      });
+      ok = HashFixed<float>(p, end, filter, hashes);
       break;
     case parquet::Type::DOUBLE:
-      ok = fixed(8, [&](const uint8_t* v) {
-        double x;
-        std::memcpy(&x, v, 8);
-        return filter->Hash(x);
-      });
+      ok = HashFixed<double>(p, end, filter, hashes);
       break;
     case parquet::Type::INT96:
-      ok = fixed(12, [&](const uint8_t* v) {
-        parquet::Int96 x;
-        std::memcpy(&x, v, 12);
-        return filter->Hash(&x);
-      });
+      ok = HashFixed<parquet::Int96>(p, end, filter, hashes);
       break;
     case parquet::Type::FIXED_LEN_BYTE_ARRAY: {
       const int width = column.type_length();
-      if (width <= 0) return false;
-      ok = fixed(static_cast<size_t>(width), [&](const uint8_t* v) {
+      if (width <= 0 || (end - p) % width != 0) return false;
+      for (const uint8_t* v = p; v < end; v += width) {
         parquet::FLBA x(v);
-        return filter->Hash(&x, static_cast<uint32_t>(width));
-      });
+        hashes->push_back(filter->Hash(&x, static_cast<uint32_t>(width)));
+      }
+      ok = true;
       break;
     }
     case parquet::Type::BYTE_ARRAY: {
