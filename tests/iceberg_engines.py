@@ -9,6 +9,9 @@ Requests:
         "snapshots": [{"snapshot_id", "timestamp_ms", "operation"}]}
   {"engine": "duckdb", "uri": ..., "credential": ..., "sql": ["SELECT ... FROM sed.demo.blocks", ...]}
     -> {"results": [[row, ...], ...]} (the catalog is attached as `sed`, read-only; nothing is downloaded)
+  {"engine": "spark", "uri": ..., "credential": ..., "jars": [paths], "sql": [...]}
+    -> {"results": [[row, ...], ...]} (PySpark in local mode, Iceberg's Spark runtime from the given jars,
+       the catalog as `sed`; on loopback, no UI)
 """
 import glob
 import json
@@ -59,9 +62,27 @@ def duckdb_read(req):
     return {"results": [[list(r) for r in con.execute(q).fetchall()] for q in req["sql"]]}
 
 
+def spark_read(req):
+    from pyspark.sql import SparkSession
+    b = (SparkSession.builder.master("local[2]").appName("sediment-iceberg-test")
+         .config("spark.jars", ",".join(req["jars"]))
+         .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+         .config("spark.sql.catalog.sed", "org.apache.iceberg.spark.SparkCatalog")
+         .config("spark.sql.catalog.sed.type", "rest")
+         .config("spark.sql.catalog.sed.uri", req["uri"]))
+    if req.get("credential"):
+        b = b.config("spark.sql.catalog.sed.credential", req["credential"])
+    spark = b.getOrCreate()
+    try:
+        return {"results": [[list(r) for r in spark.sql(q).collect()] for q in req["sql"]]}
+    finally:
+        spark.stop()
+
+
 def main():
     req = json.loads(sys.argv[1])
-    run = {"pyiceberg": pyiceberg, "duckdb": duckdb_read}[req["engine"]]
+    run = {"pyiceberg": pyiceberg, "duckdb": duckdb_read, "spark": spark_read}[req["engine"]]
     out = run(req)
     print(json.dumps(out, default=str))
 

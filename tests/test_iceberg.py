@@ -15,6 +15,9 @@ from test_scan_jobs import CONFIG
 ENGINES = ROOT / ".venv-engines" / "bin" / "python"
 RUNNER = ROOT / "tests" / "iceberg_engines.py"
 ADMIN = ("AKIAICEBERGADMIN0001", "iceberg-admin-secret-0001")
+# Iceberg's Spark runtime and S3 client (scripts/install-test.sh fetches them from Maven Central).
+JARS = [str(ROOT / ".cache" / "jars" / j)
+        for j in ("iceberg-spark-runtime-4.0_2.13-1.10.0.jar", "iceberg-aws-bundle-1.10.0.jar")]
 
 
 def engine(req, timeout=120):
@@ -35,6 +38,30 @@ def server(start_server, tmp_path):
     eventually(lambda: (s.get("/api/v1/jobs").json()["jobs"][0]["last_block"].get("blocks") or 0) >= 60, timeout=30,
                what="the demo job to write 60 blocks")
     return s
+
+
+def spark_agrees_with_pyiceberg(uri, credential=None):
+    """Spark runs aggregates over one snapshot of demo.logs and gets what PyIceberg reads from it."""
+    for jar in JARS:
+        assert os.path.exists(jar), f"{jar} missing: run scripts/install-test.sh"
+    r = engine({"engine": "pyiceberg", "uri": uri, "credential": credential, "table": "demo.logs",
+                "columns": ["block_num", "tx_index", "log_index"]})
+    snap, cols = r["snapshot_id"], r["columns"]
+    keys = list(zip(cols["block_num"], cols["tx_index"], cols["log_index"]))
+    per_block = {}
+    for b in cols["block_num"]:
+        if 10 <= b <= 14:
+            per_block[b] = per_block.get(b, 0) + 1
+    sp = engine({"engine": "spark", "uri": uri, "credential": credential, "jars": JARS, "sql": [
+        "SELECT count(*), count(DISTINCT block_num, tx_index, log_index), min(block_num), max(block_num), "
+        f"sum(tx_index), sum(log_index) FROM sed.demo.logs VERSION AS OF {snap}",
+        f"SELECT block_num, count(*) FROM sed.demo.logs VERSION AS OF {snap} WHERE block_num BETWEEN 10 AND 14 "
+        "GROUP BY block_num ORDER BY block_num",
+    ]}, timeout=300)["results"]
+    assert sp[0] == [[len(keys), len(set(keys)), min(cols["block_num"]), max(cols["block_num"]),
+                      sum(cols["tx_index"]), sum(cols["log_index"])]], "Spark and PyIceberg read the same rows"
+    assert sp[1] == [[b, n] for b, n in sorted(per_block.items())]
+    return snap
 
 
 def published(s):
@@ -99,6 +126,13 @@ def test_engines_prune_by_block_range_and_agree(server):
     assert d[3][0][0] == len(scanned), "DuckDB and the scan API agree on settled blocks"
 
 
+def test_spark_reads_the_tables_and_agrees_with_pyiceberg(server):
+    # Enough changes that the snapshot holds merged files (compaction swaps) beside appended ones.
+    before = published(server)
+    eventually(lambda: published(server) >= before + 3, timeout=20, what="three more snapshots")
+    spark_agrees_with_pyiceberg(server.iceberg)
+
+
 def test_writes_are_refused_and_reads_need_credentials_after_set_up(server):
     r = requests.post(server.iceberg + "/v1/namespaces/demo/tables", json={"name": "x", "schema": {}}, timeout=10)
     assert r.status_code == 403 and r.json()["error"]["type"] == "ForbiddenException"
@@ -151,3 +185,4 @@ def test_engines_read_tables_on_object_storage(start_server, tmp_path):
         f"SELECT count(*), count(DISTINCT block_num) FROM sed.demo.blocks AT (VERSION => {r['snapshot_id']})"]})
     assert d["results"][1] == [[len(blocks), len(blocks)]], "the same snapshot, the same blocks"
     assert d["results"][0][0][0] >= len(blocks), "the current snapshot has them and what came since"
+    spark_agrees_with_pyiceberg(s.url + "/iceberg")

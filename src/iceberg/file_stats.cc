@@ -21,7 +21,8 @@ std::optional<std::string> ToBound(BoundKind kind, const std::string& plain) {
     case BoundKind::kFloat:
       if (plain.size() != 4) return std::nullopt;
       return plain;
-    case BoundKind::kUInt32ToLong:  // zero-extended to an 8-byte long
+    case BoundKind::kUInt32ToLong:  // files store it as an 8-byte long (older ones: 4 bytes, zero-extended)
+      if (plain.size() == 8) return plain;
       if (plain.size() != 4) return std::nullopt;
       return plain + std::string(4, '\0');
     case BoundKind::kInt64:

@@ -55,6 +55,11 @@ Result<SegmentRecord> Appender::NewSegment(const TableInfo& table, const AppendR
     return InvalidArgument(
         fmt::format("end_block {} is before start_block {}", request.end_block, request.start_block));
   }
+  if (request.end_block > static_cast<uint64_t>(INT64_MAX)) {
+    // Files store block_num as a signed 64-bit integer (Iceberg's long; table/stored_types.h).
+    return InvalidArgument(
+        fmt::format("end_block {} is beyond 2^63-1, the largest block number a table holds", request.end_block));
+  }
   SegmentRecord seg;
   ARROW_ASSIGN_OR_RAISE(seg.end_hash, NormalizeHash("end_hash", request.end_hash));
   ARROW_ASSIGN_OR_RAISE(seg.parent_hash, NormalizeHash("parent_hash", request.parent_hash));

@@ -38,21 +38,42 @@ Result<PassResult> Compactor::RunPass(const TableId& id, const ProgressFn& progr
   ARROW_ASSIGN_OR_RAISE(TableInfo table, registry_->GetTable(id));
   ARROW_ASSIGN_OR_RAISE(Snapshot snap, registry_->TakeSnapshot(id));
   result.files_considered = static_cast<int64_t>(snap.segments.size());
-  auto groups = PlanCompaction(snap.segments, planner_, clock_->Now());
-  if (progress) progress({PassProgress::Kind::kPlanned, groups.size(), nullptr});
+  struct Job {
+    std::vector<SegmentRecord> inputs;
+    FileLayout layout;
+  };
+  std::vector<Job> jobs;
+  for (const auto& g : PlanCompaction(snap.segments, planner_, clock_->Now())) {
+    jobs.push_back({{snap.segments.begin() + g.first, snap.segments.begin() + g.first + g.count},
+                    g.final ? FileLayout::kFinal : FileLayout::kPages});
+  }
+  if (jobs.empty()) {
+    // Nothing to merge: rewrite the oldest file still stored the old way
+    // (SegmentRecord::storage), alone, so engines that refuse Parquet's
+    // unsigned types (Iceberg's Java readers) read every file in the end.
+    const size_t settled = snap.segments.size() - std::min<size_t>(snap.segments.size(), planner_.skip_latest_segments);
+    for (size_t i = 0; i < settled; ++i) {
+      const auto& s = snap.segments[i];
+      if (s.storage >= kStorageVersion) continue;
+      const bool full = ClassifyFile(s, planner_, clock_->Now()) == FileAge::kFull;
+      jobs.push_back({{s}, full ? FileLayout::kFinal : FileLayout::kPages});
+      break;
+    }
+  }
+  if (progress) progress({PassProgress::Kind::kPlanned, jobs.size(), nullptr});
 
-  if (!groups.empty()) {
+  if (!jobs.empty()) {
     // This pass's threads: groups merged at once, the workers they share, footer readers.
     ThreadPool group_pool("table-merge", write_concurrency_, 1 << 20);
     ThreadPool worker_pool("table-merge-work", write_concurrency_, 1 << 20);
     ThreadPool footer_pool("table-footers", metadata_concurrency_, 1 << 20);
     MergeContext ctx{blobs_, &footer_pool, &worker_pool, write_concurrency_, &file_settings_, stopping_, writer_tag_};
     std::vector<std::future<MergeOutcome>> futures;
-    for (const auto& g : groups) {
-      std::vector<SegmentRecord> inputs(snap.segments.begin() + g.first, snap.segments.begin() + g.first + g.count);
-      const FileLayout layout = g.final ? FileLayout::kFinal : FileLayout::kPages;
-      futures.push_back(RunOn<MergeOutcome>(
-          &group_pool, [this, table, inputs, layout, &ctx]() { return MergeAndSwap(table, inputs, layout, ctx); }));
+    for (const auto& job : jobs) {
+      futures.push_back(
+          RunOn<MergeOutcome>(&group_pool, [this, table, inputs = job.inputs, layout = job.layout, &ctx]() {
+            return MergeAndSwap(table, inputs, layout, ctx);
+          }));
     }
     for (auto& f : futures) {
       MergeOutcome m = f.get();
@@ -60,7 +81,7 @@ Result<PassResult> Compactor::RunPass(const TableId& id, const ProgressFn& progr
       result.merges.push_back(std::move(m));
     }
   }
-  if (!groups.empty()) {
+  if (!jobs.empty()) {
     auto state = registry_->State(id);
     if (state.ok()) {
       metrics_->UpdateGauges(id, *state);

@@ -21,6 +21,7 @@
 #include "table/parquet_assembler.h"
 #include "table/parquet_guard_internal.h"
 #include "table/run_on_internal.h"
+#include "table/stored_types.h"
 
 namespace sediment::table {
 namespace {
@@ -53,7 +54,7 @@ class FooterReads {
       : ctx_(ctx), table_(table), inputs_(inputs), ahead_(static_cast<size_t>(std::max(ctx.workers, 1)) * 64) {
     // A file written with the table's schema stores exactly this: comparing
     // it spares converting each footer's schema to Arrow's.
-    auto stored = StoredArrowSchema(*table.schema);
+    auto stored = StoredArrowSchema(*StoredSchema(table.schema));
     if (stored.ok()) stored_schema_ = std::move(*stored);
     opening_.resize(inputs.size());
     SubmitUpTo(ahead_);
@@ -77,7 +78,7 @@ class FooterReads {
       std::shared_ptr<arrow::Schema> schema;
       ARROW_RETURN_NOT_OK(
           parquet::arrow::FromParquetSchema(md->schema(), parquet::ArrowReaderProperties(), kv, &schema));
-      if (!SameSchema(*schema, *table_.schema)) {
+      if (!SameSchema(*TableSchemaOf(schema), *table_.schema)) {
         return Status::IOError(fmt::format("{}: schema {} differs from the table's", path, schema->ToString()));
       }
     }
@@ -446,7 +447,7 @@ Result<Prepared> ProduceEncoded(const StepInputs& in, const Step& step) {
   fetches.clear();
   ARROW_ASSIGN_OR_RAISE(auto table, arrow::ConcatenateTables(tables));
   Prepared out;
-  ARROW_ASSIGN_OR_RAISE(out.row_groups, EncodeForSegment(*table, *in.settings, in.props));
+  ARROW_ASSIGN_OR_RAISE(out.row_groups, EncodeForSegment(table, *in.settings, in.props));
   return out;
 }
 
@@ -472,7 +473,7 @@ Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& ta
   ARROW_ASSIGN_OR_RAISE(auto writer, SegmentFileWriter::Open(ctx.blobs, out.path, table.schema, *ctx.file_settings,
                                                              layout, EncodeSegmentFileMetadata(out)));
   const auto props = writer->properties();
-  ARROW_ASSIGN_OR_RAISE(auto descr, ParquetSchemaFor(*table.schema, *props));
+  ARROW_ASSIGN_OR_RAISE(auto descr, ParquetSchemaFor(*StoredSchema(table.schema), *props));
   // Footers are filled in input order; a task reads only those of its step's
   // inputs, filled before the step was planned.
   auto footers = std::make_shared<Footers>(inputs.size());

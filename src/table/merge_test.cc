@@ -17,9 +17,9 @@
 #include <parquet/statistics.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
-#include <chrono>
 #include <thread>
 
 #include "base/test_util.h"
@@ -449,21 +449,87 @@ TEST_F(MergeTest, OnObjectStorageAHeadFileIsFetchedOnce) {
   EXPECT_TRUE(ReadAll(merged->path)->Equals(*(*(*arrow::ConcatenateTables(expected))->CombineChunks())));
 }
 
-TEST_F(MergeTest, MergedStatisticsOrderUnsignedColumnsAsUnsigned) {
-  // Blocks on both sides of 2^63: as signed numbers the second file's would
-  // come first.
-  const uint64_t half = uint64_t{1} << 63;
-  std::vector<SegmentRecord> inputs = {Write(half - 10, half - 1, settings_, FileLayout::kPages),
-                                       Write(half, half + 9, settings_, FileLayout::kPages)};
+TEST_F(MergeTest, UInt32ValuesFrom2To31OrderAndReadAsTheyAre) {
+  // A uint32 column on both sides of 2^31: as 32-bit signed numbers the second
+  // file's values would come first. Files store it widened to int64
+  // (table/stored_types.h), so every value orders and reads as it is.
+  table_.schema =
+      arrow::schema({arrow::field("block_num", arrow::uint64(), false), arrow::field("n", arrow::uint32())});
+  const uint32_t half = uint32_t{1} << 31;
+  std::vector<SegmentRecord> inputs;
+  for (uint32_t first : {half - 10, half}) {
+    const uint64_t start = inputs.size() * 10;
+    arrow::UInt64Builder blocks;
+    arrow::UInt32Builder n;
+    for (uint32_t i = 0; i < 10; ++i) {
+      ASSERT_TRUE(blocks.Append(start + i).ok());
+      ASSERT_TRUE(n.Append(first + i).ok());
+    }
+    auto batch = arrow::RecordBatch::Make(table_.schema, 10, {*blocks.Finish(), *n.Finish()});
+    SegmentRecord s = Record(start, start + 9);
+    auto w = *SegmentFileWriter::Open(blobs_.get(), s.path, table_.schema, settings_, FileLayout::kPages,
+                                      EncodeSegmentFileMetadata(s));
+    ASSERT_TRUE(w->Write(batch).ok());
+    auto facts = *w->Finish();
+    s.rows = facts.rows;
+    s.bytes = facts.bytes;
+    s.stored_bytes = facts.stored_bytes;
+    inputs.push_back(s);
+  }
   MergeStats stats;
   auto merged = Merge(inputs, 1, 1, nullptr, FileLayout::kPages, &stats);
   ASSERT_TRUE(merged.ok()) << merged.status().ToString();
   ASSERT_EQ(stats.row_groups_from_pages, 1);
+  auto md = parquet::ParquetFileReader::Open(*blobs_->OpenReader(merged->path))->metadata();
+  auto chunk = std::dynamic_pointer_cast<parquet::Int64Statistics>(md->RowGroup(0)->ColumnChunk(1)->statistics());
+  ASSERT_NE(chunk, nullptr);
+  EXPECT_EQ(chunk->min(), half - 10);
+  EXPECT_EQ(chunk->max(), int64_t{half} + 9);
+  auto back = *(*SegmentFileReader::Open(blobs_.get(), merged->path))->ReadRowGroup(0);
+  ASSERT_TRUE(back->schema()->Equals(*table_.schema)) << back->schema()->ToString();
+  auto n = std::static_pointer_cast<arrow::UInt32Array>(back->column(1)->chunk(0));
+  EXPECT_EQ(n->Value(0), half - 10);
+  EXPECT_EQ(n->Value(19), half + 9);
+}
+
+TEST_F(MergeTest, UInt64IsStoredSignedAndReadBackUnsigned) {
+  // What Iceberg's Java readers need (table/stored_types.h): no UINT_64 in new
+  // files, the table's uint64 from Sediment's reader, and a file written the
+  // old way (plain Arrow: UINT_64) merged with new ones into the new form.
+  std::vector<SegmentRecord> inputs = {Write(0, 99, settings_, FileLayout::kPages),
+                                       Write(100, 199, settings_, FileLayout::kPages), WritePlain(200, 299, 100)};
+  auto legacy = parquet::ParquetFileReader::Open(*blobs_->OpenReader(inputs[2].path))->metadata();
+  ASSERT_TRUE(legacy->schema()->Column(0)->logical_type()->is_int());
+  for (const auto& s : inputs) {
+    auto r = *SegmentFileReader::Open(blobs_.get(), s.path);
+    EXPECT_TRUE(r->schema()->field(0)->type()->Equals(arrow::uint64())) << s.path;
+  }
+  MergeStats stats;
+  auto merged = Merge(inputs, 1, 1, nullptr, FileLayout::kPages, &stats);
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  EXPECT_EQ(stats.row_groups_copied, 2);     // the new files' row groups, as they are
+  EXPECT_EQ(stats.row_groups_reencoded, 1);  // the legacy file's, packed into one
+  for (const auto& path : {inputs[0].path, merged->path}) {
+    auto md = parquet::ParquetFileReader::Open(*blobs_->OpenReader(path))->metadata();
+    const auto* block = md->schema()->Column(0);
+    EXPECT_EQ(block->physical_type(), parquet::Type::INT64) << path;
+    EXPECT_TRUE(block->logical_type()->is_none()) << path << ": " << block->logical_type()->ToString();
+  }
+  std::vector<std::shared_ptr<arrow::Table>> expected;
+  for (const auto& s : inputs) expected.push_back(ReadAll(s.path));
+  auto want = *(*arrow::ConcatenateTables(expected))->CombineChunks();
+  auto got = ReadAll(merged->path);
+  EXPECT_TRUE(got->Equals(*want));
   auto reader = *SegmentFileReader::Open(blobs_.get(), merged->path);
-  uint64_t lo = 0, hi = 0;
-  ASSERT_TRUE(reader->RowGroupUInt64Range(0, 0, &lo, &hi));
-  EXPECT_EQ(lo, half - 10);
-  EXPECT_EQ(hi, half + 9);
+  EXPECT_TRUE(reader->schema()->Equals(*TestSchema()));
+  for (int rg = 0; rg < reader->num_row_groups(); ++rg) {
+    uint64_t lo = 0, hi = 0;
+    ASSERT_TRUE(reader->RowGroupUInt64Range(rg, 0, &lo, &hi));
+    if (lo > 150 || hi < 151) continue;
+    auto range = *reader->ReadRowGroupBlocks(rg, {0, 3}, 0, 150, 151);
+    EXPECT_TRUE(range->schema()->field(0)->type()->Equals(arrow::uint64()));
+    EXPECT_GE(range->num_rows(), 6) << lo << ".." << hi;
+  }
 }
 
 TEST_F(MergeTest, BloomFiltersOfDifferentSizesAreRebuiltFromTheirColumn) {

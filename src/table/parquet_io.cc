@@ -21,6 +21,7 @@
 #include "table/parquet_assembler.h"
 #include "table/parquet_guard_internal.h"
 #include "table/segment.h"
+#include "table/stored_types.h"
 
 namespace sediment::table {
 namespace {
@@ -74,22 +75,25 @@ std::shared_ptr<parquet::WriterProperties> WriterSettings::Properties(const arro
   return props.build();
 }
 
-Result<std::vector<EncodedRowGroup>> EncodeForSegment(const arrow::Table& table, const WriterSettings& settings,
+Result<std::vector<EncodedRowGroup>> EncodeForSegment(const std::shared_ptr<arrow::Table>& table,
+                                                      const WriterSettings& settings,
                                                       const std::shared_ptr<parquet::WriterProperties>& props) {
   int64_t rows_per_group = settings.max_row_group_rows;
-  if (table.num_rows() > 0) {
+  if (table->num_rows() > 0) {
     // Stay near max_row_group_bytes of memory per row group too.
     int64_t bytes = 0;
-    for (const auto& column : table.columns()) {
+    for (const auto& column : table->columns()) {
       for (const auto& chunk : column->chunks()) bytes += arrow::util::TotalBufferSize(*chunk->data());
     }
-    double per_row = static_cast<double>(bytes) / static_cast<double>(table.num_rows());
+    double per_row = static_cast<double>(bytes) / static_cast<double>(table->num_rows());
     if (per_row > 0) {
       rows_per_group = std::min<int64_t>(
           rows_per_group, std::max<int64_t>(1, static_cast<int64_t>(settings.max_row_group_bytes / per_row)));
     }
   }
-  return EncodeRowGroups(table, props, rows_per_group);
+  // Stored as the files store them (table/stored_types.h).
+  ARROW_ASSIGN_OR_RAISE(auto stored, Retype(table, StoredSchema(table->schema())));
+  return EncodeRowGroups(*stored, props, rows_per_group);
 }
 
 bool SameSchema(const arrow::Schema& a, const arrow::Schema& b) { return a.Equals(b, /*check_metadata=*/false); }
@@ -106,7 +110,7 @@ Result<std::unique_ptr<SegmentFileWriter>> SegmentFileWriter::Open(blob::BlobSto
   w->props_ = settings.Properties(*schema, layout);
   w->segment_metadata_ = segment_metadata_json;
   ARROW_ASSIGN_OR_RAISE(w->sink_, store->OpenWriter(path));
-  auto opened = ParquetAssembler::Open(w->sink_, schema, w->props_);
+  auto opened = ParquetAssembler::Open(w->sink_, StoredSchema(schema), w->props_);
   if (!opened.ok()) return Status::IOError(fmt::format("{}: {}", path, opened.status().message()));
   w->assembler_ = std::move(*opened);
   return w;
@@ -149,7 +153,7 @@ Status SegmentFileWriter::FlushRowGroup() {
     pending_.clear();
     pending_bytes_ = 0;
     pending_rows_ = 0;
-    ARROW_ASSIGN_OR_RAISE(auto groups, EncodeForSegment(*table, settings_, props_));
+    ARROW_ASSIGN_OR_RAISE(auto groups, EncodeForSegment(table, settings_, props_));
     for (const auto& rg : groups) ARROW_RETURN_NOT_OK(assembler_->Append(rg));
     return Status::OK();
   });
@@ -205,7 +209,8 @@ Result<std::unique_ptr<SegmentFileReader>> SegmentFileReader::Open(std::shared_p
     props.set_use_threads(decode_threads);
     ARROW_ASSIGN_OR_RAISE(r->reader_,
                           parquet::arrow::FileReader::Make(arrow::default_memory_pool(), std::move(pq), props));
-    ARROW_RETURN_NOT_OK(r->reader_->GetSchema(&r->schema_));
+    ARROW_RETURN_NOT_OK(r->reader_->GetSchema(&r->stored_schema_));
+    r->schema_ = TableSchemaOf(r->stored_schema_);
     return Status::OK();
   });
   ARROW_RETURN_NOT_OK(st);
@@ -234,7 +239,10 @@ Result<std::shared_ptr<arrow::Table>> SegmentFileReader::ReadRowGroupBlocks(int 
                                                                             uint64_t to) {
   std::lock_guard<std::mutex> lock(mu_);
   return ParquetGuard(path_, [&]() -> Result<std::shared_ptr<arrow::Table>> {
-    auto whole = [&]() { return reader_->ReadRowGroup(i, columns); };
+    auto whole = [&]() -> Result<std::shared_ptr<arrow::Table>> {
+      ARROW_ASSIGN_OR_RAISE(auto t, reader_->ReadRowGroup(i, columns));
+      return Retype(t, TableSchemaOf(t->schema()));
+    };
     auto rg = metadata_->RowGroup(i);
     const int64_t rows = rg->num_rows();
     const auto* descr = metadata_->schema();
@@ -268,7 +276,9 @@ Result<std::shared_ptr<arrow::Table>> SegmentFileReader::ReadRowGroupBlocks(int 
       if (descr->Column(c)->max_repetition_level() > 0) return whole();
       ARROW_ASSIGN_OR_RAISE(auto column, ReadColumnPages(i, c, r0, r1));
       if (!column) return whole();
-      out.push_back(std::move(column));
+      ARROW_ASSIGN_OR_RAISE(auto typed, Retype(arrow::Table::Make(arrow::schema({stored_schema_->field(c)}), {column}),
+                                               arrow::schema({schema_->field(c)})));
+      out.push_back(typed->column(0));
     }
     return arrow::Table::Make(out_schema, out, r1 - r0);
   });
@@ -322,7 +332,7 @@ Result<std::shared_ptr<arrow::ChunkedArray>> SegmentFileReader::ReadColumnPages(
   group->NextColumnChunk()->Finish(end_row - first_row, dict ? 4 : 0, -1, 4 + dict_len, dict_len + pages_len,
                                    dict_len + pages_len, dict, false, dict_stats, data_stats);
   group->Finish(dict_len + pages_len, 0);
-  ARROW_ASSIGN_OR_RAISE(auto stored, StoredArrowSchema(*arrow::schema({schema_->field(c)})));
+  ARROW_ASSIGN_OR_RAISE(auto stored, StoredArrowSchema(*arrow::schema({stored_schema_->field(c)})));
   std::shared_ptr<parquet::FileMetaData> md = footer->Finish(arrow::key_value_metadata({"ARROW:schema"}, {stored}));
   auto source = std::make_shared<arrow::io::BufferReader>(std::shared_ptr<arrow::Buffer>(std::move(buffer)));
   parquet::ArrowReaderProperties arrow_props;
@@ -347,8 +357,13 @@ Result<EncodedRowGroup> SegmentFileReader::ReadEncoded(int i) {
 Result<std::shared_ptr<arrow::Table>> SegmentFileReader::ReadRowGroup(int i, const std::vector<int>& columns) {
   std::lock_guard<std::mutex> lock(mu_);
   return ParquetGuard(path_, [&]() -> Result<std::shared_ptr<arrow::Table>> {
-    if (columns.empty()) return reader_->ReadRowGroup(i);
-    return reader_->ReadRowGroup(i, columns);
+    std::shared_ptr<arrow::Table> t;
+    if (columns.empty()) {
+      ARROW_ASSIGN_OR_RAISE(t, reader_->ReadRowGroup(i));
+    } else {
+      ARROW_ASSIGN_OR_RAISE(t, reader_->ReadRowGroup(i, columns));
+    }
+    return Retype(t, TableSchemaOf(t->schema()));
   });
 }
 

@@ -116,7 +116,8 @@ class SegmentFileWriter {
 
 // Encodes `table` as row groups of `settings` (at most max_row_group_rows
 // rows, and about max_row_group_bytes), ready for SegmentFileWriter::Append.
-Result<std::vector<EncodedRowGroup>> EncodeForSegment(const arrow::Table& table, const WriterSettings& settings,
+Result<std::vector<EncodedRowGroup>> EncodeForSegment(const std::shared_ptr<arrow::Table>& table,
+                                                      const WriterSettings& settings,
                                                       const std::shared_ptr<parquet::WriterProperties>& props);
 
 class SegmentFileReader {
@@ -137,6 +138,7 @@ class SegmentFileReader {
   ~SegmentFileReader();
 
   const FileFacts& facts() const { return facts_; }
+  // The table's types (table/stored_types.h): what the reads return.
   const std::shared_ptr<arrow::Schema>& schema() const { return schema_; }
   // The JSON under kSegmentMetadataKey, or empty.
   const std::string& segment_metadata() const { return segment_metadata_; }
@@ -168,6 +170,7 @@ class SegmentFileReader {
   std::mutex mu_;  // Arrow's readers are not safe to share: one read at a time
   std::unique_ptr<parquet::arrow::FileReader> reader_;
   std::shared_ptr<arrow::Schema> schema_;
+  std::shared_ptr<arrow::Schema> stored_schema_;  // as the file stores it
   std::string segment_metadata_;
   FileFacts facts_;
 };

@@ -46,7 +46,8 @@ json CommonJson(const SegmentRecord& s) {
               {"parent_hash", s.parent_hash},
               {"generation", s.generation},
               {"parents", s.parents},
-              {"created_at_us", s.created_at_us}};
+              {"created_at_us", s.created_at_us},
+              {"storage", s.storage}};
 }
 
 Status DecodeCommon(const json& j, SegmentRecord* s, const char* what) {
@@ -58,6 +59,8 @@ Status DecodeCommon(const json& j, SegmentRecord* s, const char* what) {
   ARROW_RETURN_NOT_OK(Field(j, "generation", &s->generation, what));
   ARROW_RETURN_NOT_OK(Field(j, "parents", &s->parents, what));
   ARROW_RETURN_NOT_OK(Field(j, "created_at_us", &s->created_at_us, what));
+  s->storage = 0;
+  if (j.contains("storage")) ARROW_RETURN_NOT_OK(Field(j, "storage", &s->storage, what));
   if (s->end < s->start) return InvalidArgument(fmt::format("{}: end {} < start {}", what, s->end, s->start));
   return Status::OK();
 }

@@ -19,6 +19,10 @@ namespace sediment::table {
 
 inline constexpr std::string_view kSegmentMetadataKey = "sediment.segment";
 inline constexpr int kSegmentFormatVersion = 1;
+// How a file stores the table's types: 0, Parquet's unsigned integers (files
+// written before 2026-12); 1, unsigned integers as signed ones that hold them
+// (table/stored_types.h). The compactor rewrites files below the current one.
+inline constexpr int kStorageVersion = 1;
 
 struct SegmentRecord {
   std::string id;    // "<start:09>-<16 hex>", the file name without ".parquet"
@@ -33,6 +37,7 @@ struct SegmentRecord {
   int64_t generation = 0;            // 0 written, max(inputs) + 1 merged
   std::vector<std::string> parents;  // ids of the files it was merged from
   int64_t created_at_us = 0;         // Unix microseconds
+  int storage = kStorageVersion;     // 0 when the record does not say (older files)
 
   TimePoint created_at() const { return FromUnixMicros(created_at_us); }
   bool operator==(const SegmentRecord&) const = default;

@@ -3,12 +3,17 @@
 #include <arrow/api.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <parquet/arrow/writer.h>
+#include <parquet/file_reader.h>
+#include <parquet/metadata.h>
+#include <parquet/schema.h>
 
 #include <atomic>
 #include <map>
 #include <random>
 #include <thread>
 
+#include "table/segment.h"
 #include "table/table_test_fixture_internal.h"
 
 namespace sediment::table {
@@ -102,6 +107,12 @@ TEST_F(TableServiceTest, BadAppendsChangeNothing) {
          return append({10, 9, Hash(9, 0), Hash(9, 0)}, Rows(10, 10, 0));
        },
        "end_block 9 is before start_block 10"},
+      {"block beyond 2^63-1",
+       [&] {
+         const uint64_t big = uint64_t{1} << 63;
+         return append({10, big, Hash(big, 0), Hash(9, 0)}, Rows(10, 10, 0));
+       },
+       "end_block 9223372036854775808 is beyond 2^63-1"},
       {"bad hash",
        [&] {
          return append({10, 12, "xyz!", Hash(9, 0)}, Rows(10, 12, 0));
@@ -627,6 +638,58 @@ TEST_F(TableServiceTest, BackgroundPassesHonourMinInterval) {
   service_->RequestCompaction(id_);
   service_->WaitIdle();
   EXPECT_EQ(Live().size(), 1u);
+}
+
+}  // namespace
+}  // namespace sediment::table
+
+namespace sediment::table {
+namespace {
+
+TEST_F(TableServiceTest, FilesStoredTheOldWayAreRewrittenWhenNothingIsToMerge) {
+  Create();
+  ASSERT_TRUE(Append(0, 9, 0).ok());
+  auto before = Live();
+  ASSERT_EQ(before.size(), 1u);
+  auto rows = ReadRows();
+  // The file as builds before 2026-12 wrote it: Parquet's UINT_64 for
+  // block_num, and no "storage" in its record (decoded as 0).
+  SegmentRecord old = before[0];
+  old.id = NewSegmentId(0);
+  old.path = TableRegistry::SegmentPath(id_, old.id);
+  {
+    auto sink = *faulty_->OpenWriter(old.path);
+    auto table = *arrow::Table::FromRecordBatches({Rows(0, 9, 0)});
+    ASSERT_TRUE(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), sink, 1000).ok());
+    ASSERT_TRUE(sink->Close().ok());
+  }
+  std::string record = EncodeSegmentRecord(old);
+  const std::string field = ",\"storage\":1";
+  ASSERT_NE(record.find(field), std::string::npos) << record;
+  old = *DecodeSegmentRecord(record.erase(record.find(field), field.size()));
+  old.stored_bytes = (*faulty_->Stat(old.path)).size;
+  LiveSetChange swap;
+  swap.remove = before;
+  swap.add = {old};
+  ASSERT_TRUE(TableRegistry(kv_).Commit(id_, swap, clock_->Now()).ok());
+  Restart();
+  ASSERT_EQ(Live()[0].storage, 0);
+  EXPECT_EQ(ReadRows(), rows) << "an old file reads as before";
+
+  auto pass = service_->CompactNow(id_);
+  ASSERT_TRUE(pass.ok()) << pass.status().ToString();
+  ASSERT_EQ(pass->merges.size(), 1u);
+  ASSERT_TRUE(pass->merges[0].output.has_value()) << pass->merges[0].error;
+  auto live = Live();
+  ASSERT_EQ(live.size(), 1u);
+  EXPECT_EQ(live[0].storage, kStorageVersion);
+  EXPECT_EQ(live[0].parents, std::vector<std::string>{old.id});
+  EXPECT_EQ(live[0].end_hash, old.end_hash);
+  EXPECT_EQ(ReadRows(), rows);
+  auto md = parquet::ParquetFileReader::Open(*faulty_->OpenReader(live[0].path))->metadata();
+  EXPECT_EQ(md->schema()->Column(0)->physical_type(), parquet::Type::INT64);
+  EXPECT_TRUE(md->schema()->Column(0)->logical_type()->is_none());
+  EXPECT_TRUE(service_->CompactNow(id_)->merges.empty()) << "nothing left to rewrite";
 }
 
 }  // namespace

@@ -1,0 +1,171 @@
+#include "table/stored_types.h"
+
+#include <arrow/api.h>
+#include <arrow/compute/cast.h>
+#include <arrow/util/key_value_metadata.h>
+#include <fmt/format.h>
+
+namespace sediment::table {
+namespace {
+
+bool Marked(const arrow::Field& f) {
+  return f.metadata() && f.metadata()->Contains(std::string(kUnsignedKey));
+}
+
+// `type` with `children` as its fields, for the nested types a table can hold.
+std::shared_ptr<arrow::DataType> WithChildren(const std::shared_ptr<arrow::DataType>& type,
+                                              const std::vector<std::shared_ptr<arrow::Field>>& children) {
+  switch (type->id()) {
+    case arrow::Type::LIST:
+      return arrow::list(children[0]);
+    case arrow::Type::LARGE_LIST:
+      return arrow::large_list(children[0]);
+    case arrow::Type::FIXED_SIZE_LIST:
+      return arrow::fixed_size_list(children[0], static_cast<const arrow::FixedSizeListType&>(*type).list_size());
+    case arrow::Type::STRUCT:
+      return arrow::struct_(children);
+    case arrow::Type::MAP: {
+      const auto& entries = static_cast<const arrow::StructType&>(*children[0]->type());
+      return std::make_shared<arrow::MapType>(entries.field(0), entries.field(1),
+                                              static_cast<const arrow::MapType&>(*type).keys_sorted());
+    }
+    default:
+      return type;  // unions and the like: stored as they are
+  }
+}
+
+// The signed type that holds every value of unsigned `type`, or null.
+std::shared_ptr<arrow::DataType> SignedHolder(const arrow::DataType& type) {
+  switch (type.id()) {
+    case arrow::Type::UINT8:
+    case arrow::Type::UINT16:
+      return arrow::int32();
+    case arrow::Type::UINT32:
+    case arrow::Type::UINT64:  // the same bits: values from 2^63 read negative elsewhere
+      return arrow::int64();
+    default:
+      return nullptr;
+  }
+}
+
+std::shared_ptr<arrow::DataType> UnsignedNamed(const std::string& name) {
+  if (name == "uint8") return arrow::uint8();
+  if (name == "uint16") return arrow::uint16();
+  if (name == "uint32") return arrow::uint32();
+  if (name == "uint64") return arrow::uint64();
+  return nullptr;
+}
+
+std::shared_ptr<arrow::Field> Convert(const std::shared_ptr<arrow::Field>& f, bool to_stored) {
+  const auto& type = f->type();
+  if (to_stored) {
+    if (auto held = SignedHolder(*type)) {
+      auto md = f->metadata() ? f->metadata()->Copy() : std::make_shared<arrow::KeyValueMetadata>();
+      md->Append(std::string(kUnsignedKey), type->ToString());
+      return f->WithType(held)->WithMetadata(md);
+    }
+  } else if (Marked(*f)) {
+    auto md = f->metadata()->Copy();
+    auto name = md->Get(std::string(kUnsignedKey));
+    auto unsigned_type = name.ok() ? UnsignedNamed(*name) : nullptr;
+    if (unsigned_type && SignedHolder(*unsigned_type)->Equals(*type)) {
+      (void)md->Delete(std::string(kUnsignedKey));
+      auto out = f->WithType(unsigned_type);
+      return md->size() > 0 ? out->WithMetadata(md) : out->RemoveMetadata();
+    }
+  }
+  if (type->num_fields() == 0) return f;
+  std::vector<std::shared_ptr<arrow::Field>> children;
+  bool changed = false;
+  for (const auto& child : type->fields()) {
+    children.push_back(Convert(child, to_stored));
+    changed |= children.back() != child;
+  }
+  if (!changed) return f;
+  return f->WithType(WithChildren(type, children));
+}
+
+std::shared_ptr<arrow::Schema> ConvertSchema(const std::shared_ptr<arrow::Schema>& schema, bool to_stored) {
+  std::vector<std::shared_ptr<arrow::Field>> fields;
+  bool changed = false;
+  for (const auto& f : schema->fields()) {
+    fields.push_back(Convert(f, to_stored));
+    changed |= fields.back() != f;
+  }
+  if (!changed) return schema;
+  return arrow::schema(std::move(fields), schema->metadata());
+}
+
+// Whether `from` and `to` differ at most in the signedness of 64-bit integers
+// (and are not equal): then the same buffers hold either.
+bool SameBits(const arrow::DataType& from, const arrow::DataType& to) {
+  auto is64 = [](const arrow::DataType& t) { return t.id() == arrow::Type::INT64 || t.id() == arrow::Type::UINT64; };
+  if (is64(from) && is64(to)) return true;
+  if (from.id() != to.id() || from.num_fields() == 0 || from.num_fields() != to.num_fields()) return false;
+  if (from.id() == arrow::Type::FIXED_SIZE_LIST &&
+      static_cast<const arrow::FixedSizeListType&>(from).list_size() !=
+          static_cast<const arrow::FixedSizeListType&>(to).list_size()) {
+    return false;
+  }
+  for (int i = 0; i < from.num_fields(); ++i) {
+    const auto& a = *from.field(i);
+    const auto& b = *to.field(i);
+    if (a.name() != b.name() || a.nullable() != b.nullable()) return false;
+    if (!a.type()->Equals(*b.type()) && !SameBits(*a.type(), *b.type())) return false;
+  }
+  return true;
+}
+
+std::shared_ptr<arrow::ArrayData> SwapTypes(const std::shared_ptr<arrow::ArrayData>& data,
+                                            const std::shared_ptr<arrow::DataType>& to) {
+  if (data->type->Equals(*to)) return data;
+  auto out = data->Copy();
+  out->type = to;
+  for (size_t i = 0; i < out->child_data.size(); ++i) {
+    out->child_data[i] = SwapTypes(data->child_data[i], to->field(static_cast<int>(i))->type());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<arrow::Schema> StoredSchema(const std::shared_ptr<arrow::Schema>& schema) {
+  return ConvertSchema(schema, true);
+}
+
+std::shared_ptr<arrow::Schema> TableSchemaOf(const std::shared_ptr<arrow::Schema>& stored) {
+  return ConvertSchema(stored, false);
+}
+
+Result<std::shared_ptr<arrow::Table>> Retype(const std::shared_ptr<arrow::Table>& table,
+                                             const std::shared_ptr<arrow::Schema>& schema) {
+  if (table->schema() == schema) return table;
+  if (table->num_columns() != schema->num_fields()) {
+    return Status::Invalid(fmt::format("{} columns where the schema has {}", table->num_columns(), schema->num_fields()));
+  }
+  std::vector<std::shared_ptr<arrow::ChunkedArray>> columns;
+  for (int i = 0; i < table->num_columns(); ++i) {
+    const auto& type = schema->field(i)->type();
+    const auto& column = table->column(i);
+    if (column->type()->Equals(*type)) {
+      columns.push_back(column);
+      continue;
+    }
+    if (!SameBits(*column->type(), *type)) {
+      // Widened (uint32 as int64, uint8 as int32): a checked cast, so a
+      // value the table's type cannot hold is an error, not a wrapped number.
+      auto cast = arrow::compute::Cast(column, type, arrow::compute::CastOptions::Safe());
+      if (!cast.ok()) {
+        return Status::Invalid(fmt::format("column {}: {}", schema->field(i)->name(), cast.status().message()));
+      }
+      columns.push_back(cast->chunked_array());
+      continue;
+    }
+    arrow::ArrayVector chunks;
+    for (const auto& chunk : column->chunks()) chunks.push_back(arrow::MakeArray(SwapTypes(chunk->data(), type)));
+    columns.push_back(std::make_shared<arrow::ChunkedArray>(std::move(chunks), type));
+  }
+  return arrow::Table::Make(schema, std::move(columns), table->num_rows());
+}
+
+}  // namespace sediment::table
