@@ -174,7 +174,9 @@ export async function api(method, path, { query, json, body, headers, raw, probe
       const text = await res.text();
       try { message = JSON.parse(text).message || message; } catch { if (text) message = text.trim(); }
     } catch { /* the status says enough */ }
-    if (res.status === 401 && session.get() && !probe) {
+    // lakeFS answers a request its caller may not make with 401 "insufficient
+    // permissions": that is no reason to log out.
+    if (res.status === 401 && session.get() && !probe && !message.startsWith('insufficient permissions')) {
       session.clear();
       showLogin(`${message} — log in again`);
     }

@@ -271,16 +271,16 @@ def test_auth_failures_and_policies(lakefs):
     creds = c.auth_api.create_credentials("reader")
     reader = client_for(url, creds.access_key_id, creds.secret_access_key)
     # No policy: authenticated, but forbidden.
-    assert status_of(reader.objects_api.list_objects, "repo1", "main") == 403
+    assert status_of(reader.objects_api.list_objects, "repo1", "main") == 401
     c.auth_api.create_policy(m.Policy(id="ReadRepo1", statement=[
         m.Statement(effect="allow", action=["fs:ReadObject", "fs:ListObjects", "fs:ReadRepository"],
                     resource="arn:lakefs:fs:::repository/repo1*")]))
     c.auth_api.attach_policy_to_user("reader", "ReadRepo1")
     assert [o.path for o in reader.objects_api.list_objects("repo1", "main").results] == ["a"]
     assert bytes(reader.objects_api.get_object("repo1", "main", "a")) == b"1"
-    assert status_of(reader.objects_api.upload_object, "repo1", "main", "b", content=b"x") == 403
-    assert status_of(reader.commits_api.commit, "repo1", "main", m.CommitCreation(message="no")) == 403
-    assert status_of(reader.auth_api.create_user, m.UserCreation(id="evil")) == 403
+    assert status_of(reader.objects_api.upload_object, "repo1", "main", "b", content=b"x") == 401
+    assert status_of(reader.commits_api.commit, "repo1", "main", m.CommitCreation(message="no")) == 401
+    assert status_of(reader.auth_api.create_user, m.UserCreation(id="evil")) == 401
     assert status_of(c.objects_api.stat_object, "repo1", "main", "b") == 404  # the refused upload wrote nothing
     c.auth_api.delete_credentials("reader", creds.access_key_id)
     assert status_of(reader.objects_api.list_objects, "repo1", "main") == 401
@@ -376,8 +376,8 @@ def test_compaction_needs_the_compact_permission(lakefs):
         m.Statement(effect="allow", action=["fs:*"], resource="*")]))
     c.auth_api.attach_policy_to_user("writer", "WriteAll")
     auth = (creds.access_key_id, creds.secret_access_key)
-    assert requests.post(compact_url(c), auth=auth, timeout=10).status_code == 403
-    assert requests.get(compact_url(c), auth=auth, timeout=10).status_code == 403
+    assert requests.post(compact_url(c), auth=auth, timeout=10).status_code == 401
+    assert requests.get(compact_url(c), auth=auth, timeout=10).status_code == 401
     assert requests.post(compact_url(c), timeout=10).status_code == 401
     c.auth_api.create_policy(m.Policy(id="Compact", statement=[
         m.Statement(effect="allow", action=["branches:CompactBranch"], resource="arn:lakefs:fs:::repository/repo1/branch/*")]))
@@ -541,7 +541,7 @@ def test_a_deleted_policy_is_not_granted_to_its_old_holders(lakefs):
     c.auth_api.delete_policy("Read")
     c.auth_api.create_policy(read)  # the same id again: granted to nobody
     assert c.auth_api.list_user_policies("holder").results == []
-    assert status_of(holder.objects_api.list_objects, "repo1", "main") == 403
+    assert status_of(holder.objects_api.list_objects, "repo1", "main") == 401
 
 
 def test_a_recreated_branch_starts_without_the_old_ones_compaction_state(lakefs):
@@ -822,3 +822,188 @@ def test_auth_listings_page_through_the_sdk(lakefs):
     page = c.auth_api.list_users(prefix="pager", amount=3)
     assert [u.id for u in page.results] == ["pager0", "pager1", "pager2"] and page.pagination.has_more
     assert page.pagination.next_offset == "pager2"
+
+
+def test_repository_metadata(lakefs):
+    """lakeFS's repository metadata through its own SDK: set, read, delete; bad input refused with the
+    stored pairs unchanged; callers without fs:UpdateRepository refused."""
+    c = lakefs
+    make_repo(c)
+    api, internal = c.repositories_api, c.internal_api  # the SDK puts the changes in its internal API
+    assert api.get_repository_metadata("repo1") == {}
+    internal.set_repository_metadata("repo1", m.RepositoryMetadataSet(metadata={"owner": "data-eng", "tier": "gold"}))
+    internal.set_repository_metadata("repo1", m.RepositoryMetadataSet(metadata={"tier": "silver"}))
+    assert api.get_repository_metadata("repo1") == {"owner": "data-eng", "tier": "silver"}
+    internal.delete_repository_metadata("repo1", m.RepositoryMetadataKeys(keys=["tier", "absent"]))
+    assert api.get_repository_metadata("repo1") == {"owner": "data-eng"}
+    url, auth = c.server.url + "/api/v1/repositories/repo1/metadata", (ADMIN_KEY, ADMIN_SECRET)
+    for body, words in [({"metadata": {"n": 1}}, "must be a string"), ({"metadata": {"": "x"}}, "must have 1 to"),
+                        ({"metadata": {"k" * 300: "x"}}, "must have 1 to"), ({"metadata": "x"}, "must be an object"),
+                        ({"metadata": {"big": "v" * 5000}}, "more than 4096"), ({}, "metadata")]:
+        r = requests.post(url, json=body, auth=auth, timeout=10)
+        assert r.status_code == 400 and words in r.json()["message"], (body, r.text)
+    assert api.get_repository_metadata("repo1") == {"owner": "data-eng"}, "a refused change changes nothing"
+    assert status_of(api.get_repository_metadata, "nope") == 404
+    c.auth_api.create_user(m.UserCreation(id="viewer"))
+    creds = c.auth_api.create_credentials("viewer")
+    c.auth_api.add_group_membership("Viewers", "viewer")
+    viewer = client_for(c.server.url, creds.access_key_id, creds.secret_access_key)
+    assert viewer.repositories_api.get_repository_metadata("repo1") == {"owner": "data-eng"}
+    assert status_of(viewer.internal_api.set_repository_metadata, "repo1",
+                     m.RepositoryMetadataSet(metadata={"owner": "me"})) == 401
+    assert api.get_repository_metadata("repo1") == {"owner": "data-eng"}
+
+
+def import_source(c, tmp_path, files):
+    """Writes `files` ({relative path: bytes}) where an import may read them: a directory under the
+    local namespace root, or a prefix of the test bucket next to the repositories. Returns its URI
+    (ending in '/') and a function telling whether one of them is still stored."""
+    ns = c.namespace("x")
+    if ns.startswith("s3://"):
+        import boto3
+        bucket, _, base = ns.removeprefix("s3://").partition("/")
+        prefix = base.rsplit("/", 1)[0] + "/import-src/"
+        s3 = boto3.client("s3", endpoint_url="http://" + os.environ["SEDIMENT_TEST_S3_ENDPOINT"],
+                          aws_access_key_id=os.environ["SEDIMENT_TEST_S3_ACCESS_KEY"],
+                          aws_secret_access_key=os.environ["SEDIMENT_TEST_S3_SECRET_KEY"], region_name="us-east-1")
+        for path, data in files.items():
+            s3.put_object(Bucket=bucket, Key=prefix + path, Body=data)
+
+        def stored(path):
+            return s3.list_objects_v2(Bucket=bucket, Prefix=prefix + path)["KeyCount"] == 1
+        return f"s3://{bucket}/{prefix}", stored
+    root = tmp_path / "import-src"
+    for path, data in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_bytes(data)
+    return f"local://{root}/", lambda path: (root / path).exists()
+
+
+def run_import(c, body, branch="main", timeout=30):
+    url = f"{c.server.url}/api/v1/repositories/repo1/branches/{branch}/import"
+    auth = (ADMIN_KEY, ADMIN_SECRET)
+    r = requests.post(url, json=body, auth=auth, timeout=10)
+    assert r.status_code == 202, r.text
+    iid = r.json()["id"]
+    status = {}
+
+    def done():
+        status.update(requests.get(url, params={"id": iid}, auth=auth, timeout=10).json())
+        return status.get("completed") or status.get("error")
+    eventually(done, timeout=timeout, what="the import to end")
+    return iid, status
+
+
+def test_import_brings_objects_under_version_control_without_copying(lakefs, tmp_path):
+    """lakeFS's import: the destination prefix becomes the source's objects in one commit (what it
+    held before is replaced), the objects are read where they are, GC never deletes them, and a
+    finished import cannot be cancelled."""
+    c = lakefs
+    make_repo(c)
+    files = {"a.csv": b"1,2", "dir/b.csv": b"3,4", "dir/c.csv": b"5"}
+    src, stored = import_source(c, tmp_path, files)
+    if src.startswith("local://"):  # what a walk of a directory leaves out
+        root = Path(src.removeprefix("local://"))
+        (root / ".hidden").write_bytes(b"h")
+        (root / ".git").mkdir()
+        (root / ".git" / "x").write_bytes(b"x")
+        (root / "escape").symlink_to("/etc/hostname")
+    upload(c, "imported/stale", b"old")
+    upload(c, "other/keep", b"k")
+    c.commits_api.commit("repo1", "main", m.CommitCreation(message="before"))
+    iid, status = run_import(c, {"paths": [{"type": "common_prefix", "path": src, "destination": "imported"}],
+                                 "commit": {"message": "import one", "metadata": {"by": "test"}}})
+    assert status["completed"] and "error" not in status, status
+    assert status["ingested_objects"] == 3
+    commit = status["commit"]
+    assert commit["message"] == "import one" and commit["committer"] == "admin"
+    assert commit["metadata"] == {"by": "test", ".lakefs.merge.strategy": "source-wins"}
+    assert c.branches_api.get_branch("repo1", "main").commit_id == commit["id"]
+    listed = [o.path for o in c.objects_api.list_objects("repo1", "main").results]
+    assert listed == ["imported/a.csv", "imported/dir/b.csv", "imported/dir/c.csv", "other/keep"], listed
+    for path, data in files.items():
+        assert c.objects_api.get_object("repo1", "main", "imported/" + path) == data
+    st = c.objects_api.stat_object("repo1", "main", "imported/dir/b.csv")
+    assert st.physical_address == src + "dir/b.csv" and st.size_bytes == 3
+    meta = c.repositories_api.get_repository_metadata("repo1")
+    assert meta[".lakefs.last.import.timestamp"] == str(commit["creation_date"])
+
+    # One object to an exact path: that path alone is replaced.
+    upload(c, "single/a.bak", b"kept")
+    upload(c, "single/a", b"old")
+    c.commits_api.commit("repo1", "main", m.CommitCreation(message="before one"))
+    _, one = run_import(c, {"paths": [{"type": "object", "path": src + "a.csv", "destination": "single/a"}],
+                            "commit": {"message": ""}})
+    assert one["commit"]["message"] == "Import objects" and one["ingested_objects"] == 1
+    assert c.objects_api.get_object("repo1", "main", "single/a") == b"1,2"
+    assert c.objects_api.get_object("repo1", "main", "single/a.bak") == b"kept"
+
+    # Zero-copy: deleting the imported objects and collecting garbage leaves the sources alone.
+    c.objects_api.delete_objects("repo1", "main", m.PathList(paths=["imported/a.csv", "imported/dir/b.csv"]))
+    c.commits_api.commit("repo1", "main", m.CommitCreation(message="drop two"))
+    gc = requests.post(c.server.url + "/api/v1/repositories/repo1/gc", params={"grace_seconds": 0},
+                       auth=(ADMIN_KEY, ADMIN_SECRET), timeout=60)
+    assert gc.status_code == 200, gc.text
+    assert all(stored(p) for p in files), "GC deleted an imported object"
+    url = f"{c.server.url}/api/v1/repositories/repo1/branches/main/import"
+    auth = (ADMIN_KEY, ADMIN_SECRET)
+    r = requests.delete(url, params={"id": iid}, auth=auth, timeout=10)
+    assert r.status_code == 409 and "completed" in r.json()["message"]
+    assert requests.get(url, params={"id": "nope0123"}, auth=auth, timeout=10).status_code == 404
+    r = requests.get(url, params={"id": "../x"}, auth=auth, timeout=10)
+    assert r.status_code == 400 and "not an import id" in r.json()["message"]
+
+
+def test_imports_outside_the_rules_are_refused(lakefs, tmp_path):
+    """Sources inside the repository's own namespace or outside the namespace rules, bad types and
+    destinations are refused with what was wrong, before anything runs; a source that turns out
+    missing fails the import; a user without fs:ImportFromStorage is refused; the branch never moves."""
+    c = lakefs
+    make_repo(c)
+    upload(c, "a", b"1")
+    c.commits_api.commit("repo1", "main", m.CommitCreation(message="one"))
+    head = c.branches_api.get_branch("repo1", "main").commit_id
+    ns = c.repositories_api.get_repository("repo1").storage_namespace
+    src, _ = import_source(c, tmp_path, {"f": b"x"})
+    outside = "local:///etc/" if src.startswith("local://") else "s3://some-other-bucket/data/"
+    url = f"{c.server.url}/api/v1/repositories/repo1/branches/main/import"
+    auth = (ADMIN_KEY, ADMIN_SECRET)
+    cases = [
+        ({"type": "common_prefix", "path": ns, "destination": "x/"}, "invalid import source"),
+        ({"type": "common_prefix", "path": ns + "/data/", "destination": "x/"}, "invalid import source"),
+        ({"type": "common_prefix", "path": ns[:-2], "destination": "x/"}, "invalid import source"),
+        ({"type": "common_prefix", "path": outside, "destination": "x/"}, "import source"),
+        ({"type": "folder", "path": src, "destination": "x/"}, "invalid import type"),
+        ({"type": "object", "path": src + "f", "destination": ""}, "import destination"),
+    ]
+    make_repo(c, "repo2")
+    if ns.startswith("s3://"):  # a key prefix as written reaches every key that starts with it
+        cases.append(({"type": "common_prefix", "path": c.namespace("repo2")[:-1], "destination": "x/"},
+                      "invalid import source"))
+    for location, words in cases:
+        r = requests.post(url, json={"paths": [location], "commit": {"message": "m"}}, auth=auth, timeout=10)
+        assert r.status_code == 400 and words in r.json()["message"], (location, r.status_code, r.text)
+    r = requests.post(url, json={"paths": [{"type": "common_prefix", "path": src, "destination": "x/"}]},
+                      auth=auth, timeout=10)
+    assert r.status_code == 400 and "commit" in r.json()["message"]
+    _, status = run_import(c, {"paths": [{"type": "common_prefix", "path": src + "missing/", "destination": "x/"}],
+                               "commit": {"message": "m"}})
+    if src.startswith("local://"):
+        assert not status.get("completed") and "no such directory" in status["error"]["message"], status
+    else:  # an S3 prefix that holds nothing imports nothing: the prefix is emptied
+        assert status["completed"] and status["ingested_objects"] == 0, status
+        head = status["commit"]["id"]
+    c.auth_api.create_user(m.UserCreation(id="writer"))
+    creds = c.auth_api.create_credentials("writer")
+    c.auth_api.add_group_membership("Developers", "writer")
+    r = requests.post(url, json={"paths": [{"type": "common_prefix", "path": src, "destination": "x/"}],
+                                 "commit": {"message": "m"}}, auth=(creds.access_key_id, creds.secret_access_key),
+                      timeout=10)
+    assert r.status_code == 401 and "fs:ImportFromStorage" in r.json()["message"], r.text
+    # A protected branch takes no import.
+    assert requests.put(c.server.url + "/api/v1/repositories/repo1/settings/branch_protection",
+                        json=[{"pattern": "main"}], auth=auth, timeout=10).status_code == 204
+    r = requests.post(url, json={"paths": [{"type": "common_prefix", "path": src, "destination": "x/"}],
+                                 "commit": {"message": "m"}}, auth=auth, timeout=10)
+    assert r.status_code == 403 and "protected branch" in r.json()["message"], r.text
+    assert c.branches_api.get_branch("repo1", "main").commit_id == head

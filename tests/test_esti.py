@@ -47,7 +47,11 @@ def test_esti_system_tests(start_server, tmp_path):
     cfg.write_text(f'[catalog]\nlocal_namespace_roots = ["{tmp_path}"]\n')
     server = start_server("--config", str(cfg))
     excluded = sorted(t for t, e in expected.items() if e == "exclude")
-    env = {**os.environ,
+    # The import tests write their sources under the test process's temporary directory: one the
+    # server may read (inside its local namespace root).
+    esti_tmp = tmp_path / "esti-tmp"
+    esti_tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(esti_tmp),
            "ESTI_ENDPOINT_URL": server.url, "ESTI_S3_ENDPOINT": server.url.removeprefix("http://"),
            "ESTI_FORCE_PATH_STYLE": "true", "ESTI_STORAGE_NAMESPACE": f"local://{tmp_path}/ns",
            "ESTI_BLOCKSTORE_TYPE": "local", "ESTI_BINARIES_DIR": str(ESTI.parent), "ESTI_SETUP_LAKEFS": "true",

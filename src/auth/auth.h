@@ -18,14 +18,21 @@
 // Changes made through this server clear its cache at once; another server
 // sharing the store sees a revoked key or policy change within the TTL.
 //
+// Groups (lakeFS's RBAC "internal" mode): a user's policies are their own and
+// those of every group they are in; set-up creates lakeFS's four groups
+// (Admins, SuperUsers, Developers, Viewers) with lakeFS's policies plus
+// Sediment's tables and jobs ones, and puts the first admin in Admins. A store
+// set up before groups existed gets them on start (EnsureBaseGroups).
+//
 // KV layout: a/setup, a/u/<user>, a/k/<access key id>, a/uk/<user>/<key id>,
-// a/p/<policy>, a/up/<user>/<policy>.
+// a/p/<policy>, a/up/<user>/<policy>, a/g/<group>, a/gm/<group>/<user> and
+// a/ug/<user>/<group> (membership, both ways), a/gp/<group>/<policy>, a/gsetup.
 //
 // Integrity: each change is one atomic KV batch. Set-up requires a/setup absent
-// (one admin, whatever races). A key or attachment requires its user (and
-// policy) record unchanged and rewrites it with a new "rev"; deleting a user or
-// policy requires its record unchanged and removes, in the same batch, every
-// key and attachment hanging off it — so none survives a racing creation. A key
+// (one admin, whatever races). A key, attachment or membership requires the
+// records it links unchanged and rewrites them with a new "rev"; deleting a
+// user, group or policy requires its record unchanged and removes, in the same
+// batch, everything hanging off it — so nothing survives a racing creation. A key
 // whose user record is gone does not authenticate.
 //
 // Thread-safety: all methods are safe from many threads.
@@ -66,6 +73,12 @@ struct Credentials {
 
 struct User {
   std::string id;
+  int64_t creation_date = 0;
+};
+
+struct Group {
+  std::string id;
+  std::string description;
   int64_t creation_date = 0;
 };
 
@@ -133,6 +146,33 @@ class AuthService {
   Status AttachPolicy(const std::string& user, const std::string& policy);
   Status DetachPolicy(const std::string& user, const std::string& policy);
   Result<std::vector<Policy>> ListUserPolicies(const std::string& user, const AuthIdPage& page = {});
+  // Replaces a policy's statements (NotFound if it does not exist).
+  Result<Policy> UpdatePolicy(const Policy& policy);
+  // The user's own policies and their groups', each once, by id.
+  Result<std::vector<Policy>> EffectivePolicies(const std::string& user);
+
+  Result<Group> CreateGroup(const std::string& id, const std::string& description = "");
+  Result<Group> GetGroup(const std::string& id);
+  Result<std::vector<Group>> ListGroups(const AuthIdPage& page = {});
+  // Removes the group with its memberships and attachments (the policies stay).
+  Status DeleteGroup(const std::string& id);
+  // Conflict if already a member.
+  Status AddGroupMember(const std::string& group, const std::string& user);
+  Status RemoveGroupMember(const std::string& group, const std::string& user);
+  Result<std::vector<User>> ListGroupMembers(const std::string& group, const AuthIdPage& page = {});
+  Result<std::vector<Group>> ListUserGroups(const std::string& user, const AuthIdPage& page = {});
+  Status AttachGroupPolicy(const std::string& group, const std::string& policy);
+  Status DetachGroupPolicy(const std::string& group, const std::string& policy);
+  Result<std::vector<Policy>> ListGroupPolicies(const std::string& group, const AuthIdPage& page = {});
+  // lakeFS's group ACLs: the group's only policy becomes "ACL(_-_)<group>",
+  // made from `permission` (Read, Write, Super or Admin).
+  Status SetGroupAcl(const std::string& group, const std::string& permission);
+  // The permission of the group's ACL; "" with no policy; NotFound when its
+  // policies are not one ACL.
+  Result<std::string> GetGroupAcl(const std::string& group);
+  // Creates the base groups and policies a store set up before groups lacks
+  // (once; what exists under their names is left alone).
+  Status EnsureBaseGroups();
 
  private:
   class ScopedCacheClear;  // clears the cache on entry and on exit of a change
@@ -164,6 +204,14 @@ class AuthService {
   Status DeleteWhatHangsOffUser(const std::string& user, kv::Batch* b);
   // Adds deletes of every attachment of the policy to `b`.
   Status DeleteAttachmentsOf(const std::string& policy, kv::Batch* b);
+  // Puts `link` keys on the condition that records `a` and `b` exist as read
+  // (and rewrites both with a new rev); NotFound naming the missing one,
+  // Conflict (`conflict`) if the first link exists and `conflict` is set.
+  struct Linked {
+    std::string key, what, id;
+  };
+  Status Link(const Linked& a, const Linked& b, const std::vector<std::string>& links, const std::string& conflict);
+  Result<std::vector<Policy>> PoliciesUnder(const std::string& prefix, const AuthIdPage& page);
 
   std::shared_ptr<kv::KvStore> kv_;
   std::shared_ptr<Clock> clock_;
@@ -183,6 +231,7 @@ class AuthService {
   std::mutex mu_;
   std::map<std::string, CachedKey> keys_;           // GUARDED_BY(mu_)
   std::map<std::string, CachedPolicies> policies_;  // GUARDED_BY(mu_), by user
+  uint64_t generation_ = 0;                         // GUARDED_BY(mu_): ClearCache calls
 };
 
 }  // namespace sediment::auth

@@ -190,6 +190,124 @@ TEST_F(AuthIntegrityTest, ATokenHasOneSpellingAndLogOutEndsIt) {
   EXPECT_TRUE(IsUnauthorized(auth_.Authenticate("Bearer " + upper).status())) << "after log-out";
 }
 
+// --- groups (RBAC "internal") ---------------------------------------------------------
+
+TEST_F(AuthIntegrityTest, GroupsGrantTheirPoliciesToTheirMembers) {
+  ASSERT_OK(auth_.Setup("admin", "AKIAADMIN", "admin-secret").status());
+  auto admins = auth_.ListUserGroups("admin");
+  ASSERT_OK(admins.status());
+  ASSERT_EQ(admins->size(), 1u);
+  EXPECT_EQ((*admins)[0].id, "Admins") << "set-up puts the first admin in Admins";
+  const std::string obj = "arn:lakefs:fs:::repository/lake/object/a";
+  ASSERT_OK(auth_.CreateUser("dev").status());
+  EXPECT_TRUE(IsForbidden(auth_.Authorize("dev", "fs:ReadObject", obj))) << "no group, no policy";
+  ASSERT_OK(auth_.AddGroupMember("Developers", "dev"));
+  EXPECT_TRUE(IsConflict(auth_.AddGroupMember("Developers", "dev")));
+  EXPECT_TRUE(IsNotFound(auth_.AddGroupMember("Developers", "nobody")));
+  EXPECT_TRUE(IsNotFound(auth_.AddGroupMember("Nope", "dev")));
+  EXPECT_OK(auth_.Authorize("dev", "fs:WriteObject", obj));
+  EXPECT_OK(auth_.Authorize("dev", "tables:ReadTable", "arn:sediment:tables:::eth/logs"));
+  EXPECT_TRUE(IsForbidden(auth_.Authorize("dev", "tables:WriteTable", "arn:sediment:tables:::eth/logs")));
+  EXPECT_TRUE(IsForbidden(auth_.Authorize("dev", "fs:DeleteRepository", "arn:lakefs:fs:::repository/lake")));
+  EXPECT_TRUE(IsForbidden(auth_.Authorize("dev", "auth:ListUsers", "*")));
+  EXPECT_OK(auth_.Authorize("dev", "auth:CreateCredentials", "arn:lakefs:auth:::user/dev"));  // its own keys
+  EXPECT_TRUE(IsForbidden(auth_.Authorize("dev", "auth:CreateCredentials", "arn:lakefs:auth:::user/admin")));
+  // A policy of its own and its group's add up; a deny in either wins.
+  ASSERT_OK(auth_.CreatePolicy({"NoDelete", {{"deny", {"fs:DeleteObject"}, "*"}}}).status());
+  ASSERT_OK(auth_.AttachPolicy("dev", "NoDelete"));
+  EXPECT_TRUE(IsForbidden(auth_.Authorize("dev", "fs:DeleteObject", obj)));
+  EXPECT_OK(auth_.Authorize("dev", "fs:WriteObject", obj));
+  ASSERT_OK(auth_.RemoveGroupMember("Developers", "dev"));
+  EXPECT_TRUE(IsForbidden(auth_.Authorize("dev", "fs:WriteObject", obj))) << "leaving the group revokes at once";
+  auto members = auth_.ListGroupMembers("Developers");
+  ASSERT_OK(members.status());
+  EXPECT_TRUE(members->empty());
+  // Viewers read and write nothing.
+  ASSERT_OK(auth_.AddGroupMember("Viewers", "dev"));
+  EXPECT_OK(auth_.Authorize("dev", "fs:ReadObject", obj));
+  EXPECT_TRUE(IsForbidden(auth_.Authorize("dev", "fs:CreateBranch", "arn:lakefs:fs:::repository/lake/branch/b")));
+}
+
+TEST_F(AuthIntegrityTest, MembershipsNeverOutliveTheirGroupOrUser) {
+  ASSERT_OK(auth_.CreateUser("ann").status());
+  ASSERT_OK(auth_.CreateUser("ben").status());
+  ASSERT_OK(auth_.CreateGroup("G").status());
+  EXPECT_TRUE(IsConflict(auth_.CreateGroup("G").status()));
+  ASSERT_OK(auth_.CreatePolicy(ReadAll("P")).status());
+  ASSERT_OK(auth_.AttachGroupPolicy("G", "P"));
+  ASSERT_OK(auth_.AddGroupMember("G", "ann"));
+  // ben joins between the group deletion's look-up and its write.
+  kv_->BeforeWrite(HookedKv::Exactly("a/g/G"), [&] { ASSERT_OK(auth_.AddGroupMember("G", "ben")); });
+  ASSERT_OK(auth_.DeleteGroup("G"));
+  EXPECT_TRUE(KeysUnder("a/gm/").empty());
+  EXPECT_TRUE(KeysUnder("a/ug/").empty());
+  EXPECT_TRUE(KeysUnder("a/gp/").empty());
+  ASSERT_OK(auth_.CreateGroup("G").status());
+  EXPECT_TRUE(IsForbidden(auth_.Authorize("ben", "fs:ReadObject", "arn:x")))
+      << "a new group of that name grants nothing";
+
+  // A user deleted while joining a group leaves no membership behind.
+  ASSERT_OK(auth_.AttachGroupPolicy("G", "P"));
+  kv_->BeforeWrite(HookedKv::Exactly("a/u/ann"), [&] { ASSERT_OK(auth_.AddGroupMember("G", "ann")); });
+  ASSERT_OK(auth_.DeleteUser("ann"));
+  EXPECT_TRUE(KeysUnder("a/gm/").empty());
+  EXPECT_TRUE(KeysUnder("a/ug/").empty());
+
+  // Deleting a policy detaches it from groups too.
+  ASSERT_OK(auth_.AddGroupMember("G", "ben"));
+  ASSERT_OK(auth_.DeletePolicy("P"));
+  EXPECT_TRUE(KeysUnder("a/gp/").empty());
+  EXPECT_TRUE(IsForbidden(auth_.Authorize("ben", "fs:ReadObject", "arn:x")));
+}
+
+TEST_F(AuthIntegrityTest, AGroupAclIsTheGroupsOnlyPolicy) {
+  ASSERT_OK(auth_.CreateUser("w").status());
+  ASSERT_OK(auth_.CreateGroup("Team").status());
+  ASSERT_OK(auth_.CreatePolicy(ReadAll("Extra")).status());
+  ASSERT_OK(auth_.AttachGroupPolicy("Team", "Extra"));
+  EXPECT_TRUE(IsNotFound(auth_.GetGroupAcl("Team").status())) << "a plain policy is not an ACL";
+  ASSERT_OK(auth_.AddGroupMember("Team", "w"));
+  EXPECT_TRUE(IsInvalidArgument(auth_.SetGroupAcl("Team", "Owner")));
+  ASSERT_OK(auth_.SetGroupAcl("Team", "Write"));
+  EXPECT_EQ(*auth_.GetGroupAcl("Team"), "Write");
+  auto ps = auth_.ListGroupPolicies("Team");
+  ASSERT_EQ(ps->size(), 1u);
+  EXPECT_EQ((*ps)[0].id, "ACL(_-_)Team");
+  EXPECT_OK(auth_.Authorize("w", "fs:CreateCommit", "arn:lakefs:fs:::repository/r/branch/main"));
+  EXPECT_TRUE(IsForbidden(auth_.Authorize("w", "fs:DeleteRepository", "arn:lakefs:fs:::repository/r")));
+  ASSERT_OK(auth_.SetGroupAcl("Team", "Read"));
+  EXPECT_TRUE(IsForbidden(auth_.Authorize("w", "fs:CreateCommit", "arn:lakefs:fs:::repository/r/branch/main")));
+  EXPECT_TRUE(IsNotFound(auth_.SetGroupAcl("Nobody", "Read")));
+}
+
+TEST_F(AuthIntegrityTest, AStoreSetUpBeforeGroupsGetsThemOnce) {
+  ASSERT_OK(auth_.Setup("admin", "AKIAADMIN", "admin-secret").status());
+  // What a set-up of the version before left: no groups, no base policies.
+  for (const char* prefix : {"a/g/", "a/gm/", "a/ug/", "a/gp/", "a/gsetup"}) {
+    for (const auto& k : KeysUnder(prefix)) ASSERT_OK(kv_->Delete(k));
+  }
+  for (const auto& k : KeysUnder("a/p/")) {
+    if (k != "a/p/AdminAccess") ASSERT_OK(kv_->Delete(k));
+  }
+  // A policy of that time under a base policy's name stays as it was.
+  ASSERT_OK(auth_.CreatePolicy({"FSReadAll", {{"allow", {"fs:ReadObject"}, "arn:only-this"}}}).status());
+  ASSERT_OK(auth_.EnsureBaseGroups());
+  auto groups = auth_.ListGroups();
+  ASSERT_OK(groups.status());
+  std::vector<std::string> ids;
+  for (const auto& g : *groups) ids.push_back(g.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"Admins", "Developers", "SuperUsers", "Viewers"}));
+  EXPECT_EQ((*auth_.ListUserGroups("admin"))[0].id, "Admins");
+  EXPECT_EQ(auth_.GetPolicy("FSReadAll")->statements[0].resource, "arn:only-this");
+  for (const auto& p : *auth_.ListGroupPolicies("Viewers")) {
+    EXPECT_NE(p.id, "FSReadAll") << "a policy someone made under a base name is handed out by no base group";
+  }
+  EXPECT_EQ(auth_.ListGroupPolicies("Viewers")->size(), 3u);
+  ASSERT_OK(auth_.DeleteGroup("Viewers"));
+  ASSERT_OK(auth_.EnsureBaseGroups());
+  EXPECT_TRUE(IsNotFound(auth_.GetGroup("Viewers").status())) << "once: a deleted base group stays deleted";
+}
+
 // Secrets sealed under the HKDF-derived key open on every server with the same
 // key material, and not under other material; secrets sealed by the version
 // before the KDF (plain SHA-256 of the material, no "2:" prefix) still open.

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 #include "base/wildcard.h"
 
 namespace sediment::auth {
@@ -11,7 +13,12 @@ Status Evaluate(const std::vector<Policy>& policies, const std::string& user, co
   bool allowed = false;
   for (const auto& p : policies) {
     for (const auto& s : p.statements) {
-      if (!WildcardMatch(s.resource, resource)) continue;
+      std::string pattern = s.resource;
+      for (size_t at = pattern.find("${user}"); at != std::string::npos;
+           at = pattern.find("${user}", at + user.size())) {
+        pattern.replace(at, 7, user);
+      }
+      if (!WildcardMatch(pattern, resource)) continue;
       for (const auto& a : s.actions) {
         if (!WildcardMatch(a, action)) continue;
         if (s.effect == "deny") {
@@ -32,6 +39,18 @@ Status ValidatePolicy(const Policy& p) {
       return InvalidArgument(fmt::format("statement effect \"{}\" must be allow or deny", s.effect));
     }
     if (s.actions.empty() || s.resource.empty()) return InvalidArgument("each statement needs action and resource");
+    for (const auto& a : s.actions) {
+      if (a == "*") continue;
+      static const std::set<std::string, std::less<>> kServices = {"fs", "auth",    "ci",     "retention", "branches",
+                                                                   "pr", "catalog", "tables", "jobs"};
+      const auto colon = a.find(':');
+      if (colon == std::string::npos || colon + 1 == a.size() || !kServices.contains(a.substr(0, colon))) {
+        return InvalidArgument(fmt::format(
+            "action \"{}\" must be \"*\" or <service>:<action> with a service of fs, auth, ci, retention, branches, "
+            "pr, catalog, tables, jobs",
+            a));
+      }
+    }
   }
   return Status::OK();
 }

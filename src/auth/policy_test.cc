@@ -11,6 +11,7 @@ TEST(PolicyTest, EvaluateRuleByRule) {
   Policy read_public{"ReadPublic", {{"allow", {"fs:ReadObject"}, "arn:lakefs:fs:::repository/lake/object/public/*"}}};
   Policy all_fs{"AllFs", {{"allow", {"fs:*"}, "*"}}};
   Policy deny_public{"DenyPublic", {{"deny", {"fs:Read*"}, "arn:lakefs:fs:::repository/lake/object/public/?"}}};
+  Policy own_keys{"Own", {{"allow", {"auth:*Credentials"}, "arn:lakefs:auth:::user/${user}"}}};
   struct Case {
     std::vector<Policy> policies;
     std::string action, resource;
@@ -30,6 +31,8 @@ TEST(PolicyTest, EvaluateRuleByRule) {
       {{all_fs}, "tables:ReadTable", "arn:sediment:tables:::eth/logs", false, "'*' in an action stops at its text"},
       {{all_fs, deny_public}, "fs:ReadObject", obj, false, "a matching deny wins over any allow"},
       {{all_fs, deny_public}, "fs:ReadObject", obj + "b", true, "'?' is one character"},
+      {{own_keys}, "auth:CreateCredentials", "arn:lakefs:auth:::user/bob", true, "${user} is the caller"},
+      {{own_keys}, "auth:CreateCredentials", "arn:lakefs:auth:::user/alice", false, "${user} is no one else"},
   };
   for (const auto& c : cases) {
     Status st = Evaluate(c.policies, "bob", c.action, c.resource);
@@ -46,6 +49,12 @@ TEST(PolicyTest, ValidateSaysWhatIsWrong) {
   EXPECT_NE(ValidatePolicy({"p", {{"maybe", {"fs:*"}, "*"}}}).message().find("must be allow or deny"),
             std::string::npos);
   EXPECT_NE(ValidatePolicy({"p", {{"allow", {}, "*"}}}).message().find("action and resource"), std::string::npos);
+  EXPECT_TRUE(ValidatePolicy({"p", {{"allow", {"*", "tables:Read*", "retention:*"}, "*"}}}).ok());
+  for (std::string bad : {"fsx:ReadObject", "ReadObject", "fs:", ":x"}) {
+    EXPECT_NE(ValidatePolicy({"p", {{"allow", {bad}, "*"}}}).message().find("\"" + bad + "\" must be"),
+              std::string::npos)
+        << bad;
+  }
 }
 
 }  // namespace

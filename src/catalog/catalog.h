@@ -49,8 +49,13 @@ class CounterMetric;
 class MetricsRegistry;
 namespace kv {
 class KvStore;
-}
+struct Batch;
+}  // namespace kv
 }  // namespace sediment
+
+namespace arrow::io {
+class RandomAccessFile;
+}  // namespace arrow::io
 
 namespace sediment::catalog {
 
@@ -69,6 +74,8 @@ struct Repository {
   // Branch protection: glob patterns ('*', '?') of branches no one may write
   // or commit to directly (merges into them are allowed), as lakeFS's rules.
   std::vector<std::string> protected_branches;
+  // lakeFS's repository metadata: the users' key-value pairs.
+  std::map<std::string, std::string> metadata;
 };
 
 struct Branch {
@@ -216,6 +223,50 @@ class Catalog {
   // there are none; else only if the ETag is still that (PreconditionFailed).
   Status SetBranchProtection(const std::string& repo, const std::vector<std::string>& patterns,
                              const std::optional<std::string>& if_match);
+  // Sets the pairs of `set` and removes the keys of `remove` (absent ones are
+  // ignored) in the repository's metadata, in one conditional write.
+  Status UpdateRepositoryMetadata(const std::string& repo, const std::map<std::string, std::string>& set,
+                                  const std::vector<std::string>& remove);
+  // Imports (lakeFS's: zero-copy). In one commit on the clean branch, the
+  // committed objects whose paths start with one of `destinations` (string
+  // prefixes) are replaced by `entries` (full addresses of objects elsewhere).
+  // The commit's metadata says ".lakefs.merge.strategy": "source-wins", and the
+  // repository's ".lakefs.last.import.timestamp" its time.
+  // `guard`: a KV key that must be absent when the branch moves, and then
+  // holds "committed:<commit id>" (written in the same batch): whoever writes
+  // it first, the commit or a cancel, wins; a cancel that won makes this
+  // Cancelled with nothing changed.
+  Result<Commit> CommitImport(const std::string& repo, const std::string& branch,
+                              const std::map<std::string, Entry>& entries, const std::vector<std::string>& destinations,
+                              CommitParams params, const std::string& guard);
+  // Where an import may read: `source` (local:// or s3://, a directory or
+  // prefix when `prefix`, else one object) checked by the namespace rules
+  // (local roots, S3 prefixes, never the server's own files) and neither in
+  // nor, for a prefix, around the repository's own namespace ("invalid import
+  // source", lakeFS's words).
+  Result<NamespaceLocation> CheckImportSource(const Repository& repo, const std::string& source, bool prefix);
+  // InvalidArgument unless `where` is outside every repository's namespace
+  // (and, for a `prefix`, holds none; an S3 prefix `string_prefix` as written,
+  // without a trailing '/', holds every key that starts with it).
+  Status CheckOwnedByNoRepository(const NamespaceLocation& where, bool prefix, bool string_prefix);
+  // The data of `e`: in the repository's namespace, or, for an imported
+  // object, at its full address (checked by the namespace rules again).
+  Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenEntry(const Repository& repo, const Entry& e);
+  // The entry of local file `path` (absolute, resolved) for an import: read
+  // through real directories under a local root only (no symbolic link on the
+  // way, whenever planted), its size and time from the file opened, and the
+  // MD5 of its bytes. NotFound if it is gone; InvalidArgument if it is no
+  // regular file.
+  Result<Entry> ImportLocalFile(const std::string& path);
+  // Whether `uri` (an s3:// object's address) lies under the S3 prefixes.
+  bool S3Allowed(const std::string& uri) const;
+  const S3Config& s3_config() const { return options_.s3; }
+  // Forbidden if `branch` matches a protection rule ("cannot write to" or
+  // "cannot commit to protected branch", lakeFS's words).
+  static Status CheckProtection(const Repository& repo, const std::string& branch, bool commit);
+  // Adds (`add`) or removes branch protection rule `pattern`: Conflict if it
+  // is there already, NotFound if it is not (lakeFS's one-rule API).
+  Status ChangeBranchProtectionRule(const std::string& repo, const std::string& pattern, bool add);
   // The blob store behind a repository's storage namespace (its location).
   Result<Namespace> RepositoryNamespace(const Repository& repo);
   const NamespaceRules& namespace_rules() const { return options_.namespaces; }
@@ -367,6 +418,9 @@ class Catalog {
     std::string raw;  // the stored bytes, a precondition of refs created in it
   };
   Result<RepositoryRecord> LoadRepository(const std::string& id);
+  // Rewrites the repository record with what `change` makes of it, on the
+  // condition that it is still as read (read again and retried if not).
+  Status UpdateRepository(const std::string& id, const std::function<Status(Repository*)>& change);
   Result<BranchRecord> LoadBranch(const std::string& repo, const std::string& name);
   // Runs `write(branch)`, which writes into branch.staging_token, then re-loads
   // the branch: if a commit or compaction sealed that token, or the branch moved
@@ -439,7 +493,10 @@ class Catalog {
                                                   const std::string& source, const std::string& dest,
                                                   MergeStrategy strategy, bool* any_change);
   // Applies `changes` to the clean branch's commit and commits with `parents`.
-  Result<Commit> CommitChanges(const Repository& repo, const BranchRecord& rec, ValueIterator& changes, Commit commit);
+  // `also`: more conditions and writes for the batch that moves the branch
+  // (an import's "not cancelled"); if they fail, nothing moves (Conflict).
+  Result<Commit> CommitChanges(const Repository& repo, const BranchRecord& rec, ValueIterator& changes, Commit commit,
+                               const std::function<void(const Commit&, kv::Batch*)>& also = nullptr);
   Result<BranchRecord> RequireClean(const Repository& repo, const std::string& branch);
   Result<Page<DiffItem>> CollectDiff(DiffIterator& diff, const ListOptions& opts);
   Status CheckWritable(const Repository& repo);
@@ -450,9 +507,6 @@ class Catalog {
   // The record of a link address that may be linked now (CheckLinkAddress).
   Result<std::string> LinkRecord(const std::string& repo, const std::string& branch, const std::string& path,
                                  const std::string& address);
-  // Forbidden if `branch` matches a protection rule ("cannot write to" or
-  // "cannot commit to protected branch", lakeFS's words).
-  static Status CheckProtection(const Repository& repo, const std::string& branch, bool commit);
 
   // Garbage collection (catalog_gc.cc) reads the range files and staging directly.
   friend Result<GcReport> CollectGarbage(Catalog* catalog, const std::string& repo, const GcOptions& options);

@@ -114,8 +114,8 @@ Result<Catalog::BranchRecord> Catalog::RequireClean(const Repository& repo, cons
   return rec;
 }
 
-Result<Commit> Catalog::CommitChanges(const Repository& repo, const BranchRecord& rec, ValueIterator& changes,
-                                      Commit c) {
+Result<Commit> Catalog::CommitChanges(const Repository& repo, const BranchRecord& rec, ValueIterator& changes, Commit c,
+                                      const std::function<void(const Commit&, kv::Batch*)>& also) {
   ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
   ARROW_ASSIGN_OR_RAISE(auto head, GetCommit(repo.id, rec.branch.commit_id));
   ARROW_ASSIGN_OR_RAISE(auto head_mr, ranges_->LoadMetaRange(ns, head.meta_range_id));
@@ -131,7 +131,11 @@ Result<Commit> Catalog::CommitChanges(const Repository& repo, const BranchRecord
   ARROW_RETURN_NOT_OK(StoreCommit(repo.id, &c).status());
   Branch next = rec.branch;
   next.commit_id = c.id;
-  Status st = kv_->SetIf(BranchKey(repo.id, rec.branch.id), BranchJson(next), rec.raw);
+  kv::Batch b;
+  b.Require(kv::Precondition::Equals(BranchKey(repo.id, rec.branch.id), rec.raw))
+      .Put(BranchKey(repo.id, rec.branch.id), BranchJson(next));
+  if (also) also(c, &b);
+  Status st = kv_->Apply(b);
   if (IsPreconditionFailed(st)) {
     return Conflict(fmt::format("branch \"{}\" changed meanwhile; retry", rec.branch.id));
   }

@@ -25,13 +25,15 @@ inline std::string CommitKey(const std::string& repo, const std::string& id) { r
 inline std::string TagKey(const std::string& repo, const std::string& id) { return "c/t/" + repo + "/" + id; }
 
 inline json RepoJson(const Repository& r) {
-  return {{"version", 1},
-          {"storage_namespace", r.storage_namespace},
-          {"location", r.location},
-          {"default_branch", r.default_branch},
-          {"creation_date", r.creation_date},
-          {"read_only", r.read_only},
-          {"protected_branches", r.protected_branches}};
+  json j = {{"version", 1},
+            {"storage_namespace", r.storage_namespace},
+            {"location", r.location},
+            {"default_branch", r.default_branch},
+            {"creation_date", r.creation_date},
+            {"read_only", r.read_only},
+            {"protected_branches", r.protected_branches}};
+  if (!r.metadata.empty()) j["metadata"] = r.metadata;
+  return j;
 }
 
 // Where a repository's files are; records from before `location` open the namespace as written.

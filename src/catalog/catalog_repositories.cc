@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -136,9 +137,11 @@ Result<Catalog::RepositoryRecord> Catalog::LoadRepository(const std::string& id)
                     j.at("default_branch").get<std::string>(),
                     j.at("creation_date").get<int64_t>(),
                     j.value("read_only", false),
-                    j.value("location", ""), {}};
+                    j.value("location", ""),
+                    {}};
     if (repo.location.empty()) repo.location = repo.storage_namespace;
     repo.protected_branches = j.value("protected_branches", std::vector<std::string>{});
+    repo.metadata = j.value("metadata", std::map<std::string, std::string>{});
     return RepositoryRecord{std::move(repo), std::move(*raw)};
   } catch (const std::exception& e) {
     return Status::IOError(fmt::format("corrupt repository record {}: {}", id, e.what()));
@@ -266,24 +269,69 @@ Result<std::pair<std::vector<std::string>, std::string>> Catalog::GetBranchProte
   return std::make_pair(rules, etag);
 }
 
+Status Catalog::UpdateRepository(const std::string& id, const std::function<Status(Repository*)>& change) {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    ARROW_ASSIGN_OR_RAISE(auto rec, LoadRepository(id));
+    Repository next = rec.repo;
+    ARROW_RETURN_NOT_OK(change(&next));
+    kv::Batch b;
+    b.Require(kv::Precondition::Equals(RepoKey(id), rec.raw)).Put(RepoKey(id), RepoJson(next).dump());
+    Status st = kv_->Apply(b);
+    if (!IsPreconditionFailed(st)) return st;
+  }
+  return Busy(fmt::format("repository \"{}\" kept changing; retry", id));
+}
+
 Status Catalog::SetBranchProtection(const std::string& repo_id, const std::vector<std::string>& patterns,
                                     const std::optional<std::string>& if_match) {
   for (const auto& p : patterns) {
     if (p.empty()) return InvalidArgument("a branch protection pattern must not be empty");
   }
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    ARROW_ASSIGN_OR_RAISE(auto rec, LoadRepository(repo_id));
-    const auto& rules = rec.repo.protected_branches;
+  return UpdateRepository(repo_id, [&](Repository* repo) -> Status {
+    const auto& rules = repo->protected_branches;
     std::string etag = rules.empty() ? "" : Sha256Hex(json(rules).dump()).substr(0, 32);
     if (if_match && *if_match != etag) return PreconditionFailed("Precondition failed");
-    Repository next = rec.repo;
-    next.protected_branches = patterns;
-    kv::Batch b;
-    b.Require(kv::Precondition::Equals(RepoKey(repo_id), rec.raw)).Put(RepoKey(repo_id), RepoJson(next).dump());
-    Status st = kv_->Apply(b);
-    if (!IsPreconditionFailed(st)) return st;
+    repo->protected_branches = patterns;
+    return Status::OK();
+  });
+}
+
+Status Catalog::ChangeBranchProtectionRule(const std::string& repo_id, const std::string& pattern, bool add) {
+  if (pattern.empty()) return InvalidArgument("a branch protection pattern must not be empty");
+  return UpdateRepository(repo_id, [&](Repository* repo) -> Status {
+    auto& rules = repo->protected_branches;
+    auto at = std::find(rules.begin(), rules.end(), pattern);
+    if (add) {
+      if (at != rules.end()) return Conflict(fmt::format("branch protection rule \"{}\" already exists", pattern));
+      rules.push_back(pattern);
+    } else {
+      if (at == rules.end()) return NotFound(fmt::format("branch protection rule \"{}\" not found", pattern));
+      rules.erase(at);
+    }
+    return Status::OK();
+  });
+}
+
+Status Catalog::UpdateRepositoryMetadata(const std::string& repo_id, const std::map<std::string, std::string>& set,
+                                         const std::vector<std::string>& remove) {
+  constexpr size_t kMaxKey = 256, kMaxValue = 4096, kMaxPairs = 256;
+  for (const auto& [k, v] : set) {
+    if (k.empty() || k.size() > kMaxKey) {
+      return InvalidArgument(fmt::format("metadata key \"{}\" must have 1 to {} bytes", k.substr(0, 300), kMaxKey));
+    }
+    if (v.size() > kMaxValue) {
+      return InvalidArgument(
+          fmt::format("metadata value of \"{}\" has {} bytes, more than {}", k, v.size(), kMaxValue));
+    }
   }
-  return Busy(fmt::format("repository \"{}\" kept changing; retry", repo_id));
+  return UpdateRepository(repo_id, [&](Repository* repo) -> Status {
+    for (const auto& k : remove) repo->metadata.erase(k);
+    for (const auto& [k, v] : set) repo->metadata[k] = v;
+    if (repo->metadata.size() > kMaxPairs) {
+      return InvalidArgument(fmt::format("a repository holds at most {} metadata keys", kMaxPairs));
+    }
+    return Status::OK();
+  });
 }
 
 }  // namespace sediment::catalog

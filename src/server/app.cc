@@ -16,6 +16,7 @@
 #include "blob/blob.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_gc.h"
+#include "catalog/importer.h"
 #include "catalog/staging_compactor.h"
 #include "chain/ingest_job.h"
 #include "iceberg/catalog.h"
@@ -160,6 +161,8 @@ Status App::Start() {
   SEDIMENT_FAILPOINT("server.start.after_sweep");
   ARROW_RETURN_NOT_OK(StartCatalog(fmt::format("{}:{}", host, http_->port())));
   auth_ = std::make_unique<AuthService>(kv_, clock_, std::chrono::seconds(5), config_.auth.encrypt_secret_key);
+  // A store set up before groups existed gets lakeFS's base groups (once).
+  ARROW_RETURN_NOT_OK(auth_->EnsureBaseGroups());
   jobs_ = std::make_unique<chain::JobManager>(config_, tables_.get(), kv_, clock_, &metrics_);
 
   metrics_.Gauge("sediment_build_info", "Always 1; labels say which build runs.", {"version", "arrow_version"})
@@ -260,6 +263,7 @@ Status App::StartCatalog(const std::string& owner) {
   gc.retention = SecondsToDuration(config_.catalog.gc_retention_days * 86400);
   gc.grace = SecondsToDuration(config_.catalog.gc_grace);
   catalog_collector_->Start(SecondsToDuration(config_.catalog.gc_interval), gc);
+  importer_ = std::make_unique<catalog::Importer>(catalog_.get(), kv_, clock_);
   return Status::OK();
 }
 
@@ -326,8 +330,8 @@ void App::RegisterRoutes() {
     iceberg_api_ =
         RegisterIcebergApi(http_.get(), iceberg_.get(), tables_.get(), auth_.get(), IcebergApiOptionsOf(config_));
   }
-  RegisterLakeFsApi(http_.get(), catalog_.get(), staging_compactor_.get(), catalog_collector_.get(), auth_.get(),
-                    config_.ObjectsUri().rfind("s3://", 0) == 0 ? "s3" : "local");
+  RegisterLakeFsApi(http_.get(), catalog_.get(), staging_compactor_.get(), catalog_collector_.get(), importer_.get(),
+                    auth_.get(), config_.ObjectsUri().rfind("s3://", 0) == 0 ? "s3" : "local");
   http_->Handle("GET", "/metrics", "/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.RenderPrometheus(), "text/plain; version=0.0.4; charset=utf-8");
   });
@@ -352,6 +356,7 @@ void App::Stop() {
   if (gateway_http_) gateway_http_->Stop();
   if (tables_) tables_->Stop();
   if (iceberg_) iceberg_->Stop();
+  if (importer_) importer_->Stop();
   if (catalog_collector_) catalog_collector_->Stop();
   if (staging_compactor_) staging_compactor_->Stop();
   if (catalog_) catalog_->Stop();

@@ -41,6 +41,7 @@ namespace catalog {
 class Catalog;
 class StagingCompactor;
 class CatalogCollector;
+class Importer;
 }  // namespace catalog
 
 namespace auth {
@@ -108,6 +109,7 @@ class App {
   std::unique_ptr<catalog::Catalog> catalog_;
   std::unique_ptr<catalog::StagingCompactor> staging_compactor_;
   std::unique_ptr<catalog::CatalogCollector> catalog_collector_;
+  std::unique_ptr<catalog::Importer> importer_;
   std::unique_ptr<AuthService> auth_;
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<HttpServer> gateway_http_;  // only with [gateway] listen

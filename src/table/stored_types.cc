@@ -8,9 +8,7 @@
 namespace sediment::table {
 namespace {
 
-bool Marked(const arrow::Field& f) {
-  return f.metadata() && f.metadata()->Contains(std::string(kUnsignedKey));
-}
+bool Marked(const arrow::Field& f) { return f.metadata() && f.metadata()->Contains(std::string(kUnsignedKey)); }
 
 // `type` with `children` as its fields, for the nested types a table can hold.
 std::shared_ptr<arrow::DataType> WithChildren(const std::shared_ptr<arrow::DataType>& type,
@@ -102,9 +100,8 @@ bool SameBits(const arrow::DataType& from, const arrow::DataType& to) {
   auto is64 = [](const arrow::DataType& t) { return t.id() == arrow::Type::INT64 || t.id() == arrow::Type::UINT64; };
   if (is64(from) && is64(to)) return true;
   if (from.id() != to.id() || from.num_fields() == 0 || from.num_fields() != to.num_fields()) return false;
-  if (from.id() == arrow::Type::FIXED_SIZE_LIST &&
-      static_cast<const arrow::FixedSizeListType&>(from).list_size() !=
-          static_cast<const arrow::FixedSizeListType&>(to).list_size()) {
+  if (from.id() == arrow::Type::FIXED_SIZE_LIST && static_cast<const arrow::FixedSizeListType&>(from).list_size() !=
+                                                       static_cast<const arrow::FixedSizeListType&>(to).list_size()) {
     return false;
   }
   for (int i = 0; i < from.num_fields(); ++i) {
@@ -141,7 +138,8 @@ Result<std::shared_ptr<arrow::Table>> Retype(const std::shared_ptr<arrow::Table>
                                              const std::shared_ptr<arrow::Schema>& schema) {
   if (table->schema() == schema) return table;
   if (table->num_columns() != schema->num_fields()) {
-    return Status::Invalid(fmt::format("{} columns where the schema has {}", table->num_columns(), schema->num_fields()));
+    return Status::Invalid(
+        fmt::format("{} columns where the schema has {}", table->num_columns(), schema->num_fields()));
   }
   std::vector<std::shared_ptr<arrow::ChunkedArray>> columns;
   for (int i = 0; i < table->num_columns(); ++i) {

@@ -25,6 +25,7 @@ def test_a_declared_oversized_body_is_refused_before_it_is_sent(catalog_server):
     server = catalog_server()
     for target, extra in [(b"/api/v1/auth/login", b""),
                           (b"/api/v1/repositories", b"Authorization: " + basic(*ADMIN).encode() + b"\r\n"),
+                          (b"/api/v1/auth/groups", b"Authorization: " + basic(*ADMIN).encode() + b"\r\n"),
                           (b"/api/v1/setup_lakefs", b"")]:
         s = connect(server)
         s.sendall(head(server, target, extra) + b"Content-Length: %d\r\n\r\n" % (2 * MIB))

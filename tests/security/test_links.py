@@ -36,18 +36,18 @@ def link(api, path, address, size=None, checksum="0" * 32, branch="main"):
 def test_an_address_of_an_object_the_caller_may_not_read_cannot_be_linked(victim):
     v = victim
     bob = v.bob_api
-    assert bob("GET", "/repositories/lake/refs/main/objects", params={"path": "secret/x"}).status_code == 403
+    assert bob("GET", "/repositories/lake/refs/main/objects", params={"path": "secret/x"}).status_code == 401
     listed = bob("GET", "/repositories/lake/refs/main/objects/ls", params={"prefix": "secret/"})
     assert listed.status_code == 200, listed.text
     entry = next(o for o in listed.json()["results"] if o["path"] == "secret/x")
     r = link(bob, "public/x", entry["physical_address"], size=entry["size_bytes"], checksum=entry["checksum"])
-    assert r.status_code in (400, 403), (r.status_code, r.text)
+    assert r.status_code in (400, 401), (r.status_code, r.text)
     assert stat(v.api, "lake", "main", "public/x").status_code == 404
     read = bob("GET", "/repositories/lake/refs/main/objects", params={"path": "public/x"})
     assert read.status_code == 404 and SECRET_X not in read.content
     # Without a size either, and on another branch.
-    assert link(bob, "public/x2", entry["physical_address"]).status_code in (400, 403)
-    assert link(bob, "public/x3", entry["physical_address"], branch="dev").status_code in (400, 403)
+    assert link(bob, "public/x2", entry["physical_address"]).status_code in (400, 401)
+    assert link(bob, "public/x3", entry["physical_address"], branch="dev").status_code in (400, 401)
     for branch, path in [("main", "public/x2"), ("dev", "public/x3")]:
         assert stat(v.api, "lake", branch, path).status_code == 404
 

@@ -44,9 +44,10 @@ std::vector<Route> Routes() {
   const std::string tags = repo + "/tags", tag = tags + "/([^/]+)";
   const std::string users = "/api/v1/auth/users", user = users + "/([^/]+)";
   const std::string policies = "/api/v1/auth/policies";
+  const std::string groups = "/api/v1/auth/groups", group = groups + "/([^/]+)";
   // clang-format off
   return {
-      // Setup, configuration, users, credentials, policies (lakefs/auth_api.cc)
+      // Setup, configuration, users, credentials, policies, groups (lakefs/auth_api.cc)
       {"GET",    "/api/v1/setup_lakefs",          GetSetupState},
       {"POST",   "/api/v1/setup_lakefs",          SetupLakeFs},
       {"POST",   "/api/v1/auth/login",            Login},
@@ -54,11 +55,6 @@ std::vector<Route> Routes() {
       {"GET",    "/api/v1/config",                GetConfig},
       {"GET",    "/api/v1/config/storage",        GetStorageConfig},
       {"GET",    "/api/v1/usage-report/summary",  GetUsageReportSummary},
-      {"GET",    "/api/v1/auth/groups(/.*)?",     NotImplementedCall},
-      {"POST",   "/api/v1/auth/groups(/.*)?",     NotImplementedCall},
-      {"PUT",    "/api/v1/auth/groups(/.*)?",     NotImplementedCall},
-      {"DELETE", "/api/v1/auth/groups(/.*)?",     NotImplementedCall},
-      {"GET",    user + "/groups",                NotImplementedCall},
       {"GET",    "/api/v1/user",                  GetCurrentUser},
       {"GET",    users,                           ListUsers},
       {"POST",   users,                           CreateUser},
@@ -74,6 +70,20 @@ std::vector<Route> Routes() {
       {"GET",    user + "/policies",              ListUserPolicies},
       {"PUT",    user + "/policies/([^/]+)",      AttachPolicy},
       {"DELETE", user + "/policies/([^/]+)",      DetachPolicy},
+      {"PUT",    policies + "/([^/]+)",           UpdatePolicy},
+      {"GET",    user + "/groups",                ListUserGroups},
+      {"GET",    groups,                          ListGroups},
+      {"POST",   groups,                          CreateGroup},
+      {"GET",    group,                           GetGroup},
+      {"DELETE", group,                           DeleteGroup},
+      {"GET",    group + "/members",              ListGroupMembers},
+      {"PUT",    group + "/members/([^/]+)",      AddGroupMember},
+      {"DELETE", group + "/members/([^/]+)",      RemoveGroupMember},
+      {"GET",    group + "/policies",             ListGroupPolicies},
+      {"PUT",    group + "/policies/([^/]+)",     AttachGroupPolicy},
+      {"DELETE", group + "/policies/([^/]+)",     DetachGroupPolicy},
+      {"GET",    group + "/acl",                  GetGroupAcl},
+      {"POST",   group + "/acl",                  SetGroupAcl},
       // Repositories (lakefs/repositories_api.cc)
       {"GET",    "/api/v1/repositories",          ListRepositories},
       {"POST",   "/api/v1/repositories",          CreateRepository},
@@ -82,6 +92,16 @@ std::vector<Route> Routes() {
       {"POST",   repo + "/gc",                    CollectGarbage},
       {"GET",    repo + "/settings/branch_protection", GetBranchProtection},
       {"PUT",    repo + "/settings/branch_protection", SetBranchProtection},
+      {"GET",    repo + "/metadata",              GetRepositoryMetadata},
+      {"POST",   branch + "/import",              ImportStart},
+      {"GET",    branch + "/import",              ImportStatus},
+      {"DELETE", branch + "/import",              ImportCancel},
+      {"POST",   repo + "/metadata",              SetRepositoryMetadata},
+      {"DELETE", repo + "/metadata",              DeleteRepositoryMetadata},
+      {"GET",    repo + "/branch_protection",     ListBranchProtectionRules},
+      {"POST",   repo + "/branch_protection",     ChangeBranchProtectionRule},
+      {"DELETE", repo + "/branch_protection",     ChangeBranchProtectionRule},
+      {"GET",    repo + "/branch_protection/set_allowed", BranchProtectionSetAllowed},
       // Branches (lakefs/branches_api.cc; revert and cherry-pick in lakefs/commits_api.cc)
       {"GET",    branches,                        ListBranches},
       {"POST",   branches,                        CreateBranch},
@@ -169,8 +189,9 @@ void Register(HttpServer* http, const std::shared_ptr<const Context>& ctx, const
 }  // namespace
 
 void RegisterLakeFsApi(HttpServer* http, catalog::Catalog* catalog, catalog::StagingCompactor* compactor,
-                       catalog::CatalogCollector* collector, AuthService* auth, const std::string& blockstore_type) {
-  auto ctx = std::make_shared<const Context>(Context{catalog, compactor, collector, auth, blockstore_type});
+                       catalog::CatalogCollector* collector, catalog::Importer* importer, AuthService* auth,
+                       const std::string& blockstore_type) {
+  auto ctx = std::make_shared<const Context>(Context{catalog, compactor, collector, importer, auth, blockstore_type});
   for (const Route& route : Routes()) Register(http, ctx, route);
 }
 

@@ -10,6 +10,7 @@ namespace sediment::catalog {
 class Catalog;
 class StagingCompactor;
 class CatalogCollector;
+class Importer;
 }  // namespace sediment::catalog
 
 namespace sediment::auth {
@@ -21,8 +22,9 @@ using auth::AuthService;
 class HttpServer;
 
 // `blockstore_type` ("s3" or "local") is what GET /config reports as the default storage.
-// `collector` serves POST /api/v1/repositories/{repo}/gc.
+// `collector` serves POST /api/v1/repositories/{repo}/gc; `importer` the imports.
 void RegisterLakeFsApi(HttpServer* http, catalog::Catalog* catalog, catalog::StagingCompactor* compactor,
-                       catalog::CatalogCollector* collector, AuthService* auth, const std::string& blockstore_type);
+                       catalog::CatalogCollector* collector, catalog::Importer* importer, AuthService* auth,
+                       const std::string& blockstore_type);
 
 }  // namespace sediment::server

@@ -39,6 +39,7 @@ using nlohmann::json;
 }  // namespace sediment::server::lakefs
 namespace sediment::catalog {
 class CatalogCollector;
+class Importer;
 }  // namespace sediment::catalog
 namespace sediment::server::lakefs {
 
@@ -46,10 +47,11 @@ struct Context {
   catalog::Catalog* cat;
   catalog::StagingCompactor* compactor;
   catalog::CatalogCollector* collector;
+  catalog::Importer* importer;
   AuthService* auth;
   std::string blockstore_type;  // "s3" or "local", as GET /config reports it
 
-  // Forbidden unless `user` may do `action` on `resource`.
+  // Unauthorized ("insufficient permissions: ...", as lakeFS) unless `user` may do `action` on `resource`.
   Status Allow(const std::string& user, const std::string& action, const std::string& resource) const;
 };
 
@@ -116,7 +118,6 @@ Status Logout(const Context& ctx, const Req& req, Res& res);
 Status GetConfig(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status GetStorageConfig(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status GetUsageReportSummary(const Context& ctx, const Req& req, Res& res, const std::string& me);
-Status NotImplementedCall(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status GetCurrentUser(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status ListUsers(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status CreateUser(const Context& ctx, const Req& req, Res& res, const std::string& me);
@@ -132,6 +133,29 @@ Status DeletePolicy(const Context& ctx, const Req& req, Res& res, const std::str
 Status ListUserPolicies(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status AttachPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status DetachPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status ImportStart(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status ImportStatus(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status ImportCancel(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetRepositoryMetadata(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status SetRepositoryMetadata(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status DeleteRepositoryMetadata(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status ListBranchProtectionRules(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status BranchProtectionSetAllowed(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status ChangeBranchProtectionRule(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status UpdatePolicy(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status ListGroups(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status CreateGroup(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetGroup(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status DeleteGroup(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status ListGroupMembers(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status AddGroupMember(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status RemoveGroupMember(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status ListGroupPolicies(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status AttachGroupPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status DetachGroupPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetGroupAcl(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status SetGroupAcl(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status ListUserGroups(const Context& ctx, const Req& req, Res& res, const std::string& me);
 
 // lakefs/repositories_api.cc
 Status ListRepositories(const Context& ctx, const Req& req, Res& res, const std::string& me);

@@ -8,6 +8,7 @@
 namespace sediment::server::lakefs {
 
 using auth::AuthIdPage;
+using auth::Group;
 using auth::Policy;
 using auth::Statement;
 using auth::User;
@@ -20,6 +21,28 @@ json PolicyJson(const Policy& p) {
   for (const auto& s : p.statements)
     st.push_back({{"effect", s.effect}, {"action", s.actions}, {"resource", s.resource}});
   return json{{"id", p.id}, {"creation_date", p.creation_date}, {"statement", st}};
+}
+
+std::string GroupArn(const std::string& g) { return "arn:lakefs:auth:::group/" + g; }
+
+// lakeFS's Group: `name` is the id (esti finds groups by name).
+json GroupJson(const Group& g) {
+  return json{{"id", g.id}, {"name", g.id}, {"description", g.description}, {"creation_date", g.creation_date}};
+}
+
+// A policy's statements from a request body.
+Result<std::vector<Statement>> StatementsOf(const json& body) {
+  ARROW_ASSIGN_OR_RAISE(auto statements, Field<json>(body, "statement"));
+  if (!statements.is_array()) return InvalidArgument("field \"statement\" must be an array");
+  std::vector<Statement> out;
+  for (const auto& s : statements) {
+    Statement st;
+    ARROW_ASSIGN_OR_RAISE(st.effect, Field<std::string>(s, "effect"));
+    ARROW_ASSIGN_OR_RAISE(st.actions, Field<std::vector<std::string>>(s, "action"));
+    ARROW_ASSIGN_OR_RAISE(st.resource, Field<std::string>(s, "resource"));
+    out.push_back(std::move(st));
+  }
+  return out;
 }
 
 // ?prefix=&after=&amount= as the lakeFS auth API pages its listings (amount 1..1000, default 100).
@@ -40,13 +63,14 @@ void ReplyPolicies(httplib::Response& res, const std::vector<Policy>& ps, bool h
 
 Status GetSetupState(const Context& ctx, const Req&, Res& res) {
   ARROW_ASSIGN_OR_RAISE(bool done, ctx.auth->IsSetUp());
-  // RBAC "none": users and policies, no groups (lakeFS OSS says the same);
-  // clients such as esti decide from it which auth features to expect.
+  // RBAC "internal": users, groups and policies kept by the server (as
+  // lakeFS's own auth service); clients such as esti decide from it which
+  // auth features to expect.
   ReplyJson(res, 200,
             {{"state", done ? "initialized" : "not_initialized"},
              {"comm_prefs_missing", false},
              {"login_config",
-              {{"RBAC", "none"},
+              {{"RBAC", "internal"},
                {"login_url", "/auth/login"},
                {"login_cookie_names", json::array({"internal_auth_session"})},
                {"logout_url", "/logout"}}}});
@@ -106,7 +130,8 @@ Status Logout(const Context& ctx, const Req& req, Res& res) {
 // --- configuration and the caller ---------------------------------------------
 
 // Server configuration, as the high-level `lakefs` package reads it on first use. Sediment has no
-// pre-signed URLs or imports; namespaces may be on S3 or local disk whatever the default is.
+// pre-signed URLs; imports read local:// and s3:// sources inside the namespace rules; namespaces
+// may be on S3 or local disk whatever the default is.
 namespace {
 
 json StorageConfigJson(const Context& ctx) {
@@ -125,8 +150,8 @@ json StorageConfigJson(const Context& ctx) {
           {"blockstore_namespace_ValidityRegex", "^(s3|local|file)://|^/"},
           {"pre_sign_support", false},
           {"pre_sign_support_ui", false},
-          {"import_support", false},
-          {"import_validity_regex", "^$"}};
+          {"import_support", true},
+          {"import_validity_regex", "^(local|s3)://"}};
 }
 
 }  // namespace
@@ -146,12 +171,6 @@ Status GetUsageReportSummary(const Context& ctx, const Req&, Res& res, const std
   ARROW_ASSIGN_OR_RAISE(auto id, ctx.auth->InstallationId());
   ReplyJson(res, 200, {{"installation_id", id}, {"reports", json::array()}});
   return Status::OK();
-}
-
-// Calls of lakeFS's API this server knows and does not serve (groups, ACLs):
-// 501, as lakeFS OSS answers them without RBAC.
-Status NotImplementedCall(const Context&, const Req& req, Res&, const std::string&) {
-  return NotImplemented(fmt::format("{} {} is not implemented (no groups: RBAC is \"none\")", req.method, req.path));
 }
 
 Status GetCurrentUser(const Context& ctx, const Req&, Res& res, const std::string& me) {
@@ -234,15 +253,7 @@ Status CreatePolicy(const Context& ctx, const Req& req, Res& res, const std::str
   Policy p;
   ARROW_ASSIGN_OR_RAISE(p.id, Field<std::string>(body, "id"));
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:CreatePolicy", PolicyArn(p.id)));
-  ARROW_ASSIGN_OR_RAISE(auto statements, Field<json>(body, "statement"));
-  if (!statements.is_array()) return InvalidArgument("field \"statement\" must be an array");
-  for (const auto& s : statements) {
-    Statement st;
-    ARROW_ASSIGN_OR_RAISE(st.effect, Field<std::string>(s, "effect"));
-    ARROW_ASSIGN_OR_RAISE(st.actions, Field<std::vector<std::string>>(s, "action"));
-    ARROW_ASSIGN_OR_RAISE(st.resource, Field<std::string>(s, "resource"));
-    p.statements.push_back(std::move(st));
-  }
+  ARROW_ASSIGN_OR_RAISE(p.statements, StatementsOf(body));
   ARROW_ASSIGN_OR_RAISE(auto created, ctx.auth->CreatePolicy(p));
   ReplyJson(res, 201, PolicyJson(created));
   return Status::OK();
@@ -291,6 +302,149 @@ Status DetachPolicy(const Context& ctx, const Req& req, Res& res, const std::str
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:DetachPolicy", UserArn(req.matches[1])));
   ARROW_RETURN_NOT_OK(ctx.auth->DetachPolicy(req.matches[1], req.matches[2]));
   res.status = 204;
+  return Status::OK();
+}
+
+Status UpdatePolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  const std::string id = req.matches[1];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:UpdatePolicy", PolicyArn(id)));
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
+  ARROW_ASSIGN_OR_RAISE(auto body_id, Field<std::string>(body, "id"));
+  if (body_id != id) {
+    return InvalidArgument(
+        fmt::format("the body names policy \"{}\" and the path \"{}\": a policy's id cannot change", body_id, id));
+  }
+  Policy p{id};
+  ARROW_ASSIGN_OR_RAISE(p.statements, StatementsOf(body));
+  ARROW_ASSIGN_OR_RAISE(auto updated, ctx.auth->UpdatePolicy(p));
+  ReplyJson(res, 200, PolicyJson(updated));
+  return Status::OK();
+}
+
+// --- groups ----------------------------------------------------------------------
+
+Status ListGroups(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ListGroups", "*"));
+  bool more = false;
+  ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
+  ARROW_ASSIGN_OR_RAISE(auto groups, ctx.auth->ListGroups(page));
+  json results = json::array();
+  for (const auto& g : groups) results.push_back(GroupJson(g));
+  ReplyPage(res, std::move(results), more, groups.empty() ? "" : groups.back().id, static_cast<int64_t>(page.amount));
+  return Status::OK();
+}
+
+Status CreateGroup(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
+  ARROW_ASSIGN_OR_RAISE(auto id, Field<std::string>(body, "id"));
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:CreateGroup", GroupArn(id)));
+  std::string description;
+  if (body.contains("description") && !body["description"].is_null()) {
+    ARROW_ASSIGN_OR_RAISE(description, Field<std::string>(body, "description"));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto g, ctx.auth->CreateGroup(id, description));
+  ReplyJson(res, 201, GroupJson(g));
+  return Status::OK();
+}
+
+Status GetGroup(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ReadGroup", GroupArn(req.matches[1])));
+  ARROW_ASSIGN_OR_RAISE(auto g, ctx.auth->GetGroup(req.matches[1]));
+  ReplyJson(res, 200, GroupJson(g));
+  return Status::OK();
+}
+
+Status DeleteGroup(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:DeleteGroup", GroupArn(req.matches[1])));
+  ARROW_RETURN_NOT_OK(ctx.auth->DeleteGroup(req.matches[1]));
+  res.status = 204;
+  return Status::OK();
+}
+
+Status ListGroupMembers(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ReadGroup", GroupArn(req.matches[1])));
+  bool more = false;
+  ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
+  ARROW_ASSIGN_OR_RAISE(auto users, ctx.auth->ListGroupMembers(req.matches[1], page));
+  json results = json::array();
+  for (const auto& u : users) results.push_back(UserJson(u));
+  ReplyPage(res, std::move(results), more, users.empty() ? "" : users.back().id, static_cast<int64_t>(page.amount));
+  return Status::OK();
+}
+
+Status AddGroupMember(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:AddGroupMember", GroupArn(req.matches[1])));
+  ARROW_RETURN_NOT_OK(ctx.auth->AddGroupMember(req.matches[1], req.matches[2]));
+  res.status = 201;
+  return Status::OK();
+}
+
+Status RemoveGroupMember(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:RemoveGroupMember", GroupArn(req.matches[1])));
+  ARROW_RETURN_NOT_OK(ctx.auth->RemoveGroupMember(req.matches[1], req.matches[2]));
+  res.status = 204;
+  return Status::OK();
+}
+
+Status ListGroupPolicies(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ReadGroup", GroupArn(req.matches[1])));
+  bool more = false;
+  ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
+  ARROW_ASSIGN_OR_RAISE(auto ps, ctx.auth->ListGroupPolicies(req.matches[1], page));
+  ReplyPolicies(res, ps, more, static_cast<int64_t>(page.amount));
+  return Status::OK();
+}
+
+Status AttachGroupPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:AttachPolicy", GroupArn(req.matches[1])));
+  ARROW_RETURN_NOT_OK(ctx.auth->AttachGroupPolicy(req.matches[1], req.matches[2]));
+  res.status = 201;
+  return Status::OK();
+}
+
+Status DetachGroupPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:DetachPolicy", GroupArn(req.matches[1])));
+  ARROW_RETURN_NOT_OK(ctx.auth->DetachGroupPolicy(req.matches[1], req.matches[2]));
+  res.status = 204;
+  return Status::OK();
+}
+
+// An ACL is a policy named after the group: reading or setting one needs the
+// group and that policy (as lakeFS checks).
+Status GetGroupAcl(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  const std::string group = req.matches[1];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ReadGroup", GroupArn(group)));
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ReadPolicy", PolicyArn("ACL(_-_)" + group)));
+  auto acl = ctx.auth->GetGroupAcl(group);
+  if (IsNotFound(acl.status()) && ctx.auth->GetGroup(group).ok()) {
+    ReplyJson(res, 404, {{"message", acl.status().message()}, {"no_acl", true}});
+    return Status::OK();
+  }
+  ARROW_RETURN_NOT_OK(acl.status());
+  ReplyJson(res, 200, {{"permission", *acl}});
+  return Status::OK();
+}
+
+Status SetGroupAcl(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  const std::string group = req.matches[1];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ReadGroup", GroupArn(group)));
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:AttachPolicy", PolicyArn("ACL(_-_)" + group)));
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:UpdatePolicy", PolicyArn("ACL(_-_)" + group)));
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
+  ARROW_ASSIGN_OR_RAISE(auto permission, Field<std::string>(body, "permission"));
+  ARROW_RETURN_NOT_OK(ctx.auth->SetGroupAcl(group, permission));
+  res.status = 201;
+  return Status::OK();
+}
+
+Status ListUserGroups(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ReadUser", UserArn(req.matches[1])));
+  bool more = false;
+  ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
+  ARROW_ASSIGN_OR_RAISE(auto groups, ctx.auth->ListUserGroups(req.matches[1], page));
+  json results = json::array();
+  for (const auto& g : groups) results.push_back(GroupJson(g));
+  ReplyPage(res, std::move(results), more, groups.empty() ? "" : groups.back().id, static_cast<int64_t>(page.amount));
   return Status::OK();
 }
 

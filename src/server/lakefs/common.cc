@@ -6,8 +6,12 @@
 
 namespace sediment::server::lakefs {
 
+// lakeFS answers a request its caller may not make with 401 "insufficient
+// permissions: ..." (its clients and esti expect exactly that), not 403.
 Status Context::Allow(const std::string& user, const std::string& action, const std::string& resource) const {
-  return auth->Authorize(user, action, resource);
+  Status st = auth->Authorize(user, action, resource);
+  if (IsForbidden(st)) return Unauthorized("insufficient permissions: " + st.message());
+  return st;
 }
 
 // --- ARNs -------------------------------------------------------------------

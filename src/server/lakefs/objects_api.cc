@@ -432,8 +432,7 @@ Status GetObject(const Context& ctx, const Req& req, Res& res, const std::string
     res.status = 304;
     return Status::OK();
   }
-  ARROW_ASSIGN_OR_RAISE(auto ns, ctx.cat->RepositoryNamespace(repo));
-  ARROW_ASSIGN_OR_RAISE(auto file, ns->OpenReader(e.address));
+  ARROW_ASSIGN_OR_RAISE(auto file, ctx.cat->OpenEntry(repo, e));  // imported objects are read where they are
   res.set_header("ETag", etag);
   res.set_header("Last-Modified", HttpDate(e.mtime));
   res.set_header("Accept-Ranges", "bytes");

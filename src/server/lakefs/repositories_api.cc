@@ -1,5 +1,6 @@
 // lakeFS API handlers for repositories, and their garbage collection.
 
+#include <algorithm>
 #include <charconv>
 #include <ctime>
 #include <optional>
@@ -124,6 +125,62 @@ Status SetBranchProtection(const Context& ctx, const Req& req, Res& res, const s
   std::optional<std::string> if_match;
   if (req.has_header("If-Match")) if_match = req.get_header_value("If-Match");
   ARROW_RETURN_NOT_OK(ctx.cat->SetBranchProtection(repo, patterns, if_match));
+  res.status = 204;
+  return Status::OK();
+}
+
+// lakeFS's older branch protection API: one rule at a time, over the same
+// rules (a read, then a write conditional on what was read).
+Status ListBranchProtectionRules(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  return GetBranchProtection(ctx, req, res, me);
+}
+
+Status BranchProtectionSetAllowed(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "branches:SetBranchProtectionRules", RepoArn(req.matches[1])));
+  ARROW_RETURN_NOT_OK(ctx.cat->GetBranchProtection(req.matches[1]).status());
+  res.status = 204;
+  return Status::OK();
+}
+
+Status ChangeBranchProtectionRule(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  std::string repo = req.matches[1];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "branches:SetBranchProtectionRules", RepoArn(repo)));
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
+  ARROW_ASSIGN_OR_RAISE(auto pattern, Field<std::string>(body, "pattern"));
+  ARROW_RETURN_NOT_OK(ctx.cat->ChangeBranchProtectionRule(repo, pattern, req.method == "POST"));
+  res.status = 204;
+  return Status::OK();
+}
+
+// lakeFS's repository metadata: string pairs, read with fs:ReadRepository,
+// changed with fs:UpdateRepository.
+Status GetRepositoryMetadata(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadRepository", RepoArn(req.matches[1])));
+  ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(req.matches[1]));
+  ReplyJson(res, 200, repo.metadata);
+  return Status::OK();
+}
+
+Status SetRepositoryMetadata(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:UpdateRepository", RepoArn(req.matches[1])));
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
+  ARROW_ASSIGN_OR_RAISE(auto pairs, Field<json>(body, "metadata"));
+  if (!pairs.is_object()) return InvalidArgument("field \"metadata\" must be an object of strings");
+  std::map<std::string, std::string> set;
+  for (const auto& [k, v] : pairs.items()) {
+    if (!v.is_string()) return InvalidArgument(fmt::format("metadata value of \"{}\" must be a string", k));
+    set[k] = v.get<std::string>();
+  }
+  ARROW_RETURN_NOT_OK(ctx.cat->UpdateRepositoryMetadata(req.matches[1], set, {}));
+  res.status = 204;
+  return Status::OK();
+}
+
+Status DeleteRepositoryMetadata(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:UpdateRepository", RepoArn(req.matches[1])));
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
+  ARROW_ASSIGN_OR_RAISE(auto keys, Field<std::vector<std::string>>(body, "keys"));
+  ARROW_RETURN_NOT_OK(ctx.cat->UpdateRepositoryMetadata(req.matches[1], {}, keys));
   res.status = 204;
   return Status::OK();
 }

@@ -117,8 +117,7 @@ Status UploadPart(const Gateway& gw, const Target& t, const Req& req, Res& res, 
     if (!e.ok()) return KeyNotFound(e.status(), src.key);
     ARROW_ASSIGN_OR_RAISE(auto range, CopyRange(req.get_header_value("x-amz-copy-source-range"), e->size));
     int64_t first = range ? range->first : 0, length = range ? range->second : e->size;
-    ARROW_ASSIGN_OR_RAISE(auto src_ns, gw.cat->RepositoryNamespace(src_repo));
-    auto in = src_ns->OpenReader(e->address);
+    auto in = gw.cat->OpenEntry(src_repo, *e);  // an imported object is read where it is
     if (!in.ok()) {
       (void)out->Abort();
       if (IsNotFound(in.status())) return S3Error(400, "InvalidRequest", "the copy source's data is gone");

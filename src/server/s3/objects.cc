@@ -141,8 +141,7 @@ Status GetObject(const Gateway& gw, const Target& t, const Req& req, Res& res, c
     res.set_header("Content-Type", content_type);
     return Status::OK();
   }
-  ARROW_ASSIGN_OR_RAISE(auto ns, gw.cat->RepositoryNamespace(repo));
-  auto file = ns->OpenReader(e.address);
+  auto file = gw.cat->OpenEntry(repo, e);  // imported objects are read where they are
   if (IsNotFound(file.status())) {
     return S3Error(404, "NoSuchVersion", fmt::format("the data of \"{}\" is gone from the object store", t.key));
   }

@@ -1,0 +1,107 @@
+// Importer: a cancel and the commit race for the end marker, and exactly one
+// of them wins; an import's status reports what happened.
+#include "catalog/importer.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "base/test_util.h"
+#include "catalog/catalog_testing.h"
+
+namespace sediment::catalog {
+namespace {
+
+using sediment::testing::HookedKv;
+
+class ImporterTest : public fixtures::CatalogFixture {
+ protected:
+  void SetUp() override {
+    CatalogFixture::SetUp();
+    importer_ = std::make_unique<Importer>(catalog_.get(), kv_, clock_);
+    src_ = dir_.Sub("src");
+    std::filesystem::create_directories(src_ + "/d");
+    std::ofstream(src_ + "/a") << "alpha";
+    std::ofstream(src_ + "/d/b") << "beta";
+  }
+  void TearDown() override { importer_->Stop(); }
+
+  Result<std::string> Start(const std::string& destination = "in/") {
+    CommitParams commit;
+    commit.message = "import";
+    return importer_->Start("repo", "main", {{"common_prefix", "local://" + src_ + "/", destination}}, commit, nullptr);
+  }
+  ImportStatus WaitForEnd(const std::string& id) {
+    for (int i = 0; i < 1000; ++i) {
+      auto s = importer_->GetStatus("repo", id);
+      EXPECT_TRUE(s.ok()) << s.status().ToString();
+      if (!s.ok() || s->completed || !s->error.empty()) return s.ok() ? *s : ImportStatus{};
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ADD_FAILURE() << "import " << id << " did not end";
+    return {};
+  }
+  std::string Head() { return catalog_->GetBranch("repo", "main")->commit_id; }
+
+  std::unique_ptr<Importer> importer_;
+  std::string src_;
+};
+
+TEST_F(ImporterTest, ACancelThatReachesTheEndMarkerFirstLeavesTheBranchAsItWas) {
+  Put("in/old", "x");
+  Commit("one");
+  const std::string head = Head();
+  // The cancel lands between the import's last look at its record and the
+  // batch that would move the branch.
+  auto marker = std::make_shared<std::string>();
+  kv_->BeforeWrite(
+      [marker](const std::string& key) {
+        if (key.size() < 4 || key.compare(key.size() - 4, 4, "/end") != 0) return false;
+        *marker = key;
+        return true;
+      },
+      [this, marker] {
+        const std::string id = marker->substr(std::string("c/imp/repo/").size(), marker->size() - 15);
+        ASSERT_OK(importer_->Cancel("repo", id));
+      });
+  auto id = Start();
+  ASSERT_OK(id.status());
+  auto s = WaitForEnd(*id);
+  EXPECT_FALSE(s.completed);
+  EXPECT_EQ(s.error, "Canceled");
+  EXPECT_EQ(Head(), head) << "a cancelled import committed";
+  EXPECT_TRUE(catalog_->GetEntry("repo", "main", "in/old").ok());
+  EXPECT_OK(importer_->Cancel("repo", *id));  // again: nothing changes
+  EXPECT_EQ(importer_->GetStatus("repo", *id)->error, "Canceled");
+}
+
+TEST_F(ImporterTest, AFinishedImportCannotBeCancelledAndAFailedOneSaysWhy) {
+  auto id = Start();
+  ASSERT_OK(id.status());
+  auto s = WaitForEnd(*id);
+  ASSERT_TRUE(s.completed) << s.error;
+  EXPECT_EQ(s.ingested_objects, 2);
+  EXPECT_EQ(Head(), s.commit_id);
+  auto e = catalog_->GetEntry("repo", "main", "in/d/b");
+  ASSERT_OK(e.status());
+  EXPECT_EQ(e->address, "local://" + src_ + "/d/b");
+  EXPECT_EQ(e->size, 4);
+  EXPECT_TRUE(IsConflict(importer_->Cancel("repo", *id)));
+
+  // Uncommitted changes on the branch: the import fails, and says so.
+  Put("staged", "y");
+  auto dirty = Start("again/");
+  ASSERT_OK(dirty.status());
+  s = WaitForEnd(*dirty);
+  EXPECT_FALSE(s.completed);
+  EXPECT_NE(s.error.find("import error:"), std::string::npos) << s.error;
+  EXPECT_NE(s.error.find("uncommitted"), std::string::npos) << s.error;
+  EXPECT_TRUE(IsConflict(importer_->Cancel("repo", *dirty)));
+  EXPECT_TRUE(IsNotFound(importer_->Cancel("repo", "nosuchimport")));
+}
+
+}  // namespace
+}  // namespace sediment::catalog

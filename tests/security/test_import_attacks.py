@@ -1,0 +1,89 @@
+"""Attacks through imports (lakeFS's POST .../import): an import reads files where they are, so the
+sources it may read are confined: never a repository's namespace (its own or another's: that would
+read past the other repository's policies, and point at files its GC deletes), never outside the
+namespace roots, never through a symbolic link out of the tree; and only with fs:ImportFromStorage."""
+import os
+import time
+
+import requests
+
+from security.util import ADMIN, create_repo, create_user, upload
+
+SECRET = b"the victim's secret"
+
+
+def start_import(api, repo, source, destination="in/", kind="common_prefix"):
+    return api("POST", f"/repositories/{repo}/branches/main/import",
+               json={"paths": [{"type": kind, "path": source, "destination": destination}],
+                     "commit": {"message": "import"}})
+
+
+def wait(api, repo, iid):
+    for _ in range(100):
+        s = api("GET", f"/repositories/{repo}/branches/main/import", params={"id": iid}).json()
+        if s.get("completed") or s.get("error"):
+            return s
+        time.sleep(0.1)
+    raise AssertionError("the import did not end")
+
+
+def test_an_import_cannot_read_a_repository_namespace(catalog_server, tmp_path):
+    server = catalog_server()  # local namespaces anywhere under tmp_path
+    api = server.api
+    victim_ns, own_ns = f"local://{tmp_path}/victim", f"local://{tmp_path}/mine"
+    create_repo(api, "victim", victim_ns)
+    assert upload(api, "victim", "main", "secret", SECRET).status_code == 201
+    create_repo(api, "mine", own_ns)
+    # mallory may import anything into her own repository.
+    mallory = api.as_user(create_user(api, "mallory", [
+        {"effect": "allow", "action": ["fs:*"], "resource": "arn:lakefs:fs:::repository/mine*"},
+        {"effect": "allow", "action": ["fs:ImportFromStorage"], "resource": "*"}]))
+    head = api("GET", "/repositories/mine/branches/main").json()["commit_id"]
+    for source in [victim_ns + "/", victim_ns + "/data/", f"local://{tmp_path}/", f"local://{tmp_path}",
+                   own_ns + "/"]:
+        r = start_import(mallory, "mine", source)
+        assert r.status_code == 400 and "invalid import source" in r.json()["message"], (source, r.text)
+    # Through a link: a directory of hers that points into the victim's namespace.
+    os.symlink(f"{tmp_path}/victim", f"{tmp_path}/innocent")
+    r = start_import(mallory, "mine", f"local://{tmp_path}/innocent/")
+    assert r.status_code == 400 and "invalid import source" in r.json()["message"], r.text
+    # Outside the roots: the server's own files, the system's.
+    for source in ["local:///etc/", f"local://{server.data_dir}/", "local:///etc/hostname"]:
+        r = start_import(mallory, "mine", source, kind="object" if source.endswith("hostname") else "common_prefix",
+                         destination="x")
+        assert r.status_code == 400 and "import source" in r.json()["message"], (source, r.text)
+    assert api("GET", "/repositories/mine/branches/main").json()["commit_id"] == head
+
+
+def test_a_link_inside_an_imported_tree_is_not_followed(catalog_server, tmp_path):
+    server = catalog_server()  # local namespaces anywhere under tmp_path
+    api = server.api
+    create_repo(api, "victim", f"local://{tmp_path}/victim")
+    assert upload(api, "victim", "main", "secret", SECRET).status_code == 201
+    create_repo(api, "mine", f"local://{tmp_path}/mine")
+    stored = next(p for p in (tmp_path / "victim").rglob("*") if p.is_file() and p.read_bytes() == SECRET)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "plain").write_bytes(b"mine")
+    os.symlink(stored, src / "stolen")
+    os.symlink(tmp_path / "victim", src / "stolen-dir")
+    r = start_import(api, "mine", f"local://{src}/")
+    assert r.status_code == 202, r.text
+    s = wait(api, "mine", r.json()["id"])
+    assert s["completed"] and s["ingested_objects"] == 1, s
+    listed = [o["path"] for o in api("GET", "/repositories/mine/refs/main/objects/ls").json()["results"]]
+    assert listed == ["in/plain"], listed
+
+
+def test_imports_need_import_from_storage(catalog_server, tmp_path):
+    server = catalog_server()  # local namespaces anywhere under tmp_path
+    api = server.api
+    create_repo(api, "mine", f"local://{tmp_path}/mine")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "f").write_bytes(b"x")
+    writer = api.as_user(create_user(api, "writer", [
+        {"effect": "allow", "action": ["fs:*"], "resource": "arn:lakefs:fs:::repository/mine*"}]))
+    r = start_import(writer, "mine", f"local://{tmp_path}/src/")
+    assert r.status_code == 401 and "fs:ImportFromStorage" in r.json()["message"], r.text
+    r = requests.post(server.url + "/api/v1/repositories/mine/branches/main/import", json={}, timeout=10)
+    assert r.status_code == 401
