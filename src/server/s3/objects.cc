@@ -205,7 +205,11 @@ Status CopyObject(const Gateway& gw, const Target& t, const Req& req, Res& res, 
     e.address = address;
   }
   // Within a repository the copy shares the data: catalog GC keeps data while
-  // any entry refers to it.
+  // any entry refers to it. Data that is gone is not shared (as a copy of it
+  // would fail on the object store: 400, what lakeFS answers).
+  if (src.bucket == t.bucket && owned && IsNotFound(ns->Stat(e.address).status())) {
+    return S3Error(400, "InvalidRequest", fmt::format("the data of \"{}\" is gone from the object store", src.key));
+  }
   e.mtime = std::time(nullptr);
   std::string directive = req.get_header_value("x-amz-metadata-directive");
   if (directive == "REPLACE") {
