@@ -232,13 +232,15 @@ class Catalog {
   // prefixes) are replaced by `entries` (full addresses of objects elsewhere).
   // The commit's metadata says ".lakefs.merge.strategy": "source-wins", and the
   // repository's ".lakefs.last.import.timestamp" its time.
-  // `guard`: a KV key that must be absent when the branch moves, and then
-  // holds "committed:<commit id>" (written in the same batch): whoever writes
-  // it first, the commit or a cancel, wins; a cancel that won makes this
-  // Cancelled with nothing changed.
+  // `record`: the import's KV record, which must still exist when the branch
+  // moves (a repository deleted, and perhaps made again, meanwhile took it);
+  // `guard`: a KV key that must be absent then, and then holds
+  // "committed:<commit id>" (written in the same batch): whoever writes it
+  // first, the commit or a cancel, wins; a cancel that won, or a record gone,
+  // makes this Cancelled with nothing changed.
   Result<Commit> CommitImport(const std::string& repo, const std::string& branch,
                               const std::map<std::string, Entry>& entries, const std::vector<std::string>& destinations,
-                              CommitParams params, const std::string& guard);
+                              CommitParams params, const std::string& record, const std::string& guard);
   // Where an import may read: `source` (local:// or s3://, a directory or
   // prefix when `prefix`, else one object) checked by the namespace rules
   // (local roots, S3 prefixes, never the server's own files) and neither in

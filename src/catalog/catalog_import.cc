@@ -177,7 +177,7 @@ Result<std::shared_ptr<arrow::io::RandomAccessFile>> Catalog::OpenEntry(const Re
 Result<Commit> Catalog::CommitImport(const std::string& repo_id, const std::string& branch,
                                      const std::map<std::string, Entry>& entries,
                                      const std::vector<std::string>& destinations, CommitParams params,
-                                     const std::string& guard) {
+                                     const std::string& record, const std::string& guard) {
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
   if (!params.force) ARROW_RETURN_NOT_OK(CheckWritable(repo));
   ARROW_RETURN_NOT_OK(CheckProtection(repo, branch, /*commit=*/true));
@@ -209,9 +209,13 @@ Result<Commit> Catalog::CommitImport(const std::string& repo_id, const std::stri
   c.metadata[".lakefs.merge.strategy"] = "source-wins";
   if (params.date) c.creation_date = *params.date;
   auto committed = CommitChanges(repo, rec, *it, c, [&](const Commit& made, kv::Batch* b) {
-    b->Require(kv::Precondition::Absent(guard)).Put(guard, "committed:" + made.id);
+    b->Require(kv::Precondition::Present(record))
+        .Require(kv::Precondition::Absent(guard))
+        .Put(guard, "committed:" + made.id);
   });
-  if (!committed.ok() && kv_->Get(guard).ok()) return Status::Cancelled("Canceled");
+  if (!committed.ok() && (kv_->Get(guard).ok() || IsNotFound(kv_->Get(record).status()))) {
+    return Status::Cancelled("Canceled");
+  }
   ARROW_ASSIGN_OR_RAISE(auto commit, std::move(committed));
   // The commit is made: a failure to note its time does not undo it.
   Status noted =

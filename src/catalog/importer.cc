@@ -198,7 +198,8 @@ void Importer::Run(std::shared_ptr<Job> job) {
   }
   Result<Commit> commit = Status::IOError("not committed");
   try {
-    commit = catalog_->CommitImport(job->repo, job->branch, entries, destinations, job->commit, job->key + "/end");
+    commit =
+        catalog_->CommitImport(job->repo, job->branch, entries, destinations, job->commit, job->key, job->key + "/end");
   } catch (const std::exception& e) {
     commit = Status::IOError(e.what());
   }

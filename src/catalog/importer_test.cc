@@ -103,5 +103,27 @@ TEST_F(ImporterTest, AFinishedImportCannotBeCancelledAndAFailedOneSaysWhy) {
   EXPECT_TRUE(IsNotFound(importer_->Cancel("repo", "nosuchimport")));
 }
 
+TEST_F(ImporterTest, AnImportOfADeletedRepositoryCommitsNothingToItsSuccessor) {
+  // Between the import's walk and its commit, the repository is deleted and
+  // one of the same name made: the commit finds its record gone.
+  kv_->BeforeWrite([](const std::string& key) { return key.size() > 4 && key.compare(key.size() - 4, 4, "/end") == 0; },
+                   [this] {
+                     ASSERT_OK(catalog_->DeleteRepository("repo"));
+                     ASSERT_OK(catalog_->CreateRepository("repo", dir_.Sub("ns2"), "main", false).status());
+                   });
+  const std::string head_before = Head();
+  auto id = Start();
+  ASSERT_OK(id.status());
+  for (int i = 0; i < 500 && importer_->GetStatus("repo", *id).ok(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(IsNotFound(importer_->GetStatus("repo", *id).status())) << "the deletion took the import's record";
+  importer_->Stop();  // the job has ended
+  EXPECT_TRUE(IsNotFound(catalog_->GetEntry("repo", "main", "in/a").status())) << "imported into the new repository";
+  auto log = catalog_->Log("repo", "main", "", 10, false);
+  ASSERT_OK(log.status());
+  EXPECT_EQ(log->items.size(), 1u) << "only the new repository's first commit";
+}
+
 }  // namespace
 }  // namespace sediment::catalog
