@@ -11,9 +11,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -162,6 +164,64 @@ TimePoint ToTimePoint(arrow::fs::TimePoint t) {
   return TimePoint(std::chrono::duration_cast<Duration>(t.time_since_epoch()));
 }
 
+// What signs presigned URLs for one S3 store: its endpoint and static key.
+struct S3Presigner {
+  std::string scheme = "https";
+  std::string endpoint;  // host[:port]; empty = AWS
+  std::string region = "us-east-1";
+  std::string key, secret, session_token;
+  bool path_style = true;
+};
+
+// RFC 3986 percent-encoding as S3's signature V4 wants it ('/' kept in paths).
+std::string AwsEncode(std::string_view in, bool keep_slash) {
+  std::string out;
+  for (unsigned char c : in) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+// A signature-V4 presigned URL (query authentication) for `method` on
+// bucket/key, valid `expires` seconds from `now`.
+std::string Presign(const S3Presigner& p, const std::string& bucket, const std::string& key, const std::string& method,
+                    int64_t expires, std::time_t now) {
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char stamp[20], day[10];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+  std::strftime(day, sizeof(day), "%Y%m%d", &tm);
+  const std::string scope = fmt::format("{}/{}/s3/aws4_request", day, p.region);
+  const std::string endpoint = p.endpoint.empty() ? fmt::format("s3.{}.amazonaws.com", p.region) : p.endpoint;
+  std::string host, path;
+  if (p.path_style) {
+    host = endpoint;
+    path = "/" + AwsEncode(bucket, false) + "/" + AwsEncode(key, true);
+  } else {
+    host = bucket + "." + endpoint;
+    path = "/" + AwsEncode(key, true);
+  }
+  std::vector<std::pair<std::string, std::string>> q = {
+      {"X-Amz-Algorithm", "AWS4-HMAC-SHA256"},    {"X-Amz-Credential", p.key + "/" + scope}, {"X-Amz-Date", stamp},
+      {"X-Amz-Expires", std::to_string(expires)}, {"X-Amz-SignedHeaders", "host"},
+  };
+  if (!p.session_token.empty()) q.emplace_back("X-Amz-Security-Token", p.session_token);
+  std::sort(q.begin(), q.end());
+  std::string query;
+  for (const auto& [k, v] : q) query += (query.empty() ? "" : "&") + AwsEncode(k, false) + "=" + AwsEncode(v, false);
+  const std::string canonical = fmt::format("{}\n{}\n{}\nhost:{}\n\nhost\nUNSIGNED-PAYLOAD", method, path, query, host);
+  const std::string to_sign = fmt::format("AWS4-HMAC-SHA256\n{}\n{}\n{}", stamp, scope, Sha256Hex(canonical));
+  std::string signing = HmacSha256("AWS4" + p.secret, day);
+  signing = HmacSha256(signing, p.region);
+  signing = HmacSha256(signing, "s3");
+  signing = HmacSha256(signing, "aws4_request");
+  return fmt::format("{}://{}{}?{}&X-Amz-Signature={}", p.scheme, host, path, query, Hex(HmacSha256(signing, to_sign)));
+}
+
 class FsBlobStore final : public BlobStore {
  public:
   // `root` is the fs path of the store's root: "/abs/dir" locally, "bucket/prefix" on S3.
@@ -198,6 +258,18 @@ class FsBlobStore final : public BlobStore {
     arrow::fs::FileInfo info(Full(path), arrow::fs::FileType::File);
     info.set_size(size);
     return fs_->OpenInputFile(info);
+  }
+
+  void SetPresigner(S3Presigner p) { presigner_ = std::move(p); }
+
+  Result<std::string> PresignUrl(const std::string& path, const std::string& method, int64_t expires) override {
+    ARROW_RETURN_NOT_OK(ValidateObjectPath(path));
+    if (!presigner_) return BlobStore::PresignUrl(path, method, expires);
+    if (method != "GET" && method != "PUT") return InvalidArgument(fmt::format("cannot presign {}", method));
+    if (expires < 1 || expires > 7 * 86400) return InvalidArgument("a presigned URL lasts 1 s to 7 days");
+    const std::string full = Full(path);
+    const auto slash = full.find('/');
+    return Presign(*presigner_, full.substr(0, slash), full.substr(slash + 1), method, expires, std::time(nullptr));
   }
 
   Result<ObjectInfo> Stat(const std::string& path) override {
@@ -254,6 +326,7 @@ class FsBlobStore final : public BlobStore {
  private:
   std::string Full(const std::string& path) const { return root_ + "/" + path; }
 
+  std::optional<S3Presigner> presigner_;  // S3 stores with a static key
   std::shared_ptr<arrow::fs::FileSystem> fs_;
   const std::string root_;
   const bool local_;
@@ -280,7 +353,8 @@ std::string Env(const char* name) {
 
 struct S3Root {
   std::shared_ptr<arrow::fs::S3FileSystem> fs;
-  std::string root;  // "bucket/prefix"
+  std::string root;                      // "bucket/prefix"
+  std::optional<S3Presigner> presigner;  // with a static key only
 };
 
 // An S3 filesystem for `uri`, once its bucket is known to exist.
@@ -323,14 +397,19 @@ Result<S3Root> ConnectS3(const std::string& uri, const S3Config& config) {
   if (info->type() == arrow::fs::FileType::NotFound) {
     return InvalidArgument(fmt::format("bucket {} does not exist ({})", bucket, uri));
   }
-  return S3Root{std::move(fs), rest};
+  std::optional<S3Presigner> presigner;
+  if (!key.empty()) {
+    presigner =
+        S3Presigner{options.scheme, endpoint, config.region, key, secret, Env("AWS_SESSION_TOKEN"), config.path_style};
+  }
+  return S3Root{std::move(fs), rest, std::move(presigner)};
 }
 
 Result<std::shared_ptr<BlobStore>> OpenS3(const std::string& uri, const S3Config& config) {
   ARROW_ASSIGN_OR_RAISE(S3Root s3, ConnectS3(uri, config));
-  std::shared_ptr<BlobStore> store =
-      std::make_shared<FsBlobStore>(std::move(s3.fs), s3.root, /*local=*/false, "s3://" + s3.root);
-  return store;
+  auto store = std::make_shared<FsBlobStore>(std::move(s3.fs), s3.root, /*local=*/false, "s3://" + s3.root);
+  if (s3.presigner) store->SetPresigner(std::move(*s3.presigner));
+  return std::shared_ptr<BlobStore>(std::move(store));
 }
 
 // The first object under bucket/prefix not in `ignore`; stops listing there.

@@ -13,6 +13,8 @@
 // reader it returns is used by one thread at a time.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -67,6 +69,13 @@ class BlobStore {
   // Whether a read is a network request (object storage): readers then
   // coalesce ranges into fewer, larger reads.
   virtual bool Remote() const { return false; }
+  // A URL that lets its holder `method` ("GET" or "PUT") the object at `path`
+  // directly on the object store for `expires` seconds (S3's presigned URLs,
+  // signature V4 in the query). NotImplemented where there is no such thing
+  // (local disk) or no static key to sign with.
+  virtual Result<std::string> PresignUrl(const std::string& path, const std::string& method, int64_t expires) {
+    return NotImplemented(fmt::format("{}: presigned URLs need S3 storage", Describe()));
+  }
 
   // Conveniences over the primitives above.
   Status Put(const std::string& path, std::string_view data);

@@ -262,6 +262,9 @@ class Catalog {
   Result<Entry> ImportLocalFile(const std::string& path);
   // Whether `uri` (an s3:// object's address) lies under the S3 prefixes.
   bool S3Allowed(const std::string& uri) const;
+  // A presigned URL to `method` (GET or PUT) the data of `e` on the object
+  // store, for `expires` seconds; NotImplemented for data on local disk.
+  Result<std::string> PresignEntry(const Repository& repo, const Entry& e, const std::string& method, int64_t expires);
   const S3Config& s3_config() const { return options_.s3; }
   // Forbidden if `branch` matches a protection rule ("cannot write to" or
   // "cannot commit to protected branch", lakeFS's words).

@@ -174,6 +174,23 @@ Result<std::shared_ptr<arrow::io::RandomAccessFile>> Catalog::OpenEntry(const Re
   return store->OpenReader(where->path.substr(slash + 1));
 }
 
+Result<std::string> Catalog::PresignEntry(const Repository& repo, const Entry& e, const std::string& method,
+                                          int64_t expires) {
+  if (e.address.find("://") == std::string::npos) {
+    ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
+    return ns->PresignUrl(e.address, method, expires);
+  }
+  if (e.address.rfind("s3://", 0) != 0) return NotImplemented("presigned URLs need S3 storage");
+  ARROW_RETURN_NOT_OK(OpenEntry(repo, e).status());  // the same rules as a read through the server
+  ARROW_ASSIGN_OR_RAISE(auto where, ParseNamespace(e.address));
+  const auto slash = where.path.find('/');
+  Repository bucket;
+  bucket.location = "s3://" + where.path.substr(0, slash);
+  bucket.storage_namespace = bucket.location;
+  ARROW_ASSIGN_OR_RAISE(auto store, RepositoryNamespace(bucket));
+  return store->PresignUrl(where.path.substr(slash + 1), method, expires);
+}
+
 Result<Commit> Catalog::CommitImport(const std::string& repo_id, const std::string& branch,
                                      const std::map<std::string, Entry>& entries,
                                      const std::vector<std::string>& destinations, CommitParams params,

@@ -148,6 +148,9 @@ json StorageConfigJson(const Context& ctx) {
   return {{"blockstore_type", ctx.blockstore_type},
           {"blockstore_namespace_example", example},
           {"blockstore_namespace_ValidityRegex", "^(s3|local|file)://|^/"},
+          // Stat, get and staging/backing answer presign=true on S3 storage, but
+          // listings and lakectl's presigned transfers do not work yet: clients
+          // are not told to use them.
           {"pre_sign_support", false},
           {"pre_sign_support_ui", false},
           {"import_support", true},

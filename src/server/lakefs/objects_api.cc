@@ -265,23 +265,27 @@ struct ReadTarget {
   catalog::Repository repo;
   std::string path;
   catalog::Entry entry;
+  bool presign = false;  // ?presign=true: the answer points at the object store
 };
 
-// presign=true asks for a URL into the object store, which this server does
-// not hand out (GET /config/storage says pre_sign_support: false).
+// How long a presigned URL this server hands out lasts (lakeFS's default).
+constexpr int64_t kPresignSeconds = 15 * 60;
+
+// presign=true on a listing asks for a URL per object, which this server does
+// not hand out yet (stat and get do).
 Status RefusePresign(const Req& req) {
   ARROW_ASSIGN_OR_RAISE(bool presign, BoolParam(req, "presign"));
   if (presign) {
-    return InvalidArgument("presign=true: this server does not hand out presigned URLs (pre_sign_support is false)");
+    return InvalidArgument("presign=true: a listing does not hand out presigned URLs (stat or get each object)");
   }
   return Status::OK();
 }
 
 Result<ReadTarget> ReadableObject(const Context& ctx, const Req& req, const std::string& me) {
   std::string repo_id = req.matches[1], refname = req.matches[2];
-  ARROW_RETURN_NOT_OK(RefusePresign(req));
   if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
   ReadTarget t;
+  ARROW_ASSIGN_OR_RAISE(t.presign, BoolParam(req, "presign"));
   t.path = req.get_param_value("path");
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadObject", ObjectArn(repo_id, t.path)));
   ARROW_ASSIGN_OR_RAISE(t.repo, ctx.cat->GetRepository(repo_id));
@@ -343,8 +347,16 @@ Status GetPhysicalAddress(const Context& ctx, const Req& req, Res& res, const st
   ARROW_RETURN_NOT_OK(Catalog::ValidatePath(path));
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:WriteObject", ObjectArn(repo_id, path)));
   ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
+  ARROW_ASSIGN_OR_RAISE(bool presign, BoolParam(req, "presign"));
   ARROW_ASSIGN_OR_RAISE(auto address, ctx.cat->IssueLinkAddress(repo, branch, path));
-  ReplyJson(res, 200, {{"physical_address", PhysicalAddress(repo, address)}});
+  json body = {{"physical_address", PhysicalAddress(repo, address)}};
+  if (presign) {  // the client writes the data to the object store itself, then links it
+    catalog::Entry e;
+    e.address = address;
+    ARROW_ASSIGN_OR_RAISE(body["presigned_url"], ctx.cat->PresignEntry(repo, e, "PUT", kPresignSeconds));
+    body["presigned_url_expiry"] = static_cast<int64_t>(std::time(nullptr)) + kPresignSeconds;
+  }
+  ReplyJson(res, 200, body);
   return Status::OK();
 }
 
@@ -432,6 +444,12 @@ Status GetObject(const Context& ctx, const Req& req, Res& res, const std::string
     res.status = 304;
     return Status::OK();
   }
+  if (t.presign) {  // lakeFS's answer: a redirect to the object store
+    ARROW_ASSIGN_OR_RAISE(auto url, ctx.cat->PresignEntry(repo, e, "GET", kPresignSeconds));
+    res.status = 302;
+    res.set_header("Location", url);
+    return Status::OK();
+  }
   ARROW_ASSIGN_OR_RAISE(auto file, ctx.cat->OpenEntry(repo, e));  // imported objects are read where they are
   res.set_header("ETag", etag);
   res.set_header("Last-Modified", HttpDate(e.mtime));
@@ -463,6 +481,10 @@ Status StatObject(const Context& ctx, const Req& req, Res& res, const std::strin
   const auto& path = t.path;
   const auto& e = t.entry;
   json body = ObjectJson(repo, path, e);
+  if (t.presign) {
+    ARROW_ASSIGN_OR_RAISE(body["physical_address"], ctx.cat->PresignEntry(repo, e, "GET", kPresignSeconds));
+    body["physical_address_expiry"] = static_cast<int64_t>(std::time(nullptr)) + kPresignSeconds;
+  }
   if (req.has_param("user_metadata")) {
     ARROW_ASSIGN_OR_RAISE(bool with_metadata, BoolParam(req, "user_metadata"));
     if (!with_metadata) body.erase("metadata");
