@@ -251,6 +251,10 @@ class Catalog {
   // (and, for a `prefix`, holds none; an S3 prefix `string_prefix` as written,
   // without a trailing '/', holds every key that starts with it).
   Status CheckOwnedByNoRepository(const NamespaceLocation& where, bool prefix, bool string_prefix);
+  // An imported object's full address, checked as a read of it is (Forbidden otherwise).
+  Result<NamespaceLocation> CheckImportedAddress(const std::string& address);
+  // The store of an imported S3 object's bucket, and its key.
+  Result<std::pair<Namespace, std::string>> ImportedS3Object(const NamespaceLocation& where);
   // The data of `e`: in the repository's namespace, or, for an imported
   // object, at its full address (checked by the namespace rules again).
   Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenEntry(const Repository& repo, const Entry& e);

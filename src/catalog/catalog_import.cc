@@ -146,32 +146,41 @@ bool Catalog::S3Allowed(const std::string& uri) const {
   return false;
 }
 
+Result<NamespaceLocation> Catalog::CheckImportedAddress(const std::string& address) {
+  // Only where the rules, as they are now, allow, and never a repository's namespace.
+  auto where = ResolveNamespace(address, options_.namespaces);
+  Status allowed = where.ok() ? CheckOwnedByNoRepository(*where, false, false) : where.status();
+  if (!allowed.ok()) {
+    return Forbidden(fmt::format("object at {} is outside what this server may read: {}", address, allowed.message()));
+  }
+  return where;
+}
+
+Result<std::pair<Namespace, std::string>> Catalog::ImportedS3Object(const NamespaceLocation& where) {
+  const auto slash = where.path.find('/');
+  if (slash == std::string::npos) {
+    return InvalidArgument(fmt::format("address {} names a bucket, not an object", where.Uri()));
+  }
+  Repository bucket;
+  bucket.location = "s3://" + where.path.substr(0, slash);
+  bucket.storage_namespace = bucket.location;
+  ARROW_ASSIGN_OR_RAISE(auto store, RepositoryNamespace(bucket));  // cached by location
+  return std::make_pair(std::move(store), where.path.substr(slash + 1));
+}
+
 Result<std::shared_ptr<arrow::io::RandomAccessFile>> Catalog::OpenEntry(const Repository& repo, const Entry& e) {
   if (e.address.find("://") == std::string::npos) {
     ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
     return ns->OpenReader(e.address);
   }
-  // An imported object: read only where the rules, as they are now, allow,
-  // and never from a repository's namespace.
-  auto where = ResolveNamespace(e.address, options_.namespaces);
-  Status allowed = where.ok() ? CheckOwnedByNoRepository(*where, false, false) : where.status();
-  if (!allowed.ok()) {
-    return Forbidden(
-        fmt::format("object at {} is outside what this server may read: {}", e.address, allowed.message()));
-  }
-  if (where->kind == NamespaceKind::kLocal) {
+  ARROW_ASSIGN_OR_RAISE(auto where, CheckImportedAddress(e.address));
+  if (where.kind == NamespaceKind::kLocal) {
     ARROW_ASSIGN_OR_RAISE(auto lexical, ParseNamespace(e.address));  // as written: links are refused below
     ARROW_ASSIGN_OR_RAISE(int fd, OpenBeneath(options_.namespaces.local_roots, lexical.path));
     return arrow::io::ReadableFile::Open(fd);
   }
-  const auto slash = where->path.find('/');
-  if (slash == std::string::npos)
-    return InvalidArgument(fmt::format("address {} names a bucket, not an object", e.address));
-  Repository bucket;
-  bucket.location = "s3://" + where->path.substr(0, slash);
-  bucket.storage_namespace = bucket.location;
-  ARROW_ASSIGN_OR_RAISE(auto store, RepositoryNamespace(bucket));  // cached by location
-  return store->OpenReader(where->path.substr(slash + 1));
+  ARROW_ASSIGN_OR_RAISE(auto object, ImportedS3Object(where));
+  return object.first->OpenReader(object.second);
 }
 
 Result<std::string> Catalog::PresignEntry(const Repository& repo, const Entry& e, const std::string& method,
@@ -180,15 +189,10 @@ Result<std::string> Catalog::PresignEntry(const Repository& repo, const Entry& e
     ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
     return ns->PresignUrl(e.address, method, expires);
   }
-  if (e.address.rfind("s3://", 0) != 0) return NotImplemented("presigned URLs need S3 storage");
-  ARROW_RETURN_NOT_OK(OpenEntry(repo, e).status());  // the same rules as a read through the server
-  ARROW_ASSIGN_OR_RAISE(auto where, ParseNamespace(e.address));
-  const auto slash = where.path.find('/');
-  Repository bucket;
-  bucket.location = "s3://" + where.path.substr(0, slash);
-  bucket.storage_namespace = bucket.location;
-  ARROW_ASSIGN_OR_RAISE(auto store, RepositoryNamespace(bucket));
-  return store->PresignUrl(where.path.substr(slash + 1), method, expires);
+  ARROW_ASSIGN_OR_RAISE(auto where, CheckImportedAddress(e.address));
+  if (where.kind == NamespaceKind::kLocal) return NotImplemented("presigned URLs need S3 storage");
+  ARROW_ASSIGN_OR_RAISE(auto object, ImportedS3Object(where));
+  return object.first->PresignUrl(object.second, method, expires);
 }
 
 Result<Commit> Catalog::CommitImport(const std::string& repo_id, const std::string& branch,
