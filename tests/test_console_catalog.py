@@ -425,3 +425,30 @@ def test_catalog_needs_set_up_first(start_server, browser, tmp_path):
     wait_until(lambda: d.find_element(By.ID, "create-repo-dialog-storage_namespace").get_attribute("value")
                == f"local://{tmp_path}/repo", "the namespace example")
     assert requests.get(server.url + "/api/v1/repositories", auth=(key, secret), timeout=10).json()["results"] == []
+
+
+def test_action_runs_and_hook_output(catalog, browser):
+    """The Actions tab lists the runs of the repository's hooks, newest first, with each hook's status
+    and output; a failed pre-commit hook shows why the commit was refused."""
+    d = browser
+    catalog.make_repo()
+    action = ("name: Guard\non: {pre-commit: }\nhooks:\n"
+              "  - {id: check, type: lua, properties: {script: \"print('checked ' .. action.branch_id)\"}}\n"
+              "  - {id: veto, type: lua, properties: {script: \"if action.commit.message == 'bad' then error('no bad commits') end\"}}\n")
+    catalog.upload("_lakefs_actions/guard.yaml", action.encode())
+    catalog.commit("good")
+    catalog.upload("x", b"x")
+    r = catalog.call("POST", "/repositories/repo1/branches/main/commits", json={"message": "bad"})
+    assert r.status_code == 412 and "no bad commits" in r.json()["message"], r.text
+    runs = catalog.ok("GET", "/repositories/repo1/actions/runs")["results"]
+    assert [x["status"] for x in runs] == ["failed", "completed"]
+    open_console(d, catalog)
+    goto(d, "#/repositories/repo1/actions")
+    failed = f"#runs tr[data-run='{runs[0]['run_id']}']"
+    wait_for(d, failed, text="failed")
+    click(d, failed)
+    wait_for(d, "#run-hooks tr[data-hook='0000_0001']", text="failed")
+    wait_for(d, "#hook-output-0000_0000", text="checked main")
+    click(d, "#run-hooks tr[data-hook='0000_0001']")
+    wait_for(d, "#hook-output-0000_0001", text="no bad commits")
+    shot(d, "catalog-20-action-runs")

@@ -50,7 +50,8 @@ def run_esti(start_server, tmp_path, listing, server_toml, namespace, esti_env):
 
     cfg = tmp_path / "sediment.toml"
     cfg.write_text(server_toml)
-    server = start_server("--config", str(cfg))
+    # The hooks tests' actions read this variable ({{ ENV.LAKEFSACTION_VAR }}) and check its value.
+    server = start_server("--config", str(cfg), env={"LAKEFSACTION_VAR": "this_is_actions_var"})
     excluded = sorted(t for t, e in expected.items() if e == "exclude")
     # The import tests write their sources under the test process's temporary directory: one the
     # server may read (inside its local namespace root).

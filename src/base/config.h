@@ -163,6 +163,14 @@ struct IcebergConfig {
   std::string s3_secret_access_key;
 };
 
+// [actions]: lakeFS's actions (hooks on repository events, docs/actions.md).
+struct ActionsConfig {
+  bool enabled = true;
+  std::string env_prefix = "LAKEFSACTION_";  // {{ ENV.X }} in hooks reads only names with this prefix
+  double hook_timeout_secs = 60;             // a hook's default time limit (a webhook's `timeout` overrides it)
+  int64_t lua_memory_mib = 64;               // a Lua hook's allocation cap
+};
+
 // [graveler.compaction], spec staging-compaction.md.
 struct GravelerCompactionConfig {
   bool auto_trigger = false;
@@ -217,6 +225,7 @@ struct Config {
   GravelerConfig graveler;
   CatalogConfig catalog;
   IcebergConfig iceberg;
+  ActionsConfig actions;
   WorkerConfig worker;
   std::vector<JobConfig> jobs;
 

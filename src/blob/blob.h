@@ -73,7 +73,8 @@ class BlobStore {
   // directly on the object store for `expires` seconds (S3's presigned URLs,
   // signature V4 in the query). NotImplemented where there is no such thing
   // (local disk) or no static key to sign with.
-  virtual Result<std::string> PresignUrl(const std::string& path, const std::string& method, int64_t expires) {
+  virtual Result<std::string> PresignUrl(const std::string& /*path*/, const std::string& /*method*/,
+                                         int64_t /*expires*/) {
     return NotImplemented(fmt::format("{}: presigned URLs need S3 storage", Describe()));
   }
 

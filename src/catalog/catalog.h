@@ -156,6 +156,10 @@ struct CommitParams {
   bool allow_empty = false;
   bool force = false;   // write into a read-only repository
   bool squash = false;  // merge: one parent (the destination), as lakeFS's squash_merge
+  // Merge: runs once the merge commit is stored, before the branch moves to
+  // it (lakeFS's pre-merge hooks see the merge commit's id); a failure leaves
+  // the branch where it was.
+  std::function<Status(const Commit&)> before_publish;
 };
 
 enum class MergeStrategy { kNone, kSourceWins, kDestWins };
@@ -505,7 +509,8 @@ class Catalog {
   // `also`: more conditions and writes for the batch that moves the branch
   // (an import's "not cancelled"); if they fail, nothing moves (Conflict).
   Result<Commit> CommitChanges(const Repository& repo, const BranchRecord& rec, ValueIterator& changes, Commit commit,
-                               const std::function<void(const Commit&, kv::Batch*)>& also = nullptr);
+                               const std::function<void(const Commit&, kv::Batch*)>& also = nullptr,
+                               const std::function<Status(const Commit&)>& before = nullptr);
   Result<BranchRecord> RequireClean(const Repository& repo, const std::string& branch);
   Result<Page<DiffItem>> CollectDiff(DiffIterator& diff, const ListOptions& opts);
   Status CheckWritable(const Repository& repo);

@@ -115,7 +115,8 @@ Result<Catalog::BranchRecord> Catalog::RequireClean(const Repository& repo, cons
 }
 
 Result<Commit> Catalog::CommitChanges(const Repository& repo, const BranchRecord& rec, ValueIterator& changes, Commit c,
-                                      const std::function<void(const Commit&, kv::Batch*)>& also) {
+                                      const std::function<void(const Commit&, kv::Batch*)>& also,
+                                      const std::function<Status(const Commit&)>& before) {
   ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
   ARROW_ASSIGN_OR_RAISE(auto head, GetCommit(repo.id, rec.branch.commit_id));
   ARROW_ASSIGN_OR_RAISE(auto head_mr, ranges_->LoadMetaRange(ns, head.meta_range_id));
@@ -129,6 +130,7 @@ Result<Commit> Catalog::CommitChanges(const Repository& repo, const BranchRecord
   c.generation += 1;
   if (c.creation_date == 0) c.creation_date = ToUnixMicros(clock_->Now()) / 1000000;
   ARROW_RETURN_NOT_OK(StoreCommit(repo.id, &c).status());
+  if (before) ARROW_RETURN_NOT_OK(before(c));
   Branch next = rec.branch;
   next.commit_id = c.id;
   kv::Batch b;
@@ -165,7 +167,7 @@ Result<Commit> Catalog::Merge(const std::string& repo_id, const std::string& sou
                                          : strategy == MergeStrategy::kDestWins ? "dest-wins"
                                                                                 : "default";
   if (params.date) c.creation_date = *params.date;
-  return CommitChanges(repo, rec, *changes, std::move(c));
+  return CommitChanges(repo, rec, *changes, std::move(c), nullptr, params.before_publish);
 }
 
 Result<Commit> Catalog::Revert(const std::string& repo_id, const std::string& branch, const std::string& ref,

@@ -243,9 +243,10 @@ Status Catalog::FinishRepositoryDeletion(const std::string& id) {
     }
   }
   // Tags, commits, the staging-compaction bookkeeping (counters, last status,
-  // leases), multipart uploads, link addresses and imports (a job still
-  // running finds its record gone and commits nothing: Catalog::CommitImport).
-  for (const auto& p : {"c/t/", "c/c/", "c/m/", "c/cs/", "c/cl/", "c/mp/", "c/la/", "c/imp/"}) {
+  // leases), multipart uploads, link addresses, imports (a job still
+  // running finds its record gone and commits nothing: Catalog::CommitImport)
+  // and action runs (actions/service.cc writes them).
+  for (const auto& p : {"c/t/", "c/c/", "c/m/", "c/cs/", "c/cl/", "c/mp/", "c/la/", "c/imp/", "c/ar/"}) {
     Status st = DeletePrefixWhile(*kv_, p + id + "/", still);
     if (finished_elsewhere(st)) return Status::OK();
     ARROW_RETURN_NOT_OK(st);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "actions/actions.h"
 #include "auth/auth.h"
 #include "base/failpoint.h"
 #include "base/version.h"
@@ -264,6 +265,12 @@ Status App::StartCatalog(const std::string& owner) {
   gc.grace = SecondsToDuration(config_.catalog.gc_grace);
   catalog_collector_->Start(SecondsToDuration(config_.catalog.gc_interval), gc);
   importer_ = std::make_unique<catalog::Importer>(catalog_.get(), kv_, clock_);
+  actions::ActionsOptions aopts;
+  aopts.enabled = config_.actions.enabled;
+  aopts.env_prefix = config_.actions.env_prefix;
+  aopts.hook_timeout_ms = static_cast<int64_t>(config_.actions.hook_timeout_secs * 1000);
+  aopts.lua_memory_bytes = config_.actions.lua_memory_mib << 20;
+  actions_ = std::make_unique<actions::ActionsService>(catalog_.get(), kv_.get(), aopts);
   return Status::OK();
 }
 
@@ -331,7 +338,7 @@ void App::RegisterRoutes() {
         RegisterIcebergApi(http_.get(), iceberg_.get(), tables_.get(), auth_.get(), IcebergApiOptionsOf(config_));
   }
   RegisterLakeFsApi(http_.get(), catalog_.get(), staging_compactor_.get(), catalog_collector_.get(), importer_.get(),
-                    auth_.get(), config_.ObjectsUri().rfind("s3://", 0) == 0 ? "s3" : "local");
+                    auth_.get(), config_.ObjectsUri().rfind("s3://", 0) == 0 ? "s3" : "local", actions_.get());
   http_->Handle("GET", "/metrics", "/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.RenderPrometheus(), "text/plain; version=0.0.4; charset=utf-8");
   });
@@ -357,6 +364,7 @@ void App::Stop() {
   if (tables_) tables_->Stop();
   if (iceberg_) iceberg_->Stop();
   if (importer_) importer_->Stop();
+  if (actions_) actions_->Stop();
   if (catalog_collector_) catalog_collector_->Stop();
   if (staging_compactor_) staging_compactor_->Stop();
   if (catalog_) catalog_->Stop();

@@ -43,6 +43,9 @@ class StagingCompactor;
 class CatalogCollector;
 class Importer;
 }  // namespace catalog
+namespace actions {
+class ActionsService;
+}  // namespace actions
 
 namespace auth {
 class AuthService;
@@ -110,6 +113,7 @@ class App {
   std::unique_ptr<catalog::StagingCompactor> staging_compactor_;
   std::unique_ptr<catalog::CatalogCollector> catalog_collector_;
   std::unique_ptr<catalog::Importer> importer_;
+  std::unique_ptr<actions::ActionsService> actions_;  // hooks; Stop() ends its post-event runs before the catalog's
   std::unique_ptr<AuthService> auth_;
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<HttpServer> gateway_http_;  // only with [gateway] listen

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <regex>
 #include <variant>
 #include <vector>
 
@@ -130,6 +131,11 @@ std::vector<Route> Routes() {
       {"GET",    ref + "/commits",                LogCommits},
       {"GET",    ref + "/diff/([^/]+)",           DiffRefs},
       {"POST",   ref + "/merge/([^/]+)",          Merge},
+      // Actions' runs (lakefs/actions_api.cc)
+      {"GET",    repo + "/actions/runs",          ListRepositoryRuns},
+      {"GET",    repo + "/actions/runs/([^/]+)",  GetRun},
+      {"GET",    repo + "/actions/runs/([^/]+)/hooks", ListRunHooks},
+      {"GET",    repo + "/actions/runs/([^/]+)/hooks/([^/]+)/output", GetRunHookOutput},
       // Tags (lakefs/tags_api.cc)
       {"GET",    tags,                            ListTags},
       {"POST",   tags,                            CreateTag},
@@ -186,13 +192,84 @@ void Register(HttpServer* http, const std::shared_ptr<const Context>& ctx, const
   }
 }
 
+// The lakeFS API called in-process as a user (Lua hooks' `lakefs` module):
+// the same route table and handlers, so a call is authorized exactly as the
+// HTTP request would be. A body is read up to kMaxBody.
+class InProcessApi final : public actions::ApiClient {
+ public:
+  explicit InProcessApi(std::shared_ptr<const Context> ctx) : ctx_(std::move(ctx)) {
+    for (const Route& r : Routes()) {
+      if (auto* fn = std::get_if<AuthedHandler>(&r.handler)) routes_.push_back({r.method, std::regex(r.pattern), *fn});
+    }
+  }
+
+  Reply Call(const std::string& user, const std::string& method, const std::string& path,
+             const std::multimap<std::string, std::string>& query, const std::string& body) override {
+    for (const auto& r : routes_) {
+      if (method != r.method) continue;
+      Req req;
+      req.method = method;
+      req.path = path;
+      if (!std::regex_match(req.path, req.matches, r.pattern)) continue;
+      for (const auto& [k, v] : query) req.params.emplace(k, v);
+      req.body = body;
+      if (!body.empty()) req.headers.emplace("Content-Type", "application/json");
+      Res res;
+      Status st = r.fn(*ctx_, req, res, user);
+      if (!st.ok()) ReplyError(res, st);
+      if (res.content_provider_) return Drain(res);
+      return {res.status, res.body};
+    }
+    return {404, R"({"message":"no such API operation"})"};
+  }
+
+ private:
+  static constexpr size_t kMaxBody = 64 << 20;
+
+  // A streamed answer (objects), read into memory up to kMaxBody.
+  static Reply Drain(Res& res) {
+    std::string out;
+    bool done = false, over = false;
+    httplib::DataSink sink;
+    sink.write = [&](const char* d, size_t n) {
+      if (out.size() + n > kMaxBody) {
+        over = true;
+        return false;
+      }
+      out.append(d, n);
+      return true;
+    };
+    sink.done = [&] { done = true; };
+    sink.is_writable = [] { return true; };
+    const size_t length = res.content_length_;
+    while (!done && !over && (res.is_chunked_content_provider_ || out.size() < length)) {
+      size_t before = out.size();
+      if (!res.content_provider_(out.size(), length - std::min(length, out.size()), sink)) break;
+      if (out.size() == before && !done) break;
+    }
+    if (over)
+      return {413, fmt::format(R"({{"message":"the object is larger than the {} bytes a hook may read"}})", kMaxBody)};
+    return {res.status, std::move(out)};
+  }
+
+  struct Compiled {
+    std::string method;
+    std::regex pattern;
+    AuthedHandler fn;
+  };
+  std::shared_ptr<const Context> ctx_;
+  std::vector<Compiled> routes_;
+};
+
 }  // namespace
 
 void RegisterLakeFsApi(HttpServer* http, catalog::Catalog* catalog, catalog::StagingCompactor* compactor,
                        catalog::CatalogCollector* collector, catalog::Importer* importer, AuthService* auth,
-                       const std::string& blockstore_type) {
-  auto ctx = std::make_shared<const Context>(Context{catalog, compactor, collector, importer, auth, blockstore_type});
+                       const std::string& blockstore_type, actions::ActionsService* actions) {
+  auto ctx =
+      std::make_shared<const Context>(Context{catalog, compactor, collector, importer, auth, blockstore_type, actions});
   for (const Route& route : Routes()) Register(http, ctx, route);
+  if (actions != nullptr) actions->SetApiClient(std::make_shared<InProcessApi>(ctx));
 }
 
 }  // namespace sediment::server

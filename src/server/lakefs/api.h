@@ -13,6 +13,10 @@ class CatalogCollector;
 class Importer;
 }  // namespace sediment::catalog
 
+namespace sediment::actions {
+class ActionsService;
+}  // namespace sediment::actions
+
 namespace sediment::auth {
 class AuthService;
 }  // namespace sediment::auth
@@ -22,9 +26,10 @@ using auth::AuthService;
 class HttpServer;
 
 // `blockstore_type` ("s3" or "local") is what GET /config reports as the default storage.
-// `collector` serves POST /api/v1/repositories/{repo}/gc; `importer` the imports.
+// `collector` serves POST /api/v1/repositories/{repo}/gc; `importer` the imports;
+// `actions` (may be null) runs hooks around operations and keeps their runs.
 void RegisterLakeFsApi(HttpServer* http, catalog::Catalog* catalog, catalog::StagingCompactor* compactor,
                        catalog::CatalogCollector* collector, catalog::Importer* importer, AuthService* auth,
-                       const std::string& blockstore_type);
+                       const std::string& blockstore_type, actions::ActionsService* actions);
 
 }  // namespace sediment::server

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "actions/actions.h"
 #include "base/status.h"
 #include "catalog/catalog.h"
 #include "server/http/errors.h"
@@ -49,7 +50,8 @@ struct Context {
   catalog::CatalogCollector* collector;
   catalog::Importer* importer;
   AuthService* auth;
-  std::string blockstore_type;  // "s3" or "local", as GET /config reports it
+  std::string blockstore_type;       // "s3" or "local", as GET /config reports it
+  actions::ActionsService* actions;  // null = no hooks run
 
   // Unauthorized ("insufficient permissions: ...", as lakeFS) unless `user` may do `action` on `resource`.
   Status Allow(const std::string& user, const std::string& action, const std::string& resource) const;
@@ -197,6 +199,22 @@ Status GetCommit(const Context& ctx, const Req& req, Res& res, const std::string
 Status LogCommits(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status DiffRefs(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status Merge(const Context& ctx, const Req& req, Res& res, const std::string& me);
+
+// lakefs/actions_api.cc: the runs of actions, and the hooks around operations.
+Status ListRepositoryRuns(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetRun(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status ListRunHooks(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetRunHookOutput(const Context& ctx, const Req& req, Res& res, const std::string& me);
+
+// An event of `repo` caused by `me` (lakeFS's committer: the user's name).
+actions::HookRecord HookEvent(const std::string& event, const std::string& repo, const std::string& me);
+// Runs a pre-event's hooks: PreconditionFailed (412) when one fails, and the
+// operation must not happen. The run's id ("" when nothing ran).
+Result<std::string> RunPreHooks(const Context& ctx, const actions::HookRecord& event);
+// Queues a post-event's hooks (after the operation is done and answered);
+// `set_pre_run_commit` gives the pre-event's run the new commit's id.
+void RunPostHooks(const Context& ctx, actions::HookRecord event, const std::string& pre_run_id,
+                  bool set_pre_run_commit);
 
 // lakefs/tags_api.cc
 Status ListTags(const Context& ctx, const Req& req, Res& res, const std::string& me);

@@ -24,9 +24,22 @@ Status CreateBranch(const Context& ctx, const Req& req, Res& res, const std::str
   ARROW_ASSIGN_OR_RAISE(auto name, Field<std::string>(body, "name"));
   ARROW_ASSIGN_OR_RAISE(auto source, Field<std::string>(body, "source"));
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:CreateBranch", BranchArn(repo, name)));
+  // The hooks read their actions from the source as given (a branch: with its
+  // staged changes); a source that does not resolve is CreateBranch's to report.
+  auto event = HookEvent("pre-create-branch", repo, me);
+  event.branch_id = name;
+  event.source_ref = source;
+  std::string pre_run;
+  if (auto from = ctx.cat->ResolveRef(repo, source); from.ok()) {
+    event.commit_id = from->commit_id;
+    ARROW_ASSIGN_OR_RAISE(pre_run, RunPreHooks(ctx, event));
+  }
   ARROW_ASSIGN_OR_RAISE(auto b, ctx.cat->CreateBranch(repo, name, source));
   res.status = 201;
   res.set_content(b.commit_id, "text/html");
+  event.event_type = "post-create-branch";
+  event.commit_id = b.commit_id;
+  RunPostHooks(ctx, std::move(event), pre_run, /*set_pre_run_commit=*/false);
   return Status::OK();
 }
 
@@ -41,8 +54,17 @@ Status GetBranch(const Context& ctx, const Req& req, Res& res, const std::string
 Status DeleteBranch(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   std::string repo = req.matches[1], name = req.matches[2];
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:DeleteBranch", BranchArn(repo, name)));
+  auto event = HookEvent("pre-delete-branch", repo, me);
+  event.branch_id = name;
+  std::string pre_run;
+  if (auto b = ctx.cat->GetBranch(repo, name); b.ok()) {  // otherwise DeleteBranch says what is wrong
+    event.source_ref = b->commit_id;
+    ARROW_ASSIGN_OR_RAISE(pre_run, RunPreHooks(ctx, event));
+  }
   ARROW_RETURN_NOT_OK(ctx.cat->DeleteBranch(repo, name));
   res.status = 204;
+  event.event_type = "post-delete-branch";
+  RunPostHooks(ctx, std::move(event), pre_run, /*set_pre_run_commit=*/false);
   return Status::OK();
 }
 

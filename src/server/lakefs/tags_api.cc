@@ -22,8 +22,18 @@ Status CreateTag(const Context& ctx, const Req& req, Res& res, const std::string
   ARROW_ASSIGN_OR_RAISE(auto ref, Field<std::string>(body, "ref"));
   ARROW_ASSIGN_OR_RAISE(auto force, Field<bool>(body, "force", false));
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:CreateTag", TagArn(repo, id)));
+  auto event = HookEvent("pre-create-tag", repo, me);
+  event.tag_id = id;
+  std::string pre_run;
+  if (auto at = ctx.cat->ResolveRef(repo, ref); at.ok()) {  // otherwise CreateTag says what is wrong
+    event.source_ref = event.commit_id = at->commit_id;
+    ARROW_ASSIGN_OR_RAISE(pre_run, RunPreHooks(ctx, event));
+  }
   ARROW_ASSIGN_OR_RAISE(auto t, ctx.cat->CreateTag(repo, id, ref, force));
   ReplyJson(res, 201, {{"id", t.id}, {"commit_id", t.commit_id}});
+  event.event_type = "post-create-tag";
+  event.source_ref = event.commit_id = t.commit_id;
+  RunPostHooks(ctx, std::move(event), pre_run, /*set_pre_run_commit=*/false);
   return Status::OK();
 }
 
@@ -38,8 +48,17 @@ Status GetTag(const Context& ctx, const Req& req, Res& res, const std::string& m
 Status DeleteTag(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   std::string repo = req.matches[1], id = req.matches[2];
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:DeleteTag", TagArn(repo, id)));
+  auto event = HookEvent("pre-delete-tag", repo, me);
+  event.tag_id = id;
+  std::string pre_run;
+  if (auto t = ctx.cat->GetTag(repo, id); t.ok()) {  // otherwise DeleteTag says what is wrong
+    event.source_ref = event.commit_id = t->commit_id;
+    ARROW_ASSIGN_OR_RAISE(pre_run, RunPreHooks(ctx, event));
+  }
   ARROW_RETURN_NOT_OK(ctx.cat->DeleteTag(repo, id));
   res.status = 204;
+  event.event_type = "post-delete-tag";
+  RunPostHooks(ctx, std::move(event), pre_run, /*set_pre_run_commit=*/false);
   return Status::OK();
 }
 

@@ -1,0 +1,411 @@
+// ActionsService: loads a ref's action files, runs the hooks an event
+// matches, and records runs (KV: c/ar/<repo>/...; outputs in the repository's
+// namespace under _lakefs/actions/log/). docs/actions.md and docs/formats.md.
+#include <arrow/buffer.h>
+#include <arrow/io/interfaces.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "actions/action.h"
+#include "actions/actions.h"
+#include "base/clock.h"
+#include "base/crypto.h"
+#include "base/executor.h"
+#include "blob/blob.h"
+#include "catalog/catalog.h"
+#include "kv/kv.h"
+
+namespace sediment::actions {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kActionsDir = "_lakefs_actions/";
+
+std::string RunsPrefix(const std::string& repo) { return "c/ar/" + repo + "/r/"; }
+std::string TasksPrefix(const std::string& repo, const std::string& run) { return "c/ar/" + repo + "/t/" + run + "/"; }
+std::string BranchIndex(const std::string& repo, const std::string& branch) {
+  return "c/ar/" + repo + "/b/" + branch + "/";
+}
+std::string CommitIndex(const std::string& repo, const std::string& commit) {
+  return "c/ar/" + repo + "/c/" + commit + "/";
+}
+std::string LogPath(const std::string& run, const std::string& hook_run) {
+  return "_lakefs/actions/log/" + run + "/" + hook_run + ".log";
+}
+
+json RunJson(const RunResult& r) {
+  return {{"v", 1},
+          {"run_id", r.run_id},
+          {"branch_id", r.branch_id},
+          {"source_ref", r.source_ref},
+          {"event_type", r.event_type},
+          {"commit_id", r.commit_id},
+          {"start", r.start_micros},
+          {"end", r.end_micros},
+          {"passed", r.passed}};
+}
+json TaskJson(const TaskResult& t) {
+  return {{"v", 1},
+          {"run_id", t.run_id},
+          {"hook_run_id", t.hook_run_id},
+          {"hook_id", t.hook_id},
+          {"action_name", t.action_name},
+          {"start", t.start_micros},
+          {"end", t.end_micros},
+          {"passed", t.passed}};
+}
+
+Result<RunResult> ParseRun(const std::string& raw) {
+  json j = json::parse(raw, nullptr, false);
+  if (j.is_discarded() || j.value("v", 0) != 1) return Status::IOError("actions: a run record it cannot read");
+  RunResult r;
+  r.run_id = j.value("run_id", "");
+  r.branch_id = j.value("branch_id", "");
+  r.source_ref = j.value("source_ref", "");
+  r.event_type = j.value("event_type", "");
+  r.commit_id = j.value("commit_id", "");
+  r.start_micros = j.value("start", int64_t{0});
+  r.end_micros = j.value("end", int64_t{0});
+  r.passed = j.value("passed", false);
+  return r;
+}
+Result<TaskResult> ParseTask(const std::string& raw) {
+  json j = json::parse(raw, nullptr, false);
+  if (j.is_discarded() || j.value("v", 0) != 1) return Status::IOError("actions: a hook record it cannot read");
+  TaskResult t;
+  t.run_id = j.value("run_id", "");
+  t.hook_run_id = j.value("hook_run_id", "");
+  t.hook_id = j.value("hook_id", "");
+  t.action_name = j.value("action_name", "");
+  t.start_micros = j.value("start", int64_t{0});
+  t.end_micros = j.value("end", int64_t{0});
+  t.passed = j.value("passed", false);
+  return t;
+}
+
+std::string ErrorList(const std::vector<std::string>& errors) {
+  std::string out = errors.size() == 1 ? "1 error occurred:" : fmt::format("{} errors occurred:", errors.size());
+  for (const auto& e : errors) out += "\n\t* " + e;
+  return out + "\n\n";
+}
+
+}  // namespace
+
+struct ActionsService::Impl {
+  catalog::Catalog* cat;
+  kv::KvStore* kv;
+  ActionsOptions options;
+  std::mutex mu;
+  std::shared_ptr<ApiClient> api;  // GUARDED_BY(mu)
+  ThreadPool post;
+
+  Impl(catalog::Catalog* c, kv::KvStore* k, ActionsOptions o)
+      : cat(c), kv(k), options(std::move(o)), post("actions-post", 1, static_cast<size_t>(options.post_queue)) {}
+
+  std::shared_ptr<ApiClient> Api() {
+    std::lock_guard<std::mutex> lock(mu);
+    return api;
+  }
+
+  // The action files at `ref` in file order; an unreadable or invalid one
+  // fails the event (its message names the file).
+  Result<std::vector<Action>> Load(const catalog::Repository& repo, const std::string& ref) {
+    catalog::ListOptions o;
+    o.prefix = kActionsDir;
+    o.delimiter = "/";
+    o.amount = options.max_action_files + 1;
+    auto page = cat->ListEntries(repo, ref, o);
+    if (IsNotFound(page.status())) return std::vector<Action>{};  // the operation reports the missing ref
+    ARROW_RETURN_NOT_OK(page.status());
+    if (static_cast<int64_t>(page->items.size()) > options.max_action_files) {
+      return InvalidArgument(fmt::format("{} holds more than {} action files", kActionsDir, options.max_action_files));
+    }
+    std::vector<Action> out;
+    std::set<std::string> names;
+    for (const auto& item : page->items) {
+      if (item.common_prefix) continue;  // folders under _lakefs_actions/ hold no actions
+      if (item.entry.size > options.action_file_bytes) {
+        return InvalidArgument(fmt::format("loading file {}: {} bytes, more than the {} an action file may have",
+                                           item.path, item.entry.size, options.action_file_bytes));
+      }
+      auto file = cat->OpenEntry(repo, item.entry);
+      if (!file.ok()) return InvalidArgument(fmt::format("loading file {}: {}", item.path, file.status().message()));
+      auto bytes = (*file)->ReadAt(0, item.entry.size);
+      if (!bytes.ok()) return InvalidArgument(fmt::format("loading file {}: {}", item.path, bytes.status().message()));
+      auto action = ParseAction((*bytes)->ToString());
+      if (!action.ok()) {
+        return InvalidArgument(fmt::format("parsing file {}: {}", item.path, action.status().message()));
+      }
+      if (!names.insert(action->name).second) {
+        return InvalidArgument(fmt::format("action name '{}' already loaded: invalid action", action->name));
+      }
+      out.push_back(std::move(*action));
+    }
+    return out;
+  }
+
+  struct ActionRun {
+    const Action* action;
+    std::vector<TaskResult> tasks;
+    std::vector<std::string> logs;
+    std::string error;  // the first hook failure
+  };
+
+  void RunAction(ActionRun* ar, int index, const HookRecord& record, const HookEnv& base) {
+    bool failed = false;
+    for (size_t h = 0; h < ar->action->hooks.size(); ++h) {
+      const Hook& hook = ar->action->hooks[h];
+      TaskResult t;
+      t.run_id = base.run_id;
+      t.hook_run_id = fmt::format("{:04}_{:04}", index, h);
+      t.hook_id = hook.id;
+      t.action_name = ar->action->name;
+      std::string log_text;
+      if (ShouldRun(hook.if_expr, failed)) {
+        OutputLog log(options.output_bytes);
+        HookEnv env = base;
+        env.action_name = ar->action->name;
+        int64_t timeout_ms = options.hook_timeout_ms;
+        Status st;
+        if (hook.properties.contains("timeout") && hook.properties["timeout"].is_string()) {
+          auto parsed = ParseGoDuration(hook.properties["timeout"].get<std::string>());
+          if (parsed.ok()) timeout_ms = *parsed;
+          st = parsed.status();
+        }
+        env.deadline_micros = SteadyMicros() + timeout_ms * 1000;
+        t.start_micros = ToUnixMicros(SystemClock().Now());
+        if (st.ok())
+          st = hook.type == "webhook" ? RunWebhook(hook, record, env, &log) : RunLua(hook, record, env, &log);
+        t.end_micros = std::max(ToUnixMicros(SystemClock().Now()), t.start_micros + 1);
+        t.passed = st.ok();
+        if (!st.ok()) {
+          log.Append(fmt::format("Error: action failed: {}\n", st.message()));
+          if (!failed) {
+            ar->error = fmt::format("hook run id '{}' failed on action '{}' hook '{}': action failed: {}",
+                                    t.hook_run_id, ar->action->name, hook.id, st.message());
+          }
+          failed = true;
+        }
+        log_text = log.text();
+      }
+      ar->tasks.push_back(std::move(t));
+      ar->logs.push_back(std::move(log_text));
+    }
+  }
+
+  Result<std::string> Run(const HookRecord& record) {
+    if (!options.enabled) return std::string();
+    ARROW_ASSIGN_OR_RAISE(auto repo, cat->GetRepository(record.repository_id));
+    if (repo.read_only) return std::string();  // as lakeFS: no hooks on read-only repositories
+    const std::string run_id = NewRunId();
+    auto aborted = [&](const std::string& what) {
+      return PreconditionFailed(
+          fmt::format("{} hook aborted, run id '{}': {}", record.event_type, run_id, ErrorList({what})));
+    };
+    auto actions = Load(repo, record.source_ref);
+    if (!actions.ok()) {
+      if (!IsInvalidArgument(actions.status())) return actions.status();
+      return aborted(actions.status().message());
+    }
+    std::vector<ActionRun> runs;
+    for (const auto& a : *actions) {
+      if (Matches(a, record.event_type, record.branch_id) && !a.hooks.empty()) runs.push_back({&a, {}, {}, ""});
+    }
+    if (runs.empty()) return std::string();
+    HookEnv env;
+    env.options = &options;
+    auto api_ref = Api();
+    env.api = api_ref.get();
+    env.run_id = run_id;
+    env.storage_namespace = repo.storage_namespace;
+    // Actions run side by side; the hooks of one action in order.
+    if (runs.size() == 1) {
+      RunAction(&runs[0], 0, record, env);
+    } else {
+      std::vector<std::thread> threads;
+      for (size_t i = 0; i < runs.size(); ++i) {
+        threads.emplace_back([&, i] { RunAction(&runs[i], static_cast<int>(i), record, env); });
+      }
+      for (auto& t : threads) t.join();
+    }
+    RunResult run;
+    run.run_id = run_id;
+    run.branch_id = record.branch_id;
+    run.source_ref = record.source_ref;
+    run.event_type = record.event_type;
+    run.commit_id = record.commit_id;
+    run.passed = true;
+    std::vector<std::string> errors;
+    json manifest_hooks = json::array();
+    ARROW_ASSIGN_OR_RAISE(auto ns, cat->RepositoryNamespace(repo));
+    kv::Batch batch;
+    for (const auto& ar : runs) {
+      if (!ar.error.empty()) errors.push_back(ar.error);
+      for (size_t i = 0; i < ar.tasks.size(); ++i) {
+        const TaskResult& t = ar.tasks[i];
+        if (t.start_micros != 0) {
+          if (run.start_micros == 0 || t.start_micros < run.start_micros) run.start_micros = t.start_micros;
+          run.end_micros = std::max(run.end_micros, t.end_micros);
+          Status put = ns->Put(LogPath(run_id, t.hook_run_id), ar.logs[i]);
+          if (!put.ok())
+            spdlog::warn("actions: the output of {}/{} was not stored: {}", run_id, t.hook_run_id, put.ToString());
+        }
+        if (t.start_micros != 0 && !t.passed) run.passed = false;
+        batch.Put(TasksPrefix(record.repository_id, run_id) + t.hook_run_id, TaskJson(t).dump());
+        manifest_hooks.push_back(TaskJson(t));
+      }
+    }
+    batch.Put(RunsPrefix(record.repository_id) + run_id, RunJson(run).dump());
+    if (!run.branch_id.empty()) batch.Put(BranchIndex(record.repository_id, run.branch_id) + run_id, "");
+    if (!run.commit_id.empty()) batch.Put(CommitIndex(record.repository_id, run.commit_id) + run_id, "");
+    Status manifest = ns->Put("_lakefs/actions/log/" + run_id + "/run.manifest",
+                              json{{"run", RunJson(run)}, {"hooks", manifest_hooks}}.dump());
+    if (!manifest.ok()) spdlog::warn("actions: the manifest of run {} was not stored: {}", run_id, manifest.ToString());
+    ARROW_RETURN_NOT_OK(kv->Apply(batch));
+    if (!errors.empty()) {
+      return PreconditionFailed(
+          fmt::format("{} hook aborted, run id '{}': {}", record.event_type, run_id, ErrorList(errors)));
+    }
+    return run_id;
+  }
+
+  Status SetCommit(const std::string& repo, const std::string& run_id, const std::string& commit_id) {
+    const std::string key = RunsPrefix(repo) + run_id;
+    auto raw = kv->Get(key);
+    if (IsNotFound(raw.status())) return Status::OK();
+    ARROW_RETURN_NOT_OK(raw.status());
+    ARROW_ASSIGN_OR_RAISE(auto run, ParseRun(*raw));
+    if (run.commit_id == commit_id) return Status::OK();
+    run.commit_id = commit_id;
+    kv::Batch b;
+    b.Require(kv::Precondition::Equals(key, *raw))
+        .Put(key, RunJson(run).dump())
+        .Put(CommitIndex(repo, commit_id) + run_id, "");
+    return kv->Apply(b);
+  }
+};
+
+ActionsService::ActionsService(catalog::Catalog* catalog, kv::KvStore* kv, ActionsOptions options)
+    : impl_(std::make_unique<Impl>(catalog, kv, std::move(options))) {}
+
+ActionsService::~ActionsService() { Stop(); }
+
+void ActionsService::Stop() { impl_->post.Shutdown(); }
+
+void ActionsService::SetApiClient(std::shared_ptr<ApiClient> api) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->api = std::move(api);
+}
+
+Result<std::string> ActionsService::Run(const HookRecord& record) { return impl_->Run(record); }
+
+void ActionsService::RunPostAsync(HookRecord record, bool set_pre_run_commit) {
+  if (!impl_->options.enabled) return;
+  if (set_pre_run_commit && !record.pre_run_id.empty() && !record.commit_id.empty()) {
+    Status st = impl_->SetCommit(record.repository_id, record.pre_run_id, record.commit_id);
+    if (!st.ok()) spdlog::warn("actions: run {} did not get its commit: {}", record.pre_run_id, st.ToString());
+  }
+  Impl* impl = impl_.get();
+  Status queued = impl->post.TrySubmit([impl, record = std::move(record)] {
+    auto r = impl->Run(record);
+    if (!r.ok()) spdlog::warn("actions: {} on {}: {}", record.event_type, record.repository_id, r.status().message());
+  });
+  if (!queued.ok()) spdlog::warn("actions: a post-event run was dropped: {}", queued.ToString());
+}
+
+void ActionsService::WaitIdle() { impl_->post.WaitIdle(); }
+
+Result<RunPage<RunResult>> ActionsService::ListRuns(const std::string& repo, const std::string& branch,
+                                                    const std::string& commit, const std::string& after,
+                                                    int64_t amount) {
+  if (!branch.empty() && !commit.empty()) {
+    return InvalidArgument("can't use both branchID and MergedCommitID: parameters conflict");
+  }
+  const std::string prefix = !branch.empty()   ? BranchIndex(repo, branch)
+                             : !commit.empty() ? CommitIndex(repo, commit)
+                                               : RunsPrefix(repo);
+  const bool index = !branch.empty() || !commit.empty();
+  RunPage<RunResult> out;
+  std::string from = after.empty() ? "" : prefix + after + '\x01';
+  ARROW_ASSIGN_OR_RAISE(auto page, impl_->kv->Scan(prefix, from, static_cast<size_t>(amount) + 1));
+  for (const auto& item : page.items) {
+    if (static_cast<int64_t>(out.items.size()) == amount) {
+      out.has_more = true;
+      break;
+    }
+    if (index) {
+      auto run = GetRun(repo, item.key.substr(prefix.size()));
+      if (IsNotFound(run.status())) continue;
+      ARROW_RETURN_NOT_OK(run.status());
+      out.items.push_back(std::move(*run));
+    } else {
+      ARROW_ASSIGN_OR_RAISE(auto run, ParseRun(item.value));
+      out.items.push_back(std::move(run));
+    }
+  }
+  if (!out.has_more && page.has_more && static_cast<int64_t>(out.items.size()) == amount) out.has_more = true;
+  return out;
+}
+
+Result<RunResult> ActionsService::GetRun(const std::string& repo, const std::string& run_id) {
+  auto raw = impl_->kv->Get(RunsPrefix(repo) + run_id);
+  if (IsNotFound(raw.status())) return NotFound(fmt::format("action run \"{}\" not found", run_id));
+  ARROW_RETURN_NOT_OK(raw.status());
+  return ParseRun(*raw);
+}
+
+Result<RunPage<TaskResult>> ActionsService::ListTasks(const std::string& repo, const std::string& run_id,
+                                                      const std::string& after, int64_t amount) {
+  const std::string prefix = TasksPrefix(repo, run_id);
+  std::string from = after.empty() ? "" : prefix + after + '\x01';
+  ARROW_ASSIGN_OR_RAISE(auto page, impl_->kv->Scan(prefix, from, static_cast<size_t>(amount) + 1));
+  RunPage<TaskResult> out;
+  for (const auto& item : page.items) {
+    if (static_cast<int64_t>(out.items.size()) == amount) {
+      out.has_more = true;
+      break;
+    }
+    ARROW_ASSIGN_OR_RAISE(auto t, ParseTask(item.value));
+    out.items.push_back(std::move(t));
+  }
+  return out;
+}
+
+Result<std::string> ActionsService::TaskOutput(const std::string& repo_id, const std::string& run_id,
+                                               const std::string& hook_run_id) {
+  auto raw = impl_->kv->Get(TasksPrefix(repo_id, run_id) + hook_run_id);
+  if (IsNotFound(raw.status()))
+    return NotFound(fmt::format("hook run \"{}\" of run \"{}\" not found", hook_run_id, run_id));
+  ARROW_RETURN_NOT_OK(raw.status());
+  ARROW_ASSIGN_OR_RAISE(auto task, ParseTask(*raw));
+  if (task.start_micros == 0) return std::string();
+  ARROW_ASSIGN_OR_RAISE(auto repo, impl_->cat->GetRepository(repo_id));
+  ARROW_ASSIGN_OR_RAISE(auto ns, impl_->cat->RepositoryNamespace(repo));
+  auto data = ns->Get(LogPath(run_id, hook_run_id));
+  if (IsNotFound(data.status()) || (!data.ok() && data.status().IsIOError())) {
+    return NotFound(fmt::format("the output of hook run \"{}\" is gone", hook_run_id));
+  }
+  ARROW_RETURN_NOT_OK(data.status());
+  return (*data)->ToString();
+}
+
+std::string ActionsService::NewRunId() {
+  // Newest first: the time left until year 3000, in microseconds (11 digits
+  // of base 32), then 9 random digits so runs of many servers never collide.
+  static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuv";
+  constexpr int64_t kYear3000 = 32503680000LL * 1000000;
+  uint64_t left = static_cast<uint64_t>(kYear3000 - ToUnixMicros(SystemClock().Now()));
+  std::string id(20, '0');
+  for (int i = 10; i >= 0; --i, left >>= 5) id[i] = kDigits[left & 31];
+  std::string random = RandomBytes(9);
+  for (int i = 0; i < 9; ++i) id[11 + i] = kDigits[static_cast<unsigned char>(random[i]) & 31];
+  return id;
+}
+
+}  // namespace sediment::actions
