@@ -954,6 +954,37 @@ def test_import_brings_objects_under_version_control_without_copying(lakefs, tmp
     assert r.status_code == 400 and "not an import id" in r.json()["message"]
 
 
+def test_an_import_runs_the_commit_hooks_and_a_failing_one_stops_it(lakefs, tmp_path):
+    """An import is a commit: its branch's pre-commit hooks run before the branch moves (a failure
+    fails the import with the hook's message and leaves the branch as it was) and post-commit after."""
+    c = lakefs
+    make_repo(c)
+    src, _ = import_source(c, tmp_path, {"a.csv": b"1"})
+    action = ("name: Guard imports\non: {pre-commit: , post-commit: }\nhooks:\n"
+              "  - id: guard\n    type: lua\n    properties:\n      script: |\n"
+              "        if action.event_type == 'pre-commit' and action.commit.message == 'blocked' then\n"
+              "          error('imports named blocked are refused')\n        end\n"
+              "        print(action.event_type, action.commit_id)\n")
+    upload(c, "_lakefs_actions/guard.yaml", action.encode())
+    c.commits_api.commit("repo1", "main", m.CommitCreation(message="actions"))
+    head = c.branches_api.get_branch("repo1", "main").commit_id
+    body = {"paths": [{"type": "common_prefix", "path": src, "destination": "in/"}], "commit": {"message": "blocked"}}
+    _, status = run_import(c, body)
+    assert not status.get("completed") and "imports named blocked are refused" in status["error"]["message"], status
+    assert c.branches_api.get_branch("repo1", "main").commit_id == head
+    body["commit"]["message"] = "fine"
+    _, status = run_import(c, body)
+    assert status["completed"], status
+    made = status["commit"]["id"]
+    auth = (ADMIN_KEY, ADMIN_SECRET)
+
+    def both_runs():
+        r = requests.get(f"{c.server.url}/api/v1/repositories/repo1/actions/runs", params={"commit": made},
+                         auth=auth, timeout=10)
+        return sorted(x["event_type"] for x in r.json()["results"]) == ["post-commit", "pre-commit"]
+    eventually(both_runs, timeout=20, what="the import's pre- and post-commit runs")
+
+
 def test_imports_outside_the_rules_are_refused(lakefs, tmp_path):
     """Sources inside the repository's own namespace or outside the namespace rules, bad types and
     destinations are refused with what was wrong, before anything runs; a source that turns out

@@ -22,19 +22,22 @@ Status Invalid(const std::string& what) { return InvalidArgument(what + ": inval
 
 // A YAML node as JSON: plain scalars that read as booleans or numbers become
 // those (as YAML 1.2's core schema reads them); quoted ones stay strings.
-json ToJson(const YAML::Node& node) {
+// `budget` counts nodes: aliases share nodes, so a small file could otherwise
+// expand exponentially ("billion laughs").
+json ToJson(const YAML::Node& node, int64_t* budget, int depth = 0) {
+  if (--*budget < 0 || depth > 64) throw std::length_error("the file expands to too many values (aliases?)");
   switch (node.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
       return nullptr;
     case YAML::NodeType::Sequence: {
       json out = json::array();
-      for (const auto& item : node) out.push_back(ToJson(item));
+      for (const auto& item : node) out.push_back(ToJson(item, budget, depth + 1));
       return out;
     }
     case YAML::NodeType::Map: {
       json out = json::object();
-      for (const auto& kv : node) out[kv.first.as<std::string>()] = ToJson(kv.second);
+      for (const auto& kv : node) out[kv.first.as<std::string>()] = ToJson(kv.second, budget, depth + 1);
       return out;
     }
     case YAML::NodeType::Scalar:
@@ -42,10 +45,11 @@ json ToJson(const YAML::Node& node) {
   }
   const std::string& s = node.Scalar();
   if (node.Tag() == "!") return s;  // quoted
-  static const std::regex kInt(R"(^[-+]?[0-9]+$)"), kFloat(R"(^[-+]?([0-9]*\.[0-9]+|[0-9]+\.?)([eE][-+]?[0-9]+)?$)");
   if (s == "true" || s == "True" || s == "TRUE") return true;
   if (s == "false" || s == "False" || s == "FALSE") return false;
   if (s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
+  if (s.size() > 40) return s;  // no number is this long (and the regexes stay short)
+  static const std::regex kInt(R"(^[-+]?[0-9]+$)"), kFloat(R"(^[-+]?([0-9]*\.[0-9]+|[0-9]+\.?)([eE][-+]?[0-9]+)?$)");
   if (std::regex_match(s, kInt)) {
     errno = 0;
     long long v = std::strtoll(s.c_str(), nullptr, 10);
@@ -74,9 +78,12 @@ const std::vector<std::string>& EventTypes() {
 Result<Action> ParseAction(std::string_view text) {
   json doc;
   try {
-    doc = ToJson(YAML::Load(std::string(text)));
+    int64_t budget = 100000;
+    doc = ToJson(YAML::Load(std::string(text)), &budget);
   } catch (const YAML::Exception& e) {
     return InvalidArgument(fmt::format("yaml: line {}: {}", e.mark.line + 1, e.msg));
+  } catch (const std::exception& e) {
+    return InvalidArgument(fmt::format("yaml: {}: invalid action", e.what()));
   }
   if (!doc.is_object()) return InvalidArgument("an action file must be a YAML mapping: invalid action");
   Action a;
@@ -85,7 +92,7 @@ Result<Action> ParseAction(std::string_view text) {
   }
   a.name = doc["name"].get<std::string>();
   static const std::regex kName(R"(^\w[\w\-. ]+$)");
-  if (!std::regex_match(a.name, kName)) return Invalid("'name' is invalid");
+  if (a.name.size() > 256 || !std::regex_match(a.name, kName)) return Invalid("'name' is invalid");
   const json& on = doc.contains("on") ? doc["on"] : json();
   if (!on.is_object() || on.empty()) return Invalid("'on' is required");
   for (const auto& [event, spec] : on.items()) {
@@ -106,7 +113,8 @@ Result<Action> ParseAction(std::string_view text) {
     }
     for (const auto& g : branches) {
       // A pattern fnmatch cannot read is refused now rather than never matching.
-      if (g.empty() || std::count(g.begin(), g.end(), '[') != std::count(g.begin(), g.end(), ']')) {
+      if (g.empty() || g.size() > 256 || std::count(g.begin(), g.end(), '*') > 8 ||
+          std::count(g.begin(), g.end(), '[') != std::count(g.begin(), g.end(), ']')) {
         return Invalid(fmt::format("event '{}': branch pattern \"{}\" is malformed", event, g));
       }
     }
@@ -124,7 +132,8 @@ Result<Action> ParseAction(std::string_view text) {
       return Invalid(fmt::format("hook[{}] missing ID", i));
     }
     hook.id = h["id"].get<std::string>();
-    if (!std::regex_match(hook.id, kHookId)) return Invalid(fmt::format("hook[{}] ID '{}' is invalid", i, hook.id));
+    if (hook.id.size() > 256 || !std::regex_match(hook.id, kHookId))
+      return Invalid(fmt::format("hook[{}] ID '{}' is invalid", i, hook.id));
     if (!ids.insert(hook.id).second) return Invalid(fmt::format("hook[{}] duplicate ID '{}'", i, hook.id));
     hook.type = h.contains("type") && h["type"].is_string() ? h["type"].get<std::string>() : "";
     if (hook.type != "webhook" && hook.type != "lua") {
@@ -133,6 +142,7 @@ Result<Action> ParseAction(std::string_view text) {
     if (h.contains("if") && !h["if"].is_null()) {
       if (!h["if"].is_string()) return Invalid(fmt::format("hook[{}] 'if' must be a string", i));
       hook.if_expr = h["if"].get<std::string>();
+      if (hook.if_expr.size() > 64) return Invalid(fmt::format("hook[{}] 'if' expression is too long", i));
       static const std::regex kIf(R"(^\s*!?\s*(success\(\)|failure\(\)|always\(\)|true|false)\s*$)");
       if (!std::regex_match(hook.if_expr, kIf)) {
         return Invalid(fmt::format(
@@ -215,24 +225,36 @@ Result<int64_t> ParseGoDuration(std::string_view text) {
 }
 
 Result<std::string> ExpandEnv(const std::string& value, const std::string& prefix, bool* secret) {
-  static const std::regex kEnv(R"(\{\{ ?ENV\.(.*?) ?\}\})");
+  // "{{", an optional space, "ENV.", the name (up to the nearest "}}", less
+  // one space before it), "}}".
   std::string out;
-  auto begin = std::sregex_iterator(value.begin(), value.end(), kEnv);
-  size_t last = 0;
-  for (auto it = begin; it != std::sregex_iterator(); ++it) {
-    const auto& m = *it;
-    out.append(value, last, m.position(0) - last);
-    last = m.position(0) + m.length(0);
+  size_t pos = 0;
+  while (true) {
+    size_t open = value.find("{{", pos);
+    if (open == std::string::npos) break;
+    size_t name_at = open + 2;
+    if (name_at < value.size() && value[name_at] == ' ') ++name_at;
+    size_t close = value.find("}}", name_at);
+    if (value.compare(name_at, 4, "ENV.") != 0 || close == std::string::npos) {
+      out.append(value, pos, open + 2 - pos);
+      pos = open + 2;
+      continue;
+    }
+    std::string name = value.substr(name_at + 4, close - name_at - 4);
+    if (!name.empty() && name.back() == ' ') name.pop_back();
+    out.append(value, pos, open - pos);
+    pos = close + 2;
     *secret = true;
-    std::string name = m[1].str();
     if (prefix.empty() || name.rfind(prefix, 0) != 0) continue;  // not readable: ""
     const char* v = std::getenv(name.c_str());
     if (v == nullptr) return InvalidArgument(fmt::format("{} not found: missing env var", name));
     out += v;
   }
-  out.append(value, last, std::string::npos);
+  out.append(value, pos, std::string::npos);
   return out;
 }
+
+void OutputLog::AppendAlways(std::string_view text) { text_.append(text.substr(0, 4096)); }
 
 void OutputLog::Append(std::string_view text) {
   if (cut_) return;

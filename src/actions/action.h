@@ -54,6 +54,8 @@ class OutputLog {
  public:
   explicit OutputLog(int64_t limit) : limit_(limit) {}
   void Append(std::string_view text);
+  // Past the limit too (up to 4 KiB): the line that says why the hook failed.
+  void AppendAlways(std::string_view text);
   const std::string& text() const { return text_; }
 
  private:

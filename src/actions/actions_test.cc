@@ -292,6 +292,51 @@ print(json.marshal(array()))
             "[]\n\n");
 }
 
+TEST_F(ActionsTest, ScriptsCannotMakeCxxWorkOrMemoryBeyondTheirCap) {
+  PutLuaAction("a.yaml", "pre-commit", R"Y(
+local json = require("encoding/json")
+local strings = require("strings")
+local path = require("path")
+local t = {} for i = 1, 60 do t = {t, t} end
+print(pcall(json.marshal, t))
+print(pcall(strings.replace, string.rep("a", 1000000), "a", string.rep("b", 1000000), -1))
+print(pcall(path.parse, "a", ""), pcall(path.is_hidden, "a", ""), pcall(path.join, "", "a"))
+print(strings.replace("ab", "", "-", -1), strings.replace("aaa", "a", "b", 2))
+x = 1
+print(load("return x + 1")())
+)Y");
+  auto started = std::chrono::steady_clock::now();
+  ASSERT_OK_AND_ASSIGN(auto id, service_->Run(Record("pre-commit")));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+  std::string out = Output(id);
+  EXPECT_NE(out.find("false\t"), std::string::npos) << out;
+  EXPECT_NE(out.find("too large to convert to JSON"), std::string::npos) << out;
+  EXPECT_NE(out.find("strings.replace: the result would exceed"), std::string::npos) << out;
+  EXPECT_NE(out.find("false\tfalse\tfalse\t"), std::string::npos) << out;
+  EXPECT_NE(out.find("-a-b-\tbba\n2\n"), std::string::npos) << out;
+}
+
+TEST_F(ActionsTest, AYamlBombIsRefused) {
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'j'; ++c) {
+    bomb += std::string(1, c) + ": &" + c + " [*" + static_cast<char>(c - 1);
+    for (int i = 0; i < 9; ++i) bomb += std::string(", *") + static_cast<char>(c - 1);
+    bomb += "]\n";
+  }
+  auto a = ParseAction(bomb);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("too many values"), std::string::npos) << a.status().message();
+}
+
+TEST_F(ActionsTest, AScriptThatIsNotAStringFailsTheHookNotTheServer) {
+  PutObject(
+      "_lakefs_actions/a.yaml",
+      "name: Odd\non: {pre-commit: }\nhooks: [{id: odd, type: lua, properties: {script: null, script_path: x.lua}}]");
+  auto r = service_->Run(Record("pre-commit"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("script_path needs the lakeFS API"), std::string::npos) << r.status().message();
+}
+
 TEST_F(ActionsTest, RunsListNewestFirstByBranchAndByCommitAndPostRunsGiveThePreRunItsCommit) {
   PutLuaAction("a.yaml", "pre-commit", "print(1)");
   PutLuaAction("b.yaml", "post-commit", "print(2)");

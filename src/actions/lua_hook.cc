@@ -6,9 +6,11 @@
 // lua_memory_bytes) and a count hook cuts it off at the hook's deadline.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <lua.hpp>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "actions/action.h"
 #include "base/crypto.h"
@@ -34,6 +36,13 @@ struct LuaRun {
 };
 
 LuaRun* RunOf(lua_State* L) { return *static_cast<LuaRun**>(lua_getextraspace(L)); }
+
+// What the state may still allocate: C++ work on a script's behalf (JSON,
+// string building) is held to it too.
+int64_t Budget(lua_State* L) {
+  LuaRun* run = RunOf(L);
+  return std::max<int64_t>(run->limit - run->used, 0);
+}
 
 void* Alloc(void* ud, void* ptr, size_t osize, size_t nsize) {
   auto* run = static_cast<LuaRun*>(ud);
@@ -107,8 +116,13 @@ void PushJson(lua_State* L, const json& j, int depth = 0) {
   }
 }
 
-json ToJson(lua_State* L, int idx, int depth = 0) {
+// `budget`: bytes the JSON may take (each value counts 64, strings their size),
+// so a table shared many times over cannot make an exponential document.
+json ToJson(lua_State* L, int idx, int64_t* budget, int depth = 0) {
   if (depth > kMaxDepth) luaL_error(L, "value nested too deeply (or a table that holds itself)");
+  *budget -= 64;
+  if (lua_type(L, idx) == LUA_TSTRING) *budget -= static_cast<int64_t>(lua_rawlen(L, idx));
+  if (*budget < 0) luaL_error(L, "the value is too large to convert to JSON within the hook's memory limit");
   idx = lua_absindex(L, idx);
   switch (lua_type(L, idx)) {
     case LUA_TNIL:
@@ -142,7 +156,7 @@ json ToJson(lua_State* L, int idx, int depth = 0) {
         json out = json::array();
         for (lua_Integer i = 1; i <= n; ++i) {
           lua_rawgeti(L, idx, i);
-          out.push_back(ToJson(L, -1, depth + 1));
+          out.push_back(ToJson(L, -1, budget, depth + 1));
           lua_pop(L, 1);
         }
         return out;
@@ -160,7 +174,7 @@ json ToJson(lua_State* L, int idx, int depth = 0) {
         } else {
           luaL_error(L, "a table key of type %s cannot be JSON", luaL_typename(L, -2));
         }
-        out[key] = ToJson(L, -1, depth + 1);
+        out[key] = ToJson(L, -1, budget, depth + 1);
         lua_pop(L, 1);
       }
       return out;
@@ -191,12 +205,18 @@ int Print(lua_State* L) {
 // load(chunk [, chunkname [, mode [, env]]]) with mode forced to text: a
 // binary chunk can crash the virtual machine.
 int TextLoad(lua_State* L) {
-  lua_settop(L, 4);
+  int n = lua_gettop(L);
+  while (lua_gettop(L) < 2) lua_pushnil(L);
   lua_pushliteral(L, "t");
-  lua_replace(L, 3);
+  if (n >= 3) {
+    lua_replace(L, 3);
+  } else {
+    n = 3;
+  }
+  lua_settop(L, n);
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_insert(L, 1);
-  lua_call(L, 4, LUA_MULTRET);
+  lua_call(L, n, LUA_MULTRET);
   return lua_gettop(L);
 }
 
@@ -215,7 +235,8 @@ std::string CheckString(lua_State* L, int i) {
 }
 
 int JsonMarshal(lua_State* L) {
-  json j = ToJson(L, 1);
+  int64_t budget = Budget(L) / 4;
+  json j = ToJson(L, 1, &budget);
   int indent = -1;
   if (lua_istable(L, 2)) {
     lua_getfield(L, 2, "indent");
@@ -229,6 +250,10 @@ int JsonMarshal(lua_State* L) {
 
 int JsonUnmarshal(lua_State* L) {
   std::string s = CheckString(L, 1);
+  // A parsed document takes several times its text: refuse what cannot fit.
+  if (static_cast<int64_t>(s.size()) * 16 > Budget(L)) {
+    return luaL_error(L, "json: %d bytes of text are too many for the hook's memory limit", static_cast<int>(s.size()));
+  }
   json j = json::parse(s, nullptr, false);
   if (j.is_discarded()) return luaL_error(L, "json: the text is not JSON");
   PushJson(L, j);
@@ -317,22 +342,27 @@ int StrTrim(lua_State* L) {
   lua_pushlstring(L, s.data(), s.size());
   return 1;
 }
+// Go's strings.Replace: the first n (all when n < 0) non-overlapping `from`;
+// an empty `from` matches before each byte and at the end.
 int StrReplace(lua_State* L) {
   std::string s = CheckString(L, 1), from = CheckString(L, 2), to = CheckString(L, 3);
-  lua_Integer n = luaL_checkinteger(L, 4);  // < 0: all
+  lua_Integer n = luaL_checkinteger(L, 4);
+  std::vector<size_t> at;
+  for (size_t pos = 0; (n < 0 || static_cast<lua_Integer>(at.size()) < n);) {
+    size_t found = from.empty() ? pos : s.find(from, pos);
+    if (found == std::string::npos || found > s.size()) break;
+    at.push_back(found);
+    pos = found + std::max<size_t>(from.size(), 1);
+  }
+  int64_t size = static_cast<int64_t>(s.size()) + static_cast<int64_t>(at.size()) * (static_cast<int64_t>(to.size()) -
+                                                                                     static_cast<int64_t>(from.size()));
+  if (size > Budget(L)) return luaL_error(L, "strings.replace: the result would exceed the hook's memory limit");
   std::string out;
   size_t pos = 0;
-  for (lua_Integer done = 0; n < 0 || done < n; ++done) {
-    size_t at = from.empty() ? (pos <= s.size() && done > 0 ? pos + 1 : pos) : s.find(from, pos);
-    if (at == std::string::npos || at > s.size()) break;
-    out.append(s, pos, at - pos);
+  for (size_t a : at) {
+    out.append(s, pos, a - pos);
     out += to;
-    pos = at + from.size();
-    if (from.empty()) {
-      if (at >= s.size()) break;
-      out += s[at];
-      pos = at + 1;
-    }
+    pos = a + from.size();
   }
   out.append(s, std::min(pos, s.size()), std::string::npos);
   lua_pushlstring(L, out.data(), out.size());
@@ -353,6 +383,7 @@ int StrContains(lua_State* L) {
 
 int PathJoin(lua_State* L) {
   std::string sep = CheckString(L, 1);
+  if (sep.empty()) return luaL_error(L, "path.join: the separator must not be empty");
   std::string out;
   for (int i = 2; i <= lua_gettop(L); ++i) {
     std::string part = CheckString(L, i);
@@ -367,6 +398,7 @@ int PathJoin(lua_State* L) {
 int PathParse(lua_State* L) {
   std::string p = CheckString(L, 1);
   std::string sep = lua_gettop(L) >= 2 ? CheckString(L, 2) : "/";
+  if (sep.empty()) return luaL_error(L, "path.parse: the separator must not be empty");
   std::string trimmed = p;
   while (!trimmed.empty() && trimmed.ends_with(sep)) trimmed.resize(trimmed.size() - sep.size());
   size_t at = trimmed.rfind(sep);
@@ -383,6 +415,7 @@ int PathIsHidden(lua_State* L) {
   std::string p = CheckString(L, 1);
   std::string sep = lua_gettop(L) >= 2 ? CheckString(L, 2) : "/";
   std::string prefix = lua_gettop(L) >= 3 ? CheckString(L, 3) : "_";
+  if (sep.empty()) return luaL_error(L, "path.is_hidden: the separator must not be empty");
   bool hidden = false;
   size_t start = 0;
   while (start <= p.size()) {
@@ -410,6 +443,10 @@ int ApiCall(lua_State* L, const std::string& method, const std::string& path,
   if (run->record->user.empty()) return luaL_error(L, "the lakefs module needs the event's user");
   // A hook reads and writes its own repository only: an action file planted
   // in one repository must not reach others through whoever fires it.
+  if (path.size() > 4096) return luaL_error(L, "lakefs: a ref or path longer than 4096 bytes");
+  for (const auto& [k, v] : query) {
+    if (v.size() > 4096) return luaL_error(L, "lakefs: parameter %s is longer than 4096 bytes", k.c_str());
+  }
   const std::string own = "/api/v1/repositories/" + run->record->repository_id + "/";
   if (path.rfind(own, 0) != 0) {
     lua_pushinteger(L, 403);
@@ -631,9 +668,12 @@ Status RunLua(const Hook& hook, const HookRecord& record, const HookEnv& env, Ou
   const auto& p = hook.properties;
   std::string script;
   std::string chunk_name = "=" + hook.id;
-  if (p.contains("script")) {
+  if (p.contains("script") && p["script"].is_string()) {
     script = p["script"].get<std::string>();
   } else {
+    if (!p.contains("script_path") || !p["script_path"].is_string()) {
+      return InvalidArgument("'script' or 'script_path' must be a string");
+    }
     std::string path = p["script_path"].get<std::string>();
     if (env.api == nullptr) return InvalidArgument("script_path needs the lakeFS API, which this server lacks");
     auto reply = env.api->Call(
@@ -658,7 +698,9 @@ Status RunLua(const Hook& hook, const HookRecord& record, const HookEnv& env, Ou
 
   auto fail = [&](const char* stage) -> Status {
     std::string msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "error object is not a string";
-    if (!run.failure.empty() || msg.find(kFailOpen) != std::string::npos) return Status::IOError(run.failure);
+    if (auto at = msg.find(kFailOpen); at != std::string::npos) {
+      return Status::IOError(msg.substr(at + std::string_view(kFailOpen).size()));
+    }
     if (run.timed_out) {
       return Status::IOError(
           fmt::format("the Lua hook ran longer than its timeout ({}ms)", env.options->hook_timeout_ms));

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -26,6 +27,8 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kActionsDir = "_lakefs_actions/";
+constexpr size_t kParallelActions = 4;  // actions of one event that run at once
+constexpr size_t kMaxHooks = 50;        // hooks in one action
 
 std::string RunsPrefix(const std::string& repo) { return "c/ar/" + repo + "/r/"; }
 std::string TasksPrefix(const std::string& repo, const std::string& run) { return "c/ar/" + repo + "/t/" + run + "/"; }
@@ -102,7 +105,8 @@ struct ActionsService::Impl {
   kv::KvStore* kv;
   ActionsOptions options;
   std::mutex mu;
-  std::shared_ptr<ApiClient> api;  // GUARDED_BY(mu)
+  std::shared_ptr<ApiClient> api;     // GUARDED_BY(mu)
+  std::atomic<bool> stopping{false};  // queued post-event runs are dropped
   ThreadPool post;
 
   Impl(catalog::Catalog* c, kv::KvStore* k, ActionsOptions o)
@@ -142,6 +146,10 @@ struct ActionsService::Impl {
       if (!action.ok()) {
         return InvalidArgument(fmt::format("parsing file {}: {}", item.path, action.status().message()));
       }
+      if (action->hooks.size() > kMaxHooks) {
+        return InvalidArgument(fmt::format("parsing file {}: {} hooks, more than the {} an action may have", item.path,
+                                           action->hooks.size(), kMaxHooks));
+      }
       if (!names.insert(action->name).second) {
         return InvalidArgument(fmt::format("action name '{}' already loaded: invalid action", action->name));
       }
@@ -153,11 +161,13 @@ struct ActionsService::Impl {
   struct ActionRun {
     const Action* action;
     std::vector<TaskResult> tasks;
-    std::vector<std::string> logs;
     std::string error;  // the first hook failure
   };
 
-  void RunAction(ActionRun* ar, int index, const HookRecord& record, const HookEnv& base) {
+  // Runs one action's hooks in order; each hook's output is stored as soon as
+  // it ends (the run holds no more than one output per running action).
+  void RunAction(ActionRun* ar, int index, const HookRecord& record, const HookEnv& base,
+                 const catalog::Namespace& ns) {
     bool failed = false;
     for (size_t h = 0; h < ar->action->hooks.size(); ++h) {
       const Hook& hook = ar->action->hooks[h];
@@ -166,7 +176,6 @@ struct ActionsService::Impl {
       t.hook_run_id = fmt::format("{:04}_{:04}", index, h);
       t.hook_id = hook.id;
       t.action_name = ar->action->name;
-      std::string log_text;
       if (ShouldRun(hook.if_expr, failed)) {
         OutputLog log(options.output_bytes);
         HookEnv env = base;
@@ -180,22 +189,29 @@ struct ActionsService::Impl {
         }
         env.deadline_micros = SteadyMicros() + timeout_ms * 1000;
         t.start_micros = ToUnixMicros(SystemClock().Now());
-        if (st.ok())
-          st = hook.type == "webhook" ? RunWebhook(hook, record, env, &log) : RunLua(hook, record, env, &log);
+        if (st.ok()) {
+          try {
+            st = hook.type == "webhook" ? RunWebhook(hook, record, env, &log) : RunLua(hook, record, env, &log);
+          } catch (const std::exception& e) {  // a hook's failure, never the server's
+            st = Status::IOError(fmt::format("the hook failed: {}", e.what()));
+          }
+        }
         t.end_micros = std::max(ToUnixMicros(SystemClock().Now()), t.start_micros + 1);
         t.passed = st.ok();
         if (!st.ok()) {
-          log.Append(fmt::format("Error: action failed: {}\n", st.message()));
+          log.AppendAlways(fmt::format("Error: action failed: {}\n", st.message()));
           if (!failed) {
             ar->error = fmt::format("hook run id '{}' failed on action '{}' hook '{}': action failed: {}",
                                     t.hook_run_id, ar->action->name, hook.id, st.message());
           }
           failed = true;
         }
-        log_text = log.text();
+        Status put = ns->Put(LogPath(base.run_id, t.hook_run_id), log.text());
+        if (!put.ok()) {
+          spdlog::warn("actions: the output of {}/{} was not stored: {}", base.run_id, t.hook_run_id, put.ToString());
+        }
       }
       ar->tasks.push_back(std::move(t));
-      ar->logs.push_back(std::move(log_text));
     }
   }
 
@@ -215,7 +231,7 @@ struct ActionsService::Impl {
     }
     std::vector<ActionRun> runs;
     for (const auto& a : *actions) {
-      if (Matches(a, record.event_type, record.branch_id) && !a.hooks.empty()) runs.push_back({&a, {}, {}, ""});
+      if (Matches(a, record.event_type, record.branch_id) && !a.hooks.empty()) runs.push_back({&a, {}, ""});
     }
     if (runs.empty()) return std::string();
     HookEnv env;
@@ -224,16 +240,16 @@ struct ActionsService::Impl {
     env.api = api_ref.get();
     env.run_id = run_id;
     env.storage_namespace = repo.storage_namespace;
-    // Actions run side by side; the hooks of one action in order.
-    if (runs.size() == 1) {
-      RunAction(&runs[0], 0, record, env);
-    } else {
-      std::vector<std::thread> threads;
-      for (size_t i = 0; i < runs.size(); ++i) {
-        threads.emplace_back([&, i] { RunAction(&runs[i], static_cast<int>(i), record, env); });
-      }
-      for (auto& t : threads) t.join();
-    }
+    ARROW_ASSIGN_OR_RAISE(auto ns, cat->RepositoryNamespace(repo));
+    // Actions run side by side (at most kParallelActions at once); the hooks of one action in order.
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+      for (size_t i; (i = next++) < runs.size();) RunAction(&runs[i], static_cast<int>(i), record, env, ns);
+    };
+    std::vector<std::thread> threads;
+    for (size_t t = 1; t < std::min(runs.size(), kParallelActions); ++t) threads.emplace_back(worker);
+    worker();
+    for (auto& t : threads) t.join();
     RunResult run;
     run.run_id = run_id;
     run.branch_id = record.branch_id;
@@ -243,7 +259,6 @@ struct ActionsService::Impl {
     run.passed = true;
     std::vector<std::string> errors;
     json manifest_hooks = json::array();
-    ARROW_ASSIGN_OR_RAISE(auto ns, cat->RepositoryNamespace(repo));
     kv::Batch batch;
     for (const auto& ar : runs) {
       if (!ar.error.empty()) errors.push_back(ar.error);
@@ -252,9 +267,6 @@ struct ActionsService::Impl {
         if (t.start_micros != 0) {
           if (run.start_micros == 0 || t.start_micros < run.start_micros) run.start_micros = t.start_micros;
           run.end_micros = std::max(run.end_micros, t.end_micros);
-          Status put = ns->Put(LogPath(run_id, t.hook_run_id), ar.logs[i]);
-          if (!put.ok())
-            spdlog::warn("actions: the output of {}/{} was not stored: {}", run_id, t.hook_run_id, put.ToString());
         }
         if (t.start_micros != 0 && !t.passed) run.passed = false;
         batch.Put(TasksPrefix(record.repository_id, run_id) + t.hook_run_id, TaskJson(t).dump());
@@ -296,7 +308,10 @@ ActionsService::ActionsService(catalog::Catalog* catalog, kv::KvStore* kv, Actio
 
 ActionsService::~ActionsService() { Stop(); }
 
-void ActionsService::Stop() { impl_->post.Shutdown(); }
+void ActionsService::Stop() {
+  impl_->stopping = true;
+  impl_->post.Shutdown();
+}
 
 void ActionsService::SetApiClient(std::shared_ptr<ApiClient> api) {
   std::lock_guard<std::mutex> lock(impl_->mu);
@@ -313,6 +328,10 @@ void ActionsService::RunPostAsync(HookRecord record, bool set_pre_run_commit) {
   }
   Impl* impl = impl_.get();
   Status queued = impl->post.TrySubmit([impl, record = std::move(record)] {
+    if (impl->stopping) {
+      spdlog::warn("actions: {} on {} not run: the server is stopping", record.event_type, record.repository_id);
+      return;
+    }
     auto r = impl->Run(record);
     if (!r.ok()) spdlog::warn("actions: {} on {}: {}", record.event_type, record.repository_id, r.status().message());
   });
@@ -333,24 +352,28 @@ Result<RunPage<RunResult>> ActionsService::ListRuns(const std::string& repo, con
   const bool index = !branch.empty() || !commit.empty();
   RunPage<RunResult> out;
   std::string from = after.empty() ? "" : prefix + after + '\x01';
-  ARROW_ASSIGN_OR_RAISE(auto page, impl_->kv->Scan(prefix, from, static_cast<size_t>(amount) + 1));
-  for (const auto& item : page.items) {
-    if (static_cast<int64_t>(out.items.size()) == amount) {
-      out.has_more = true;
-      break;
+  // An index key whose run is gone (never written: a failed batch) is passed
+  // over; the scan goes on until the page is full or the prefix ends.
+  while (true) {
+    ARROW_ASSIGN_OR_RAISE(auto page, impl_->kv->Scan(prefix, from, static_cast<size_t>(amount) + 1));
+    for (const auto& item : page.items) {
+      if (static_cast<int64_t>(out.items.size()) == amount) {
+        out.has_more = true;
+        return out;
+      }
+      if (index) {
+        auto run = GetRun(repo, item.key.substr(prefix.size()));
+        if (IsNotFound(run.status())) continue;
+        ARROW_RETURN_NOT_OK(run.status());
+        out.items.push_back(std::move(*run));
+      } else {
+        ARROW_ASSIGN_OR_RAISE(auto run, ParseRun(item.value));
+        out.items.push_back(std::move(run));
+      }
     }
-    if (index) {
-      auto run = GetRun(repo, item.key.substr(prefix.size()));
-      if (IsNotFound(run.status())) continue;
-      ARROW_RETURN_NOT_OK(run.status());
-      out.items.push_back(std::move(*run));
-    } else {
-      ARROW_ASSIGN_OR_RAISE(auto run, ParseRun(item.value));
-      out.items.push_back(std::move(run));
-    }
+    if (!page.has_more || page.items.empty()) return out;
+    from = page.items.back().key + '\x01';
   }
-  if (!out.has_more && page.has_more && static_cast<int64_t>(out.items.size()) == amount) out.has_more = true;
-  return out;
 }
 
 Result<RunResult> ActionsService::GetRun(const std::string& repo, const std::string& run_id) {
@@ -388,7 +411,7 @@ Result<std::string> ActionsService::TaskOutput(const std::string& repo_id, const
   ARROW_ASSIGN_OR_RAISE(auto repo, impl_->cat->GetRepository(repo_id));
   ARROW_ASSIGN_OR_RAISE(auto ns, impl_->cat->RepositoryNamespace(repo));
   auto data = ns->Get(LogPath(run_id, hook_run_id));
-  if (IsNotFound(data.status()) || (!data.ok() && data.status().IsIOError())) {
+  if (IsNotFound(data.status())) {
     return NotFound(fmt::format("the output of hook run \"{}\" is gone", hook_run_id));
   }
   ARROW_RETURN_NOT_OK(data.status());

@@ -5,7 +5,12 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <regex>
+#include <thread>
 
 #include "actions/action.h"
 #include "base/clock.h"
@@ -76,6 +81,7 @@ Status RunWebhook(const Hook& hook, const HookRecord& record, const HookEnv& env
       headers.push_back(std::move(h));
     }
   }
+  if (url.size() > 8192) return InvalidArgument("webhook url is longer than 8192 bytes");
   static const std::regex kUrl(R"(^(https?://[^/?#]+)([^?#]*)(\?[^#]*)?$)");
   std::smatch m;
   if (!std::regex_match(url, m, kUrl)) {
@@ -130,7 +136,28 @@ Status RunWebhook(const Hook& hook, const HookRecord& record, const HookEnv& env
   httplib::Response res;
   httplib::Error error = httplib::Error::Success;
   int64_t started = SteadyMicros();
+  // A watchdog ends the exchange at the deadline, whatever stage it is in (a
+  // peer that trickles headers would outlast the per-read timeouts).
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+  std::atomic<bool> stopped{false};
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(left_ms);
+    if (!cv.wait_until(lock, deadline, [&] { return finished; })) {
+      stopped = true;
+      client.stop();
+    }
+  });
   bool sent = client.send(req, res, error);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    finished = true;
+  }
+  cv.notify_all();
+  watchdog.join();
+  if (stopped) late = true;
   log->Append(fmt::format("\nRequest duration: {}ms\n", (SteadyMicros() - started) / 1000));
   if (late)
     return Status::IOError(fmt::format("Post \"{}\": the answer took longer than the timeout ({}ms)", url, timeout_ms));

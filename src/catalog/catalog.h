@@ -62,6 +62,14 @@ namespace sediment::catalog {
 struct GcOptions;
 struct GcReport;
 
+// lakeFS's garbage-collection rules of a repository: how many days a commit
+// keeps its objects, by default and per branch.
+struct GcRules {
+  int64_t default_retention_days = 0;
+  std::map<std::string, int64_t> branches;
+  bool operator==(const GcRules&) const = default;
+};
+
 struct Repository {
   std::string id;
   std::string storage_namespace;  // as the creator wrote it
@@ -76,6 +84,7 @@ struct Repository {
   std::vector<std::string> protected_branches;
   // lakeFS's repository metadata: the users' key-value pairs.
   std::map<std::string, std::string> metadata;
+  std::optional<GcRules> gc_rules;  // none = the collector's retention
 };
 
 struct Branch {
@@ -156,10 +165,12 @@ struct CommitParams {
   bool allow_empty = false;
   bool force = false;   // write into a read-only repository
   bool squash = false;  // merge: one parent (the destination), as lakeFS's squash_merge
-  // Merge: runs once the merge commit is stored, before the branch moves to
-  // it (lakeFS's pre-merge hooks see the merge commit's id); a failure leaves
-  // the branch where it was.
+  // Merge and import: runs once the commit is stored, before the branch moves
+  // to it (lakeFS's pre-merge hooks see the merge commit's id; an import's
+  // pre-commit hooks run here); a failure leaves the branch where it was.
   std::function<Status(const Commit&)> before_publish;
+  // Import: runs once the import's commit moved the branch (post-commit hooks).
+  std::function<void(const Commit&)> after_publish;
 };
 
 enum class MergeStrategy { kNone, kSourceWins, kDestWins };
@@ -280,6 +291,9 @@ class Catalog {
   // Adds (`add`) or removes branch protection rule `pattern`: Conflict if it
   // is there already, NotFound if it is not (lakeFS's one-rule API).
   Status ChangeBranchProtectionRule(const std::string& repo, const std::string& pattern, bool add);
+  // Sets (or, with nullopt, removes) the repository's GC rules. InvalidArgument
+  // for negative days, a bad branch name or more than 1,000 branches.
+  Status SetGcRules(const std::string& repo, const std::optional<GcRules>& rules);
   // The blob store behind a repository's storage namespace (its location).
   Result<Namespace> RepositoryNamespace(const Repository& repo);
   const NamespaceRules& namespace_rules() const { return options_.namespaces; }

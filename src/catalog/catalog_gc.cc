@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <map>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "base/failpoint.h"
@@ -21,9 +23,11 @@ constexpr size_t kReportedPaths = 1000;
 // What the mark phase found reachable, as paths relative to the namespace.
 struct Marks {
   std::unordered_set<std::string> files;
-  std::unordered_set<std::string> ranges_done;     // range ids whose entries were marked
-  std::unordered_set<std::string> commits_seen;    // marked (objects kept)
-  std::unordered_set<std::string> commits_walked;  // expired, passed through
+  std::unordered_set<std::string> ranges_done;   // range ids whose entries were marked
+  std::unordered_set<std::string> commits_seen;  // marked (objects kept)
+  // Expired, passed through: the oldest creation date a walk through it kept
+  // (a walk with an older limit, from a branch kept longer, goes through again).
+  std::unordered_map<std::string, int64_t> commits_walked;
 };
 
 // An entry's data, if it lives in the namespace (an address with a scheme is
@@ -67,15 +71,18 @@ Status ForEachPage(Fn fetch, const std::function<Status(const T&)>& visit) {
 // One collection: marks, then sweeps. REQUIRES: used by one thread.
 class GcRun {
  public:
+  // `oldest_kept_s`: commits created before it lose their objects, unless
+  // `branch_oldest_kept_s` gives the branch they are reached from its own.
   GcRun(Catalog* catalog, std::string repo, Namespace ns, RangeStore* ranges, kv::KvStore* kv, const GcOptions& options,
-        int64_t oldest_kept_s)
+        int64_t oldest_kept_s, std::map<std::string, int64_t> branch_oldest_kept_s)
       : catalog_(catalog),
         repo_(std::move(repo)),
         ns_(std::move(ns)),
         ranges_(ranges),
         kv_(kv),
         options_(options),
-        oldest_kept_s_(oldest_kept_s) {}
+        oldest_kept_s_(oldest_kept_s),
+        branch_oldest_kept_s_(std::move(branch_oldest_kept_s)) {}
 
   // Every commit record's meta-range and ranges stay (metadata, as lakeFS
   // keeps it): a branch or tag made later from any commit id still opens.
@@ -103,7 +110,7 @@ class GcRun {
         ForEachPage<Branch>([&](const std::string& after) { return catalog_->ListBranches(repo_, "", after, 1000); },
                             [&](const Branch& b) { return MarkBranch(b); }));
     return ForEachPage<Tag>([&](const std::string& after) { return catalog_->ListTags(repo_, "", after, 1000); },
-                            [&](const Tag& t) { return MarkHistory(t.commit_id, /*head=*/true); });
+                            [&](const Tag& t) { return MarkHistory(t.commit_id, /*head=*/true, oldest_kept_s_); });
   }
 
   // Meta-ranges written within the grace may belong to a commit or compaction
@@ -165,7 +172,9 @@ class GcRun {
           return true;
         }));
       }
-      ARROW_RETURN_NOT_OK(MarkHistory(b.commit_id, /*head=*/true));
+      auto own = branch_oldest_kept_s_.find(b.id);
+      ARROW_RETURN_NOT_OK(
+          MarkHistory(b.commit_id, /*head=*/true, own == branch_oldest_kept_s_.end() ? oldest_kept_s_ : own->second));
       ARROW_RETURN_NOT_OK(MarkMetaRange(b.compacted_meta_range_id));
       auto again = catalog_->GetBranch(repo_, listed.id);
       if (IsNotFound(again.status())) return Status::OK();  // deleted meanwhile
@@ -196,19 +205,21 @@ class GcRun {
   // A commit and its ancestors: heads and tags keep their objects, others
   // only within retention. The walk goes on through expired commits (a commit
   // may carry an old date while its parents are younger).
-  Status MarkHistory(const std::string& id, bool head) {
+  Status MarkHistory(const std::string& id, bool head, int64_t oldest_kept_s) {
     std::vector<std::pair<std::string, bool>> todo = {{id, head}};
     while (!todo.empty()) {
       auto [cid, is_head] = todo.back();
       todo.pop_back();
       if (cid.empty() || m_.commits_seen.count(cid)) continue;
       ARROW_ASSIGN_OR_RAISE(Commit c, catalog_->GetCommit(repo_, cid));
-      bool keep = is_head || c.creation_date >= oldest_kept_s_;
+      bool keep = is_head || c.creation_date >= oldest_kept_s;
       if (keep) {
         m_.commits_seen.insert(cid);
         ARROW_RETURN_NOT_OK(MarkMetaRange(c.meta_range_id));
-      } else if (!m_.commits_walked.insert(cid).second) {
-        continue;
+      } else {
+        auto [at, first] = m_.commits_walked.emplace(cid, oldest_kept_s);
+        if (!first && at->second <= oldest_kept_s) continue;  // walked already, keeping as much or more
+        at->second = oldest_kept_s;
       }
       for (const auto& p : c.parents) todo.emplace_back(p, false);
     }
@@ -222,6 +233,7 @@ class GcRun {
   kv::KvStore* const kv_;
   const GcOptions options_;
   const int64_t oldest_kept_s_;
+  const std::map<std::string, int64_t> branch_oldest_kept_s_;
   Marks m_;
 };
 
@@ -230,8 +242,16 @@ class GcRun {
 Result<GcReport> CollectGarbage(Catalog* catalog, const std::string& repo_id, const GcOptions& options) {
   ARROW_ASSIGN_OR_RAISE(Repository repo, catalog->GetRepository(repo_id));
   ARROW_ASSIGN_OR_RAISE(Namespace ns, catalog->RepositoryNamespace(repo));
-  const int64_t oldest_kept_s = ToUnixMicros(catalog->clock_->Now() - options.retention) / 1000000;
-  GcRun run(catalog, repo_id, ns, catalog->ranges_.get(), catalog->kv_.get(), options, oldest_kept_s);
+  const TimePoint now = catalog->clock_->Now();
+  int64_t oldest_kept_s = ToUnixMicros(now - options.retention) / 1000000;
+  std::map<std::string, int64_t> branch_oldest_kept_s;
+  if (options.use_repository_rules && repo.gc_rules) {
+    auto days_ago = [&](int64_t days) { return ToUnixMicros(now - std::chrono::hours(24 * days)) / 1000000; };
+    oldest_kept_s = days_ago(repo.gc_rules->default_retention_days);
+    for (const auto& [branch, days] : repo.gc_rules->branches) branch_oldest_kept_s[branch] = days_ago(days);
+  }
+  GcRun run(catalog, repo_id, ns, catalog->ranges_.get(), catalog->kv_.get(), options, oldest_kept_s,
+            std::move(branch_oldest_kept_s));
   // Storage time decides "young", whatever clock drives retention; list first,
   // so everything written after the listing is simply not a candidate.
   ARROW_ASSIGN_OR_RAISE(auto files, ns->List(""));

@@ -48,6 +48,10 @@ struct GcOptions {
   bool dry_run = false;
   Duration retention = std::chrono::hours(24 * 21);  // commits younger than this keep their objects
   Duration grace = std::chrono::hours(6);            // files younger than this are never deleted
+  // The repository's GC rules (lakeFS's settings/gc_rules), when it has them,
+  // replace `retention`: their default for tags and most branches, and each
+  // branch's own. False: `retention` for all (a run that names its retention).
+  bool use_repository_rules = true;
 };
 
 struct GcReport {

@@ -123,6 +123,50 @@ TEST_F(CatalogGcTest, HistoryOlderThanTheRetentionIsCollectedHeadsAndTagsNever) 
   ExpectReadable("main");
 }
 
+// lakeFS's GC rules: a default retention and a branch's own. A commit both
+// branches reach keeps its objects for the longer of the two, wherever the
+// walk met it first.
+TEST_F(CatalogGcTest, TheRepositorysRulesGiveEachBranchItsRetention) {
+  Upload("a", "shared-v1");
+  Commit("shared");
+  ASSERT_OK(catalog_->CreateBranch("repo", "zarchive", "main").status());
+  clock_->AdvanceSeconds(86400);
+  Upload("b", "main-v1");
+  Commit("main old");
+  Upload("c", "archive-v1", "zarchive");
+  Commit("archive old", "zarchive");
+  clock_->AdvanceSeconds(10 * 86400);
+  Upload("a", "shared-v2");
+  Upload("b", "main-v2");
+  Commit("main new");
+  Upload("a", "archive-v2", "zarchive");
+  Upload("c", "archive-v2", "zarchive");
+  Commit("archive new", "zarchive");
+  const auto before = Files();
+
+  EXPECT_TRUE(IsInvalidArgument(catalog_->SetGcRules("repo", GcRules{-1, {}})));
+  EXPECT_TRUE(IsInvalidArgument(catalog_->SetGcRules("repo", GcRules{1, {{"no/such name", 3}}})));
+  ASSERT_OK(catalog_->SetGcRules("repo", GcRules{5, {{"zarchive", 30}}}));
+  ASSERT_EQ(catalog_->GetRepository("repo")->gc_rules, (GcRules{5, {{"zarchive", 30}}}));
+  GcReport r = Gc(NoGrace());
+  // main keeps 5 days: its 10-day-old "main old" loses b=main-v1; archive keeps
+  // 30: "archive old" and "shared" (reached from both) keep theirs.
+  EXPECT_EQ(r.deleted, 1) << (r.paths.empty() ? "" : r.paths[0]);
+  auto after = Files();
+  for (const auto& f : before) {
+    if (after.count(f) == 0) EXPECT_EQ(f.rfind("data/b-", 0), 0u) << f;
+  }
+  ExpectReadable("main");
+  ExpectReadable("zarchive");
+  // A run that names its retention ignores the rules.
+  GcOptions named = NoGrace();
+  named.retention = std::chrono::hours(24);
+  named.use_repository_rules = false;
+  EXPECT_GE(Gc(named).deleted, 2);  // archive-v1 and shared-v1 go too
+  ASSERT_OK(catalog_->SetGcRules("repo", std::nullopt));
+  EXPECT_FALSE(catalog_->GetRepository("repo")->gc_rules.has_value());
+}
+
 TEST_F(CatalogGcTest, YoungFilesStayWhateverReachesThem) {
   ASSERT_OK(ns_->Put("data/just-written", "an upload in flight"));
   GcOptions o;

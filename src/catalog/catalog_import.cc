@@ -229,11 +229,14 @@ Result<Commit> Catalog::CommitImport(const std::string& repo_id, const std::stri
   c.metadata = params.metadata;
   c.metadata[".lakefs.merge.strategy"] = "source-wins";
   if (params.date) c.creation_date = *params.date;
-  auto committed = CommitChanges(repo, rec, *it, c, [&](const Commit& made, kv::Batch* b) {
-    b->Require(kv::Precondition::Present(record))
-        .Require(kv::Precondition::Absent(guard))
-        .Put(guard, "committed:" + made.id);
-  });
+  auto committed = CommitChanges(
+      repo, rec, *it, c,
+      [&](const Commit& made, kv::Batch* b) {
+        b->Require(kv::Precondition::Present(record))
+            .Require(kv::Precondition::Absent(guard))
+            .Put(guard, "committed:" + made.id);
+      },
+      params.before_publish);
   if (!committed.ok() && (kv_->Get(guard).ok() || IsNotFound(kv_->Get(record).status()))) {
     return Status::Cancelled("Canceled");
   }
@@ -242,6 +245,7 @@ Result<Commit> Catalog::CommitImport(const std::string& repo_id, const std::stri
   Status noted =
       UpdateRepositoryMetadata(repo_id, {{".lakefs.last.import.timestamp", std::to_string(commit.creation_date)}}, {});
   if (!noted.ok()) spdlog::warn("repository {}: recording the import's time failed: {}", repo_id, noted.ToString());
+  if (params.after_publish) params.after_publish(commit);
   return commit;
 }
 

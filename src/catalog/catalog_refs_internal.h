@@ -33,6 +33,10 @@ inline json RepoJson(const Repository& r) {
             {"read_only", r.read_only},
             {"protected_branches", r.protected_branches}};
   if (!r.metadata.empty()) j["metadata"] = r.metadata;
+  if (r.gc_rules) {
+    j["gc_rules"] = {{"default_retention_days", r.gc_rules->default_retention_days},
+                     {"branches", r.gc_rules->branches}};
+  }
   return j;
 }
 

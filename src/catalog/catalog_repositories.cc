@@ -142,6 +142,12 @@ Result<Catalog::RepositoryRecord> Catalog::LoadRepository(const std::string& id)
     if (repo.location.empty()) repo.location = repo.storage_namespace;
     repo.protected_branches = j.value("protected_branches", std::vector<std::string>{});
     repo.metadata = j.value("metadata", std::map<std::string, std::string>{});
+    if (j.contains("gc_rules")) {
+      GcRules rules;
+      rules.default_retention_days = j["gc_rules"].at("default_retention_days").get<int64_t>();
+      rules.branches = j["gc_rules"].value("branches", std::map<std::string, int64_t>{});
+      repo.gc_rules = std::move(rules);
+    }
     return RepositoryRecord{std::move(repo), std::move(*raw)};
   } catch (const std::exception& e) {
     return Status::IOError(fmt::format("corrupt repository record {}: {}", id, e.what()));
@@ -310,6 +316,32 @@ Status Catalog::ChangeBranchProtectionRule(const std::string& repo_id, const std
       if (at == rules.end()) return NotFound(fmt::format("branch protection rule \"{}\" not found", pattern));
       rules.erase(at);
     }
+    return Status::OK();
+  });
+}
+
+Status Catalog::SetGcRules(const std::string& repo_id, const std::optional<GcRules>& rules) {
+  constexpr int64_t kMaxDays = 365 * 1000;
+  constexpr size_t kMaxBranches = 1000;
+  if (rules) {
+    auto check_days = [&](int64_t days, const std::string& what) -> Status {
+      if (days < 0 || days > kMaxDays) {
+        return InvalidArgument(fmt::format("{}: retention_days {} must be 0 to {}", what, days, kMaxDays));
+      }
+      return Status::OK();
+    };
+    ARROW_RETURN_NOT_OK(check_days(rules->default_retention_days, "default_retention_days"));
+    if (rules->branches.size() > kMaxBranches) {
+      return InvalidArgument(
+          fmt::format("GC rules name {} branches, more than {}", rules->branches.size(), kMaxBranches));
+    }
+    for (const auto& [branch, days] : rules->branches) {
+      ARROW_RETURN_NOT_OK(ValidateBranchName(branch));
+      ARROW_RETURN_NOT_OK(check_days(days, fmt::format("branch \"{}\"", branch)));
+    }
+  }
+  return UpdateRepository(repo_id, [&](Repository* repo) -> Status {
+    repo->gc_rules = rules;
     return Status::OK();
   });
 }

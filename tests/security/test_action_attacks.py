@@ -222,3 +222,25 @@ def test_secrets_in_a_webhook_are_masked_and_other_environment_is_unreadable(cat
         assert "Authorization: *******" in out and "tok-123" not in out and "do-not-send" not in out, out
     finally:
         rx.shutdown()
+
+
+def test_a_hook_cannot_fire_itself(catalog_server):
+    """Operations a hook performs through the `lakefs` module fire no hooks: a pre-create-tag hook that
+    creates a tag would otherwise recurse until the server's stack is gone."""
+    server = catalog_server(extra_toml=TIMEOUT_TOML)
+    api = server.api
+    create_repo(api, "hooked", server.namespace("hooked"))
+    script = """
+local lakefs = require("lakefs")
+local code = lakefs.create_tag(action.repository_id, action.source_ref, "by-hook-" .. action.run_id)
+print(code)
+"""
+    assert upload(api, "hooked", "main", "_lakefs_actions/t.yaml", lua_action("pre-create-tag", script)).status_code == 201
+    assert commit(api, "hooked", "main").status_code == 201
+    head = api("GET", "/repositories/hooked/branches/main").json()["commit_id"]
+    r = api("POST", "/repositories/hooked/tags", json={"id": "v1", "ref": head})
+    assert r.status_code == 201, r.text
+    tags = sorted(t["id"] for t in api("GET", "/repositories/hooked/tags").json()["results"])
+    assert len(tags) == 2 and tags[1] == "v1" and tags[0].startswith("by-hook-"), tags
+    assert [x["event_type"] for x in runs(api, "hooked")] == ["pre-create-tag"]
+    assert output(api, "hooked", runs(api, "hooked")[0]["run_id"]) == "201\n"

@@ -110,13 +110,13 @@ actions::HookRecord HookEvent(const std::string& event, const std::string& repo,
 }
 
 Result<std::string> RunPreHooks(const Context& ctx, const actions::HookRecord& event) {
-  if (ctx.actions == nullptr) return std::string();
+  if (ctx.actions == nullptr || InHookCall()) return std::string();
   return ctx.actions->Run(event);
 }
 
 void RunPostHooks(const Context& ctx, actions::HookRecord event, const std::string& pre_run_id,
                   bool set_pre_run_commit) {
-  if (ctx.actions == nullptr) return;
+  if (ctx.actions == nullptr || InHookCall()) return;
   event.pre_run_id = pre_run_id;
   ctx.actions->RunPostAsync(std::move(event), set_pre_run_commit);
 }

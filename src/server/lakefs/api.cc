@@ -91,6 +91,13 @@ std::vector<Route> Routes() {
       {"GET",    repo,                            GetRepository},
       {"DELETE", repo,                            DeleteRepository},
       {"POST",   repo + "/gc",                    CollectGarbage},
+      {"GET",    repo + "/settings/gc_rules",     GetGcRules},
+      {"PUT",    repo + "/settings/gc_rules",     SetGcRules},
+      {"DELETE", repo + "/settings/gc_rules",     DeleteGcRules},
+      {"GET",    repo + "/gc/rules",              GetGcRules},
+      {"POST",   repo + "/gc/rules",              SetGcRules},
+      {"DELETE", repo + "/gc/rules",              DeleteGcRules},
+      {"GET",    repo + "/gc/rules/set_allowed",  GcRulesSetAllowed},
       {"GET",    repo + "/settings/branch_protection", GetBranchProtection},
       {"PUT",    repo + "/settings/branch_protection", SetBranchProtection},
       {"GET",    repo + "/metadata",              GetRepositoryMetadata},
@@ -192,6 +199,8 @@ void Register(HttpServer* http, const std::shared_ptr<const Context>& ctx, const
   }
 }
 
+thread_local bool in_hook_call = false;
+
 // The lakeFS API called in-process as a user (Lua hooks' `lakefs` module):
 // the same route table and handlers, so a call is authorized exactly as the
 // HTTP request would be. A body is read up to kMaxBody.
@@ -215,7 +224,9 @@ class InProcessApi final : public actions::ApiClient {
       req.body = body;
       if (!body.empty()) req.headers.emplace("Content-Type", "application/json");
       Res res;
+      in_hook_call = true;
       Status st = r.fn(*ctx_, req, res, user);
+      in_hook_call = false;
       if (!st.ok()) ReplyError(res, st);
       if (res.content_provider_) return Drain(res);
       return {res.status, res.body};
@@ -242,6 +253,9 @@ class InProcessApi final : public actions::ApiClient {
     sink.done = [&] { done = true; };
     sink.is_writable = [] { return true; };
     const size_t length = res.content_length_;
+    if (!res.is_chunked_content_provider_ && length > kMaxBody) {
+      return {413, fmt::format(R"({{"message":"the object is larger than the {} bytes a hook may read"}})", kMaxBody)};
+    }
     while (!done && !over && (res.is_chunked_content_provider_ || out.size() < length)) {
       size_t before = out.size();
       if (!res.content_provider_(out.size(), length - std::min(length, out.size()), sink)) break;
@@ -249,6 +263,9 @@ class InProcessApi final : public actions::ApiClient {
     }
     if (over)
       return {413, fmt::format(R"({{"message":"the object is larger than the {} bytes a hook may read"}})", kMaxBody)};
+    if (!res.is_chunked_content_provider_ && out.size() < length) {
+      return {500, R"({"message":"the object could not be read to its end"})"};
+    }
     return {res.status, std::move(out)};
   }
 
@@ -262,6 +279,10 @@ class InProcessApi final : public actions::ApiClient {
 };
 
 }  // namespace
+
+namespace lakefs {
+bool InHookCall() { return in_hook_call; }
+}  // namespace lakefs
 
 void RegisterLakeFsApi(HttpServer* http, catalog::Catalog* catalog, catalog::StagingCompactor* compactor,
                        catalog::CatalogCollector* collector, catalog::Importer* importer, AuthService* auth,

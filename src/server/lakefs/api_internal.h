@@ -167,6 +167,10 @@ Status DeleteRepository(const Context& ctx, const Req& req, Res& res, const std:
 Status GetBranchProtection(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status SetBranchProtection(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status CollectGarbage(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetGcRules(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status SetGcRules(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status DeleteGcRules(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GcRulesSetAllowed(const Context& ctx, const Req& req, Res& res, const std::string& me);
 
 // lakefs/branches_api.cc
 Status ListBranches(const Context& ctx, const Req& req, Res& res, const std::string& me);
@@ -205,6 +209,10 @@ Status ListRepositoryRuns(const Context& ctx, const Req& req, Res& res, const st
 Status GetRun(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status ListRunHooks(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status GetRunHookOutput(const Context& ctx, const Req& req, Res& res, const std::string& me);
+
+// Whether this thread is serving a hook's in-process API call (lakefs/api.cc):
+// operations a hook performs fire no hooks (a hook could otherwise fire itself).
+bool InHookCall();
 
 // An event of `repo` caused by `me` (lakeFS's committer: the user's name).
 actions::HookRecord HookEvent(const std::string& event, const std::string& repo, const std::string& me);

@@ -24,6 +24,7 @@ Status CreateBranch(const Context& ctx, const Req& req, Res& res, const std::str
   ARROW_ASSIGN_OR_RAISE(auto name, Field<std::string>(body, "name"));
   ARROW_ASSIGN_OR_RAISE(auto source, Field<std::string>(body, "source"));
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:CreateBranch", BranchArn(repo, name)));
+  ARROW_RETURN_NOT_OK(catalog::Catalog::ValidateBranchName(name));  // before hooks record it
   // The hooks read their actions from the source as given (a branch: with its
   // staged changes); a source that does not resolve is CreateBranch's to report.
   auto event = HookEvent("pre-create-branch", repo, me);
@@ -33,6 +34,8 @@ Status CreateBranch(const Context& ctx, const Req& req, Res& res, const std::str
   if (auto from = ctx.cat->ResolveRef(repo, source); from.ok()) {
     event.commit_id = from->commit_id;
     ARROW_ASSIGN_OR_RAISE(pre_run, RunPreHooks(ctx, event));
+  } else if (!IsNotFound(from.status())) {
+    return from.status();
   }
   ARROW_ASSIGN_OR_RAISE(auto b, ctx.cat->CreateBranch(repo, name, source));
   res.status = 201;
@@ -57,10 +60,12 @@ Status DeleteBranch(const Context& ctx, const Req& req, Res& res, const std::str
   auto event = HookEvent("pre-delete-branch", repo, me);
   event.branch_id = name;
   std::string pre_run;
-  if (auto b = ctx.cat->GetBranch(repo, name); b.ok()) {  // otherwise DeleteBranch says what is wrong
+  if (auto b = ctx.cat->GetBranch(repo, name); b.ok()) {
     event.source_ref = b->commit_id;
     ARROW_ASSIGN_OR_RAISE(pre_run, RunPreHooks(ctx, event));
-  }
+  } else if (!IsNotFound(b.status())) {
+    return b.status();
+  }  // not found: DeleteBranch says so
   ARROW_RETURN_NOT_OK(ctx.cat->DeleteBranch(repo, name));
   res.status = 204;
   event.event_type = "post-delete-branch";

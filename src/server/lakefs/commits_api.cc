@@ -200,8 +200,12 @@ Status Merge(const Context& ctx, const Req& req, Res& res, const std::string& me
   event.committer = p.committer;
   std::string pre_run;
   p.before_publish = [&](const catalog::Commit& made) -> Status {
-    ARROW_ASSIGN_OR_RAISE(auto src, ctx.cat->ResolveRef(repo, source));
-    event.source_ref = src.commit_id;
+    if (made.parents.size() >= 2) {
+      event.source_ref = made.parents[1];  // the source commit that was merged
+    } else {                               // a squash merge records only the destination
+      ARROW_ASSIGN_OR_RAISE(auto src, ctx.cat->ResolveRef(repo, source));
+      event.source_ref = src.commit_id;
+    }
     event.commit_id = made.id;
     event.commit_message = made.message;
     event.commit_metadata = made.metadata;
@@ -247,10 +251,12 @@ Status RevertBranch(const Context& ctx, const Req& req, Res& res, const std::str
   event.commit_message = p.message;
   event.commit_metadata = p.metadata;
   std::string pre_run;
-  if (auto target = ctx.cat->ResolveRef(repo, ref); target.ok()) {  // otherwise Revert says what is wrong
+  if (auto target = ctx.cat->ResolveRef(repo, ref); target.ok()) {
     if (event.commit_message.empty()) event.commit_message = fmt::format("Revert {}", target->commit_id);
     ARROW_ASSIGN_OR_RAISE(pre_run, RunPreHooks(ctx, event));
-  }
+  } else if (!IsNotFound(target.status())) {
+    return target.status();
+  }  // not found: Revert says so
   ARROW_ASSIGN_OR_RAISE(auto c, ctx.cat->Revert(repo, name, ref, pn, p));
   res.status = 204;
   event.event_type = "post-revert";
@@ -271,7 +277,9 @@ Status CherryPick(const Context& ctx, const Req& req, Res& res, const std::strin
   event.branch_id = event.source_ref = name;
   event.committer = p.committer;
   std::string pre_run;
-  if (auto picked = ctx.cat->ResolveRef(repo, ref); picked.ok()) {  // otherwise CherryPick says what is wrong
+  auto picked = ctx.cat->ResolveRef(repo, ref);
+  if (!picked.ok() && !IsNotFound(picked.status())) return picked.status();
+  if (picked.ok()) {  // not found: CherryPick says so
     auto original = ctx.cat->GetCommit(repo, picked->commit_id);
     if (original.ok()) {
       event.commit_message = p.message.empty() ? original->message : p.message;

@@ -217,6 +217,8 @@ Status CollectGarbage(const Context& ctx, const Req& req, Res& res, const std::s
   catalog::GcOptions o = ctx.collector->defaults();
   ARROW_ASSIGN_OR_RAISE(o.dry_run, BoolParam(req, "dry_run"));
   ARROW_ASSIGN_OR_RAISE(o.retention, DurationParam(req, "retention_days", 86400, o.retention));
+  // A run that names its retention uses it for every branch; otherwise the repository's GC rules apply.
+  o.use_repository_rules = !req.has_param("retention_days");
   ARROW_ASSIGN_OR_RAISE(o.grace, DurationParam(req, "grace_seconds", 1, o.grace));
   ARROW_ASSIGN_OR_RAISE(auto report, ctx.collector->Run(repo, o));
   ReplyJson(res, 200,
@@ -228,6 +230,56 @@ Status CollectGarbage(const Context& ctx, const Req& req, Res& res, const std::s
              {"deleted_bytes", report.deleted_bytes},
              {"failed", report.failed},
              {"paths", report.paths}});
+  return Status::OK();
+}
+
+// lakeFS's GC rules (settings/gc_rules, and the same under gc/rules): how long
+// commits keep their objects, by default and per branch; the collector uses them.
+Status GetGcRules(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  const std::string repo = req.matches[1];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "retention:GetGarbageCollectionRules", RepoArn(repo)));
+  ARROW_ASSIGN_OR_RAISE(auto r, ctx.cat->GetRepository(repo));
+  if (!r.gc_rules) return NotFound(fmt::format("repository \"{}\" has no GC rules", repo));
+  json branches = json::array();
+  for (const auto& [b, days] : r.gc_rules->branches) branches.push_back({{"branch_id", b}, {"retention_days", days}});
+  ReplyJson(res, 200, {{"default_retention_days", r.gc_rules->default_retention_days}, {"branches", branches}});
+  return Status::OK();
+}
+
+Status SetGcRules(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  const std::string repo = req.matches[1];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "retention:SetGarbageCollectionRules", RepoArn(repo)));
+  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
+  catalog::GcRules rules;
+  ARROW_ASSIGN_OR_RAISE(rules.default_retention_days, Field<int64_t>(body, "default_retention_days"));
+  ARROW_ASSIGN_OR_RAISE(auto branches, Field<json>(body, "branches"));
+  if (!branches.is_array()) return InvalidArgument("field \"branches\" must be a list of {branch_id, retention_days}");
+  for (const auto& b : branches) {
+    if (!b.is_object()) return InvalidArgument("each of \"branches\" must be {branch_id, retention_days}");
+    ARROW_ASSIGN_OR_RAISE(auto id, Field<std::string>(b, "branch_id"));
+    ARROW_ASSIGN_OR_RAISE(auto days, Field<int64_t>(b, "retention_days"));
+    if (!rules.branches.emplace(id, days).second) {
+      return InvalidArgument(fmt::format("branch \"{}\" has two GC rules", id));
+    }
+  }
+  ARROW_RETURN_NOT_OK(ctx.cat->SetGcRules(repo, rules));
+  res.status = 204;
+  return Status::OK();
+}
+
+Status DeleteGcRules(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  const std::string repo = req.matches[1];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "retention:SetGarbageCollectionRules", RepoArn(repo)));
+  ARROW_RETURN_NOT_OK(ctx.cat->SetGcRules(repo, std::nullopt));
+  res.status = 204;
+  return Status::OK();
+}
+
+Status GcRulesSetAllowed(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  const std::string repo = req.matches[1];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "retention:SetGarbageCollectionRules", RepoArn(repo)));
+  ARROW_RETURN_NOT_OK(ctx.cat->GetRepository(repo).status());
+  res.status = 204;
   return Status::OK();
 }
 

@@ -25,10 +25,12 @@ Status CreateTag(const Context& ctx, const Req& req, Res& res, const std::string
   auto event = HookEvent("pre-create-tag", repo, me);
   event.tag_id = id;
   std::string pre_run;
-  if (auto at = ctx.cat->ResolveRef(repo, ref); at.ok()) {  // otherwise CreateTag says what is wrong
+  if (auto at = ctx.cat->ResolveRef(repo, ref); at.ok()) {
     event.source_ref = event.commit_id = at->commit_id;
     ARROW_ASSIGN_OR_RAISE(pre_run, RunPreHooks(ctx, event));
-  }
+  } else if (!IsNotFound(at.status())) {
+    return at.status();
+  }  // not found: CreateTag says so
   ARROW_ASSIGN_OR_RAISE(auto t, ctx.cat->CreateTag(repo, id, ref, force));
   ReplyJson(res, 201, {{"id", t.id}, {"commit_id", t.commit_id}});
   event.event_type = "post-create-tag";
@@ -51,10 +53,12 @@ Status DeleteTag(const Context& ctx, const Req& req, Res& res, const std::string
   auto event = HookEvent("pre-delete-tag", repo, me);
   event.tag_id = id;
   std::string pre_run;
-  if (auto t = ctx.cat->GetTag(repo, id); t.ok()) {  // otherwise DeleteTag says what is wrong
+  if (auto t = ctx.cat->GetTag(repo, id); t.ok()) {
     event.source_ref = event.commit_id = t->commit_id;
     ARROW_ASSIGN_OR_RAISE(pre_run, RunPreHooks(ctx, event));
-  }
+  } else if (!IsNotFound(t.status())) {
+    return t.status();
+  }  // not found: DeleteTag says so
   ARROW_RETURN_NOT_OK(ctx.cat->DeleteTag(repo, id));
   res.status = 204;
   event.event_type = "post-delete-tag";
