@@ -1055,6 +1055,10 @@ def test_presigned_urls_read_the_object_store_directly(lakefs):
     if not c.namespace("x").startswith("s3://"):
         assert st.status_code == 501 and "S3 storage" in st.json()["message"], st.text
         assert got.status_code == 501
+        r = requests.get(url + "/ls", params={"presign": "true"}, auth=auth, timeout=10)
+        assert r.status_code == 501, r.text
+        config = requests.get(f"{c.server.url}/api/v1/config/storage", auth=auth, timeout=10).json()
+        assert config["pre_sign_support"] is False
         return
     assert st.status_code == 200, st.text
     signed = st.json()["physical_address"]
@@ -1062,6 +1066,12 @@ def test_presigned_urls_read_the_object_store_directly(lakefs):
     assert requests.get(signed, timeout=10).content == b"1,2,3"
     assert requests.get(signed[:-4] + "0000", timeout=10).status_code == 403, "a tampered signature reads nothing"
     assert got.status_code == 302 and requests.get(got.headers["Location"], timeout=10).content == b"1,2,3"
+    # A listing with presign=true: every object's address is such a URL; the server says it offers them.
+    listed = requests.get(url + "/ls", params={"presign": "true"}, auth=auth, timeout=10).json()["results"]
+    assert [o["path"] for o in listed] == ["data/a.csv"] and listed[0]["physical_address_expiry"] > 0
+    assert requests.get(listed[0]["physical_address"], timeout=10).content == b"1,2,3"
+    config = requests.get(f"{c.server.url}/api/v1/config/storage", auth=auth, timeout=10).json()
+    assert config["pre_sign_support"] is True
     # An upload straight to the object store, then linked.
     backing = f"{c.server.url}/api/v1/repositories/repo1/branches/main/staging/backing"
     addr = requests.get(backing, params={"path": "data/b.csv", "presign": "true"}, auth=auth, timeout=10).json()

@@ -148,10 +148,9 @@ json StorageConfigJson(const Context& ctx) {
   return {{"blockstore_type", ctx.blockstore_type},
           {"blockstore_namespace_example", example},
           {"blockstore_namespace_ValidityRegex", "^(s3|local|file)://|^/"},
-          // Stat, get and staging/backing answer presign=true on S3 storage, but
-          // listings and lakectl's presigned transfers do not work yet: clients
-          // are not told to use them.
-          {"pre_sign_support", false},
+          // S3 storage: stat, get, listings and staging/backing answer
+          // presign=true with URLs of the object store.
+          {"pre_sign_support", s3},
           {"pre_sign_support_ui", false},
           {"import_support", true},
           {"import_validity_regex", "^(local|s3)://"}};

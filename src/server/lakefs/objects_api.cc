@@ -75,8 +75,9 @@ void AppendJsonString(std::string* out, std::string_view s) {
 
 // An ObjectStatsList written directly: listing pages of 1,000 entries are the
 // hottest responses, and building a json tree for each entry tripled their cost.
+// `presigned`: each object's presigned GET URL (presign=true), in the order listed; none = addresses.
 std::string ObjectListBody(const catalog::Repository& repo, const catalog::Page<catalog::ListItem>& page,
-                           int64_t amount) {
+                           int64_t amount, const std::vector<std::string>* presigned = nullptr, int64_t expiry = 0) {
   std::string out;
   out.reserve(64 + page.items.size() * 320);
   std::string next = page.items.empty() ? "" : page.items.back().path;
@@ -96,7 +97,12 @@ std::string ObjectListBody(const catalog::Repository& repo, const catalog::Page<
     }
     const catalog::Entry& e = item.entry;
     out += R"(,"path_type":"object","physical_address":)";
-    AppendJsonString(&out, PhysicalAddress(repo, e.address));
+    if (presigned != nullptr) {
+      AppendJsonString(&out, (*presigned)[&item - page.items.data()]);
+      out += fmt::format(R"(,"physical_address_expiry":{})", expiry);
+    } else {
+      AppendJsonString(&out, PhysicalAddress(repo, e.address));
+    }
     out += R"(,"checksum":)";
     AppendJsonString(&out, e.checksum);
     out += fmt::format(R"(,"size_bytes":{},"mtime":{},"content_type":)", e.size, e.mtime);
@@ -271,16 +277,6 @@ struct ReadTarget {
 // How long a presigned URL this server hands out lasts (lakeFS's default).
 constexpr int64_t kPresignSeconds = 15 * 60;
 
-// presign=true on a listing asks for a URL per object, which this server does
-// not hand out yet (stat and get do).
-Status RefusePresign(const Req& req) {
-  ARROW_ASSIGN_OR_RAISE(bool presign, BoolParam(req, "presign"));
-  if (presign) {
-    return InvalidArgument("presign=true: a listing does not hand out presigned URLs (stat or get each object)");
-  }
-  return Status::OK();
-}
-
 Result<ReadTarget> ReadableObject(const Context& ctx, const Req& req, const std::string& me) {
   std::string repo_id = req.matches[1], refname = req.matches[2];
   if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
@@ -423,8 +419,8 @@ Status LinkPhysicalAddress(const Context& ctx, const Req& req, Res& res, const s
     e.size = std::max<int64_t>(claimed_size, 0);
     ARROW_ASSIGN_OR_RAISE(e.checksum, Field<std::string>(body, "checksum", std::string()));
   }
-  ARROW_ASSIGN_OR_RAISE(e.content_type,
-                        Field<std::string>(body, "content_type", std::string("application/octet-stream")));
+  ARROW_ASSIGN_OR_RAISE(e.content_type, Field<std::string>(body, "content_type", std::string()));
+  if (e.content_type.empty()) e.content_type = "application/octet-stream";  // lakectl sends "" (as lakeFS)
   ARROW_ASSIGN_OR_RAISE(e.metadata, (Field<std::map<std::string, std::string>>(body, "user_metadata",
                                                                                std::map<std::string, std::string>{})));
   ARROW_ASSIGN_OR_RAISE(e.mtime, Field<int64_t>(body, "mtime", static_cast<int64_t>(std::time(nullptr))));
@@ -496,12 +492,27 @@ Status StatObject(const Context& ctx, const Req& req, Res& res, const std::strin
 Status ListObjects(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   std::string repo_id = req.matches[1], refname = req.matches[2];
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ListObjects", RepoArn(repo_id)));
-  ARROW_RETURN_NOT_OK(RefusePresign(req));
+  ARROW_ASSIGN_OR_RAISE(bool presign, BoolParam(req, "presign"));
   ARROW_ASSIGN_OR_RAISE(auto o, ListParams(req));
   ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
   ARROW_ASSIGN_OR_RAISE(auto page, ctx.cat->ListEntries(repo, refname, o));
   res.status = 200;
-  res.set_content(ObjectListBody(repo, page, o.amount), "application/json");
+  if (!presign) {
+    res.set_content(ObjectListBody(repo, page, o.amount), "application/json");
+    return Status::OK();
+  }
+  // presign=true: each object's physical address is a GET URL of the object
+  // store, as lakeFS answers (S3 storage only: elsewhere 501, as for stat).
+  // A URL reads the object with no further check, so each one needs the
+  // permission a read would: fs:ReadObject on every object listed.
+  std::vector<std::string> urls(page.items.size());
+  for (size_t i = 0; i < page.items.size(); ++i) {
+    if (page.items[i].common_prefix) continue;
+    ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadObject", ObjectArn(repo_id, page.items[i].path)));
+    ARROW_ASSIGN_OR_RAISE(urls[i], ctx.cat->PresignEntry(repo, page.items[i].entry, "GET", kPresignSeconds));
+  }
+  int64_t expiry = static_cast<int64_t>(std::time(nullptr)) + kPresignSeconds;
+  res.set_content(ObjectListBody(repo, page, o.amount, &urls, expiry), "application/json");
   return Status::OK();
 }
 

@@ -141,6 +141,18 @@ Status GetObject(const Gateway& gw, const Target& t, const Req& req, Res& res, c
     res.set_header("Content-Type", content_type);
     return Status::OK();
   }
+  // lakeFS's redirection: a client that says it follows redirects (its
+  // User-Agent holds "s3RedirectionSupport") is sent to the object store
+  // itself with a presigned URL (S3 storage; elsewhere it is served here).
+  if (req.get_header_value("User-Agent").find("s3RedirectionSupport") != std::string::npos) {
+    auto url = gw.cat->PresignEntry(repo, e, "GET", 15 * 60);
+    if (url.ok()) {
+      res = Res();
+      res.status = 307;
+      res.set_header("Location", *url);
+      return Status::OK();
+    }
+  }
   auto file = gw.cat->OpenEntry(repo, e);  // imported objects are read where they are
   if (IsNotFound(file.status())) {
     return S3Error(404, "NoSuchVersion", fmt::format("the data of \"{}\" is gone from the object store", t.key));
