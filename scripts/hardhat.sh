@@ -37,7 +37,14 @@ case "$cmd" in
     install
     mkdir -p "$dir"
     port="${HARDHAT_PORT:-$(free_port)}"
-    (cd "$home" && exec node node_modules/.bin/hardhat node --hostname 127.0.0.1 --port "$port") >"$dir/hardhat.log" 2>&1 &
+    # HARDHAT_HARDFORK (e.g. berlin): a chain of that fork (the tests' pre-London chain).
+    config=hardhat.config.js
+    if [ -n "${HARDHAT_HARDFORK:-}" ]; then
+      case "$HARDHAT_HARDFORK" in *[!a-zA-Z]*) echo "HARDHAT_HARDFORK: letters only" >&2; exit 2 ;; esac
+      config="hardhat.$HARDHAT_HARDFORK.config.js"
+      echo "module.exports = { networks: { hardhat: { chainId: 31337, hardfork: \"$HARDHAT_HARDFORK\" } } };" >"$home/$config"
+    fi
+    (cd "$home" && exec node node_modules/.bin/hardhat --config "$config" node --hostname 127.0.0.1 --port "$port") >"$dir/hardhat.log" 2>&1 &
     echo $! >"$dir/hardhat.pid"
     for _ in $(seq 1 200); do
       if curl -sf -X POST -H 'content-type: application/json' \

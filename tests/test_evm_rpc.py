@@ -6,12 +6,16 @@ receipts), through a reorg made by evm_snapshot / evm_revert, and through a node
 busy or slow for a while (a proxy in front of it)."""
 import http.server
 import json
+import os
 import socketserver
 import subprocess
 import threading
 import time
 from pathlib import Path
 
+import decimal
+
+import pyarrow as pa
 import pytest
 import requests
 
@@ -41,8 +45,10 @@ class Node:
     def latest(self):
         return int(self.rpc("eth_blockNumber"), 16)
 
-    def send(self, frm, to=None, value=0, data="0x"):
-        tx = {"from": frm, "value": hex(value), "data": data, "gas": hex(300000)}
+    def send(self, frm, to=None, value=0, data="0x", **fees):
+        """fees: gasPrice (a legacy transaction), with accessList (EIP-2930), or maxFeePerGas and
+        maxPriorityFeePerGas (EIP-1559, the default after London)."""
+        tx = {"from": frm, "value": hex(value), "data": data, "gas": hex(300000), **fees}
         if to:
             tx["to"] = to
         h = self.rpc("eth_sendTransaction", tx)
@@ -119,13 +125,25 @@ class Proxy:
         self.server.shutdown()
 
 
+def start_node(d, hardfork=None):
+    env = dict(os.environ, **({"HARDHAT_HARDFORK": hardfork} if hardfork else {}))
+    out = subprocess.run([str(ROOT / "scripts" / "hardhat.sh"), "start", str(d)], capture_output=True, text=True,
+                         check=True, timeout=300, env=env).stdout
+    return Node(out.strip().splitlines()[-1].split("=", 1)[1])
+
+
 @pytest.fixture
 def node(tmp_path):
     d = tmp_path / "hardhat"
-    out = subprocess.run([str(ROOT / "scripts" / "hardhat.sh"), "start", str(d)], capture_output=True, text=True,
-                         check=True, timeout=300).stdout
-    url = out.strip().splitlines()[-1].split("=", 1)[1]
-    yield Node(url)
+    yield start_node(d)
+    subprocess.run([str(ROOT / "scripts" / "hardhat.sh"), "stop", str(d)], check=False)
+
+
+@pytest.fixture
+def berlin_node(tmp_path):
+    """A chain before London: no base fee, legacy and access-list transactions only."""
+    d = tmp_path / "hardhat-berlin"
+    yield start_node(d, "berlin")
     subprocess.run([str(ROOT / "scripts" / "hardhat.sh"), "stop", str(d)], check=False)
 
 
@@ -184,32 +202,133 @@ def u256(hexstr):
     return "0x" + format(int(hexstr, 16), "064x")
 
 
-def expect_tables_equal_the_node(server, node):
+def plain(v):
+    """Arrow values as the node writes them: bytes as 0x-hex, decimals as ints."""
+    if isinstance(v, bytes):
+        return "0x" + v.hex()
+    if isinstance(v, decimal.Decimal):
+        return int(v)
+    if isinstance(v, list):
+        return [plain(x) for x in v]
+    if isinstance(v, dict):
+        return {k: plain(x) for k, x in v.items()}
+    return v
+
+
+def arrow_scan(server, table):
+    """The table's schema and rows through the scan API's Arrow stream (timestamps as integers)."""
+    r = server.get(f"/api/v1/datasets/eth/tables/{table}/scan", params={"format": "arrow"})
+    assert r.status_code == 200, r.text
+    t = pa.ipc.open_stream(r.content).read_all()
+    cols = {}
+    for f in t.schema:
+        c = t.column(f.name)
+        if pa.types.is_timestamp(f.type):
+            c = c.cast(pa.int64())
+        cols[f.name] = [plain(v) for v in c.to_pylist()]
+    return t.schema, [dict(zip(cols, vals)) for vals in zip(*cols.values())]
+
+
+def opt(v, conv=q):
+    return None if v is None else conv(v)
+
+
+def want_block(nb):
+    """A block's row as Amp's evm-rpc dataset has it (docs/chain.md), from the node's answer."""
+    return {"block_num": q(nb["number"]), "timestamp": q(nb["timestamp"]) * 10**9, "hash": nb["hash"],
+            "parent_hash": nb["parentHash"], "ommers_hash": nb["sha3Uncles"], "miner": nb["miner"],
+            "state_root": nb["stateRoot"], "transactions_root": nb["transactionsRoot"],
+            "receipt_root": nb["receiptsRoot"], "logs_bloom": nb["logsBloom"], "difficulty": q(nb["difficulty"]),
+            "total_difficulty": opt(nb.get("totalDifficulty")), "gas_limit": q(nb["gasLimit"]),
+            "gas_used": q(nb["gasUsed"]), "extra_data": nb["extraData"],
+            "mix_hash": nb.get("mixHash", "0x" + "00" * 32), "nonce": q(nb.get("nonce", "0x0")),
+            "base_fee_per_gas": opt(nb.get("baseFeePerGas")), "withdrawals_root": nb.get("withdrawalsRoot"),
+            "blob_gas_used": opt(nb.get("blobGasUsed")), "excess_blob_gas": opt(nb.get("excessBlobGas")),
+            "parent_beacon_root": nb.get("parentBeaconBlockRoot")}
+
+
+def want_tx(nb, i, tx, rc):
+    t = q(tx.get("type", "0x0"))
+    v = q(tx["v"])
+    if t == 0:
+        parity, chain = ((v - 35) % 2 == 1, (v - 35) // 2) if v >= 35 else (v == 28, None)
+    else:
+        parity, chain = q(tx["yParity"]) == 1 if "yParity" in tx else v % 2 == 1, q(tx["chainId"])
+    fee_cap = q(tx["gasPrice"]) if t < 2 else q(tx["maxFeePerGas"])
+    return {"block_hash": nb["hash"], "block_num": q(nb["number"]), "timestamp": q(nb["timestamp"]) * 10**9,
+            "tx_index": i, "tx_hash": tx["hash"], "to": tx.get("to"), "nonce": q(tx["nonce"]),
+            "gas_price": q(tx["gasPrice"]) if t < 2 else None, "gas_limit": q(tx["gas"]),
+            "value": str(q(tx["value"])), "input": tx["input"], "r": u256(tx["r"]), "s": u256(tx["s"]),
+            "v_parity": parity, "chain_id": chain, "gas_used": q(rc["cumulativeGasUsed"]), "type": t,
+            "max_fee_per_gas": fee_cap,
+            "max_priority_fee_per_gas": q(tx["maxPriorityFeePerGas"]) if t >= 2 else None,
+            "max_fee_per_blob_gas": q(tx["maxFeePerBlobGas"]) if t == 3 else None, "from": tx["from"],
+            "status": q(rc["status"]) == 1,
+            "access_list": None if t == 0 else [{"address": a["address"], "storage_keys": a["storageKeys"]}
+                                                for a in tx.get("accessList", [])],
+            "blob_versioned_hashes": tx.get("blobVersionedHashes") if t == 3 else None}
+
+
+def want_log(lg, timestamp):
+    topics = lg["topics"] + [None] * (4 - len(lg["topics"]))
+    return {"block_hash": lg["blockHash"], "block_num": q(lg["blockNumber"]), "timestamp": timestamp * 10**9,
+            "tx_hash": lg["transactionHash"], "tx_index": q(lg["transactionIndex"]), "log_index": q(lg["logIndex"]),
+            "address": lg["address"], "topic0": topics[0], "topic1": topics[1], "topic2": topics[2],
+            "topic3": topics[3], "data": lg["data"]}
+
+
+# Amp's evm-rpc schema (docs/schemas/evm-rpc.md in edgeandnode/amp), less _block_num.
+AMP_TYPES = {
+    "blocks": ["uint64", "timestamp[ns, tz=+00:00]", "fixed_size_binary[32]", "fixed_size_binary[32]",
+               "fixed_size_binary[32]", "fixed_size_binary[20]", "fixed_size_binary[32]", "fixed_size_binary[32]",
+               "fixed_size_binary[32]", "binary", "decimal128(38, 0)", "decimal128(38, 0)", "uint64", "uint64",
+               "binary", "fixed_size_binary[32]", "uint64", "decimal128(38, 0)", "fixed_size_binary[32]", "uint64",
+               "uint64", "fixed_size_binary[32]"],
+    "transactions": ["fixed_size_binary[32]", "uint64", "timestamp[ns, tz=+00:00]", "uint32", "fixed_size_binary[32]",
+                     "fixed_size_binary[20]", "uint64", "decimal128(38, 0)", "uint64", "string", "binary",
+                     "fixed_size_binary[32]", "fixed_size_binary[32]", "bool", "uint64", "uint64", "int32",
+                     "decimal128(38, 0)", "decimal128(38, 0)", "decimal128(38, 0)", "fixed_size_binary[20]", "bool",
+                     "list<item: struct<address: fixed_size_binary[20], storage_keys: list<item: "
+                     "fixed_size_binary[32]>>>", "list<item: fixed_size_binary[32]>"],
+    "logs": ["fixed_size_binary[32]", "uint64", "timestamp[ns, tz=+00:00]", "fixed_size_binary[32]", "uint32",
+             "uint32", "fixed_size_binary[20]", "fixed_size_binary[32]", "fixed_size_binary[32]",
+             "fixed_size_binary[32]", "fixed_size_binary[32]", "binary"],
+}
+
+
+# The columns Amp's schema lets be null.
+AMP_NULLABLE = {"total_difficulty", "base_fee_per_gas", "withdrawals_root", "blob_gas_used", "excess_blob_gas",
+                "parent_beacon_root", "to", "gas_price", "chain_id", "max_fee_per_gas", "max_priority_fee_per_gas",
+                "max_fee_per_blob_gas", "access_list", "blob_versioned_hashes", "topic0", "topic1", "topic2",
+                "topic3"}
+
+
+def expect_tables_equal_the_node(server, node, blocks_from=0, project=None):
+    """Every column of every row equals what the node answers. `project`: row -> the part of it to
+    compare (the columns an upgraded table's new rows have with Amp's meaning)."""
+    project = project or (lambda table, row: row)
     head = node.latest()
-    blocks = scan(server, "blocks")
+    _, blocks = arrow_scan(server, "blocks")
     assert [b["block_num"] for b in blocks] == list(range(head + 1)), "every block once, none missing"
-    want_txs, want_logs = [], []
-    for b in blocks:
-        nb = node.rpc("eth_getBlockByNumber", hex(b["block_num"]), True)
-        assert (b["hash"], b["parent_hash"], b["timestamp"], b["miner"], b["gas_used"], b["gas_limit"],
-                b["tx_count"]) == (nb["hash"], nb["parentHash"], q(nb["timestamp"]), nb["miner"], q(nb["gasUsed"]),
-                                   q(nb["gasLimit"]), len(nb["transactions"])), b["block_num"]
-        assert b["base_fee_per_gas"] == q(nb["baseFeePerGas"])
+    want_blocks, want_txs, want_logs, times = [], [], [], {}
+    for n in range(head + 1):
+        nb = node.rpc("eth_getBlockByNumber", hex(n), True)
+        times[n] = q(nb["timestamp"])
+        want_blocks.append(want_block(nb))
         for i, tx in enumerate(nb["transactions"]):
-            rc = node.rpc("eth_getTransactionReceipt", tx["hash"])
-            want_txs.append((b["block_num"], i, tx["hash"], tx["from"], tx["to"], u256(tx["value"]), tx["input"],
-                             q(tx["nonce"]), q(rc["status"]), q(rc["gasUsed"]), rc["contractAddress"]))
-    got_txs = [(t["block_num"], t["tx_index"], t["hash"], t["from"], t["to"], t["value"], t["input"], t["nonce"],
-                t["status"], t["gas_used"], t["contract_address"]) for t in scan(server, "transactions")]
-    assert got_txs == want_txs
+            want_txs.append(want_tx(nb, i, tx, node.rpc("eth_getTransactionReceipt", tx["hash"])))
     for lg in node.rpc("eth_getLogs", {"fromBlock": "0x0", "toBlock": hex(head)}):
-        topics = lg["topics"] + [None] * (4 - len(lg["topics"]))
-        want_logs.append((q(lg["blockNumber"]), q(lg["transactionIndex"]), q(lg["logIndex"]), lg["transactionHash"],
-                          lg["address"], *topics, lg["data"]))
-    got_logs = [(x["block_num"], x["tx_index"], x["log_index"], x["tx_hash"], x["address"], x["topic0"], x["topic1"],
-                 x["topic2"], x["topic3"], x["data"]) for x in scan(server, "logs")]
-    assert got_logs == want_logs
-    return len(blocks), len(got_txs), len(got_logs)
+        want_logs.append(want_log(lg, times[q(lg["blockNumber"])]))
+    _, txs = arrow_scan(server, "transactions")
+    _, logs = arrow_scan(server, "logs")
+    for table, got, want in (("blocks", blocks, want_blocks), ("transactions", txs, want_txs),
+                             ("logs", logs, want_logs)):
+        got = [project(table, g) for g in got if g["block_num"] >= blocks_from]
+        want = [project(table, w) for w in want if w["block_num"] >= blocks_from]
+        assert len(got) == len(want), table
+        for g, w in zip(got, want):
+            assert g == w, (table, {k: (g.get(k), w.get(k)) for k in w if g.get(k) != w.get(k)})
+    return len(blocks), len(txs), len(logs)
 
 
 def traffic(node, n, salt=0):
@@ -225,12 +344,29 @@ def traffic(node, n, salt=0):
     return contract
 
 
+def every_type(node, london=True):
+    """A legacy, an access-list and (after London) a fee-cap transaction, to a contract and to an account."""
+    a = node.rpc("eth_accounts")
+    price = hex(3 * 10**9)
+    access = [{"address": a[7], "storageKeys": ["0x" + "00" * 31 + "01", "0x" + "ab" * 32]}]
+    kinds = [dict(gasPrice=price), dict(gasPrice=price, accessList=access)]
+    if london:
+        kinds.append(dict(maxFeePerGas=hex(4 * 10**9), maxPriorityFeePerGas=hex(10**9), accessList=access))
+    for k, fees in enumerate(kinds):
+        node.send(a[6], to=a[8], value=k + 1, **fees)
+
+
 def test_the_tables_equal_what_the_node_answers(start_server, tmp_path, node):
     traffic(node, 12)
+    every_type(node)
     server = start(start_server, tmp_path, node.url)
     wait_for(server, node)
     blocks, txs, logs = expect_tables_equal_the_node(server, node)
-    assert blocks == node.latest() + 1 and txs == 13 and logs == 6
+    assert blocks == node.latest() + 1 and txs == 16 and logs == 6
+    for table, types in AMP_TYPES.items():
+        schema, rows = arrow_scan(server, table)
+        assert [str(f.type) for f in schema] == types, table
+    assert {t["type"] for t in arrow_scan(server, "transactions")[1]} == {0, 1, 2}
     # At the head: new blocks arrive as segments.
     traffic(node, 4, salt=1)
     j = wait_for(server, node)
@@ -356,3 +492,124 @@ def test_finality_keeps_the_tables_behind_the_head(start_server, tmp_path, node)
     j = job(server)
     assert j["head"] == head - 3 and j["node_head"] == head and j["lag"] == 3, j
     assert [b["block_num"] for b in scan(server, "blocks")] == list(range(head - 2))
+
+
+def test_a_chain_before_london(start_server, tmp_path, berlin_node):
+    """No base fee and no withdrawals or blob fields in the blocks; legacy and access-list transactions."""
+    node = berlin_node
+    traffic(node, 4)
+    every_type(node, london=False)
+    server = start(start_server, tmp_path, node.url)
+    wait_for(server, node)
+    expect_tables_equal_the_node(server, node)
+    _, blocks = arrow_scan(server, "blocks")
+    assert all(b["base_fee_per_gas"] is None and b["withdrawals_root"] is None for b in blocks)
+    assert {t["type"] for t in arrow_scan(server, "transactions")[1]} == {0, 1}
+
+
+# The tables as Sediment's first evm-rpc source made them (schema version 1).
+LEGACY = {
+    "blocks": pa.schema([("block_num", pa.uint64(), False), ("hash", pa.binary(32), False),
+                         ("parent_hash", pa.binary(32), False), ("timestamp", pa.uint64(), False),
+                         ("miner", pa.binary(20), False), ("gas_used", pa.uint64(), False),
+                         ("gas_limit", pa.uint64(), False), ("base_fee_per_gas", pa.uint64()),
+                         ("tx_count", pa.uint32(), False)]),
+    "transactions": pa.schema([("block_num", pa.uint64(), False), ("tx_index", pa.uint32(), False),
+                               ("hash", pa.binary(32), False), ("from", pa.binary(20), False), ("to", pa.binary(20)),
+                               ("value", pa.binary(32), False), ("input", pa.binary(), False),
+                               ("gas", pa.uint64(), False), ("gas_price", pa.uint64()), ("type", pa.uint8(), False),
+                               ("nonce", pa.uint64(), False), ("status", pa.uint8()), ("gas_used", pa.uint64(), False),
+                               ("contract_address", pa.binary(20))]),
+    "logs": pa.schema([("block_num", pa.uint64(), False), ("tx_index", pa.uint32(), False),
+                       ("log_index", pa.uint32(), False), ("tx_hash", pa.binary(32), False),
+                       ("address", pa.binary(20), False), ("topic0", pa.binary(32)), ("topic1", pa.binary(32)),
+                       ("topic2", pa.binary(32)), ("topic3", pa.binary(32)), ("data", pa.binary(), False)]),
+}
+
+
+def legacy_rows(node, head):
+    """Blocks 0..head as the first source wrote them, from the node's answers."""
+    b = lambda h: None if h is None else bytes.fromhex(h[2:])  # noqa: E731
+    rows = {"blocks": [], "transactions": [], "logs": []}
+    for n in range(head + 1):
+        nb = node.rpc("eth_getBlockByNumber", hex(n), True)
+        rows["blocks"].append([n, b(nb["hash"]), b(nb["parentHash"]), q(nb["timestamp"]), b(nb["miner"]),
+                               q(nb["gasUsed"]), q(nb["gasLimit"]), opt(nb.get("baseFeePerGas")),
+                               len(nb["transactions"])])
+        for i, tx in enumerate(nb["transactions"]):
+            rc = node.rpc("eth_getTransactionReceipt", tx["hash"])
+            rows["transactions"].append([n, i, b(tx["hash"]), b(tx["from"]), b(tx.get("to")), b(u256(tx["value"])),
+                                         b(tx["input"]), q(tx["gas"]), opt(tx.get("gasPrice")),
+                                         q(tx.get("type", "0x0")), q(tx["nonce"]), q(rc["status"]),
+                                         q(rc["gasUsed"]), b(rc.get("contractAddress"))])
+            for lg in rc["logs"]:
+                topics = [b(t) for t in lg["topics"]] + [None] * (4 - len(lg["topics"]))
+                rows["logs"].append([n, i, q(lg["logIndex"]), b(tx["hash"]), b(lg["address"]), *topics,
+                                     b(lg["data"])])
+    return rows
+
+
+def test_a_table_of_the_first_schema_is_upgraded_in_place(start_server, tmp_path, node):
+    """Tables written by the first evm-rpc source keep their columns and rows; they gain Amp's columns
+    as nullable ones (a recorded schema change, seen by Iceberg readers as a schema update), the old
+    rows read with nulls in them, and the source goes on from where the tables end."""
+    from tables_util import ipc
+    traffic(node, 4)
+    head = node.latest()
+    (tmp_path / "no-jobs.toml").write_text("")
+    old = start_server("--config", str(tmp_path / "no-jobs.toml"))
+    legacy = legacy_rows(node, head)
+    hashes = [node.rpc("eth_getBlockByNumber", hex(n), False)["hash"][2:] for n in range(head + 1)]
+    for table, schema in LEGACY.items():
+        assert old.put(f"/api/v1/datasets/eth/tables/{table}", data=ipc(schema=schema)).status_code in (200, 201)
+        batch = pa.RecordBatch.from_pylist([dict(zip(schema.names, r)) for r in legacy[table]], schema=schema)
+        r = old.post(f"/api/v1/datasets/eth/tables/{table}/segments",
+                     params={"start_block": 0, "end_block": head, "end_hash": hashes[-1], "parent_hash": "00" * 32},
+                     data=ipc(batch, schema=schema, block_hashes=hashes))
+        assert r.status_code in (200, 201), r.text
+    before = {t: arrow_scan(old, t)[1] for t in LEGACY}
+    old.stop()
+
+    traffic(node, 3, salt=5)
+    every_type(node)
+    server = start(start_server, tmp_path, node.url)
+    wait_for(server, node)
+    for table, schema in LEGACY.items():
+        got_schema, rows = arrow_scan(server, table)
+        assert got_schema.names[:len(schema)] == schema.names and got_schema.field("block_num").type == pa.uint64()
+        assert all(got_schema.field(n).type == schema.field(n).type for n in schema.names), table
+        added = [f for f in got_schema if f.name not in schema.names]
+        assert added and all(f.nullable for f in added), table
+        # Nothing lost: the old rows as they were, with nulls in the new columns.
+        old_rows = [r for r in rows if r["block_num"] <= head]
+        assert [{k: r[k] for k in schema.names} for r in old_rows] == before[table], table
+        assert all(r[f.name] is None for r in old_rows for f in added), table
+        # The new rows have every column.
+        new_rows = [r for r in rows if r["block_num"] > head]
+        assert new_rows and all(r[f.name] is not None for r in new_rows for f in added
+                                if f.name not in AMP_NULLABLE), table
+
+    # Amp's columns of the new rows equal the node (those the first schema had keep their meaning).
+    def amp_part(table, row):
+        return {k: v for k, v in row.items() if k not in LEGACY[table].names}
+    expect_tables_equal_the_node(server, node, blocks_from=head + 1, project=amp_part)
+    # The schema change is recorded: Iceberg readers see a second schema, the first one's ids unchanged.
+    r = server.get("/iceberg/v1/namespaces/eth/tables/blocks")
+    assert r.status_code == 200, r.text
+    meta = r.json()["metadata"]
+    assert meta["current-schema-id"] == 1 and [s["schema-id"] for s in meta["schemas"]] == [0, 1]
+    first, now = meta["schemas"]
+    assert now["fields"][:len(first["fields"])] == first["fields"]
+    assert [f["name"] for f in now["fields"]][len(first["fields"]):] == [
+        f.name for f in arrow_scan(server, "blocks")[0] if f.name not in LEGACY["blocks"].names]
+    # Engines read the old files through the new schema, with nulls in the new columns.
+    from test_iceberg import engine
+    got = engine({"engine": "pyiceberg", "uri": server.url + "/iceberg", "table": "eth.transactions",
+                  "columns": ["block_num", "hash", "tx_hash", "v_parity"]})["columns"]
+    assert len(got["block_num"]) == len(arrow_scan(server, "transactions")[1])
+    for n, h, th, p in zip(got["block_num"], got["hash"], got["tx_hash"], got["v_parity"]):
+        assert (th is None and p is None) if n <= head else (th == h and p is not None), (n, h, th, p)
+    counts = engine({"engine": "duckdb", "uri": server.url + "/iceberg",
+                     "sql": [f"SELECT count(*), count(state_root), count(*) FILTER (block_num > {head}) "
+                             "FROM sed.eth.blocks"]})["results"][0][0]
+    assert counts[0] == node.latest() + 1 and counts[1] == counts[2] == node.latest() - head, counts

@@ -60,6 +60,7 @@ def test_create_table(server):
     other = pa.schema([pa.field("block_num", pa.uint64())])
     r = create(server, other)
     assert r.status_code == 409 and "exists with another schema" in r.json()["message"]
+    assert 'column "block_num" changes from uint64 not null to uint64' in r.json()["message"]
     r = create(server, pa.schema([pa.field("x", pa.int32())]), "/api/v1/datasets/eth/tables/bad")
     assert r.status_code == 400 and "block_num" in r.json()["message"]
     r = create(server, path="/api/v1/datasets/Eth/tables/logs")
@@ -68,6 +69,40 @@ def test_create_table(server):
     assert r.status_code == 400 and "not an Arrow IPC stream" in r.json()["message"]
     tables = server.get("/api/v1/datasets/eth/tables").json()["tables"]
     assert [t["name"] for t in tables] == ["eth.logs"]
+
+
+def test_a_table_gains_nullable_columns_and_nothing_else(server):
+    """PUT with the table's columns and new nullable ones after them is a new schema version: rows
+    written before read with nulls in the new columns; any other change is refused, naming it, and
+    changes nothing."""
+    assert create(server).status_code == 201
+    assert append(server, "logs", 0, 4).status_code == 201
+    wider = SCHEMA.append(pa.field("note", pa.string())).append(pa.field("at", pa.timestamp("ns", tz="UTC")))
+    for bad, says in ((pa.schema(list(SCHEMA)[:3]), 'drops column "data"'),
+                      (SCHEMA.append(pa.field("note", pa.string(), nullable=False)), 'new column "note" must be nullable'),
+                      (SCHEMA.set(4, pa.field("value", pa.int32())), 'column "value" changes from int64 to int32'),
+                      (SCHEMA.append(pa.field("data", pa.string())), 'column "data" appears twice')):
+        r = create(server, bad)
+        assert r.status_code == 409 and says in r.json()["message"], (says, r.text)
+    assert server.get("/api/v1/datasets/eth/tables/logs").json()["schema_version"] == 1
+    r = create(server, wider)
+    assert r.status_code == 200 and r.json()["schema_version"] == 2, r.text
+    assert [f["name"] for f in r.json()["schema"]] == wider.names
+    # Appends now carry the new columns; the old schema is refused.
+    assert append(server, "logs", 5, 6).status_code == 400
+    batch = rows(5, 6)
+    new = pa.record_batch(batch.columns + [pa.array([f"n{i}" for i in range(batch.num_rows)]),
+                                           pa.array([1_700_000_000_000_000_000 + i * 1000 for i in range(batch.num_rows)],
+                                                    pa.timestamp("ns", tz="UTC"))], schema=wider)
+    r = append(server, "logs", 5, 6, body=ipc(new, schema=wider, block_hashes=[block_hash(b) for b in (5, 6)]))
+    assert r.status_code == 201, r.text
+    got = pa.ipc.open_stream(server.get("/api/v1/datasets/eth/tables/logs/scan",
+                                        params={"format": "arrow"}).content).read_all()
+    assert got.schema.names == wider.names and got.schema.field("at").type == pa.timestamp("ns", tz="UTC")
+    assert got.column("note").to_pylist() == [None] * 15 + [f"n{i}" for i in range(6)]
+    lines = server.get("/api/v1/datasets/eth/tables/logs/scan", params={"format": "jsonl", "from_block": 5}).text
+    first = json.loads(lines.splitlines()[0])
+    assert first["at"] == "2023-11-14T22:13:20Z" and first["note"] == "n0", first
 
 
 def test_append_describe_and_files(server):

@@ -1,7 +1,11 @@
 #include "chain/evm_decode.h"
 
 #include <arrow/api.h>
+#include <arrow/util/decimal.h>
 #include <fmt/format.h>
+
+#include <functional>
+#include <map>
 
 #include "base/crypto.h"
 #include "chain/generator.h"
@@ -32,26 +36,577 @@ Result<std::string_view> HexDigits(const json& v, const std::string& what) {
   return digits;
 }
 
-const json& Field(const json& obj, const char* name, const std::string& where, Status* error) {
-  static const json kNull;
-  if (!obj.is_object() || !obj.contains(name)) {
-    if (error->ok()) *error = InvalidArgument(fmt::format("{}: the answer has no field \"{}\"", where, name));
-    return kNull;
+// ---------------------------------------------------------------------------
+// One row's sources, and the fields read from them.
+
+enum class Obj { kBlock, kTx, kReceipt, kLog };
+
+struct Row {
+  const json* block = nullptr;
+  const json* tx = nullptr;
+  const json* receipt = nullptr;
+  const json* log = nullptr;
+  uint64_t number = 0;
+  uint64_t timestamp = 0;   // the block's, seconds
+  const std::string* hash;  // the block's, bytes
+  size_t tx_index = 0;
+  uint64_t tx_type = 0;
+  std::string where;  // "block 7", "block 7, transaction 2", "block 7, transaction 2, log 0"
+
+  const json& Of(Obj o) const {
+    switch (o) {
+      case Obj::kBlock:
+        return *block;
+      case Obj::kTx:
+        return *tx;
+      case Obj::kReceipt:
+        return *receipt;
+      case Obj::kLog:
+        break;
+    }
+    return *log;
   }
-  return obj[name];
+  std::string Where(Obj o, const char* name) const {
+    return fmt::format("{}{}: {}", where, o == Obj::kReceipt ? " receipt" : "", name);
+  }
+};
+
+// What an absent (or null) field becomes.
+enum class Absent { kError, kNull, kZero };
+
+// The field, or null if absent/null; InvalidArgument if absent and required.
+Result<const json*> Get(const Row& r, Obj o, const char* name, Absent absent) {
+  const json& obj = r.Of(o);
+  auto it = obj.find(name);
+  if (it == obj.end() || it->is_null()) {
+    if (absent == Absent::kError) {
+      return InvalidArgument(
+          fmt::format("{}{}: the answer has no field \"{}\"", r.where, o == Obj::kReceipt ? " receipt" : "", name));
+    }
+    return static_cast<const json*>(nullptr);
+  }
+  return &*it;
 }
 
-// Appends the bytes of a hex field of `size` bytes (null if the JSON is null and `nullable`).
-class Rows {
- public:
-  explicit Rows(ChainTable t) : schema_(EvmSchema(t)) {
-    for (const auto& f : schema_->fields()) {
-      std::unique_ptr<arrow::ArrayBuilder> b;
-      (void)arrow::MakeBuilder(arrow::default_memory_pool(), f->type(), &b);
-      builders_.push_back(std::move(b));
+using Builder = arrow::ArrayBuilder;
+
+Status PutU64(Builder* b, uint64_t v) { return static_cast<arrow::UInt64Builder*>(b)->Append(v); }
+
+// A fixed-size byte field (hash, address, root).
+Status PutFixed(Builder* b, const Row& r, Obj o, const char* name, size_t size, Absent absent) {
+  ARROW_ASSIGN_OR_RAISE(const json* v, Get(r, o, name, absent));
+  auto* fb = static_cast<arrow::FixedSizeBinaryBuilder*>(b);
+  if (!v) return absent == Absent::kNull ? fb->AppendNull() : fb->Append(std::string(size, '\0'));
+  ARROW_ASSIGN_OR_RAISE(std::string bytes, HexData(*v, r.Where(o, name), size));
+  return fb->Append(bytes);
+}
+
+// A byte field of any length.
+Status PutBinary(Builder* b, const Row& r, Obj o, const char* name, size_t size = 0) {
+  ARROW_ASSIGN_OR_RAISE(const json* v, Get(r, o, name, Absent::kError));
+  ARROW_ASSIGN_OR_RAISE(std::string bytes, HexData(*v, r.Where(o, name), size));
+  return static_cast<arrow::BinaryBuilder*>(b)->Append(bytes);
+}
+
+Result<std::optional<uint64_t>> Quantity(const Row& r, Obj o, const char* name, Absent absent) {
+  ARROW_ASSIGN_OR_RAISE(const json* v, Get(r, o, name, absent));
+  if (!v) return absent == Absent::kNull ? std::optional<uint64_t>() : std::optional<uint64_t>(0);
+  ARROW_ASSIGN_OR_RAISE(uint64_t q, HexQuantity(*v, r.Where(o, name)));
+  return std::optional<uint64_t>(q);
+}
+
+Status PutQuantity(Builder* b, const Row& r, Obj o, const char* name, Absent absent) {
+  ARROW_ASSIGN_OR_RAISE(auto q, Quantity(r, o, name, absent));
+  return q ? PutU64(b, *q) : b->AppendNull();
+}
+
+// 10^38: Decimal128(38, 0) holds what is below it.
+constexpr unsigned __int128 kDecimal38 =
+    static_cast<unsigned __int128>(10000000000000000000ULL) * 10000000000000000000ULL;
+
+// A quantity of up to 256 bits as Decimal128(38, 0) (InvalidArgument if it does not fit).
+Status PutDecimal(Builder* b, const Row& r, Obj o, const char* name, Absent absent) {
+  ARROW_ASSIGN_OR_RAISE(const json* v, Get(r, o, name, absent));
+  auto* db = static_cast<arrow::Decimal128Builder*>(b);
+  if (!v) return absent == Absent::kNull ? db->AppendNull() : db->Append(arrow::Decimal128(0));
+  ARROW_ASSIGN_OR_RAISE(auto u, HexUint256(*v, r.Where(o, name)));
+  unsigned __int128 n = 0;
+  bool fits = true;
+  for (size_t i = 0; i < 16; ++i) fits = fits && u[i] == 0;
+  for (size_t i = 16; i < 32; ++i) n = n << 8 | u[i];
+  if (!fits || n >= kDecimal38) {
+    return InvalidArgument(fmt::format("{}: {} does not fit in decimal(38, 0)", r.Where(o, name), v->dump()));
+  }
+  return db->Append(arrow::Decimal128(static_cast<int64_t>(static_cast<uint64_t>(n >> 64)), static_cast<uint64_t>(n)));
+}
+
+Status PutTimestamp(Builder* b, const Row& r) {
+  if (r.timestamp > static_cast<uint64_t>(INT64_MAX / 1000000000)) {
+    return InvalidArgument(fmt::format("{}: timestamp {} is past what nanoseconds hold", r.where, r.timestamp));
+  }
+  return static_cast<arrow::TimestampBuilder*>(b)->Append(static_cast<int64_t>(r.timestamp) * 1000000000);
+}
+
+// ---------------------------------------------------------------------------
+// Transactions: the fields whose meaning depends on the type (as Amp gives them).
+
+constexpr uint64_t kLegacy = 0, kAccessList = 1, kBlob = 3, kSetCode = 4;
+
+bool Typed(uint64_t type) { return type >= kAccessList && type <= kSetCode; }
+
+// The signature's v as the transaction gives it: (y parity, chain id from a legacy v).
+struct Signature {
+  bool parity = false;
+  std::optional<uint64_t> chain_id;  // legacy transactions: what v says (EIP-155)
+  bool zero = false;                 // v = r = s = 0 (an L2's system transaction)
+};
+
+Result<Signature> SignatureOf(const Row& r) {
+  Signature s;
+  ARROW_ASSIGN_OR_RAISE(auto y, Quantity(r, Obj::kTx, "yParity", Absent::kNull));
+  if (r.tx_type != kLegacy && y) {
+    if (*y > 1) return InvalidArgument(fmt::format("{}: yParity {} is not 0 or 1", r.where, *y));
+    s.parity = *y == 1;
+    return s;
+  }
+  ARROW_ASSIGN_OR_RAISE(auto v_opt, Quantity(r, Obj::kTx, "v", Absent::kError));
+  const uint64_t v = *v_opt;
+  if (r.tx_type != kLegacy) {
+    if (v <= 1) {
+      s.parity = v == 1;
+    } else if (v == 27 || v == 28) {
+      s.parity = v == 28;
+    } else if (v >= 35) {
+      s.parity = (v - 35) % 2 == 1;
+    } else {
+      return InvalidArgument(fmt::format("{}: v {} is not a signature's parity", r.where, v));
+    }
+    return s;
+  }
+  if (v == 27 || v == 28) {
+    s.parity = v == 28;
+  } else if (v >= 35) {
+    s.parity = (v - 35) % 2 == 1;
+    s.chain_id = (v - 35) / 2;
+  } else if (v == 0) {
+    bool zero = true;
+    for (const char* name : {"r", "s"}) {
+      ARROW_ASSIGN_OR_RAISE(const json* w, Get(r, Obj::kTx, name, Absent::kNull));
+      if (!w) continue;
+      ARROW_ASSIGN_OR_RAISE(auto word, HexUint256(*w, r.Where(Obj::kTx, name)));
+      for (uint8_t byte : word) zero = zero && byte == 0;
+    }
+    if (!zero) {
+      return InvalidArgument(fmt::format("{}: v 0 on a legacy transaction with a signature", r.where));
+    }
+    s.zero = true;
+  } else {
+    return InvalidArgument(fmt::format("{}: v {} is not a legacy (EIP-155) signature's", r.where, v));
+  }
+  return s;
+}
+
+// r or s: a quantity of up to 256 bits, as 32 big-endian bytes.
+Status PutSignatureWord(Builder* b, const Row& r, const char* name) {
+  ARROW_ASSIGN_OR_RAISE(
+      const json* v, Get(r, Obj::kTx, name, r.tx_type == kLegacy || Typed(r.tx_type) ? Absent::kError : Absent::kZero));
+  std::array<uint8_t, 32> word{};
+  if (v) {
+    ARROW_ASSIGN_OR_RAISE(word, HexUint256(*v, r.Where(Obj::kTx, name)));
+  }
+  return static_cast<arrow::FixedSizeBinaryBuilder*>(b)->Append(word.data());
+}
+
+Status PutAccessList(Builder* b, const Row& r) {
+  auto* lb = static_cast<arrow::ListBuilder*>(b);
+  if (!Typed(r.tx_type)) return lb->AppendNull();
+  ARROW_ASSIGN_OR_RAISE(const json* list, Get(r, Obj::kTx, "accessList", Absent::kNull));
+  ARROW_RETURN_NOT_OK(lb->Append());
+  if (!list) return Status::OK();
+  if (!list->is_array()) return InvalidArgument(fmt::format("{}: accessList is not a list", r.where));
+  auto* sb = static_cast<arrow::StructBuilder*>(lb->value_builder());
+  auto* address = static_cast<arrow::FixedSizeBinaryBuilder*>(sb->field_builder(0));
+  auto* keys = static_cast<arrow::ListBuilder*>(sb->field_builder(1));
+  auto* key = static_cast<arrow::FixedSizeBinaryBuilder*>(keys->value_builder());
+  for (size_t i = 0; i < list->size(); ++i) {
+    const json& item = (*list)[i];
+    std::string at = fmt::format("{}: accessList[{}]", r.where, i);
+    if (!item.is_object() || !item.contains("address") || !item.contains("storageKeys") ||
+        !item["storageKeys"].is_array()) {
+      return InvalidArgument(fmt::format("{}: not an {{address, storageKeys}} object", at));
+    }
+    ARROW_RETURN_NOT_OK(sb->Append());
+    ARROW_ASSIGN_OR_RAISE(std::string a, HexData(item["address"], at + ".address", 20));
+    ARROW_RETURN_NOT_OK(address->Append(a));
+    ARROW_RETURN_NOT_OK(keys->Append());
+    for (size_t k = 0; k < item["storageKeys"].size(); ++k) {
+      ARROW_ASSIGN_OR_RAISE(std::string sk,
+                            HexData(item["storageKeys"][k], fmt::format("{}.storageKeys[{}]", at, k), 32));
+      ARROW_RETURN_NOT_OK(key->Append(sk));
     }
   }
-  arrow::ArrayBuilder* operator[](int i) { return builders_[static_cast<size_t>(i)].get(); }
+  return Status::OK();
+}
+
+Status PutBlobHashes(Builder* b, const Row& r) {
+  auto* lb = static_cast<arrow::ListBuilder*>(b);
+  if (r.tx_type != kBlob) return lb->AppendNull();
+  ARROW_ASSIGN_OR_RAISE(const json* list, Get(r, Obj::kTx, "blobVersionedHashes", Absent::kError));
+  if (!list->is_array()) return InvalidArgument(fmt::format("{}: blobVersionedHashes is not a list", r.where));
+  ARROW_RETURN_NOT_OK(lb->Append());
+  auto* hb = static_cast<arrow::FixedSizeBinaryBuilder*>(lb->value_builder());
+  for (size_t i = 0; i < list->size(); ++i) {
+    ARROW_ASSIGN_OR_RAISE(std::string h,
+                          HexData((*list)[i], fmt::format("{}: blobVersionedHashes[{}]", r.where, i), 32));
+    ARROW_RETURN_NOT_OK(hb->Append(h));
+  }
+  return Status::OK();
+}
+
+// The receipt's status: 1 true, 0 false; a pre-Byzantium receipt (a state root, no status) true, as Amp has it.
+Result<bool> StatusOf(const Row& r) {
+  ARROW_ASSIGN_OR_RAISE(auto st, Quantity(r, Obj::kReceipt, "status", Absent::kNull));
+  if (st) {
+    if (*st > 1) return InvalidArgument(fmt::format("{} receipt: status {} is not 0 or 1", r.where, *st));
+    return *st == 1;
+  }
+  ARROW_ASSIGN_OR_RAISE(const json* root, Get(r, Obj::kReceipt, "root", Absent::kNull));
+  if (!root) return InvalidArgument(fmt::format("{} receipt: neither a status nor a state root", r.where));
+  return true;
+}
+
+Status PutTopic(Builder* b, const Row& r, size_t i) {
+  const json& topics = (*r.log)["topics"];  // checked: an array of at most 4
+  if (i >= topics.size()) return b->AppendNull();
+  ARROW_ASSIGN_OR_RAISE(std::string topic, HexData(topics[i], fmt::format("{}: topic{}", r.where, i), 32));
+  return static_cast<arrow::FixedSizeBinaryBuilder*>(b)->Append(topic);
+}
+
+// ---------------------------------------------------------------------------
+// The columns: name, type, nullability (as the table has it when made), and how a row fills it.
+
+struct Column {
+  const char* name;
+  std::shared_ptr<arrow::DataType> type;
+  bool nullable;
+  std::function<Status(Builder*, const Row&)> fill;
+};
+
+std::shared_ptr<arrow::DataType> H32() { return arrow::fixed_size_binary(32); }
+std::shared_ptr<arrow::DataType> A20() { return arrow::fixed_size_binary(20); }
+std::shared_ptr<arrow::DataType> Dec() { return arrow::decimal128(38, 0); }
+std::shared_ptr<arrow::DataType> Time() { return arrow::timestamp(arrow::TimeUnit::NANO, "+00:00"); }
+std::shared_ptr<arrow::DataType> AccessListType() {
+  return arrow::list(
+      arrow::struct_({arrow::field("address", A20()), arrow::field("storage_keys", arrow::list(H32()))}));
+}
+
+Status PutBlockNum(Builder* b, const Row& r) { return PutU64(b, r.number); }
+Status PutBlockHash(Builder* b, const Row& r) {
+  return static_cast<arrow::FixedSizeBinaryBuilder*>(b)->Append(*r.hash);
+}
+Status PutTxIndex(Builder* b, const Row& r) {
+  return static_cast<arrow::UInt32Builder*>(b)->Append(static_cast<uint32_t>(r.tx_index));
+}
+
+// Amp's evm-rpc columns, in its order (less _block_num).
+const std::vector<Column>& AmpColumns(ChainTable t) {
+  static const auto* blocks = new std::vector<Column>{
+      {"block_num", arrow::uint64(), false, PutBlockNum},
+      {"timestamp", Time(), false, [](Builder* b, const Row& r) { return PutTimestamp(b, r); }},
+      {"hash", H32(), false, PutBlockHash},
+      {"parent_hash", H32(), false,
+       [](Builder* b, const Row& r) { return PutFixed(b, r, Obj::kBlock, "parentHash", 32, Absent::kError); }},
+      {"ommers_hash", H32(), false,
+       [](Builder* b, const Row& r) { return PutFixed(b, r, Obj::kBlock, "sha3Uncles", 32, Absent::kError); }},
+      {"miner", A20(), false,
+       [](Builder* b, const Row& r) { return PutFixed(b, r, Obj::kBlock, "miner", 20, Absent::kError); }},
+      {"state_root", H32(), false,
+       [](Builder* b, const Row& r) { return PutFixed(b, r, Obj::kBlock, "stateRoot", 32, Absent::kError); }},
+      {"transactions_root", H32(), false,
+       [](Builder* b, const Row& r) { return PutFixed(b, r, Obj::kBlock, "transactionsRoot", 32, Absent::kError); }},
+      {"receipt_root", H32(), false,
+       [](Builder* b, const Row& r) { return PutFixed(b, r, Obj::kBlock, "receiptsRoot", 32, Absent::kError); }},
+      {"logs_bloom", arrow::binary(), false,
+       [](Builder* b, const Row& r) { return PutBinary(b, r, Obj::kBlock, "logsBloom", 256); }},
+      {"difficulty", Dec(), false,
+       [](Builder* b, const Row& r) { return PutDecimal(b, r, Obj::kBlock, "difficulty", Absent::kError); }},
+      {"total_difficulty", Dec(), true,
+       [](Builder* b, const Row& r) { return PutDecimal(b, r, Obj::kBlock, "totalDifficulty", Absent::kNull); }},
+      {"gas_limit", arrow::uint64(), false,
+       [](Builder* b, const Row& r) { return PutQuantity(b, r, Obj::kBlock, "gasLimit", Absent::kError); }},
+      {"gas_used", arrow::uint64(), false,
+       [](Builder* b, const Row& r) { return PutQuantity(b, r, Obj::kBlock, "gasUsed", Absent::kError); }},
+      {"extra_data", arrow::binary(), false,
+       [](Builder* b, const Row& r) { return PutBinary(b, r, Obj::kBlock, "extraData"); }},
+      // Nodes of chains without proof of work may leave these out: zero, as Amp has them.
+      {"mix_hash", H32(), false,
+       [](Builder* b, const Row& r) { return PutFixed(b, r, Obj::kBlock, "mixHash", 32, Absent::kZero); }},
+      {"nonce", arrow::uint64(), false,
+       [](Builder* b, const Row& r) -> Status {
+         ARROW_ASSIGN_OR_RAISE(const json* v, Get(r, Obj::kBlock, "nonce", Absent::kZero));
+         if (!v) return PutU64(b, 0);
+         ARROW_ASSIGN_OR_RAISE(std::string bytes, HexData(*v, r.Where(Obj::kBlock, "nonce"), 8));
+         uint64_t n = 0;
+         for (char c : bytes) n = n << 8 | static_cast<uint8_t>(c);
+         return PutU64(b, n);
+       }},
+      {"base_fee_per_gas", Dec(), true,
+       [](Builder* b, const Row& r) { return PutDecimal(b, r, Obj::kBlock, "baseFeePerGas", Absent::kNull); }},
+      {"withdrawals_root", H32(), true,
+       [](Builder* b, const Row& r) { return PutFixed(b, r, Obj::kBlock, "withdrawalsRoot", 32, Absent::kNull); }},
+      {"blob_gas_used", arrow::uint64(), true,
+       [](Builder* b, const Row& r) { return PutQuantity(b, r, Obj::kBlock, "blobGasUsed", Absent::kNull); }},
+      {"excess_blob_gas", arrow::uint64(), true,
+       [](Builder* b, const Row& r) { return PutQuantity(b, r, Obj::kBlock, "excessBlobGas", Absent::kNull); }},
+      {"parent_beacon_root", H32(), true,
+       [](Builder* b, const Row& r) {
+         return PutFixed(b, r, Obj::kBlock, "parentBeaconBlockRoot", 32, Absent::kNull);
+       }},
+  };
+  static const auto* transactions = new std::vector<Column>{
+      {"block_hash", H32(), false, PutBlockHash},
+      {"block_num", arrow::uint64(), false, PutBlockNum},
+      {"timestamp", Time(), false, [](Builder* b, const Row& r) { return PutTimestamp(b, r); }},
+      {"tx_index", arrow::uint32(), false, PutTxIndex},
+      {"tx_hash", H32(), false,
+       [](Builder* b, const Row& r) { return PutFixed(b, r, Obj::kTx, "hash", 32, Absent::kError); }},
+      {"to", A20(), true, [](Builder* b, const Row& r) { return PutFixed(b, r, Obj::kTx, "to", 20, Absent::kNull); }},
+      {"nonce", arrow::uint64(), false,
+       [](Builder* b, const Row& r) { return PutQuantity(b, r, Obj::kTx, "nonce", Absent::kError); }},
+      // Legacy and access-list transactions' price; null for the types that bid a fee cap.
+      {"gas_price", Dec(), true,
+       [](Builder* b, const Row& r) {
+         if (r.tx_type > kAccessList) return b->AppendNull();
+         return PutDecimal(b, r, Obj::kTx, "gasPrice", Absent::kError);
+       }},
+      {"gas_limit", arrow::uint64(), false,
+       [](Builder* b, const Row& r) { return PutQuantity(b, r, Obj::kTx, "gas", Absent::kError); }},
+      {"value", arrow::utf8(), false,
+       [](Builder* b, const Row& r) -> Status {
+         ARROW_ASSIGN_OR_RAISE(const json* v, Get(r, Obj::kTx, "value", Absent::kError));
+         ARROW_ASSIGN_OR_RAISE(auto u, HexUint256(*v, r.Where(Obj::kTx, "value")));
+         return static_cast<arrow::StringBuilder*>(b)->Append(Uint256Decimal(u));
+       }},
+      {"input", arrow::binary(), false, [](Builder* b, const Row& r) { return PutBinary(b, r, Obj::kTx, "input"); }},
+      {"r", H32(), false, [](Builder* b, const Row& r) { return PutSignatureWord(b, r, "r"); }},
+      {"s", H32(), false, [](Builder* b, const Row& r) { return PutSignatureWord(b, r, "s"); }},
+      {"v_parity", arrow::boolean(), false,
+       [](Builder* b, const Row& r) -> Status {
+         ARROW_ASSIGN_OR_RAISE(Signature s, SignatureOf(r));
+         return static_cast<arrow::BooleanBuilder*>(b)->Append(s.parity);
+       }},
+      // Typed transactions carry it; a legacy one's v says it (EIP-155), or nothing (27/28).
+      {"chain_id", arrow::uint64(), true,
+       [](Builder* b, const Row& r) -> Status {
+         if (r.tx_type == kLegacy) {
+           ARROW_ASSIGN_OR_RAISE(Signature s, SignatureOf(r));
+           if (!s.zero) return s.chain_id ? PutU64(b, *s.chain_id) : b->AppendNull();
+         }
+         return PutQuantity(b, r, Obj::kTx, "chainId", Absent::kNull);
+       }},
+      // As Amp has it: the gas used in the block up to and including this transaction.
+      {"gas_used", arrow::uint64(), false,
+       [](Builder* b, const Row& r) { return PutQuantity(b, r, Obj::kReceipt, "cumulativeGasUsed", Absent::kError); }},
+      {"type", arrow::int32(), false,
+       [](Builder* b, const Row& r) {
+         return static_cast<arrow::Int32Builder*>(b)->Append(static_cast<int32_t>(r.tx_type));
+       }},
+      // The fee cap: a legacy or access-list transaction's gas price.
+      {"max_fee_per_gas", Dec(), true,
+       [](Builder* b, const Row& r) {
+         if (r.tx_type <= kAccessList) return PutDecimal(b, r, Obj::kTx, "gasPrice", Absent::kError);
+         return PutDecimal(b, r, Obj::kTx, "maxFeePerGas", Typed(r.tx_type) ? Absent::kError : Absent::kZero);
+       }},
+      {"max_priority_fee_per_gas", Dec(), true,
+       [](Builder* b, const Row& r) {
+         if (r.tx_type <= kAccessList) return b->AppendNull();
+         return PutDecimal(b, r, Obj::kTx, "maxPriorityFeePerGas", Typed(r.tx_type) ? Absent::kError : Absent::kNull);
+       }},
+      {"max_fee_per_blob_gas", Dec(), true,
+       [](Builder* b, const Row& r) {
+         if (r.tx_type != kBlob) return b->AppendNull();
+         return PutDecimal(b, r, Obj::kTx, "maxFeePerBlobGas", Absent::kError);
+       }},
+      {"from", A20(), false,
+       [](Builder* b, const Row& r) { return PutFixed(b, r, Obj::kTx, "from", 20, Absent::kError); }},
+      {"status", arrow::boolean(), false,
+       [](Builder* b, const Row& r) -> Status {
+         ARROW_ASSIGN_OR_RAISE(bool ok, StatusOf(r));
+         return static_cast<arrow::BooleanBuilder*>(b)->Append(ok);
+       }},
+      {"access_list", AccessListType(), true, PutAccessList},
+      {"blob_versioned_hashes", arrow::list(H32()), true, PutBlobHashes},
+  };
+  static const auto* logs = new std::vector<Column>{
+      {"block_hash", H32(), false, PutBlockHash},
+      {"block_num", arrow::uint64(), false, PutBlockNum},
+      {"timestamp", Time(), false, [](Builder* b, const Row& r) { return PutTimestamp(b, r); }},
+      {"tx_hash", H32(), false,
+       [](Builder* b, const Row& r) { return PutFixed(b, r, Obj::kTx, "hash", 32, Absent::kError); }},
+      {"tx_index", arrow::uint32(), false, PutTxIndex},
+      {"log_index", arrow::uint32(), false,
+       [](Builder* b, const Row& r) -> Status {
+         ARROW_ASSIGN_OR_RAISE(auto i, Quantity(r, Obj::kLog, "logIndex", Absent::kError));
+         if (*i > UINT32_MAX) return InvalidArgument(fmt::format("{}: logIndex {} is too large", r.where, *i));
+         return static_cast<arrow::UInt32Builder*>(b)->Append(static_cast<uint32_t>(*i));
+       }},
+      {"address", A20(), false,
+       [](Builder* b, const Row& r) { return PutFixed(b, r, Obj::kLog, "address", 20, Absent::kError); }},
+      {"topic0", H32(), true, [](Builder* b, const Row& r) { return PutTopic(b, r, 0); }},
+      {"topic1", H32(), true, [](Builder* b, const Row& r) { return PutTopic(b, r, 1); }},
+      {"topic2", H32(), true, [](Builder* b, const Row& r) { return PutTopic(b, r, 2); }},
+      {"topic3", H32(), true, [](Builder* b, const Row& r) { return PutTopic(b, r, 3); }},
+      {"data", arrow::binary(), false, [](Builder* b, const Row& r) { return PutBinary(b, r, Obj::kLog, "data"); }},
+  };
+  switch (t) {
+    case ChainTable::kBlocks:
+      return *blocks;
+    case ChainTable::kTransactions:
+      return *transactions;
+    case ChainTable::kLogs:
+      break;
+  }
+  return *logs;
+}
+
+// Amp's column `amp_name` of table t, named `name` (the first source's name for it).
+Column AmpColumn(ChainTable t, const char* amp_name, const char* name = nullptr) {
+  for (const auto& c : AmpColumns(t)) {
+    if (std::string_view(c.name) == amp_name) {
+      Column out = c;
+      if (name) out.name = name;
+      return out;
+    }
+  }
+  std::abort();  // a name of the tables above
+}
+
+// The columns of Sediment's first evm-rpc source, with their meanings then (still written so): Amp's
+// where they are the same.
+const std::vector<Column>& LegacyColumns(ChainTable t) {
+  using T = ChainTable;
+  static const auto* blocks = new std::vector<Column>{
+      AmpColumn(T::kBlocks, "block_num"),
+      AmpColumn(T::kBlocks, "hash"),
+      AmpColumn(T::kBlocks, "parent_hash"),
+      {"timestamp", arrow::uint64(), false, [](Builder* b, const Row& r) { return PutU64(b, r.timestamp); }},
+      AmpColumn(T::kBlocks, "miner"),
+      AmpColumn(T::kBlocks, "gas_used"),
+      AmpColumn(T::kBlocks, "gas_limit"),
+      {"base_fee_per_gas", arrow::uint64(), true,
+       [](Builder* b, const Row& r) { return PutQuantity(b, r, Obj::kBlock, "baseFeePerGas", Absent::kNull); }},
+      {"tx_count", arrow::uint32(), false,
+       [](Builder* b, const Row& r) {
+         return static_cast<arrow::UInt32Builder*>(b)->Append(static_cast<uint32_t>((*r.block)["transactions"].size()));
+       }},
+  };
+  static const auto* transactions = new std::vector<Column>{
+      AmpColumn(T::kTransactions, "block_num"),
+      AmpColumn(T::kTransactions, "tx_index"),
+      AmpColumn(T::kTransactions, "tx_hash", "hash"),
+      AmpColumn(T::kTransactions, "from"),
+      AmpColumn(T::kTransactions, "to"),
+      {"value", H32(), false,
+       [](Builder* b, const Row& r) -> Status {
+         ARROW_ASSIGN_OR_RAISE(const json* v, Get(r, Obj::kTx, "value", Absent::kError));
+         ARROW_ASSIGN_OR_RAISE(auto u, HexUint256(*v, r.Where(Obj::kTx, "value")));
+         return static_cast<arrow::FixedSizeBinaryBuilder*>(b)->Append(u.data());
+       }},
+      AmpColumn(T::kTransactions, "input"),
+      AmpColumn(T::kTransactions, "gas_limit", "gas"),
+      {"gas_price", arrow::uint64(), true,
+       [](Builder* b, const Row& r) { return PutQuantity(b, r, Obj::kTx, "gasPrice", Absent::kNull); }},
+      {"type", arrow::uint8(), false,
+       [](Builder* b, const Row& r) {
+         return static_cast<arrow::UInt8Builder*>(b)->Append(static_cast<uint8_t>(r.tx_type));
+       }},
+      AmpColumn(T::kTransactions, "nonce"),
+      {"status", arrow::uint8(), true,
+       [](Builder* b, const Row& r) -> Status {
+         ARROW_ASSIGN_OR_RAISE(auto st, Quantity(r, Obj::kReceipt, "status", Absent::kNull));
+         if (st && *st > 1) return InvalidArgument(fmt::format("{} receipt: status {} is not 0 or 1", r.where, *st));
+         return st ? static_cast<arrow::UInt8Builder*>(b)->Append(static_cast<uint8_t>(*st)) : b->AppendNull();
+       }},
+      {"gas_used", arrow::uint64(), false,
+       [](Builder* b, const Row& r) { return PutQuantity(b, r, Obj::kReceipt, "gasUsed", Absent::kError); }},
+      {"contract_address", A20(), true,
+       [](Builder* b, const Row& r) { return PutFixed(b, r, Obj::kReceipt, "contractAddress", 20, Absent::kNull); }},
+  };
+  static const auto* logs = new std::vector<Column>{
+      AmpColumn(T::kLogs, "block_num"), AmpColumn(T::kLogs, "tx_index"), AmpColumn(T::kLogs, "log_index"),
+      AmpColumn(T::kLogs, "tx_hash"),   AmpColumn(T::kLogs, "address"),  AmpColumn(T::kLogs, "topic0"),
+      AmpColumn(T::kLogs, "topic1"),    AmpColumn(T::kLogs, "topic2"),   AmpColumn(T::kLogs, "topic3"),
+      AmpColumn(T::kLogs, "data"),
+  };
+  switch (t) {
+    case ChainTable::kBlocks:
+      return *blocks;
+    case ChainTable::kTransactions:
+      return *transactions;
+    case ChainTable::kLogs:
+      break;
+  }
+  return *logs;
+}
+
+std::shared_ptr<arrow::Schema> SchemaOf(const std::vector<Column>& columns) {
+  arrow::FieldVector fields;
+  for (const auto& c : columns) fields.push_back(arrow::field(c.name, c.type, c.nullable));
+  return arrow::schema(fields);
+}
+
+// True if `stored` begins with the legacy schema's columns (a table made by the first source).
+bool IsLegacy(ChainTable t, const arrow::Schema& stored) {
+  const auto& legacy = LegacyColumns(t);
+  if (stored.num_fields() < static_cast<int>(legacy.size())) return false;
+  for (size_t i = 0; i < legacy.size(); ++i) {
+    const auto& f = *stored.field(static_cast<int>(i));
+    if (f.name() != legacy[i].name || !f.type()->Equals(*legacy[i].type)) return false;
+  }
+  return true;
+}
+
+// The column that fills field i of `schema` (see EvmWriteSchema), or InvalidArgument.
+Result<const Column*> ColumnFor(ChainTable t, const arrow::Schema& schema, int i, bool legacy) {
+  const auto& f = *schema.field(i);
+  const std::vector<Column>& from =
+      legacy && i < static_cast<int>(LegacyColumns(t).size()) ? LegacyColumns(t) : AmpColumns(t);
+  for (const auto& c : from) {
+    if (f.name() != c.name) continue;
+    if (!f.type()->Equals(*c.type)) {
+      return InvalidArgument(fmt::format("table {}: column \"{}\" has type {}; the evm-rpc source writes it as {}",
+                                         TableName(t), f.name(), f.type()->ToString(), c.type->ToString()));
+    }
+    if (!f.nullable() && c.nullable) {
+      return InvalidArgument(fmt::format(
+          "table {}: column \"{}\" is not nullable; the evm-rpc source writes nulls in it", TableName(t), f.name()));
+    }
+    return &c;
+  }
+  return InvalidArgument(fmt::format("table {}: the evm-rpc source does not write a column \"{}\" ({})", TableName(t),
+                                     f.name(), f.type()->ToString()));
+}
+
+// Builds rows of one table for `schema`, a column at a time.
+class Rows {
+ public:
+  static Result<std::unique_ptr<Rows>> Make(ChainTable t, std::shared_ptr<arrow::Schema> schema) {
+    auto rows = std::unique_ptr<Rows>(new Rows(std::move(schema)));
+    const bool legacy = IsLegacy(t, *rows->schema_);
+    for (int i = 0; i < rows->schema_->num_fields(); ++i) {
+      ARROW_ASSIGN_OR_RAISE(const Column* c, ColumnFor(t, *rows->schema_, i, legacy));
+      std::unique_ptr<arrow::ArrayBuilder> b;
+      ARROW_RETURN_NOT_OK(arrow::MakeBuilder(arrow::default_memory_pool(), rows->schema_->field(i)->type(), &b));
+      rows->columns_.push_back(c);
+      rows->builders_.push_back(std::move(b));
+    }
+    return rows;
+  }
+  Status Add(const Row& r) {
+    for (size_t i = 0; i < columns_.size(); ++i) ARROW_RETURN_NOT_OK(columns_[i]->fill(builders_[i].get(), r));
+    return Status::OK();
+  }
   Result<std::shared_ptr<arrow::RecordBatch>> Finish() {
     std::vector<std::shared_ptr<arrow::Array>> cols;
     for (auto& b : builders_) {
@@ -64,72 +619,28 @@ class Rows {
   }
 
  private:
+  explicit Rows(std::shared_ptr<arrow::Schema> schema) : schema_(std::move(schema)) {}
   std::shared_ptr<arrow::Schema> schema_;
+  std::vector<const Column*> columns_;
   std::vector<std::unique_ptr<arrow::ArrayBuilder>> builders_;
 };
 
-Status AppendU64(arrow::ArrayBuilder* b, uint64_t v) { return static_cast<arrow::UInt64Builder*>(b)->Append(v); }
-Status AppendU32(arrow::ArrayBuilder* b, uint64_t v) {
-  return static_cast<arrow::UInt32Builder*>(b)->Append(static_cast<uint32_t>(v));
-}
-Status AppendU8(arrow::ArrayBuilder* b, uint64_t v) {
-  return static_cast<arrow::UInt8Builder*>(b)->Append(static_cast<uint8_t>(v));
-}
-Status AppendFixed(arrow::ArrayBuilder* b, const std::string& bytes) {
-  return static_cast<arrow::FixedSizeBinaryBuilder*>(b)->Append(bytes);
-}
-Status AppendBinary(arrow::ArrayBuilder* b, const std::string& bytes) {
-  return static_cast<arrow::BinaryBuilder*>(b)->Append(bytes);
-}
-
-// A quantity field that may be absent or null (base fee before London, status before Byzantium, ...).
-Result<std::optional<uint64_t>> OptionalQuantity(const json& obj, const char* name, const std::string& where) {
-  if (!obj.contains(name) || obj[name].is_null()) return std::optional<uint64_t>();
-  ARROW_ASSIGN_OR_RAISE(uint64_t v, HexQuantity(obj[name], fmt::format("{}: {}", where, name)));
-  return std::optional<uint64_t>(v);
-}
-
-Status AppendOptionalU64(arrow::ArrayBuilder* b, const std::optional<uint64_t>& v) {
-  return v ? AppendU64(b, *v) : b->AppendNull();
-}
-
-// An address field that may be absent or null (`to` of a contract creation, `contractAddress`).
-Status AppendOptionalAddress(arrow::ArrayBuilder* b, const json& obj, const char* name, const std::string& where) {
-  if (!obj.contains(name) || obj[name].is_null()) return b->AppendNull();
-  ARROW_ASSIGN_OR_RAISE(std::string address, HexData(obj[name], fmt::format("{}: {}", where, name), 20));
-  return AppendFixed(b, address);
-}
-
 }  // namespace
 
-std::shared_ptr<arrow::Schema> EvmSchema(ChainTable t) {
-  auto block = arrow::field("block_num", arrow::uint64(), false);
-  auto h32 = arrow::fixed_size_binary(32);
-  auto a20 = arrow::fixed_size_binary(20);
-  switch (t) {
-    case ChainTable::kBlocks:
-      return arrow::schema(
-          {block, arrow::field("hash", h32, false), arrow::field("parent_hash", h32, false),
-           arrow::field("timestamp", arrow::uint64(), false), arrow::field("miner", a20, false),
-           arrow::field("gas_used", arrow::uint64(), false), arrow::field("gas_limit", arrow::uint64(), false),
-           arrow::field("base_fee_per_gas", arrow::uint64(), true), arrow::field("tx_count", arrow::uint32(), false)});
-    case ChainTable::kTransactions:
-      return arrow::schema(
-          {block, arrow::field("tx_index", arrow::uint32(), false), arrow::field("hash", h32, false),
-           arrow::field("from", a20, false), arrow::field("to", a20, true),
-           arrow::field("value", arrow::fixed_size_binary(32), false), arrow::field("input", arrow::binary(), false),
-           arrow::field("gas", arrow::uint64(), false), arrow::field("gas_price", arrow::uint64(), true),
-           arrow::field("type", arrow::uint8(), false), arrow::field("nonce", arrow::uint64(), false),
-           arrow::field("status", arrow::uint8(), true), arrow::field("gas_used", arrow::uint64(), false),
-           arrow::field("contract_address", a20, true)});
-    case ChainTable::kLogs:
-      return arrow::schema({block, arrow::field("tx_index", arrow::uint32(), false),
-                            arrow::field("log_index", arrow::uint32(), false), arrow::field("tx_hash", h32, false),
-                            arrow::field("address", a20, false), arrow::field("topic0", h32, true),
-                            arrow::field("topic1", h32, true), arrow::field("topic2", h32, true),
-                            arrow::field("topic3", h32, true), arrow::field("data", arrow::binary(), false)});
+std::shared_ptr<arrow::Schema> EvmSchema(ChainTable t) { return SchemaOf(AmpColumns(t)); }
+
+std::shared_ptr<arrow::Schema> LegacyEvmSchema(ChainTable t) { return SchemaOf(LegacyColumns(t)); }
+
+Result<std::shared_ptr<arrow::Schema>> EvmWriteSchema(ChainTable t, const std::shared_ptr<arrow::Schema>& stored) {
+  if (!stored) return EvmSchema(t);
+  const bool legacy = IsLegacy(t, *stored);
+  arrow::FieldVector fields = stored->fields();
+  for (int i = 0; i < stored->num_fields(); ++i) ARROW_RETURN_NOT_OK(ColumnFor(t, *stored, i, legacy).status());
+  for (const auto& c : AmpColumns(t)) {
+    if (stored->GetFieldIndex(c.name) < 0) fields.push_back(arrow::field(c.name, c.type, true));
   }
-  return nullptr;
+  if (fields.size() == stored->fields().size()) return stored;
+  return arrow::schema(fields, stored->metadata());
 }
 
 Result<uint64_t> HexQuantity(const json& v, const std::string& what) {
@@ -170,168 +681,124 @@ Result<std::array<uint8_t, 32>> HexUint256(const json& v, const std::string& wha
   return out;
 }
 
-namespace {
-
-// One log of a receipt: a row of the logs table.
-Status DecodeLog(const json& lg, const std::string& lw, uint64_t number, size_t k, const std::string& tx_hash,
-                 const std::string& hash, Rows& l) {
-  Status missing;
-  const json& lb_v = Field(lg, "blockHash", lw, &missing);
-  const json& li_v = Field(lg, "logIndex", lw, &missing);
-  const json& addr_v = Field(lg, "address", lw, &missing);
-  const json& topics = Field(lg, "topics", lw, &missing);
-  const json& data_v = Field(lg, "data", lw, &missing);
-  ARROW_RETURN_NOT_OK(missing);
-  ARROW_ASSIGN_OR_RAISE(std::string log_block, HexData(lb_v, lw + ": blockHash", 32));
-  if (log_block != hash) {
-    return InvalidArgument(
-        fmt::format("{}: the log's blockHash {} is not the block's hash {}", lw, Hex(log_block), Hex(hash)));
-  }
-  if (!topics.is_array() || topics.size() > 4) {
-    return InvalidArgument(fmt::format("{}: topics must be an array of at most 4", lw));
-  }
-  ARROW_RETURN_NOT_OK(AppendU64(l[0], number));
-  ARROW_RETURN_NOT_OK(AppendU32(l[1], k));
-  ARROW_ASSIGN_OR_RAISE(uint64_t log_index, HexQuantity(li_v, lw + ": logIndex"));
-  if (log_index > UINT32_MAX) return InvalidArgument(fmt::format("{}: logIndex {} is too large", lw, log_index));
-  ARROW_RETURN_NOT_OK(AppendU32(l[2], log_index));
-  ARROW_RETURN_NOT_OK(AppendFixed(l[3], tx_hash));
-  ARROW_ASSIGN_OR_RAISE(std::string addr, HexData(addr_v, lw + ": address", 20));
-  ARROW_RETURN_NOT_OK(AppendFixed(l[4], addr));
-  for (size_t k2 = 0; k2 < 4; ++k2) {
-    if (k2 < topics.size()) {
-      ARROW_ASSIGN_OR_RAISE(std::string topic, HexData(topics[k2], fmt::format("{}: topic{}", lw, k2), 32));
-      ARROW_RETURN_NOT_OK(AppendFixed(l[5 + static_cast<int>(k2)], topic));
-    } else {
-      ARROW_RETURN_NOT_OK(l[5 + static_cast<int>(k2)]->AppendNull());
+std::string Uint256Decimal(const std::array<uint8_t, 32>& v) {
+  std::array<uint8_t, 32> n = v;
+  std::string digits;
+  for (;;) {
+    // n /= 10, the remainder is the next digit (from the last).
+    unsigned rem = 0;
+    bool zero = true;
+    for (auto& byte : n) {
+      unsigned cur = rem << 8 | byte;
+      byte = static_cast<uint8_t>(cur / 10);
+      rem = cur % 10;
+      zero = zero && byte == 0;
     }
+    digits.push_back(static_cast<char>('0' + rem));
+    if (zero) break;
   }
-  ARROW_ASSIGN_OR_RAISE(std::string data, HexData(data_v, lw + ": data"));
-  ARROW_RETURN_NOT_OK(AppendBinary(l[9], data));
-  return Status::OK();
+  return std::string(digits.rbegin(), digits.rend());
 }
 
-// One transaction and its receipt: a row of the transactions table, and its logs.
-Status DecodeTransaction(const json& tx, const json& rc, const std::string& tw, uint64_t number, size_t k,
-                         const std::string& hash, Rows& t, Rows& l) {
-  Status missing;
-  if (!tx.is_object()) return InvalidArgument(fmt::format("{}: not a full transaction object", tw));
-  const json& tx_hash_v = Field(tx, "hash", tw, &missing);
-  const json& from_v = Field(tx, "from", tw, &missing);
-  const json& value_v = Field(tx, "value", tw, &missing);
-  const json& input_v = Field(tx, "input", tw, &missing);
-  const json& gas_v = Field(tx, "gas", tw, &missing);
-  const json& nonce_v = Field(tx, "nonce", tw, &missing);
-  const json& rc_hash_v = Field(rc, "transactionHash", tw + " receipt", &missing);
-  const json& rc_block_v = Field(rc, "blockHash", tw + " receipt", &missing);
-  const json& rc_used_v = Field(rc, "gasUsed", tw + " receipt", &missing);
-  const json& logs = Field(rc, "logs", tw + " receipt", &missing);
-  ARROW_RETURN_NOT_OK(missing);
-  ARROW_ASSIGN_OR_RAISE(std::string tx_hash, HexData(tx_hash_v, tw + ": hash", 32));
-  ARROW_ASSIGN_OR_RAISE(std::string rc_hash, HexData(rc_hash_v, tw + ": receipt transactionHash", 32));
-  ARROW_ASSIGN_OR_RAISE(std::string rc_block, HexData(rc_block_v, tw + ": receipt blockHash", 32));
-  if (rc_hash != tx_hash || rc_block != hash) {
-    return InvalidArgument(fmt::format("{}: the receipt is for transaction {} in block {}, not {} in {}", tw,
-                                       Hex(rc_hash), Hex(rc_block), Hex(tx_hash), Hex(hash)));
-  }
-  ARROW_RETURN_NOT_OK(AppendU64(t[0], number));
-  ARROW_RETURN_NOT_OK(AppendU32(t[1], k));
-  ARROW_RETURN_NOT_OK(AppendFixed(t[2], tx_hash));
-  ARROW_ASSIGN_OR_RAISE(std::string from, HexData(from_v, tw + ": from", 20));
-  ARROW_RETURN_NOT_OK(AppendFixed(t[3], from));
-  ARROW_RETURN_NOT_OK(AppendOptionalAddress(t[4], tx, "to", tw));
-  ARROW_ASSIGN_OR_RAISE(auto value, HexUint256(value_v, tw + ": value"));
-  ARROW_RETURN_NOT_OK(static_cast<arrow::FixedSizeBinaryBuilder*>(t[5])->Append(value.data()));
-  ARROW_ASSIGN_OR_RAISE(std::string input, HexData(input_v, tw + ": input"));
-  ARROW_RETURN_NOT_OK(AppendBinary(t[6], input));
-  ARROW_ASSIGN_OR_RAISE(uint64_t gas, HexQuantity(gas_v, tw + ": gas"));
-  ARROW_RETURN_NOT_OK(AppendU64(t[7], gas));
-  ARROW_ASSIGN_OR_RAISE(auto gas_price, OptionalQuantity(tx, "gasPrice", tw));
-  ARROW_RETURN_NOT_OK(AppendOptionalU64(t[8], gas_price));
-  ARROW_ASSIGN_OR_RAISE(auto type, OptionalQuantity(tx, "type", tw));
-  if (type.value_or(0) > 255) return InvalidArgument(fmt::format("{}: type {} is not a transaction type", tw, *type));
-  ARROW_RETURN_NOT_OK(AppendU8(t[9], type.value_or(0)));
-  ARROW_ASSIGN_OR_RAISE(uint64_t nonce, HexQuantity(nonce_v, tw + ": nonce"));
-  ARROW_RETURN_NOT_OK(AppendU64(t[10], nonce));
-  ARROW_ASSIGN_OR_RAISE(auto status, OptionalQuantity(rc, "status", tw + " receipt"));
-  if (status.value_or(0) > 1) return InvalidArgument(fmt::format("{}: receipt status {} is not 0 or 1", tw, *status));
-  ARROW_RETURN_NOT_OK(status ? AppendU8(t[11], *status) : t[11]->AppendNull());
-  ARROW_ASSIGN_OR_RAISE(uint64_t gas_used, HexQuantity(rc_used_v, tw + ": receipt gasUsed"));
-  ARROW_RETURN_NOT_OK(AppendU64(t[12], gas_used));
-  ARROW_RETURN_NOT_OK(AppendOptionalAddress(t[13], rc, "contractAddress", tw + " receipt"));
-
-  if (!logs.is_array()) return InvalidArgument(fmt::format("{}: receipt logs is not an array", tw));
-  for (size_t j = 0; j < logs.size(); ++j) {
-    ARROW_RETURN_NOT_OK(DecodeLog(logs[j], fmt::format("{}, log {}", tw, j), number, k, tx_hash, hash, l));
-  }
-  return Status::OK();
-}
-
-}  // namespace
-
-Result<EvmRows> DecodeEvmBlocks(uint64_t first, const std::vector<EvmBlock>& blocks) {
-  Rows b(ChainTable::kBlocks), t(ChainTable::kTransactions), l(ChainTable::kLogs);
+Result<EvmRows> DecodeEvmBlocks(uint64_t first, const std::vector<EvmBlock>& blocks, const EvmSchemas& schemas) {
+  ARROW_ASSIGN_OR_RAISE(
+      auto b, Rows::Make(ChainTable::kBlocks, schemas.blocks ? schemas.blocks : EvmSchema(ChainTable::kBlocks)));
+  ARROW_ASSIGN_OR_RAISE(auto t,
+                        Rows::Make(ChainTable::kTransactions,
+                                   schemas.transactions ? schemas.transactions : EvmSchema(ChainTable::kTransactions)));
+  ARROW_ASSIGN_OR_RAISE(auto l,
+                        Rows::Make(ChainTable::kLogs, schemas.logs ? schemas.logs : EvmSchema(ChainTable::kLogs)));
   EvmRows out;
   std::string prev_hash;
   for (size_t i = 0; i < blocks.size(); ++i) {
-    const uint64_t number = first + i;
-    const std::string where = fmt::format("block {}", number);
+    Row r;
+    r.number = first + i;
+    r.where = fmt::format("block {}", r.number);
     const json& blk = blocks[i].block;
-    if (blk.is_null()) return InvalidArgument(fmt::format("{}: the node has no such block (null)", where));
-    Status missing;
-    const json& num_v = Field(blk, "number", where, &missing);
-    const json& hash_v = Field(blk, "hash", where, &missing);
-    const json& parent_v = Field(blk, "parentHash", where, &missing);
-    const json& time_v = Field(blk, "timestamp", where, &missing);
-    const json& miner_v = Field(blk, "miner", where, &missing);
-    const json& used_v = Field(blk, "gasUsed", where, &missing);
-    const json& limit_v = Field(blk, "gasLimit", where, &missing);
-    const json& txs = Field(blk, "transactions", where, &missing);
-    ARROW_RETURN_NOT_OK(missing);
-    ARROW_ASSIGN_OR_RAISE(uint64_t got_number, HexQuantity(num_v, where + ": number"));
-    if (got_number != number) {
-      return InvalidArgument(fmt::format("{}: the node answered with block {}", where, got_number));
+    if (blk.is_null()) return InvalidArgument(fmt::format("{}: the node has no such block (null)", r.where));
+    if (!blk.is_object()) return InvalidArgument(fmt::format("{}: the answer is not a block", r.where));
+    r.block = &blk;
+    ARROW_ASSIGN_OR_RAISE(const json* num_v, Get(r, Obj::kBlock, "number", Absent::kError));
+    ARROW_ASSIGN_OR_RAISE(uint64_t got_number, HexQuantity(*num_v, r.where + ": number"));
+    if (got_number != r.number) {
+      return InvalidArgument(fmt::format("{}: the node answered with block {}", r.where, got_number));
     }
-    ARROW_ASSIGN_OR_RAISE(std::string hash, HexData(hash_v, where + ": hash", 32));
-    ARROW_ASSIGN_OR_RAISE(std::string parent, HexData(parent_v, where + ": parentHash", 32));
+    ARROW_ASSIGN_OR_RAISE(const json* hash_v, Get(r, Obj::kBlock, "hash", Absent::kError));
+    ARROW_ASSIGN_OR_RAISE(std::string hash, HexData(*hash_v, r.where + ": hash", 32));
+    ARROW_ASSIGN_OR_RAISE(const json* parent_v, Get(r, Obj::kBlock, "parentHash", Absent::kError));
+    ARROW_ASSIGN_OR_RAISE(std::string parent, HexData(*parent_v, r.where + ": parentHash", 32));
     if (i == 0) {
       out.parent_hash = Hex(parent);
     } else if (parent != prev_hash) {
       return InvalidArgument(
-          fmt::format("{}: parentHash {} is not the hash {} of block {} (the chain changed "
-                      "while it was read)",
-                      where, Hex(parent), Hex(prev_hash), number - 1));
+          fmt::format("{}: parentHash {} is not the hash {} of block {} (the chain changed while it was read)", r.where,
+                      Hex(parent), Hex(prev_hash), r.number - 1));
     }
     prev_hash = hash;
-    if (!txs.is_array()) return InvalidArgument(fmt::format("{}: transactions is not an array", where));
+    r.hash = &hash;
+    ARROW_ASSIGN_OR_RAISE(const json* time_v, Get(r, Obj::kBlock, "timestamp", Absent::kError));
+    ARROW_ASSIGN_OR_RAISE(r.timestamp, HexQuantity(*time_v, r.where + ": timestamp"));
+    ARROW_ASSIGN_OR_RAISE(const json* txs, Get(r, Obj::kBlock, "transactions", Absent::kError));
+    if (!txs->is_array()) return InvalidArgument(fmt::format("{}: transactions is not an array", r.where));
     const auto& receipts = blocks[i].receipts;
-    if (receipts.size() != txs.size()) {
-      return InvalidArgument(fmt::format("{}: {} transactions but {} receipts", where, txs.size(), receipts.size()));
+    if (receipts.size() != txs->size()) {
+      return InvalidArgument(fmt::format("{}: {} transactions but {} receipts", r.where, txs->size(), receipts.size()));
     }
-    ARROW_RETURN_NOT_OK(AppendU64(b[0], number));
-    ARROW_RETURN_NOT_OK(AppendFixed(b[1], hash));
-    ARROW_RETURN_NOT_OK(AppendFixed(b[2], parent));
-    ARROW_ASSIGN_OR_RAISE(uint64_t ts, HexQuantity(time_v, where + ": timestamp"));
-    ARROW_RETURN_NOT_OK(AppendU64(b[3], ts));
-    ARROW_ASSIGN_OR_RAISE(std::string miner, HexData(miner_v, where + ": miner", 20));
-    ARROW_RETURN_NOT_OK(AppendFixed(b[4], miner));
-    ARROW_ASSIGN_OR_RAISE(uint64_t used, HexQuantity(used_v, where + ": gasUsed"));
-    ARROW_RETURN_NOT_OK(AppendU64(b[5], used));
-    ARROW_ASSIGN_OR_RAISE(uint64_t limit, HexQuantity(limit_v, where + ": gasLimit"));
-    ARROW_RETURN_NOT_OK(AppendU64(b[6], limit));
-    ARROW_ASSIGN_OR_RAISE(auto base_fee, OptionalQuantity(blk, "baseFeePerGas", where));
-    ARROW_RETURN_NOT_OK(AppendOptionalU64(b[7], base_fee));
-    ARROW_RETURN_NOT_OK(AppendU32(b[8], txs.size()));
+    ARROW_RETURN_NOT_OK(b->Add(r));
     out.hashes.push_back(Hex(hash));
 
-    for (size_t k = 0; k < txs.size(); ++k) {
-      ARROW_RETURN_NOT_OK(
-          DecodeTransaction(txs[k], receipts[k], fmt::format("{}, transaction {}", where, k), number, k, hash, t, l));
+    const std::string block_where = r.where;
+    for (size_t k = 0; k < txs->size(); ++k) {
+      Row x = r;
+      x.where = fmt::format("{}, transaction {}", block_where, k);
+      x.tx = &(*txs)[k];
+      x.receipt = &receipts[k];
+      x.tx_index = k;
+      if (!x.tx->is_object()) return InvalidArgument(fmt::format("{}: not a full transaction object", x.where));
+      if (!x.receipt->is_object()) return InvalidArgument(fmt::format("{} receipt: not an object", x.where));
+      ARROW_ASSIGN_OR_RAISE(const json* tx_hash_v, Get(x, Obj::kTx, "hash", Absent::kError));
+      ARROW_ASSIGN_OR_RAISE(std::string tx_hash, HexData(*tx_hash_v, x.where + ": hash", 32));
+      ARROW_ASSIGN_OR_RAISE(const json* rc_hash_v, Get(x, Obj::kReceipt, "transactionHash", Absent::kError));
+      ARROW_ASSIGN_OR_RAISE(std::string rc_hash, HexData(*rc_hash_v, x.where + ": receipt transactionHash", 32));
+      ARROW_ASSIGN_OR_RAISE(const json* rc_block_v, Get(x, Obj::kReceipt, "blockHash", Absent::kError));
+      ARROW_ASSIGN_OR_RAISE(std::string rc_block, HexData(*rc_block_v, x.where + ": receipt blockHash", 32));
+      if (rc_hash != tx_hash || rc_block != hash) {
+        return InvalidArgument(fmt::format("{}: the receipt is for transaction {} in block {}, not {} in {}", x.where,
+                                           Hex(rc_hash), Hex(rc_block), Hex(tx_hash), Hex(hash)));
+      }
+      ARROW_ASSIGN_OR_RAISE(auto index, Quantity(x, Obj::kTx, "transactionIndex", Absent::kNull));
+      if (index && *index != k) {
+        return InvalidArgument(fmt::format("{}: transactionIndex {} is not its place in the block", x.where, *index));
+      }
+      ARROW_ASSIGN_OR_RAISE(auto type, Quantity(x, Obj::kTx, "type", Absent::kZero));
+      if (*type > 255) return InvalidArgument(fmt::format("{}: type {} is not a transaction type", x.where, *type));
+      x.tx_type = *type;
+      ARROW_RETURN_NOT_OK(t->Add(x));
+
+      ARROW_ASSIGN_OR_RAISE(const json* logs, Get(x, Obj::kReceipt, "logs", Absent::kError));
+      if (!logs->is_array()) return InvalidArgument(fmt::format("{}: receipt logs is not an array", x.where));
+      for (size_t j = 0; j < logs->size(); ++j) {
+        Row g = x;
+        g.where = fmt::format("{}, log {}", x.where, j);
+        g.log = &(*logs)[j];
+        if (!g.log->is_object()) return InvalidArgument(fmt::format("{}: not a log object", g.where));
+        ARROW_ASSIGN_OR_RAISE(const json* lb_v, Get(g, Obj::kLog, "blockHash", Absent::kError));
+        ARROW_ASSIGN_OR_RAISE(std::string log_block, HexData(*lb_v, g.where + ": blockHash", 32));
+        if (log_block != hash) {
+          return InvalidArgument(
+              fmt::format("{}: the log's blockHash {} is not the block's hash {}", g.where, Hex(log_block), Hex(hash)));
+        }
+        ARROW_ASSIGN_OR_RAISE(const json* topics, Get(g, Obj::kLog, "topics", Absent::kError));
+        if (!topics->is_array() || topics->size() > 4) {
+          return InvalidArgument(fmt::format("{}: topics must be an array of at most 4", g.where));
+        }
+        ARROW_RETURN_NOT_OK(l->Add(g));
+      }
     }
   }
-  ARROW_ASSIGN_OR_RAISE(out.blocks, b.Finish());
-  ARROW_ASSIGN_OR_RAISE(out.transactions, t.Finish());
-  ARROW_ASSIGN_OR_RAISE(out.logs, l.Finish());
+  ARROW_ASSIGN_OR_RAISE(out.blocks, b->Finish());
+  ARROW_ASSIGN_OR_RAISE(out.transactions, t->Finish());
+  ARROW_ASSIGN_OR_RAISE(out.logs, l->Finish());
   return out;
 }
 

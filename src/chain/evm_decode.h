@@ -1,9 +1,14 @@
 // Ethereum JSON-RPC answers decoded into the rows of the evm-rpc source's
 // tables (blocks, transactions, logs), exactly: quantities from hex into
-// integers (no float on the way), hashes, addresses and data into raw bytes,
-// and `value` (uint256) into 32 big-endian bytes — exact over the whole
-// range, which decimal(38) is not (2^256 > 10^38), and bytewise order is
-// numeric order.
+// integers and decimals (no float on the way), hashes, addresses and data
+// into raw bytes.
+//
+// The tables have the columns, names, types and meanings of Amp's evm-rpc
+// dataset (docs/chain.md lists them, with where each comes from), less
+// Amp's internal `_block_num`. Tables made by Sediment's first evm-rpc
+// source (LegacyEvmSchema) keep their columns and meanings; the source adds
+// Amp's other columns to them as nullable ones (EvmWriteSchema). Rows are
+// built for whatever schema a table has, column by column, by name.
 //
 // A block's answer is checked before any of it is used: every field the
 // tables need present and well-formed, receipts for exactly its
@@ -28,8 +33,15 @@ class Schema;
 
 namespace sediment::chain {
 
-// The tables of ChainTable (generator.h), with the columns a node gives.
+// Table t as Amp's evm-rpc dataset has it (a new table is made so).
 std::shared_ptr<arrow::Schema> EvmSchema(ChainTable t);
+// Table t as Sediment's first evm-rpc source made it (schema version 1).
+std::shared_ptr<arrow::Schema> LegacyEvmSchema(ChainTable t);
+// The schema to write table t with, given the one it has (null: none yet,
+// then EvmSchema(t)): its own columns, then those of EvmSchema(t) it lacks,
+// nullable. InvalidArgument naming the column if it has one the source does
+// not write, or writes with another type.
+Result<std::shared_ptr<arrow::Schema>> EvmWriteSchema(ChainTable t, const std::shared_ptr<arrow::Schema>& stored);
 
 // "0x1a" -> 26. InvalidArgument unless 0x followed by 1..16 hex digits.
 Result<uint64_t> HexQuantity(const nlohmann::json& v, const std::string& what);
@@ -38,11 +50,18 @@ Result<uint64_t> HexQuantity(const nlohmann::json& v, const std::string& what);
 Result<std::string> HexData(const nlohmann::json& v, const std::string& what, size_t size = 0);
 // A quantity of up to 256 bits as 32 big-endian bytes.
 Result<std::array<uint8_t, 32>> HexUint256(const nlohmann::json& v, const std::string& what);
+// 32 big-endian bytes as a decimal number ("0" for zero).
+std::string Uint256Decimal(const std::array<uint8_t, 32>& v);
 
 // One block with full transaction objects and the receipts of its transactions, in order.
 struct EvmBlock {
   nlohmann::json block;
   std::vector<nlohmann::json> receipts;
+};
+
+// The schemas the rows are built for; null members: EvmSchema's.
+struct EvmSchemas {
+  std::shared_ptr<arrow::Schema> blocks, transactions, logs;
 };
 
 struct EvmRows {
@@ -53,6 +72,6 @@ struct EvmRows {
 
 // The rows of consecutive blocks [first, first + blocks.size()). InvalidArgument
 // (naming the block) if any answer is malformed or the blocks do not chain.
-Result<EvmRows> DecodeEvmBlocks(uint64_t first, const std::vector<EvmBlock>& blocks);
+Result<EvmRows> DecodeEvmBlocks(uint64_t first, const std::vector<EvmBlock>& blocks, const EvmSchemas& schemas = {});
 
 }  // namespace sediment::chain

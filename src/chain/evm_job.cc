@@ -24,9 +24,9 @@ const std::shared_ptr<arrow::RecordBatch>& RowsOf(const EvmRows& rows, ChainTabl
   return rows.logs;
 }
 
-// The rows of blocks >= `from` (block_num is column 0, in order).
+// The rows of blocks >= `from` (in block order).
 std::shared_ptr<arrow::RecordBatch> From(const std::shared_ptr<arrow::RecordBatch>& batch, uint64_t from) {
-  const auto& blocks = static_cast<const arrow::UInt64Array&>(*batch->column(0));
+  const auto& blocks = static_cast<const arrow::UInt64Array&>(*batch->GetColumnByName("block_num"));
   const uint64_t* v = blocks.raw_values();
   int64_t first = std::lower_bound(v, v + blocks.length(), from) - v;
   return batch->Slice(first);
@@ -93,8 +93,26 @@ Status EvmRpcJob::PollOnce() {
 
 Status EvmRpcJob::EnsureTablesLocked() {
   if (tables_ready_) return Status::OK();
+  // A new table has Amp's columns; one made before (by Sediment's first schema) gains them as nullable
+  // columns, a recorded schema change: its files are kept as they are.
   for (ChainTable t : kAllTables) {
-    ARROW_RETURN_NOT_OK(tables_->CreateTable({config_.dataset, TableName(t)}, EvmSchema(t)).status());
+    table::TableId id{config_.dataset, TableName(t)};
+    auto existing = tables_->GetTable(id);
+    if (!existing.ok() && !IsNotFound(existing.status())) return existing.status();
+    auto want = EvmWriteSchema(t, existing.ok() ? existing->schema : nullptr);
+    if (!want.ok()) return WithContext(want.status(), fmt::format("job {}", config_.dataset));
+    if (!existing.ok()) {
+      ARROW_RETURN_NOT_OK(tables_->CreateTable(id, *want).status());
+    } else if (*want != existing->schema) {
+      ARROW_ASSIGN_OR_RAISE(bool evolved, tables_->EvolveTable(id, *want));
+      if (evolved) {
+        spdlog::info("job {}: table {} gained {} columns (schema version {})", config_.dataset, id.ToString(),
+                     (*want)->num_fields() - existing->schema->num_fields(), existing->version() + 1);
+      }
+    }
+    (t == ChainTable::kBlocks         ? schemas_.blocks
+     : t == ChainTable::kTransactions ? schemas_.transactions
+                                      : schemas_.logs) = *want;
   }
   tables_ready_ = true;
   return Status::OK();
@@ -180,7 +198,7 @@ Status EvmRpcJob::PollLocked() {
           std::max<uint64_t>(per_round, static_cast<uint64_t>(static_cast<double>(writer.bytes) / bytes_per_block_));
     }
     uint64_t to = from + std::min(blocks, per_round) - 1;
-    ARROW_ASSIGN_OR_RAISE(EvmRows rows, source_->Read(from, to));
+    ARROW_ASSIGN_OR_RAISE(EvmRows rows, source_->Read(from, to, schemas_));
     int64_t bytes = 0;
     for (ChainTable t : kAllTables) {
       if (next[t] > to) continue;

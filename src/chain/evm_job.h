@@ -63,6 +63,7 @@ class EvmRpcJob : public Job {
 
   std::mutex poll_mu_;
   bool tables_ready_ = false;   // GUARDED_BY(poll_mu_)
+  EvmSchemas schemas_;          // GUARDED_BY(poll_mu_): what each table is written with
   double bytes_per_block_ = 0;  // GUARDED_BY(poll_mu_): sizes segments while catching up
 
   std::mutex status_mu_;

@@ -138,7 +138,7 @@ Result<std::vector<EvmBlock>> EvmSource::ReadBatch(uint64_t from, uint64_t to) {
   return blocks;
 }
 
-Result<EvmRows> EvmSource::Read(uint64_t from, uint64_t to) {
+Result<EvmRows> EvmSource::Read(uint64_t from, uint64_t to, const EvmSchemas& schemas) {
   // Batches of batch_size blocks, `concurrency` in flight at a time.
   std::vector<std::pair<uint64_t, uint64_t>> batches;
   for (uint64_t b = from; b <= to; b += static_cast<uint64_t>(batch_size_)) {
@@ -167,7 +167,7 @@ Result<EvmRows> EvmSource::Read(uint64_t from, uint64_t to) {
     }
     ARROW_RETURN_NOT_OK(first);
   }
-  return DecodeEvmBlocks(from, all);
+  return DecodeEvmBlocks(from, all, schemas);
 }
 
 }  // namespace sediment::chain

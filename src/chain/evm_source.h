@@ -38,8 +38,8 @@ class EvmSource {
   Result<std::optional<uint64_t>> Head();
   // The node's hashes (hex, no 0x) of blocks [from, to].
   Result<std::vector<std::string>> Hashes(uint64_t from, uint64_t to);
-  // Blocks [from, to] with their receipts, decoded and checked.
-  Result<EvmRows> Read(uint64_t from, uint64_t to);
+  // Blocks [from, to] with their receipts, decoded and checked, as rows of `schemas`.
+  Result<EvmRows> Read(uint64_t from, uint64_t to, const EvmSchemas& schemas = {});
 
  private:
   Result<std::vector<EvmBlock>> ReadBatch(uint64_t from, uint64_t to);

@@ -148,7 +148,7 @@ Result<int64_t> IcebergCatalog::SweepOrphans(const table::TableId& id, TimePoint
 
 Result<LoadedTable> IcebergCatalog::Load(const table::TableId& id) {
   ARROW_ASSIGN_OR_RAISE(table::TableInfo info, tables_->GetTable(id));
-  ARROW_ASSIGN_OR_RAISE(IcebergSchema schema, ToIcebergSchema(*info.schema));
+  ARROW_ASSIGN_OR_RAISE(IcebergSchema schema, ToIcebergSchema(Versions(info)));
   ARROW_RETURN_NOT_OK(PublishAs(id, info, schema).status());
   Head head;
   auto raw = kv_->Get(HeadKey(id));
@@ -162,8 +162,8 @@ Result<LoadedTable> IcebergCatalog::Load(const table::TableId& id) {
   {
     std::lock_guard<std::mutex> lock(cache_mu_);
     auto it = metadata_cache_.find(id);
-    if (it != metadata_cache_.end() && it->second.seq == head.seq && head.seq > 0 &&
-        now_ms < it->second.valid_until_ms) {
+    if (it != metadata_cache_.end() && it->second.seq == head.seq && it->second.schema_id == schema.schema_id &&
+        head.seq > 0 && now_ms < it->second.valid_until_ms) {
       return it->second.loaded;
     }
   }
@@ -194,7 +194,7 @@ Result<LoadedTable> IcebergCatalog::Load(const table::TableId& id) {
     if (s.expires_ms != 0 && s.seq < head.seq) valid_until = std::min(valid_until, s.expires_ms);
   }
   std::lock_guard<std::mutex> lock(cache_mu_);
-  metadata_cache_[id] = {head.seq, valid_until, out};
+  metadata_cache_[id] = {head.seq, schema.schema_id, valid_until, out};
   return out;
 }
 
@@ -205,11 +205,13 @@ Result<std::string> IcebergCatalog::MetadataJson(const table::TableId& id, const
   for (const auto& s : snapshots) {
     json j = {{"snapshot-id", s.id},     {"sequence-number", s.seq},
               {"timestamp-ms", s.ts_ms}, {"manifest-list", Uri(s.list_path)},
-              {"summary", s.summary},    {"schema-id", 0}};
+              {"summary", s.summary},    {"schema-id", std::min(s.schema_id, schema.schema_id)}};
     if (s.parent != 0) j["parent-snapshot-id"] = s.parent;
     snaps.push_back(j);
     log.push_back({{"timestamp-ms", s.ts_ms}, {"snapshot-id", s.id}});
   }
+  json schemas = json::array();
+  for (const auto& v : schema.schemas) schemas.push_back(json::parse(v));
   json m = {{"format-version", 2},
             {"table-uuid", head.uuid},
             {"location",
@@ -217,8 +219,8 @@ Result<std::string> IcebergCatalog::MetadataJson(const table::TableId& id, const
             {"last-sequence-number", head.seq},
             {"last-updated-ms", std::max(head.ts_ms, snapshots.empty() ? now_ms : snapshots.back().ts_ms)},
             {"last-column-id", schema.last_column_id},
-            {"current-schema-id", 0},
-            {"schemas", json::array({json::parse(schema.json)})},
+            {"current-schema-id", schema.schema_id},
+            {"schemas", schemas},
             {"default-spec-id", 0},
             {"partition-specs", json::array({{{"spec-id", 0}, {"fields", json::array()}}})},
             {"last-partition-id", 999},

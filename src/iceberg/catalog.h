@@ -150,6 +150,7 @@ class IcebergCatalog {
   std::map<table::TableId, std::shared_ptr<std::mutex>> table_locks_;  // GUARDED_BY(locks_mu_)
   struct CachedMetadata {
     int64_t seq = 0;
+    int schema_id = 0;
     int64_t valid_until_ms = 0;
     LoadedTable loaded;
   };

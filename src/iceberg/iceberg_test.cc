@@ -58,6 +58,30 @@ TEST(IcebergSchemaTest, TypesFieldIdsAndNameMapping) {
   EXPECT_NE(bad.status().message().find("column x has type null"), std::string::npos) << bad.status().message();
 }
 
+TEST(IcebergSchemaTest, AnAddedColumnTakesNewIdsAndNoIdChanges) {
+  auto v1 = arrow::schema(
+      {arrow::field("block_num", arrow::uint64(), false), arrow::field("tags", arrow::list(arrow::utf8()))});
+  auto v2 =
+      arrow::schema({v1->field(0), v1->field(1), arrow::field("t", arrow::timestamp(arrow::TimeUnit::NANO, "+00:00")),
+                     arrow::field("keys", arrow::list(arrow::fixed_size_binary(32)))});
+  auto one = ToIcebergSchema(*v1);
+  auto both = ToIcebergSchema({v1, v2});
+  ASSERT_TRUE(both.ok()) << both.status().ToString();
+  ASSERT_EQ(both->schemas.size(), 2u);
+  EXPECT_EQ(both->schema_id, 1);
+  json first = json::parse(both->schemas[0]), second = json::parse(both->schemas[1]);
+  EXPECT_EQ(first, json::parse(one->json)) << "version 1's ids are what they were before the change";
+  EXPECT_EQ(first["schema-id"], 0);
+  EXPECT_EQ(second["schema-id"], 1);
+  EXPECT_EQ(second["fields"][1]["type"]["element-id"], 3) << "the nested id stays";
+  EXPECT_EQ(second["fields"][2]["id"], 4);
+  EXPECT_EQ(second["fields"][2]["type"], "timestamptz") << "nanoseconds are stored as microseconds";
+  EXPECT_EQ(second["fields"][3]["id"], 5);
+  EXPECT_EQ(second["fields"][3]["type"]["element-id"], 6);
+  EXPECT_EQ(both->last_column_id, 6);
+  EXPECT_EQ(both->columns[2].bounds, BoundKind::kInt64);
+}
+
 TEST(IcebergManifestTest, ReadsBackWithAvroC) {
   sediment::testing::TempDir dir;
   DataFile f{"tables/a/b/1.parquet", "file:///x/1.parquet", "1", 10, 19, "ab", 30, 1234, {}};

@@ -27,6 +27,7 @@ struct IcebergCatalog::Work {
   Head head;  // the new one
   table::Snapshot live;
   int64_t now_ms = 0, snapshot_id = 0, seq = 0;
+  int schema_id = 0;
   std::vector<std::vector<const table::SegmentRecord*>> buckets;  // live files per current manifest
   std::vector<std::string> written;                               // files written (deleted if the CAS loses)
   kv::Batch batch;
@@ -84,7 +85,7 @@ int64_t IcebergCatalog::RetentionMs() const {
 
 Result<PublishResult> IcebergCatalog::Publish(const table::TableId& id) {
   ARROW_ASSIGN_OR_RAISE(table::TableInfo info, tables_->GetTable(id));
-  ARROW_ASSIGN_OR_RAISE(IcebergSchema schema, ToIcebergSchema(*info.schema));
+  ARROW_ASSIGN_OR_RAISE(IcebergSchema schema, ToIcebergSchema(Versions(info)));
   return PublishAs(id, info, schema);
 }
 
@@ -102,6 +103,7 @@ Result<PublishResult> IcebergCatalog::PublishAs(const table::TableId& id, const 
 Result<PublishResult> IcebergCatalog::PublishOnce(const table::TableId& id, const table::TableInfo& info,
                                                   const IcebergSchema& schema, bool* raced) {
   Work w;
+  w.schema_id = schema.schema_id;
   auto raw = kv_->Get(HeadKey(id));
   if (!raw.ok() && !IsNotFound(raw.status())) return raw.status();
   if (raw.ok()) {
@@ -224,7 +226,7 @@ Result<ManifestRef> IcebergCatalog::WriteManifestOf(const table::TableId& id, co
     ids.push_back(e.file.segment_id);
     live.push_back({e.snapshot_id, e.sequence, e.file});
   }
-  ARROW_ASSIGN_OR_RAISE(std::string bytes, WriteManifest(entries, schema.json, 0));
+  ARROW_ASSIGN_OR_RAISE(std::string bytes, WriteManifest(entries, schema.json, schema.schema_id));
   m.length = static_cast<int64_t>(bytes.size());
   ARROW_RETURN_NOT_OK(WriteFile(ref.path, bytes, w));
   ref.digest = Digest(ids);
@@ -316,6 +318,7 @@ Status IcebergCatalog::WriteSnapshot(const table::TableId& id, Work* w) {
   snap.parent = parent.value_or(0);
   snap.seq = w->seq;
   snap.ts_ms = std::max(w->now_ms, w->old_head.ts_ms);
+  snap.schema_id = w->schema_id;
   snap.list_path = MetadataPrefix(id) + fmt::format("snap-{}-{}-{}.avro", w->snapshot_id, w->seq, RandomHex(4));
   ARROW_RETURN_NOT_OK(WriteFile(snap.list_path, list, w));
   const auto& state = w->live.state;

@@ -119,6 +119,12 @@ Result<Head> DecodeHead(const std::string& text) {
   });
 }
 
+std::vector<std::shared_ptr<arrow::Schema>> Versions(const table::TableInfo& info) {
+  auto out = info.history;
+  out.push_back(info.schema);
+  return out;
+}
+
 std::string EncodeSnapshot(const SnapshotRecord& s) {
   return json{{"v", 1},
               {"id", s.id},
@@ -127,7 +133,8 @@ std::string EncodeSnapshot(const SnapshotRecord& s) {
               {"ts_ms", s.ts_ms},
               {"expires_ms", s.expires_ms},
               {"list_path", s.list_path},
-              {"summary", s.summary}}
+              {"summary", s.summary},
+              {"schema_id", s.schema_id}}
       .dump();
 }
 
@@ -142,6 +149,7 @@ Result<SnapshotRecord> DecodeSnapshot(const std::string& text) {
     s.expires_ms = j.at("expires_ms").get<int64_t>();
     s.list_path = j.at("list_path").get<std::string>();
     s.summary = j.at("summary").get<std::map<std::string, std::string>>();
+    s.schema_id = j.value("schema_id", 0);
     return s;
   });
 }

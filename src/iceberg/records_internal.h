@@ -48,6 +48,7 @@ struct SnapshotRecord {
   int64_t expires_ms = 0;                      // 0 while it is current
   std::string list_path;                       // its manifest list (blob path)
   std::map<std::string, std::string> summary;  // "operation" and the figures
+  int schema_id = 0;                           // the table's schema when it was published (version - 1)
 };
 
 struct LiveEntry {
@@ -58,6 +59,8 @@ struct LiveEntry {
 // The Iceberg table-uuid of a Sediment table: fixed by its name and creation time, so it is the
 // same before the first snapshot, after it, and on every server.
 std::string TableUuid(const table::TableInfo& info);
+// The table's schema versions, oldest first (what ToIcebergSchema takes).
+std::vector<std::shared_ptr<arrow::Schema>> Versions(const table::TableInfo& info);
 
 std::string HeadKey(const table::TableId& id);
 std::string SnapshotPrefix(const table::TableId& id);

@@ -55,7 +55,8 @@ struct Mapper {
         return json("date");
       case arrow::Type::TIMESTAMP: {
         const auto& ts = static_cast<const arrow::TimestampType&>(type);
-        if (ts.unit() == arrow::TimeUnit::MICRO) *bounds = BoundKind::kInt64;
+        // Nanoseconds are stored as microseconds (table/stored_types.h).
+        if (ts.unit() == arrow::TimeUnit::MICRO || ts.unit() == arrow::TimeUnit::NANO) *bounds = BoundKind::kInt64;
         return json(ts.timezone().empty() ? "timestamp" : "timestamptz");
       }
       case arrow::Type::DECIMAL128: {
@@ -106,28 +107,56 @@ struct Mapper {
 
 }  // namespace
 
-Result<IcebergSchema> ToIcebergSchema(const arrow::Schema& schema) {
+Result<IcebergSchema> ToIcebergSchema(const std::vector<std::shared_ptr<arrow::Schema>>& versions) {
+  if (versions.empty()) return InvalidArgument("a table without a schema");
+  const arrow::Schema& schema = *versions.back();
   Mapper mapper;
-  mapper.next_id = schema.num_fields();  // top-level columns take 1..N
   IcebergSchema out;
   json fields = json::array(), mapping = json::array();
-  for (int i = 0; i < schema.num_fields(); ++i) {
-    const auto& f = *schema.field(i);
-    json children = json::array();
-    IcebergColumn column{f.name(), i + 1, "", BoundKind::kNone};
-    ARROW_ASSIGN_OR_RAISE(json type, mapper.TypeOf(f.name(), *f.type(), &children, &column.bounds));
-    if (type.is_string()) column.type = type.get<std::string>();
-    fields.push_back({{"id", i + 1}, {"name", f.name()}, {"required", !f.nullable()}, {"type", type}});
-    json m = {{"field-id", i + 1}, {"names", {f.name()}}};
-    if (!children.empty()) m["fields"] = children;
-    mapping.push_back(m);
-    out.columns.push_back(column);
+  std::vector<int> ends;
+  int start = 0;
+  for (const auto& v : versions) {
+    const int end = v->num_fields();
+    if (end < start) return InvalidArgument("a schema version with fewer columns than the one before");
+    // This version's new columns take the next ids, then their nested fields the ones after.
+    const int first_id = mapper.next_id + 1;
+    mapper.next_id += end - start;
+    for (int i = start; i < end; ++i) {
+      const auto& f = *schema.field(i);
+      const int id = first_id + (i - start);
+      json children = json::array();
+      IcebergColumn column{f.name(), id, "", BoundKind::kNone};
+      ARROW_ASSIGN_OR_RAISE(json type, mapper.TypeOf(f.name(), *f.type(), &children, &column.bounds));
+      if (type.is_string()) column.type = type.get<std::string>();
+      fields.push_back({{"id", id}, {"name", f.name()}, {"required", !f.nullable()}, {"type", type}});
+      json m = {{"field-id", id}, {"names", {f.name()}}};
+      if (!children.empty()) m["fields"] = children;
+      mapping.push_back(m);
+      out.columns.push_back(column);
+    }
+    ends.push_back(end);
+    start = end;
   }
-  out.json =
-      json{{"type", "struct"}, {"schema-id", 0}, {"identifier-field-ids", json::array()}, {"fields", fields}}.dump();
+  for (size_t k = 0; k < ends.size(); ++k) {
+    json version_fields(json::value_t::array);
+    for (int i = 0; i < ends[k]; ++i) version_fields.push_back(fields[static_cast<size_t>(i)]);
+    out.schemas.push_back(json{
+        {"type", "struct"},
+        {"schema-id", static_cast<int>(k)},
+        {"identifier-field-ids", json::array()},
+        {"fields",
+         version_fields}}.dump());
+  }
+  out.schema_id = static_cast<int>(ends.size()) - 1;
+  out.json = out.schemas.back();
   out.name_mapping = mapping.dump();
   out.last_column_id = mapper.next_id;
   return out;
+}
+
+Result<IcebergSchema> ToIcebergSchema(const arrow::Schema& schema) {
+  return ToIcebergSchema(
+      std::vector<std::shared_ptr<arrow::Schema>>{std::make_shared<arrow::Schema>(schema.fields(), schema.metadata())});
 }
 
 }  // namespace sediment::iceberg

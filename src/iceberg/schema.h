@@ -32,13 +32,22 @@ struct IcebergColumn {
 };
 
 struct IcebergSchema {
-  std::string json;          // {"type":"struct","schema-id":0,"fields":[...]}
-  std::string name_mapping;  // the JSON text of schema.name-mapping.default
+  std::string json;                  // the current one: {"type":"struct","schema-id":N,"fields":[...]}
+  int schema_id = 0;                 // the current one's: its version less one
+  std::vector<std::string> schemas;  // every version's, schema-id 0 first (the current one last)
+  std::string name_mapping;          // the JSON text of schema.name-mapping.default
   int last_column_id = 0;
   std::vector<IcebergColumn> columns;  // top-level, in schema order
 };
 
+// The Iceberg schemas of a table's schema versions (oldest first; each one's
+// columns begin the next one's: table::TableRegistry::EvolveTable). A
+// column's id never changes: a version's new top-level columns take the ids
+// after every id of the versions before, then their nested fields. With one
+// version: columns 1..N, nested fields from N+1.
 // InvalidArgument naming the column if a type has no Iceberg equivalent.
+Result<IcebergSchema> ToIcebergSchema(const std::vector<std::shared_ptr<arrow::Schema>>& versions);
+// One version.
 Result<IcebergSchema> ToIcebergSchema(const arrow::Schema& schema);
 
 }  // namespace sediment::iceberg

@@ -294,6 +294,7 @@ Result<SegmentRecord> Appender::RewriteWithout(const TableInfo& table, const Seg
   out.parents = {s.id};
   out.created_at_us = ToUnixMicros(clock_->Now());
   ARROW_ASSIGN_OR_RAISE(auto reader, SegmentFileReader::Open(blobs_, s.path));
+  ARROW_RETURN_NOT_OK(reader->ReadAs(table.schema));  // a file of an earlier version is rewritten in this one
   ARROW_ASSIGN_OR_RAISE(auto writer, SegmentFileWriter::Open(blobs_, out.path, table.schema, file_settings_,
                                                              FileLayout::kPages, EncodeSegmentFileMetadata(out)));
   bool done = false;

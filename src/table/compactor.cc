@@ -35,8 +35,9 @@ Result<PassResult> Compactor::RunPass(const TableId& id, const ProgressFn& progr
   if (!active_) return result;
   result.ran = true;
   auto started = std::chrono::steady_clock::now();
-  ARROW_ASSIGN_OR_RAISE(TableInfo table, registry_->GetTable(id));
+  // The table after the snapshot: schemas only grow, so no file is newer than it.
   ARROW_ASSIGN_OR_RAISE(Snapshot snap, registry_->TakeSnapshot(id));
+  ARROW_ASSIGN_OR_RAISE(TableInfo table, registry_->GetTable(id));
   result.files_considered = static_cast<int64_t>(snap.segments.size());
   struct Job {
     std::vector<SegmentRecord> inputs;

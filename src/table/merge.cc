@@ -78,7 +78,13 @@ class FooterReads {
       std::shared_ptr<arrow::Schema> schema;
       ARROW_RETURN_NOT_OK(
           parquet::arrow::FromParquetSchema(md->schema(), parquet::ArrowReaderProperties(), kv, &schema));
-      if (!SameSchema(*TableSchemaOf(schema), *table_.schema)) {
+      // The table's schema, or an earlier version of it (its columns first): those read with nulls added.
+      auto own = TableSchemaOf(schema);
+      bool earlier = own->num_fields() <= table_.schema->num_fields();
+      for (int c = 0; earlier && c < own->num_fields(); ++c) {
+        earlier = own->field(c)->Equals(*table_.schema->field(c), /*check_metadata=*/false);
+      }
+      if (!earlier) {
         return Status::IOError(fmt::format("{}: schema {} differs from the table's", path, schema->ToString()));
       }
     }
@@ -439,6 +445,7 @@ Result<Prepared> ProduceEncoded(const StepInputs& in, const Step& step) {
                                                  std::max(s.stored_bytes, fetches[k].begin + (*bytes)->size()));
     auto reader = SegmentFileReader::Open(window, s.path, false, (*in.footers)[p.input], false);
     if (!reader.ok()) return in.Named(p.input, reader.status());
+    if (Status st = (*reader)->ReadAs(in.schema); !st.ok()) return in.Named(p.input, st);
     auto t = (*reader)->ReadRowGroup(p.row_group);
     if (!t.ok()) return in.Named(p.input, t.status());
     // The table's schema exactly (a file's carries its own metadata).

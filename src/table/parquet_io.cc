@@ -7,6 +7,7 @@
 #include <arrow/util/key_value_metadata.h>
 #include <fmt/format.h>
 #include <parquet/arrow/reader.h>
+#include <parquet/arrow/schema.h>
 #include <parquet/arrow/writer.h>
 #include <parquet/exception.h>
 #include <parquet/file_reader.h>
@@ -15,7 +16,9 @@
 #include <parquet/schema.h>
 #include <parquet/statistics.h>
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 
 #include "table/parquet_assembler.h"
@@ -211,6 +214,7 @@ Result<std::unique_ptr<SegmentFileReader>> SegmentFileReader::Open(std::shared_p
                           parquet::arrow::FileReader::Make(arrow::default_memory_pool(), std::move(pq), props));
     ARROW_RETURN_NOT_OK(r->reader_->GetSchema(&r->stored_schema_));
     r->schema_ = TableSchemaOf(r->stored_schema_);
+    r->file_columns_ = r->schema_->num_fields();
     return Status::OK();
   });
   ARROW_RETURN_NOT_OK(st);
@@ -239,14 +243,11 @@ Result<std::shared_ptr<arrow::Table>> SegmentFileReader::ReadRowGroupBlocks(int 
                                                                             uint64_t to) {
   std::lock_guard<std::mutex> lock(mu_);
   return ParquetGuard(path_, [&]() -> Result<std::shared_ptr<arrow::Table>> {
-    auto whole = [&]() -> Result<std::shared_ptr<arrow::Table>> {
-      ARROW_ASSIGN_OR_RAISE(auto t, reader_->ReadRowGroup(i, columns));
-      return Retype(t, TableSchemaOf(t->schema()));
-    };
+    auto whole = [&]() { return ReadColumnsLocked(i, columns); };
     auto rg = metadata_->RowGroup(i);
     const int64_t rows = rg->num_rows();
     const auto* descr = metadata_->schema();
-    if (descr->num_columns() != schema_->num_fields()) return whole();  // nested columns
+    if (descr->num_columns() != file_columns_) return whole();  // nested columns
     auto pages = reader_->parquet_reader()->GetPageIndexReader();
     auto rg_pages = pages ? pages->RowGroup(i) : nullptr;
     if (!rg_pages) return whole();
@@ -273,6 +274,11 @@ Result<std::shared_ptr<arrow::Table>> SegmentFileReader::ReadRowGroupBlocks(int 
     if ((r1 - r0) * 2 > rows) return whole();
     std::vector<std::shared_ptr<arrow::ChunkedArray>> out;
     for (int c : columns) {
+      if (c >= file_columns_) {  // a column added after the file was written
+        ARROW_ASSIGN_OR_RAISE(auto nulls, arrow::MakeArrayOfNull(schema_->field(c)->type(), r1 - r0));
+        out.push_back(std::make_shared<arrow::ChunkedArray>(nulls));
+        continue;
+      }
       if (descr->Column(c)->max_repetition_level() > 0) return whole();
       ARROW_ASSIGN_OR_RAISE(auto column, ReadColumnPages(i, c, r0, r1));
       if (!column) return whole();
@@ -356,15 +362,64 @@ Result<EncodedRowGroup> SegmentFileReader::ReadEncoded(int i) {
 
 Result<std::shared_ptr<arrow::Table>> SegmentFileReader::ReadRowGroup(int i, const std::vector<int>& columns) {
   std::lock_guard<std::mutex> lock(mu_);
-  return ParquetGuard(path_, [&]() -> Result<std::shared_ptr<arrow::Table>> {
-    std::shared_ptr<arrow::Table> t;
-    if (columns.empty()) {
-      ARROW_ASSIGN_OR_RAISE(t, reader_->ReadRowGroup(i));
-    } else {
-      ARROW_ASSIGN_OR_RAISE(t, reader_->ReadRowGroup(i, columns));
+  return ParquetGuard(path_, [&]() { return ReadColumnsLocked(i, columns); });
+}
+
+Status SegmentFileReader::ReadAs(const std::shared_ptr<arrow::Schema>& table) {
+  const auto own = TableSchemaOf(stored_schema_);
+  bool prefix = own->num_fields() <= table->num_fields();
+  for (int c = 0; prefix && c < own->num_fields(); ++c) {
+    prefix = own->field(c)->Equals(*table->field(c), /*check_metadata=*/false);
+  }
+  if (!prefix) {
+    return Status::Invalid(fmt::format("{}: its schema {} is not an earlier version of the table's {}", path_,
+                                       own->ToString(), table->ToString()));
+  }
+  schema_ = table;
+  return Status::OK();
+}
+
+Result<std::shared_ptr<arrow::Table>> SegmentFileReader::ReadColumnsLocked(int i, std::vector<int> columns) {
+  if (columns.empty()) {
+    for (int c = 0; c < schema_->num_fields(); ++c) columns.push_back(c);
+  }
+  // The file's columns as Parquet leaves (a nested column has several), read in one call.
+  const auto& manifest = reader_->manifest();
+  std::vector<int> leaves, own;
+  std::function<void(const parquet::arrow::SchemaField&)> add_leaves = [&](const parquet::arrow::SchemaField& f) {
+    if (f.is_leaf()) leaves.push_back(f.column_index);
+    for (const auto& child : f.children) add_leaves(child);
+  };
+  for (int c : columns) {
+    if (c < 0 || c >= schema_->num_fields()) {
+      return Status::Invalid(fmt::format("column {} of a table of {} columns", c, schema_->num_fields()));
     }
-    return Retype(t, TableSchemaOf(t->schema()));
-  });
+    if (c < file_columns_ && std::find(own.begin(), own.end(), c) == own.end()) {
+      own.push_back(c);
+      add_leaves(manifest.schema_fields[static_cast<size_t>(c)]);
+    }
+  }
+  std::sort(own.begin(), own.end());
+  std::sort(leaves.begin(), leaves.end());
+  const int64_t rows = metadata_->RowGroup(i)->num_rows();
+  std::shared_ptr<arrow::Table> read;
+  if (!own.empty()) {
+    ARROW_ASSIGN_OR_RAISE(read, reader_->ReadRowGroup(i, leaves));
+    ARROW_ASSIGN_OR_RAISE(read, Retype(read, TableSchemaOf(read->schema())));
+  }
+  // In the order asked for: the file's columns (read in file order), nulls for the others.
+  arrow::FieldVector fields;
+  std::vector<std::shared_ptr<arrow::ChunkedArray>> out;
+  for (int c : columns) {
+    fields.push_back(schema_->field(c));
+    if (c < file_columns_) {
+      out.push_back(read->column(static_cast<int>(std::lower_bound(own.begin(), own.end(), c) - own.begin())));
+    } else {
+      ARROW_ASSIGN_OR_RAISE(auto nulls, arrow::MakeArrayOfNull(schema_->field(c)->type(), rows));
+      out.push_back(std::make_shared<arrow::ChunkedArray>(nulls));
+    }
+  }
+  return arrow::Table::Make(arrow::schema(fields), out, rows);
 }
 
 }  // namespace sediment::table

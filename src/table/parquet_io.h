@@ -138,8 +138,16 @@ class SegmentFileReader {
   ~SegmentFileReader();
 
   const FileFacts& facts() const { return facts_; }
-  // The table's types (table/stored_types.h): what the reads return.
+  // The table's types (table/stored_types.h): what the reads return. The
+  // file's own columns, or the table's once ReadAs says so.
   const std::shared_ptr<arrow::Schema>& schema() const { return schema_; }
+  // Reads the file as one of a table whose schema is `table` (a later
+  // version of the file's, TableRegistry::EvolveTable): the file's columns
+  // must begin the table's, and the table's others read as nulls. Invalid
+  // (naming the file) otherwise. Column numbers are then the table's.
+  Status ReadAs(const std::shared_ptr<arrow::Schema>& table);
+  // How many of schema()'s columns the file holds.
+  int file_columns() const { return file_columns_; }
   // The JSON under kSegmentMetadataKey, or empty.
   const std::string& segment_metadata() const { return segment_metadata_; }
   int num_row_groups() const { return facts_.row_groups; }
@@ -163,6 +171,8 @@ class SegmentFileReader {
   SegmentFileReader() = default;
   // Rows [r0, r1) of column `c` of row group `i`, from its pages that hold them.
   Result<std::shared_ptr<arrow::ChunkedArray>> ReadColumnPages(int i, int c, int64_t r0, int64_t r1);
+  // Row group `i`, columns `columns` of schema() (all if empty); REQUIRES: mu_ held.
+  Result<std::shared_ptr<arrow::Table>> ReadColumnsLocked(int i, std::vector<int> columns);
 
   std::string path_;
   std::shared_ptr<arrow::io::RandomAccessFile> file_;
@@ -171,6 +181,7 @@ class SegmentFileReader {
   std::unique_ptr<parquet::arrow::FileReader> reader_;
   std::shared_ptr<arrow::Schema> schema_;
   std::shared_ptr<arrow::Schema> stored_schema_;  // as the file stores it
+  int file_columns_ = 0;                          // the file's top-level columns
   std::string segment_metadata_;
   FileFacts facts_;
 };

@@ -135,7 +135,50 @@ Result<TableInfo> DecodeTable(const std::string& text) {
   t.id.table = j.value("table", "");
   t.created_at_us = j.value("created_at_us", int64_t{0});
   ARROW_ASSIGN_OR_RAISE(t.schema, DecodeSchema(j["schema"].get<std::string>()));
+  if (j.contains("history")) {
+    if (!j["history"].is_array()) return InvalidArgument("table record: history is not a list");
+    for (const auto& h : j["history"]) {
+      if (!h.is_string()) return InvalidArgument("table record: a schema in history is not a string");
+      ARROW_ASSIGN_OR_RAISE(auto old, DecodeSchema(h.get<std::string>()));
+      t.history.push_back(std::move(old));
+    }
+  }
   return t;
+}
+
+// InvalidArgument unless `next` is `current` with new nullable fields after its own.
+Status CheckEvolution(const TableId& id, const arrow::Schema& current, const arrow::Schema& next) {
+  const std::string table = id.ToString();
+  for (int i = 0; i < current.num_fields(); ++i) {
+    const auto& f = *current.field(i);
+    if (i >= next.num_fields()) {
+      return InvalidArgument(
+          fmt::format("table {}: the new schema drops column \"{}\"; columns can only be added", table, f.name()));
+    }
+    const auto& g = *next.field(i);
+    if (g.name() != f.name()) {
+      return InvalidArgument(fmt::format(
+          "table {}: column {} is \"{}\" in the new schema, \"{}\" now; columns can only be added after the last",
+          table, i + 1, g.name(), f.name()));
+    }
+    if (!g.Equals(f, /*check_metadata=*/false)) {
+      return InvalidArgument(fmt::format("table {}: column \"{}\" changes from {}{} to {}{}; columns cannot change",
+                                         table, f.name(), f.type()->ToString(), f.nullable() ? "" : " not null",
+                                         g.type()->ToString(), g.nullable() ? "" : " not null"));
+    }
+  }
+  for (int i = current.num_fields(); i < next.num_fields(); ++i) {
+    const auto& g = *next.field(i);
+    if (!g.nullable()) {
+      return InvalidArgument(
+          fmt::format("table {}: new column \"{}\" must be nullable (the rows already written have no value in it)",
+                      table, g.name()));
+    }
+    if (next.GetFieldIndex(g.name()) != i) {
+      return InvalidArgument(fmt::format("table {}: column \"{}\" appears twice", table, g.name()));
+    }
+  }
+  return Status::OK();
 }
 
 }  // namespace
@@ -162,6 +205,26 @@ Result<bool> TableRegistry::CreateTable(const TableId& id, const std::shared_ptr
   ARROW_ASSIGN_OR_RAISE(TableInfo existing, GetTable(id));
   if (SameSchema(*existing.schema, *schema)) return false;
   return Conflict(fmt::format("table {} exists with another schema: {}", id.ToString(), existing.schema->ToString()));
+}
+
+Result<bool> TableRegistry::EvolveTable(const TableId& id, const std::shared_ptr<arrow::Schema>& schema) {
+  for (;;) {
+    auto raw = kv_->Get(TableKey(id));
+    if (IsNotFound(raw.status())) return NotFound(fmt::format("table {} not found", id.ToString()));
+    ARROW_RETURN_NOT_OK(raw.status());
+    ARROW_ASSIGN_OR_RAISE(TableInfo t, DecodeTable(*raw));
+    if (SameSchema(*t.schema, *schema)) return false;
+    ARROW_RETURN_NOT_OK(CheckEvolution(id, *t.schema, *schema));
+    json j = json::parse(*raw);
+    json history = j.contains("history") ? j["history"] : json::array();
+    history.push_back(j["schema"]);
+    ARROW_ASSIGN_OR_RAISE(std::string encoded, EncodeSchema(*schema));
+    j["schema"] = encoded;
+    j["history"] = history;
+    Status st = kv_->SetIf(TableKey(id), j.dump(), *raw);
+    if (st.ok()) return true;
+    if (!IsPreconditionFailed(st)) return st;  // changed meanwhile: check against what it is now
+  }
 }
 
 Result<TableInfo> TableRegistry::GetTable(const TableId& id) {

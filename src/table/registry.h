@@ -54,8 +54,12 @@ namespace sediment::table {
 
 struct TableInfo {
   TableId id;
-  std::shared_ptr<arrow::Schema> schema;
+  std::shared_ptr<arrow::Schema> schema;  // the current one
+  // The schemas it had before, oldest first (EvolveTable): each one's fields
+  // begin the next one's. The current schema's version is history.size() + 1.
+  std::vector<std::shared_ptr<arrow::Schema>> history;
   int64_t created_at_us = 0;
+  int version() const { return static_cast<int>(history.size()) + 1; }
 };
 
 // What the live set adds up to, kept in one record beside the segments and
@@ -101,6 +105,11 @@ class TableRegistry {
   // Creates the table, or does nothing if it exists with an equal schema
   // (returns false). Conflict if it exists with another schema.
   Result<bool> CreateTable(const TableId& id, const std::shared_ptr<arrow::Schema>& schema, TimePoint now);
+  // Gives the table `schema` as its next version: its current fields, the
+  // same and in order, then new nullable ones (files written before read
+  // with nulls in them). False if `schema` is the current one. InvalidArgument
+  // naming the field for any other change; NotFound if there is no table.
+  Result<bool> EvolveTable(const TableId& id, const std::shared_ptr<arrow::Schema>& schema);
   Result<TableInfo> GetTable(const TableId& id);
   Result<std::vector<TableInfo>> ListTables();
 

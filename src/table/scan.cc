@@ -192,6 +192,8 @@ Result<std::shared_ptr<arrow::RecordBatch>> Scan::Next() {
       }
       if (seg.start > to) return nullptr;
       ARROW_ASSIGN_OR_RAISE(reader_, SegmentFileReader::Open(&tables_->blobs(), seg.path));
+      // A file of an earlier schema version reads with nulls in the columns added since.
+      ARROW_RETURN_NOT_OK(reader_->ReadAs(snapshot_->schema()));
       stats_.files++;
       row_group_ = 0;
     }

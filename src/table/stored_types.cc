@@ -9,6 +9,9 @@ namespace sediment::table {
 namespace {
 
 bool Marked(const arrow::Field& f) { return f.metadata() && f.metadata()->Contains(std::string(kUnsignedKey)); }
+bool MarkedNanoseconds(const arrow::Field& f) {
+  return f.metadata() && f.metadata()->Contains(std::string(kNanosecondsKey));
+}
 
 // `type` with `children` as its fields, for the nested types a table can hold.
 std::shared_ptr<arrow::DataType> WithChildren(const std::shared_ptr<arrow::DataType>& type,
@@ -56,6 +59,20 @@ std::shared_ptr<arrow::DataType> UnsignedNamed(const std::string& name) {
 
 std::shared_ptr<arrow::Field> Convert(const std::shared_ptr<arrow::Field>& f, bool to_stored) {
   const auto& type = f->type();
+  if (to_stored && type->id() == arrow::Type::TIMESTAMP &&
+      static_cast<const arrow::TimestampType&>(*type).unit() == arrow::TimeUnit::NANO) {
+    auto md = f->metadata() ? f->metadata()->Copy() : std::make_shared<arrow::KeyValueMetadata>();
+    md->Append(std::string(kNanosecondsKey), "true");
+    const auto& tz = static_cast<const arrow::TimestampType&>(*type).timezone();
+    return f->WithType(arrow::timestamp(arrow::TimeUnit::MICRO, tz))->WithMetadata(md);
+  }
+  if (!to_stored && MarkedNanoseconds(*f) && type->id() == arrow::Type::TIMESTAMP) {
+    auto md = f->metadata()->Copy();
+    (void)md->Delete(std::string(kNanosecondsKey));
+    auto out = f->WithType(
+        arrow::timestamp(arrow::TimeUnit::NANO, static_cast<const arrow::TimestampType&>(*type).timezone()));
+    return md->size() > 0 ? out->WithMetadata(md) : out->RemoveMetadata();
+  }
   if (to_stored) {
     if (auto held = SignedHolder(*type)) {
       auto md = f->metadata() ? f->metadata()->Copy() : std::make_shared<arrow::KeyValueMetadata>();
@@ -150,7 +167,8 @@ Result<std::shared_ptr<arrow::Table>> Retype(const std::shared_ptr<arrow::Table>
       continue;
     }
     if (!SameBits(*column->type(), *type)) {
-      // Widened (uint32 as int64, uint8 as int32): a checked cast, so a
+      // Widened (uint32 as int64, uint8 as int32), or nanoseconds kept as
+      // microseconds (and back): a checked cast, so a
       // value the table's type cannot hold is an error, not a wrapped number.
       auto cast = arrow::compute::Cast(column, type, arrow::compute::CastOptions::Safe());
       if (!cast.ok()) {

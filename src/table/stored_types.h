@@ -27,6 +27,10 @@ class Table;
 namespace sediment::table {
 
 inline constexpr std::string_view kUnsignedKey = "sediment.unsigned";
+// Timestamps in nanoseconds are stored in microseconds (Iceberg v2 and Spark
+// read no nanoseconds), marked with this key; a value with a fraction of a
+// microsecond is refused when written. Sediment's readers give nanoseconds back.
+inline constexpr std::string_view kNanosecondsKey = "sediment.nanoseconds";
 
 // The schema a file of a table with `schema` stores (itself when it has no uint64).
 std::shared_ptr<arrow::Schema> StoredSchema(const std::shared_ptr<arrow::Schema>& schema);

@@ -197,6 +197,11 @@ Result<bool> TableService::CreateTable(const TableId& id, const std::shared_ptr<
   return registry_.CreateTable(id, schema, clock_->Now());
 }
 
+Result<bool> TableService::EvolveTable(const TableId& id, const std::shared_ptr<arrow::Schema>& schema) {
+  ARROW_RETURN_NOT_OK(BlockColumn(*schema).status());
+  return registry_.EvolveTable(id, schema);
+}
+
 Result<Snapshot> TableService::LiveSegments(const TableId& id) {
   ARROW_RETURN_NOT_OK(registry_.GetTable(id).status());
   return registry_.TakeSnapshot(id);
@@ -230,16 +235,22 @@ Result<PassResult> TableService::CompactNow(const TableId& id, const ProgressFn&
 }
 
 Result<std::shared_ptr<ReadSnapshot>> TableService::OpenSnapshot(const TableId& id, uint64_t from, uint64_t to) {
-  ARROW_ASSIGN_OR_RAISE(TableInfo table, registry_.GetTable(id));
+  ARROW_RETURN_NOT_OK(registry_.GetTable(id).status());
   pins_.BeginOpen();
   auto snap = from == 0 && to == UINT64_MAX ? registry_.TakeSnapshot(id) : registry_.TakeSnapshot(id, from, to);
   if (!snap.ok()) {
     pins_.CancelOpen();
     return snap.status();
   }
+  // The table as it is after the snapshot: schemas only grow, so every file's is this one or an earlier one.
+  auto after = registry_.GetTable(id);
+  if (!after.ok()) {
+    pins_.CancelOpen();
+    return after.status();
+  }
   auto out = std::make_shared<ReadSnapshot>();
   out->table_ = id;
-  out->schema_ = table.schema;
+  out->schema_ = after->schema;
   out->segments_ = std::move(snap->segments);
   out->table_files_ = snap->state.files;
   pins_.Pin(out->segments_);
@@ -251,6 +262,7 @@ Result<std::shared_ptr<arrow::Table>> TableService::ReadAll(const ReadSnapshot& 
   std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
   for (const auto& s : snapshot.segments()) {
     ARROW_ASSIGN_OR_RAISE(auto reader, SegmentFileReader::Open(blobs_.get(), s.path));
+    ARROW_RETURN_NOT_OK(reader->ReadAs(snapshot.schema()));
     for (int rg = 0; rg < reader->num_row_groups(); ++rg) {
       ARROW_ASSIGN_OR_RAISE(auto t, reader->ReadRowGroup(rg));
       ARROW_ASSIGN_OR_RAISE(auto combined, t->CombineChunksToBatch());

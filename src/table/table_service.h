@@ -99,6 +99,9 @@ class TableService {
   void Stop();
 
   Result<bool> CreateTable(const TableId& id, const std::shared_ptr<arrow::Schema>& schema);
+  // A new schema version: new nullable columns after the current ones (TableRegistry::EvolveTable).
+  // Files written before read with nulls in them (scans, merges); appends must use the new schema.
+  Result<bool> EvolveTable(const TableId& id, const std::shared_ptr<arrow::Schema>& schema);
   Result<TableInfo> GetTable(const TableId& id) { return registry_.GetTable(id); }
   Result<std::vector<TableInfo>> ListTables() { return registry_.ListTables(); }
   // Every live segment (whole-table work: histograms, reads of everything).

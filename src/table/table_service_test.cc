@@ -13,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "table/scan.h"
 #include "table/segment.h"
 #include "table/table_test_fixture_internal.h"
 
@@ -33,6 +34,105 @@ TEST_F(TableServiceTest, CreateTableRules) {
   ASSERT_TRUE(tables.ok());
   ASSERT_EQ(tables->size(), 1u);
   EXPECT_TRUE((*tables)[0].schema->Equals(*TestSchema()));
+}
+
+TEST_F(TableServiceTest, ATableGainsNullableColumnsAndItsOldFilesReadWithNulls) {
+  config_.writer.compactor.max_eager_bytes = 1 << 20;
+  Restart();
+  Create();
+  for (uint64_t b = 0; b < 20; b += 5) ASSERT_TRUE(Append(b, b + 4, 0).ok());
+  auto v1 = TestSchema();
+  auto added = arrow::field("at", arrow::timestamp(arrow::TimeUnit::NANO, "+00:00"));
+  arrow::FieldVector fields = v1->fields();
+  fields.push_back(added);
+  auto v2 = arrow::schema(fields);
+  // Anything but new nullable columns after the others is refused, naming what, and changes nothing.
+  auto expect_refused = [&](std::shared_ptr<arrow::Schema> s, const std::string& says) {
+    auto r = service_->EvolveTable(id_, s);
+    ASSERT_TRUE(IsInvalidArgument(r.status())) << says << ": " << r.status().ToString();
+    EXPECT_NE(r.status().message().find(says), std::string::npos) << r.status().message();
+    EXPECT_TRUE(service_->GetTable(id_)->schema->Equals(*v1));
+  };
+  expect_refused(arrow::schema({v1->field(0), v1->field(1)}), "drops column \"fork\"");
+  auto not_null = fields;
+  not_null.back() = added->WithNullable(false);
+  expect_refused(arrow::schema(not_null), "must be nullable");
+  auto retyped = fields;
+  retyped[1] = arrow::field("log_index", arrow::int64());
+  expect_refused(arrow::schema(retyped), "column \"log_index\" changes from int32 to int64");
+  auto twice = v1->fields();
+  twice.push_back(arrow::field("data", arrow::utf8()));
+  expect_refused(arrow::schema(twice), "appears twice");
+  EXPECT_TRUE(IsNotFound(service_->EvolveTable({"eth", "nope"}, v2).status()));
+
+  ASSERT_TRUE(*service_->EvolveTable(id_, v2));
+  EXPECT_FALSE(*service_->EvolveTable(id_, v2)) << "the same schema again changes nothing";
+  auto info = service_->GetTable(id_);
+  EXPECT_EQ(info->version(), 2);
+  ASSERT_EQ(info->history.size(), 1u);
+  EXPECT_TRUE(info->history[0]->Equals(*v1));
+  // Appends now use the new schema; the old one is refused.
+  EXPECT_TRUE(IsInvalidArgument(Append(20, 24, 0).status()));
+  auto rows = Rows(20, 24, 0);
+  auto cols = rows->columns();
+  arrow::TimestampBuilder at(added->type(), arrow::default_memory_pool());
+  for (int64_t i = 0; i < rows->num_rows(); ++i)
+    ASSERT_TRUE(at.Append(int64_t{1700000000} * 1000000000 + i * 1000).ok());
+  cols.push_back(*at.Finish());
+  AppendRequest req{20, 24, Hash(24, 0), Hash(19, 0)};
+  for (uint64_t b = 20; b <= 24; ++b) req.block_hashes.push_back(Hash(b, 0));
+  auto reader = Reader({arrow::RecordBatch::Make(v2, rows->num_rows(), cols)}, v2);
+  auto appended = service_->Append(id_, req, reader.get());
+  ASSERT_TRUE(appended.ok()) << appended.status().ToString();
+  // A nanosecond with a fraction of a microsecond cannot be stored: refused, nothing written.
+  auto live_before = Live();
+  arrow::TimestampBuilder odd(added->type(), arrow::default_memory_pool());
+  auto more = Rows(25, 25, 0);
+  for (int64_t i = 0; i < more->num_rows(); ++i) ASSERT_TRUE(odd.Append(i + 1).ok());
+  auto more_cols = more->columns();
+  more_cols.push_back(*odd.Finish());
+  AppendRequest req2{25, 25, Hash(25, 0), Hash(24, 0), {Hash(25, 0)}};
+  auto odd_reader = Reader({arrow::RecordBatch::Make(v2, more->num_rows(), more_cols)}, v2);
+  EXPECT_FALSE(service_->Append(id_, req2, odd_reader.get()).ok());
+  EXPECT_EQ(Live().size(), live_before.size());
+
+  auto check = [&](const std::string& when) {
+    auto snap = service_->OpenSnapshot(id_);
+    ASSERT_TRUE(snap.ok());
+    auto t = service_->ReadAll(**snap);
+    ASSERT_TRUE(t.ok()) << when << ": " << t.status().ToString();
+    EXPECT_TRUE((*t)->schema()->Equals(*v2)) << when;
+    auto c = *(*t)->CombineChunksToBatch();
+    ASSERT_EQ(c->num_rows(), 75) << when;
+    auto ts = std::static_pointer_cast<arrow::TimestampArray>(c->GetColumnByName("at"));
+    EXPECT_EQ(ts->null_count(), 60) << when << ": the first 20 blocks' rows have no value";
+    EXPECT_EQ(ts->Value(60), int64_t{1700000000} * 1000000000) << when << ": nanoseconds back";
+    EXPECT_EQ(ts->Value(74), int64_t{1700000000} * 1000000000 + 14000) << when;
+    // A scan of the new column alone, and of a block range in the old files.
+    ScanRequest q;
+    q.columns = {"at", "block_num"};
+    q.from_block = 3;
+    q.to_block = 21;
+    auto scan = Scan::Open(service_.get(), id_, q);
+    ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+    int64_t n = 0, nulls = 0;
+    while (auto b = *(*scan)->Next()) {
+      n += b->num_rows();
+      nulls += b->column(0)->null_count();
+    }
+    EXPECT_EQ(n, 19 * 3) << when;
+    EXPECT_EQ(nulls, 17 * 3) << when;
+  };
+  check("before a merge");
+  // The old files and the new one merge into a file of the new schema.
+  auto pass = service_->CompactNow(id_);
+  ASSERT_TRUE(pass.ok()) << pass.status().ToString();
+  ASSERT_FALSE(pass->merges.empty());
+  ASSERT_TRUE(pass->merges[0].output.has_value()) << pass->merges[0].error;
+  check("after a merge");
+  auto merged = SegmentFileReader::Open(faulty_.get(), Live()[0].path);
+  ASSERT_TRUE(merged.ok());
+  EXPECT_TRUE((*merged)->schema()->Equals(*v2)) << (*merged)->schema()->ToString();
 }
 
 TEST_F(TableServiceTest, AppendWritesSegmentFilesWithMetadata) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <ctime>
 #include <set>
 
 #include "base/crypto.h"
@@ -95,6 +96,58 @@ void Value(const arrow::Array& a, int64_t i, std::string* out) {
     case arrow::Type::FIXED_SIZE_BINARY: {
       const auto& f = static_cast<const arrow::FixedSizeBinaryArray&>(a);
       QuotedHex(f.GetValue(i), f.byte_width(), out);
+      return;
+    }
+    case arrow::Type::LIST: {
+      const auto& l = static_cast<const arrow::ListArray&>(a);
+      out->push_back('[');
+      for (int32_t k = l.value_offset(i); k < l.value_offset(i + 1); ++k) {
+        if (k > l.value_offset(i)) out->push_back(',');
+        Value(*l.values(), k, out);
+      }
+      out->push_back(']');
+      return;
+    }
+    case arrow::Type::STRUCT: {
+      const auto& st = static_cast<const arrow::StructArray&>(a);
+      out->push_back('{');
+      for (int f = 0; f < st.num_fields(); ++f) {
+        if (f > 0) out->push_back(',');
+        out->append("\"" + JsonEscape(st.type()->field(f)->name()) + "\":");
+        Value(*st.field(f), i, out);
+      }
+      out->push_back('}');
+      return;
+    }
+    case arrow::Type::TIMESTAMP: {
+      // RFC 3339 in UTC, with as many fraction digits as the unit has.
+      const auto& type = static_cast<const arrow::TimestampType&>(*a.type());
+      const int64_t v = static_cast<const arrow::TimestampArray&>(a).Value(i);
+      int digits = 0;
+      int64_t per_second = 1;
+      switch (type.unit()) {
+        case arrow::TimeUnit::SECOND:
+          break;
+        case arrow::TimeUnit::MILLI:
+          digits = 3, per_second = 1000;
+          break;
+        case arrow::TimeUnit::MICRO:
+          digits = 6, per_second = 1000000;
+          break;
+        case arrow::TimeUnit::NANO:
+          digits = 9, per_second = 1000000000;
+          break;
+      }
+      int64_t seconds = v / per_second, fraction = v % per_second;
+      if (fraction < 0) seconds -= 1, fraction += per_second;
+      std::time_t t = static_cast<std::time_t>(seconds);
+      std::tm tm{};
+      gmtime_r(&t, &tm);
+      char buf[64];
+      std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+      out->append("\"").append(buf);
+      if (fraction != 0) out->append(fmt::format(".{:0{}}", fraction, digits));
+      out->append(type.timezone().empty() ? "\"" : "Z\"");
       return;
     }
     default: {

@@ -94,11 +94,9 @@ json SchemaJson(const arrow::Schema& schema) {
 }
 
 json TableJson(const table::TableInfo& t, const table::TableState* state) {
-  json j = {{"dataset", t.id.dataset},
-            {"table", t.id.table},
-            {"name", t.id.ToString()},
-            {"schema", SchemaJson(*t.schema)},
-            {"created_at", FormatTime(FromUnixMicros(t.created_at_us))}};
+  json j = {{"dataset", t.id.dataset},       {"table", t.id.table},
+            {"name", t.id.ToString()},       {"schema", SchemaJson(*t.schema)},
+            {"schema_version", t.version()}, {"created_at", FormatTime(FromUnixMicros(t.created_at_us))}};
   if (state != nullptr) {
     j["files"] = state->files;
     j["rows"] = state->rows;
@@ -226,14 +224,28 @@ Status ListDatasetTables(TableService* tables, const httplib::Request& req, http
   return ReplyTables(tables, req, req.matches[1].str(), res);
 }
 
-// Creates the table with the schema of the Arrow IPC stream in the body: 201, or 200 if it exists.
+// Creates the table with the schema of the Arrow IPC stream in the body: 201, or 200 if it exists
+// with it, or if the schema adds nullable columns after its own (a new schema version). 409 for any
+// other schema, saying what differs.
 Status PutTable(TableService* tables, const httplib::Request& req, httplib::Response& res,
                 const httplib::ContentReader& reader) {
   ARROW_ASSIGN_OR_RAISE(auto id, IdFrom(req));
   SpooledBody body;
   ARROW_RETURN_NOT_OK(body.Read(reader));
   ARROW_ASSIGN_OR_RAISE(auto stream, body.OpenArrowStream());
-  ARROW_ASSIGN_OR_RAISE(bool created, tables->CreateTable(id, stream->schema()));
+  auto made = tables->CreateTable(id, stream->schema());
+  if (IsConflict(made.status())) {
+    auto evolved = tables->EvolveTable(id, stream->schema());
+    if (IsInvalidArgument(evolved.status())) {
+      std::string why = evolved.status().message();
+      const std::string prefix = fmt::format("table {}: ", id.ToString());
+      if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
+      return Conflict(fmt::format("table {} exists with another schema: {}", id.ToString(), why));
+    }
+    ARROW_RETURN_NOT_OK(evolved.status());
+    made = false;
+  }
+  ARROW_ASSIGN_OR_RAISE(bool created, made);
   ARROW_ASSIGN_OR_RAISE(auto info, tables->GetTable(id));
   ReplyJson(res, created ? 201 : 200, TableJson(info, nullptr));
   return Status::OK();
