@@ -10,7 +10,13 @@ from /proc: the busier one is the bottleneck. "Node alone" is the same reads (bl
 then receipts) made by a plain client with the same concurrency, without decoding or writing: what the
 node can serve.
 
-Usage: .venv/bin/python bench/evm_bench.py [--blocks 1000] [--concurrency 1 4 16]
+Each concurrency runs each --modes job: `all` (the three tables: blocks with full transactions and their
+receipts, logs from the receipts), `logs-receipts` (blocks and logs only, the logs still from the receipts:
+how the source read them before eth_getLogs) and `logs-getlogs` (blocks and logs only, headers without
+transactions and the logs from eth_getLogs over block ranges: no receipt is asked for). The ratio column
+is each mode's throughput over `logs-receipts` at the same concurrency.
+
+Usage: .venv/bin/python bench/evm_bench.py [--blocks 1000] [--concurrency 1 4 16] [--modes all logs-receipts ...]
 """
 import argparse
 import json
@@ -61,12 +67,20 @@ def raw_fetch(url, head, concurrency, batch=50):
     return time.time() - t0
 
 
-def catch_up(work, url, head, logs, concurrency, npid):
+MODES = {
+    "all": ("", 3),
+    "logs-receipts": ('tables = ["blocks", "logs"]\nlogs_from = "receipts"\n', 2),
+    "logs-getlogs": ('tables = ["blocks", "logs"]\nlogs_from = "eth_getLogs"\n', 2),
+}
+
+
+def catch_up(work, url, head, logs, concurrency, npid, mode="all"):
     data = work / f"data{concurrency}"
     cfg = work / f"c{concurrency}.toml"
+    extra, tables = MODES[mode]
     cfg.write_text(f'[worker]\npoll_interval_secs = 0.05\n[writer.compactor]\nmin_interval = 3600\n'
                    f'[[jobs]]\ndataset = "eth"\nsource = "evm-rpc"\nurl = "{url}"\nbatch_size = 50\n'
-                   f'concurrency = {concurrency}\nmax_reorg_depth = 64\n')
+                   f'concurrency = {concurrency}\nmax_reorg_depth = 64\n{extra}')
     log = open(work / f"serve{concurrency}.log", "w")
     p = subprocess.Popen([str(SEDIMENT), "serve", "--config", str(cfg), "--listen", "127.0.0.1:0",
                           "--data-dir", str(data)], stdout=log, stderr=subprocess.STDOUT)
@@ -80,7 +94,7 @@ def catch_up(work, url, head, logs, concurrency, npid):
         n0, s0, t0 = cpu_seconds(npid), cpu_seconds(p.pid), time.time()
         while True:
             j = requests.get(base + "/api/v1/jobs", auth=None, timeout=30).json()["jobs"][0]
-            if len(j["last_block"]) == 3 and all(v == head for v in j["last_block"].values()):
+            if len(j["last_block"]) == tables and all(v == head for v in j["last_block"].values()):
                 break
             if time.time() - t0 > 900:
                 raise RuntimeError(f"no catch-up: {j}")
@@ -91,7 +105,7 @@ def catch_up(work, url, head, logs, concurrency, npid):
         p.terminate()
         p.wait(30)
         shutil.rmtree(data, ignore_errors=True)
-    return {"concurrency": concurrency, "seconds": seconds, "blocks_per_s": (head + 1) / seconds,
+    return {"mode": mode, "concurrency": concurrency, "seconds": seconds, "blocks_per_s": (head + 1) / seconds,
             "logs_per_s": logs / seconds, "node_cpu_s": node_cpu, "server_cpu_s": server_cpu}
 
 
@@ -99,6 +113,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--blocks", type=int, default=1000)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
+    ap.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sediment-evm-bench-"))
     try:
@@ -116,15 +131,21 @@ def main():
         npid = node_pid(work)
         rows = []
         for c in a.concurrency:
-            r = catch_up(work, url, head, logs, c, npid)
-            r["node_alone_s"] = raw_fetch(url, head, c)
-            rows.append(r)
-        print("| concurrency | catch-up s | blocks/s | logs/s | node alone s | node CPU s | server CPU s | bound by |")
-        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+            alone = raw_fetch(url, head, c)
+            for mode in a.modes:
+                r = catch_up(work, url, head, logs, c, npid, mode)
+                r["node_alone_s"] = alone
+                rows.append(r)
+        base = {r["concurrency"]: r["seconds"] for r in rows if r["mode"] == "logs-receipts"}
+        print("| mode | concurrency | catch-up s | blocks/s | logs/s | vs logs-receipts | node alone s | node CPU s |"
+              " server CPU s | bound by |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
         for r in rows:
             bound = "node" if r["node_cpu_s"] > r["server_cpu_s"] else "server"
-            print(f"| {r['concurrency']} | {r['seconds']:.2f} | {r['blocks_per_s']:.0f} | {r['logs_per_s']:.0f} | "
-                  f"{r['node_alone_s']:.2f} | {r['node_cpu_s']:.1f} | {r['server_cpu_s']:.1f} | {bound} |")
+            ratio = f"{base[r['concurrency']] / r['seconds']:.2f}x" if r["concurrency"] in base else "-"
+            print(f"| {r['mode']} | {r['concurrency']} | {r['seconds']:.2f} | {r['blocks_per_s']:.0f} | "
+                  f"{r['logs_per_s']:.0f} | {ratio} | {r['node_alone_s']:.2f} | {r['node_cpu_s']:.1f} | "
+                  f"{r['server_cpu_s']:.1f} | {bound} |")
         print("\n" + json.dumps(rows))
     finally:
         subprocess.run([str(ROOT / "scripts" / "hardhat.sh"), "stop", str(work / "node")], check=False)

@@ -4,6 +4,7 @@ Real transactions (transfers, a contract deployed from its bytecode, calls that 
 tables must equal what the node answers for every block (eth_getBlockByNumber, eth_getLogs,
 receipts), through a reorg made by evm_snapshot / evm_revert, and through a node that is down,
 busy or slow for a while (a proxy in front of it)."""
+import collections
 import http.server
 import json
 import os
@@ -58,14 +59,18 @@ class Node:
 class Proxy:
     """Forwards JSON-RPC to the node; `mode` makes it answer as a node in trouble does."""
 
-    def __init__(self, target, tls=None, require=None):
+    def __init__(self, target, tls=None, require=None, logs_limit=None):
         """tls: an ssl.SSLContext to serve https with; require: headers every request must carry
-        (else 401), as a hosted provider checks its API key."""
+        (else 401), as a hosted provider checks its API key; logs_limit: the most blocks an eth_getLogs
+        may span (more is answered with Infura's error), as providers limit it."""
         self.target = target
         self.mode = "ok"
         self.requests = 0
         self.refused = 0
         self.require = require or {}
+        self.logs_limit = logs_limit
+        self.calls = collections.Counter()  # JSON-RPC calls by method
+        self.too_many = 0
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -93,8 +98,26 @@ class Proxy:
                     return
                 if mode == "slow":
                     time.sleep(1.5)
+                calls = json.loads(body)
+                calls = calls if isinstance(calls, list) else [calls]
+                proxy.calls.update(c["method"] for c in calls)
+                refused = {}
+                if proxy.logs_limit is not None:
+                    for c in calls:
+                        if c["method"] == "eth_getLogs":
+                            f = c["params"][0]
+                            if int(f["toBlock"], 16) - int(f["fromBlock"], 16) + 1 > proxy.logs_limit:
+                                refused[c["id"]] = {"code": -32005, "message": "query returned more than 10000 results"}
+                    proxy.too_many += len(refused)
                 r = requests.post(proxy.target, data=body, headers={"content-type": "application/json"}, timeout=30)
                 content = r.content
+                if refused:
+                    answers = json.loads(content)
+                    for a in (answers if isinstance(answers, list) else [answers]):
+                        if a.get("id") in refused:
+                            a.pop("result", None)
+                            a["error"] = refused[a["id"]]
+                    content = json.dumps(answers).encode()
                 if mode == "null":
                     # A node that has not got the blocks yet (behind its own head, or catching up after a restart).
                     calls = json.loads(body)
@@ -476,7 +499,11 @@ def test_bad_job_settings_are_refused_naming_them(tmp_path):
     for bad, says in ((' url = "ftp://x"', "jobs.url"), (' finality = "soon"', "jobs.finality"),
                       (' url = "https://x"\n ca_file = "/nope.pem"', "jobs.ca_file"),
                       (' url = "https://x"\n headers = ["no colon"]', "jobs.headers"),
-                      (' batch_size = 0', "jobs.batch_size"), ('', "needs the node's url")):
+                      (' batch_size = 0', "jobs.batch_size"), ('', "needs the node's url"),
+                      (' url = "http://x"\n tables = ["blocks", "receipts"]', '"receipts" is not a table'),
+                      (' url = "http://x"\n tables = []', "jobs.tables"),
+                      (' url = "http://x"\n logs_from = "bloom"', "jobs.logs_from"),
+                      (' url = "http://x"\n logs_range = 0', "jobs.logs_range")):
         cfg = tmp_path / "bad.toml"
         cfg.write_text(f'[[jobs]]\ndataset = "eth"\nsource = "evm-rpc"\n{bad}\n')
         code, out = run_sediment("serve", "--config", str(cfg), "--data-dir", str(tmp_path / "d"))
@@ -487,8 +514,8 @@ def test_finality_keeps_the_tables_behind_the_head(start_server, tmp_path, node)
     traffic(node, 8)
     server = start(start_server, tmp_path, node.url, extra='finality = "3"')
     head = node.latest()
-    eventually(lambda: job(server)["last_block"].get("blocks") == head - 3, timeout=30,
-               what="the tables to reach the head less 3")
+    eventually(lambda: set(job(server)["last_block"].values()) == {head - 3} and len(job(server)["last_block"]) == 3,
+               timeout=30, what="the tables to reach the head less 3")
     j = job(server)
     assert j["head"] == head - 3 and j["node_head"] == head and j["lag"] == 3, j
     assert [b["block_num"] for b in scan(server, "blocks")] == list(range(head - 2))
@@ -613,3 +640,42 @@ def test_a_table_of_the_first_schema_is_upgraded_in_place(start_server, tmp_path
                      "sql": [f"SELECT count(*), count(state_root), count(*) FILTER (block_num > {head}) "
                              "FROM sed.eth.blocks"]})["results"][0][0]
     assert counts[0] == node.latest() + 1 and counts[1] == counts[2] == node.latest() - head, counts
+
+
+def test_logs_by_range_with_eth_getlogs_and_no_receipts(start_server, tmp_path, node):
+    """A job that writes blocks and logs only reads the logs with eth_getLogs over block ranges (split
+    when the provider says a range holds too many results) and asks for no receipt at all."""
+    proxy = Proxy(node.url, logs_limit=3)
+    try:
+        traffic(node, 12)
+        server = start(start_server, tmp_path, proxy.url, 'tables = ["blocks", "logs"]\nlogs_range = 8')
+        head = node.latest()
+        eventually(lambda: job(server)["last_block"] == {"blocks": head, "logs": head}, timeout=60,
+                   what="blocks and logs at the node's head")
+        assert scan(server, "transactions") == []
+        _, blocks = arrow_scan(server, "blocks")
+        times = {b["block_num"]: b["timestamp"] // 10**9 for b in blocks}
+        assert [b["block_num"] for b in blocks] == list(range(head + 1))
+        want = [want_log(lg, times[q(lg["blockNumber"])])
+                for lg in node.rpc("eth_getLogs", {"fromBlock": "0x0", "toBlock": hex(head)})]
+        assert arrow_scan(server, "logs")[1] == want and len(want) == 6
+        assert proxy.calls["eth_getLogs"] > 0 and proxy.too_many > 0, proxy.calls
+        assert proxy.calls["eth_getBlockReceipts"] == 0 and proxy.calls["eth_getTransactionReceipt"] == 0, proxy.calls
+    finally:
+        proxy.close()
+
+
+def test_logs_from_receipts_when_asked(start_server, tmp_path, node):
+    proxy = Proxy(node.url)
+    try:
+        traffic(node, 4)
+        server = start(start_server, tmp_path, proxy.url, 'tables = ["logs"]\nlogs_from = "receipts"')
+        head = node.latest()
+        eventually(lambda: job(server)["last_block"] == {"logs": head}, timeout=60, what="logs at the head")
+        times = {n: q(node.rpc("eth_getBlockByNumber", hex(n), False)["timestamp"]) for n in range(head + 1)}
+        want = [want_log(lg, times[q(lg["blockNumber"])])
+                for lg in node.rpc("eth_getLogs", {"fromBlock": "0x0", "toBlock": hex(head)})]
+        assert arrow_scan(server, "logs")[1] == want
+        assert proxy.calls["eth_getLogs"] == 0 and proxy.calls["eth_getBlockReceipts"] > 0, proxy.calls
+    finally:
+        proxy.close()

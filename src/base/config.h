@@ -210,7 +210,10 @@ struct JobConfig {
   int64_t concurrency = 4;           // batch requests in flight
   double rate_limit = 0;             // requests per second, 0 = no limit
   double timeout = 10;               // seconds per request
-  std::string origin;                // "file:line", for messages
+  std::vector<std::string> tables = {"blocks", "transactions", "logs"};  // which tables the job writes
+  std::string logs_from = "auto";                                        // auto | receipts | eth_getLogs
+  int64_t logs_range = 2000;  // blocks per eth_getLogs call (halved when the node says too many)
+  std::string origin;         // "file:line", for messages
 };
 
 struct Config {

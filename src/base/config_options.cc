@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include "base/config_internal.h"
 
@@ -241,6 +242,21 @@ const std::vector<JobOption>& JobOptions() {
       {"concurrency", JF(concurrency), T::kInt, IntAtLeast(1)},
       {"rate_limit", JF(rate_limit), T::kDouble, DoubleAtLeast(0)},
       {"timeout", JF(timeout), T::kDouble, DoubleAtLeast(0.001)},
+      {"tables", JF(tables), T::kStringList,
+       [](const void* p) -> std::string {
+         const auto& v = *static_cast<const std::vector<std::string>*>(p);
+         if (v.empty()) return "must name at least one of blocks, transactions, logs";
+         std::set<std::string> seen;
+         for (const auto& t : v) {
+           if (t != "blocks" && t != "transactions" && t != "logs") {
+             return fmt::format("\"{}\" is not a table of the source (blocks, transactions, logs)", t);
+           }
+           if (!seen.insert(t).second) return fmt::format("\"{}\" is named twice", t);
+         }
+         return std::string();
+       }},
+      {"logs_from", JF(logs_from), T::kString, OneOf({"auto", "receipts", "eth_getLogs"})},
+      {"logs_range", JF(logs_range), T::kInt, IntAtLeast(1)},
       {"seed", JF(seed), T::kInt, IntAtLeast(0)},
       {"start_block", JF(start_block), T::kInt, IntAtLeast(0)},
       {"history_blocks", JF(history_blocks), T::kInt, IntAtLeast(0)},

@@ -47,8 +47,9 @@ struct Row {
   const json* receipt = nullptr;
   const json* log = nullptr;
   uint64_t number = 0;
-  uint64_t timestamp = 0;   // the block's, seconds
-  const std::string* hash;  // the block's, bytes
+  uint64_t timestamp = 0;                // the block's, seconds
+  const std::string* hash = nullptr;     // the block's, bytes
+  const std::string* tx_hash = nullptr;  // the transaction's, bytes
   size_t tx_index = 0;
   uint64_t tx_type = 0;
   std::string where;  // "block 7", "block 7, transaction 2", "block 7, transaction 2, log 0"
@@ -443,7 +444,7 @@ const std::vector<Column>& AmpColumns(ChainTable t) {
       {"block_num", arrow::uint64(), false, PutBlockNum},
       {"timestamp", Time(), false, [](Builder* b, const Row& r) { return PutTimestamp(b, r); }},
       {"tx_hash", H32(), false,
-       [](Builder* b, const Row& r) { return PutFixed(b, r, Obj::kTx, "hash", 32, Absent::kError); }},
+       [](Builder* b, const Row& r) { return static_cast<arrow::FixedSizeBinaryBuilder*>(b)->Append(*r.tx_hash); }},
       {"tx_index", arrow::uint32(), false, PutTxIndex},
       {"log_index", arrow::uint32(), false,
        [](Builder* b, const Row& r) -> Status {
@@ -700,14 +701,50 @@ std::string Uint256Decimal(const std::array<uint8_t, 32>& v) {
   return std::string(digits.rbegin(), digits.rend());
 }
 
+EvmSchemas EvmSchemas::Amp() {
+  return {EvmSchema(ChainTable::kBlocks), EvmSchema(ChainTable::kTransactions), EvmSchema(ChainTable::kLogs)};
+}
+
+namespace {
+
+// Checks log `g.log` of the block and adds its row.
+Status AddLog(Row& g, Rows* l) {
+  if (!g.log->is_object()) return InvalidArgument(fmt::format("{}: not a log object", g.where));
+  ARROW_ASSIGN_OR_RAISE(const json* lb_v, Get(g, Obj::kLog, "blockHash", Absent::kError));
+  ARROW_ASSIGN_OR_RAISE(std::string log_block, HexData(*lb_v, g.where + ": blockHash", 32));
+  if (log_block != *g.hash) {
+    return InvalidArgument(
+        fmt::format("{}: the log's blockHash {} is not the block's hash {}", g.where, Hex(log_block), Hex(*g.hash)));
+  }
+  ARROW_ASSIGN_OR_RAISE(const json* topics, Get(g, Obj::kLog, "topics", Absent::kError));
+  if (!topics->is_array() || topics->size() > 4) {
+    return InvalidArgument(fmt::format("{}: topics must be an array of at most 4", g.where));
+  }
+  return l->Add(g);
+}
+
+// The hash (bytes) of entry k of a block's `transactions`: a full object's, or the hash itself.
+Result<std::string> TxHashOf(const json& tx, const std::string& where) {
+  if (tx.is_object()) {
+    if (!tx.contains("hash")) return InvalidArgument(fmt::format("{}: the answer has no field \"hash\"", where));
+    return HexData(tx["hash"], where + ": hash", 32);
+  }
+  return HexData(tx, where + ": hash", 32);
+}
+
+}  // namespace
+
 Result<EvmRows> DecodeEvmBlocks(uint64_t first, const std::vector<EvmBlock>& blocks, const EvmSchemas& schemas) {
-  ARROW_ASSIGN_OR_RAISE(
-      auto b, Rows::Make(ChainTable::kBlocks, schemas.blocks ? schemas.blocks : EvmSchema(ChainTable::kBlocks)));
-  ARROW_ASSIGN_OR_RAISE(auto t,
-                        Rows::Make(ChainTable::kTransactions,
-                                   schemas.transactions ? schemas.transactions : EvmSchema(ChainTable::kTransactions)));
-  ARROW_ASSIGN_OR_RAISE(auto l,
-                        Rows::Make(ChainTable::kLogs, schemas.logs ? schemas.logs : EvmSchema(ChainTable::kLogs)));
+  std::unique_ptr<Rows> b, t, l;
+  if (schemas.blocks) {
+    ARROW_ASSIGN_OR_RAISE(b, Rows::Make(ChainTable::kBlocks, schemas.blocks));
+  }
+  if (schemas.transactions) {
+    ARROW_ASSIGN_OR_RAISE(t, Rows::Make(ChainTable::kTransactions, schemas.transactions));
+  }
+  if (schemas.logs) {
+    ARROW_ASSIGN_OR_RAISE(l, Rows::Make(ChainTable::kLogs, schemas.logs));
+  }
   EvmRows out;
   std::string prev_hash;
   for (size_t i = 0; i < blocks.size(); ++i) {
@@ -740,65 +777,98 @@ Result<EvmRows> DecodeEvmBlocks(uint64_t first, const std::vector<EvmBlock>& blo
     ARROW_ASSIGN_OR_RAISE(r.timestamp, HexQuantity(*time_v, r.where + ": timestamp"));
     ARROW_ASSIGN_OR_RAISE(const json* txs, Get(r, Obj::kBlock, "transactions", Absent::kError));
     if (!txs->is_array()) return InvalidArgument(fmt::format("{}: transactions is not an array", r.where));
+    // Receipts: for the transactions table, and for logs unless eth_getLogs gave them.
+    const bool logs_given = blocks[i].logs.has_value();
+    const bool use_receipts = t || (l && !logs_given);
     const auto& receipts = blocks[i].receipts;
-    if (receipts.size() != txs->size()) {
+    if (use_receipts && receipts.size() != txs->size()) {
       return InvalidArgument(fmt::format("{}: {} transactions but {} receipts", r.where, txs->size(), receipts.size()));
     }
-    ARROW_RETURN_NOT_OK(b->Add(r));
+    if (b) ARROW_RETURN_NOT_OK(b->Add(r));
     out.hashes.push_back(Hex(hash));
 
     const std::string block_where = r.where;
+    std::vector<std::string> tx_hashes(txs->size());
     for (size_t k = 0; k < txs->size(); ++k) {
       Row x = r;
       x.where = fmt::format("{}, transaction {}", block_where, k);
       x.tx = &(*txs)[k];
-      x.receipt = &receipts[k];
       x.tx_index = k;
-      if (!x.tx->is_object()) return InvalidArgument(fmt::format("{}: not a full transaction object", x.where));
+      ARROW_ASSIGN_OR_RAISE(tx_hashes[k], TxHashOf(*x.tx, x.where));
+      x.tx_hash = &tx_hashes[k];
+      if (!use_receipts) continue;
+      x.receipt = &receipts[k];
       if (!x.receipt->is_object()) return InvalidArgument(fmt::format("{} receipt: not an object", x.where));
-      ARROW_ASSIGN_OR_RAISE(const json* tx_hash_v, Get(x, Obj::kTx, "hash", Absent::kError));
-      ARROW_ASSIGN_OR_RAISE(std::string tx_hash, HexData(*tx_hash_v, x.where + ": hash", 32));
       ARROW_ASSIGN_OR_RAISE(const json* rc_hash_v, Get(x, Obj::kReceipt, "transactionHash", Absent::kError));
       ARROW_ASSIGN_OR_RAISE(std::string rc_hash, HexData(*rc_hash_v, x.where + ": receipt transactionHash", 32));
       ARROW_ASSIGN_OR_RAISE(const json* rc_block_v, Get(x, Obj::kReceipt, "blockHash", Absent::kError));
       ARROW_ASSIGN_OR_RAISE(std::string rc_block, HexData(*rc_block_v, x.where + ": receipt blockHash", 32));
-      if (rc_hash != tx_hash || rc_block != hash) {
+      if (rc_hash != tx_hashes[k] || rc_block != hash) {
         return InvalidArgument(fmt::format("{}: the receipt is for transaction {} in block {}, not {} in {}", x.where,
-                                           Hex(rc_hash), Hex(rc_block), Hex(tx_hash), Hex(hash)));
+                                           Hex(rc_hash), Hex(rc_block), Hex(tx_hashes[k]), Hex(hash)));
       }
-      ARROW_ASSIGN_OR_RAISE(auto index, Quantity(x, Obj::kTx, "transactionIndex", Absent::kNull));
-      if (index && *index != k) {
-        return InvalidArgument(fmt::format("{}: transactionIndex {} is not its place in the block", x.where, *index));
+      if (t) {
+        if (!x.tx->is_object()) return InvalidArgument(fmt::format("{}: not a full transaction object", x.where));
+        ARROW_ASSIGN_OR_RAISE(auto index, Quantity(x, Obj::kTx, "transactionIndex", Absent::kNull));
+        if (index && *index != k) {
+          return InvalidArgument(fmt::format("{}: transactionIndex {} is not its place in the block", x.where, *index));
+        }
+        ARROW_ASSIGN_OR_RAISE(auto type, Quantity(x, Obj::kTx, "type", Absent::kZero));
+        if (*type > 255) return InvalidArgument(fmt::format("{}: type {} is not a transaction type", x.where, *type));
+        x.tx_type = *type;
+        ARROW_RETURN_NOT_OK(t->Add(x));
       }
-      ARROW_ASSIGN_OR_RAISE(auto type, Quantity(x, Obj::kTx, "type", Absent::kZero));
-      if (*type > 255) return InvalidArgument(fmt::format("{}: type {} is not a transaction type", x.where, *type));
-      x.tx_type = *type;
-      ARROW_RETURN_NOT_OK(t->Add(x));
-
+      if (!l || logs_given) continue;
       ARROW_ASSIGN_OR_RAISE(const json* logs, Get(x, Obj::kReceipt, "logs", Absent::kError));
       if (!logs->is_array()) return InvalidArgument(fmt::format("{}: receipt logs is not an array", x.where));
       for (size_t j = 0; j < logs->size(); ++j) {
         Row g = x;
         g.where = fmt::format("{}, log {}", x.where, j);
         g.log = &(*logs)[j];
-        if (!g.log->is_object()) return InvalidArgument(fmt::format("{}: not a log object", g.where));
-        ARROW_ASSIGN_OR_RAISE(const json* lb_v, Get(g, Obj::kLog, "blockHash", Absent::kError));
-        ARROW_ASSIGN_OR_RAISE(std::string log_block, HexData(*lb_v, g.where + ": blockHash", 32));
-        if (log_block != hash) {
-          return InvalidArgument(
-              fmt::format("{}: the log's blockHash {} is not the block's hash {}", g.where, Hex(log_block), Hex(hash)));
-        }
-        ARROW_ASSIGN_OR_RAISE(const json* topics, Get(g, Obj::kLog, "topics", Absent::kError));
-        if (!topics->is_array() || topics->size() > 4) {
-          return InvalidArgument(fmt::format("{}: topics must be an array of at most 4", g.where));
-        }
-        ARROW_RETURN_NOT_OK(l->Add(g));
+        ARROW_RETURN_NOT_OK(AddLog(g, l.get()));
       }
     }
+    if (!l || !logs_given) continue;
+    // The block's logs from eth_getLogs: each names this block, a transaction of it (in order), and
+    // comes after the one before.
+    std::optional<uint64_t> last_index;
+    size_t last_tx = 0;
+    for (size_t j = 0; j < blocks[i].logs->size(); ++j) {
+      Row g = r;
+      g.where = fmt::format("{}, log {} (eth_getLogs)", block_where, j);
+      g.log = &(*blocks[i].logs)[j];
+      if (!g.log->is_object()) return InvalidArgument(fmt::format("{}: not a log object", g.where));
+      ARROW_ASSIGN_OR_RAISE(auto number, Quantity(g, Obj::kLog, "blockNumber", Absent::kError));
+      ARROW_ASSIGN_OR_RAISE(auto k, Quantity(g, Obj::kLog, "transactionIndex", Absent::kError));
+      ARROW_ASSIGN_OR_RAISE(auto index, Quantity(g, Obj::kLog, "logIndex", Absent::kError));
+      ARROW_ASSIGN_OR_RAISE(const json* th_v, Get(g, Obj::kLog, "transactionHash", Absent::kError));
+      ARROW_ASSIGN_OR_RAISE(std::string th, HexData(*th_v, g.where + ": transactionHash", 32));
+      if (*number != r.number) {
+        return InvalidArgument(fmt::format("{}: blockNumber {} is not the block's", g.where, *number));
+      }
+      if (*k >= tx_hashes.size() || tx_hashes[*k] != th) {
+        return InvalidArgument(
+            fmt::format("{}: transaction {} at index {} is not one of the block's", g.where, Hex(th), *k));
+      }
+      if ((last_index && *index <= *last_index) || *k < last_tx) {
+        return InvalidArgument(fmt::format("{}: logIndex {} of transaction {} is out of order", g.where, *index, *k));
+      }
+      last_index = *index;
+      last_tx = *k;
+      g.tx_index = *k;
+      g.tx_hash = &tx_hashes[*k];
+      ARROW_RETURN_NOT_OK(AddLog(g, l.get()));
+    }
   }
-  ARROW_ASSIGN_OR_RAISE(out.blocks, b->Finish());
-  ARROW_ASSIGN_OR_RAISE(out.transactions, t->Finish());
-  ARROW_ASSIGN_OR_RAISE(out.logs, l->Finish());
+  if (b) {
+    ARROW_ASSIGN_OR_RAISE(out.blocks, b->Finish());
+  }
+  if (t) {
+    ARROW_ASSIGN_OR_RAISE(out.transactions, t->Finish());
+  }
+  if (l) {
+    ARROW_ASSIGN_OR_RAISE(out.logs, l->Finish());
+  }
   return out;
 }
 

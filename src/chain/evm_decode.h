@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,25 +54,31 @@ Result<std::array<uint8_t, 32>> HexUint256(const nlohmann::json& v, const std::s
 // 32 big-endian bytes as a decimal number ("0" for zero).
 std::string Uint256Decimal(const std::array<uint8_t, 32>& v);
 
-// One block with full transaction objects and the receipts of its transactions, in order.
+// One block (eth_getBlockByNumber): with full transaction objects when the
+// transactions table is written, else their hashes; the receipts of its
+// transactions, in order, when the transactions table is written or its logs
+// come from them; else its logs from eth_getLogs, in order.
 struct EvmBlock {
   nlohmann::json block;
   std::vector<nlohmann::json> receipts;
+  std::optional<std::vector<nlohmann::json>> logs;
 };
 
-// The schemas the rows are built for; null members: EvmSchema's.
+// The schemas the rows are built for; a null member: that table is not written.
 struct EvmSchemas {
   std::shared_ptr<arrow::Schema> blocks, transactions, logs;
+  static EvmSchemas Amp();  // the three tables, as EvmSchema gives them
 };
 
 struct EvmRows {
-  std::shared_ptr<arrow::RecordBatch> blocks, transactions, logs;
-  std::vector<std::string> hashes;  // each block's hash (hex, no 0x), in order
-  std::string parent_hash;          // of the first block (hex, no 0x)
+  std::shared_ptr<arrow::RecordBatch> blocks, transactions, logs;  // null: not written
+  std::vector<std::string> hashes;                                 // each block's hash (hex, no 0x), in order
+  std::string parent_hash;                                         // of the first block (hex, no 0x)
 };
 
 // The rows of consecutive blocks [first, first + blocks.size()). InvalidArgument
 // (naming the block) if any answer is malformed or the blocks do not chain.
-Result<EvmRows> DecodeEvmBlocks(uint64_t first, const std::vector<EvmBlock>& blocks, const EvmSchemas& schemas = {});
+Result<EvmRows> DecodeEvmBlocks(uint64_t first, const std::vector<EvmBlock>& blocks,
+                                const EvmSchemas& schemas = EvmSchemas::Amp());
 
 }  // namespace sediment::chain

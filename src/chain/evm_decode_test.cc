@@ -303,5 +303,70 @@ TEST(EvmDecodeTest, MalformedNewFieldsAreRefusedNamingThem) {
       << "a receipt with a state root is a success, as Amp has it";
 }
 
+TEST(EvmDecodeTest, LogsFromGetLogsNeedNoReceiptsAndAreChecked) {
+  // Blocks with transaction hashes only, and their logs as eth_getLogs gives them.
+  auto with_logs = [] {
+    std::vector<EvmBlock> blocks = {MakeBlock(10, 'a', '0', 2, 1), MakeBlock(11, 'b', 'a', 1, 2)};
+    for (auto& b : blocks) {
+      b.logs.emplace();
+      for (size_t k = 0; k < b.receipts.size(); ++k) {
+        for (auto lg : b.receipts[k]["logs"]) {
+          lg["blockNumber"] = b.block["number"];
+          lg["transactionIndex"] = fmt::format("0x{:x}", k);
+          lg["transactionHash"] = b.block["transactions"][k]["hash"];
+          b.logs->push_back(lg);
+        }
+      }
+      json hashes = json::array();
+      for (const auto& tx : b.block["transactions"]) hashes.push_back(tx["hash"]);
+      b.block["transactions"] = hashes;
+      b.receipts.clear();
+    }
+    return blocks;
+  };
+  EvmSchemas no_transactions = EvmSchemas::Amp();
+  no_transactions.transactions = nullptr;
+  auto rows = DecodeEvmBlocks(10, with_logs(), no_transactions);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  EXPECT_EQ(rows->transactions, nullptr);
+  EXPECT_EQ(rows->blocks->num_rows(), 2);
+  ASSERT_EQ(rows->logs->num_rows(), 4);
+  auto tx_index = std::static_pointer_cast<arrow::UInt32Array>(rows->logs->GetColumnByName("tx_index"));
+  EXPECT_EQ(tx_index->Value(1), 1u);
+  auto tx_hash = std::static_pointer_cast<arrow::FixedSizeBinaryArray>(rows->logs->GetColumnByName("tx_hash"));
+  EXPECT_EQ(tx_hash->GetString(1), *HexData("0x" + std::string(62, 'd') + "01", "h"));
+  // The same rows as from the receipts.
+  std::vector<EvmBlock> from_receipts = {MakeBlock(10, 'a', '0', 2, 1), MakeBlock(11, 'b', 'a', 1, 2)};
+  auto same = DecodeEvmBlocks(10, from_receipts);
+  ASSERT_TRUE(same.ok());
+  EXPECT_TRUE(same->logs->Equals(*rows->logs));
+
+  auto expect_error = [&](std::vector<EvmBlock> blocks, const std::string& says) {
+    auto got = DecodeEvmBlocks(10, blocks, no_transactions);
+    ASSERT_FALSE(got.ok()) << says;
+    EXPECT_NE(got.status().message().find(says), std::string::npos) << got.status().message();
+  };
+  auto b = with_logs();
+  (*b[1].logs)[0]["transactionHash"] = H('7', 32);
+  expect_error(b, "block 11, log 0 (eth_getLogs): transaction");
+  b = with_logs();
+  std::swap((*b[1].logs)[0], (*b[1].logs)[1]);
+  expect_error(b, "out of order");
+  b = with_logs();
+  (*b[0].logs)[0]["blockHash"] = H('9', 32);
+  expect_error(b, "the log's blockHash");
+  b = with_logs();
+  (*b[0].logs)[1]["blockNumber"] = "0xb";
+  expect_error(b, "blockNumber 11 is not the block's");
+  // Without the transactions table, and the logs from eth_getLogs, receipts are not needed.
+  b = with_logs();
+  EXPECT_TRUE(b[0].receipts.empty());
+  EvmSchemas only_blocks;
+  only_blocks.blocks = EvmSchema(ChainTable::kBlocks);
+  auto blocks_only = DecodeEvmBlocks(10, b, only_blocks);
+  ASSERT_TRUE(blocks_only.ok()) << blocks_only.status().ToString();
+  EXPECT_EQ(blocks_only->logs, nullptr);
+}
+
 }  // namespace
 }  // namespace sediment::chain

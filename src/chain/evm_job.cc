@@ -12,6 +12,15 @@
 namespace sediment::chain {
 namespace {
 
+// The tables the job writes, in kAllTables order.
+std::vector<ChainTable> Written(const JobConfig& c) {
+  std::vector<ChainTable> out;
+  for (ChainTable t : kAllTables) {
+    if (std::find(c.tables.begin(), c.tables.end(), TableName(t)) != c.tables.end()) out.push_back(t);
+  }
+  return out;
+}
+
 const std::shared_ptr<arrow::RecordBatch>& RowsOf(const EvmRows& rows, ChainTable t) {
   switch (t) {
     case ChainTable::kBlocks:
@@ -56,8 +65,12 @@ EvmRpcJob::EvmRpcJob(JobConfig config, const WorkerConfig& worker, table::TableS
     setup_ = finality.status();
   } else {
     rpc_ = std::move(*rpc);
+    const LogsFrom logs_from = config_.logs_from == "receipts"      ? LogsFrom::kReceipts
+                               : config_.logs_from == "eth_getLogs" ? LogsFrom::kGetLogs
+                                                                    : LogsFrom::kAuto;
     source_ = std::make_unique<EvmSource>(rpc_.get(), *finality, static_cast<int>(config_.batch_size),
-                                          static_cast<int>(config_.concurrency));
+                                          static_cast<int>(config_.concurrency), logs_from,
+                                          static_cast<uint64_t>(config_.logs_range));
   }
 }
 
@@ -95,7 +108,8 @@ Status EvmRpcJob::EnsureTablesLocked() {
   if (tables_ready_) return Status::OK();
   // A new table has Amp's columns; one made before (by Sediment's first schema) gains them as nullable
   // columns, a recorded schema change: its files are kept as they are.
-  for (ChainTable t : kAllTables) {
+  schemas_ = {};
+  for (ChainTable t : Written(config_)) {
     table::TableId id{config_.dataset, TableName(t)};
     auto existing = tables_->GetTable(id);
     if (!existing.ok() && !IsNotFound(existing.status())) return existing.status();
@@ -181,7 +195,7 @@ Status EvmRpcJob::PollLocked() {
   if (!head) return Status::OK();
   std::map<ChainTable, uint64_t> next;
   uint64_t from = UINT64_MAX;
-  for (ChainTable t : kAllTables) {
+  for (ChainTable t : Written(config_)) {
     bool reorg = false;
     ARROW_ASSIGN_OR_RAISE(next[t], ResumePointLocked(t, latest, &reorg));
     from = std::min(from, next[t]);
@@ -200,7 +214,7 @@ Status EvmRpcJob::PollLocked() {
     uint64_t to = from + std::min(blocks, per_round) - 1;
     ARROW_ASSIGN_OR_RAISE(EvmRows rows, source_->Read(from, to, schemas_));
     int64_t bytes = 0;
-    for (ChainTable t : kAllTables) {
+    for (ChainTable t : Written(config_)) {
       if (next[t] > to) continue;
       uint64_t start = std::max(from, next[t]);
       table::TableId id{config_.dataset, TableName(t)};

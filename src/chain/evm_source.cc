@@ -3,7 +3,9 @@
 #include <arrow/api.h>
 #include <fmt/format.h>
 
+#include <cctype>
 #include <future>
+#include <map>
 
 #include "base/crypto.h"
 #include "chain/generator.h"
@@ -73,9 +75,9 @@ Result<std::vector<std::string>> EvmSource::Hashes(uint64_t from, uint64_t to) {
   return out;
 }
 
-Result<std::vector<EvmBlock>> EvmSource::ReadBatch(uint64_t from, uint64_t to) {
+Result<std::vector<EvmBlock>> EvmSource::ReadBatch(uint64_t from, uint64_t to, bool full, bool want_receipts) {
   std::vector<RpcCall> calls;
-  for (uint64_t b = from; b <= to; ++b) calls.push_back({"eth_getBlockByNumber", json::array({Q(b), true})});
+  for (uint64_t b = from; b <= to; ++b) calls.push_back({"eth_getBlockByNumber", json::array({Q(b), full})});
   ARROW_ASSIGN_OR_RAISE(auto answers, rpc_->Batch(calls));
   std::vector<EvmBlock> blocks(answers.size());
   for (size_t i = 0; i < answers.size(); ++i) {
@@ -86,6 +88,7 @@ Result<std::vector<EvmBlock>> EvmSource::ReadBatch(uint64_t from, uint64_t to) {
       return Status::IOError(fmt::format("block {}: the node has no such block yet (null)", from + i));
     }
   }
+  if (!want_receipts) return blocks;
   if (block_receipts_ != 0) {
     calls.clear();
     for (uint64_t b = from; b <= to; ++b) calls.push_back({"eth_getBlockReceipts", json::array({Q(b)})});
@@ -119,10 +122,10 @@ Result<std::vector<EvmBlock>> EvmSource::ReadBatch(uint64_t from, uint64_t to) {
       return Status::IOError(fmt::format("block {}: the answer is not a block with a list of transactions", from + i));
     }
     for (const auto& tx : blk["transactions"]) {
-      if (!tx.is_object() || !tx.contains("hash")) {
+      if (!tx.is_string() && (!tx.is_object() || !tx.contains("hash"))) {
         return Status::IOError(fmt::format("block {}: a transaction without a hash", from + i));
       }
-      calls.push_back({"eth_getTransactionReceipt", json::array({tx["hash"]})});
+      calls.push_back({"eth_getTransactionReceipt", json::array({tx.is_string() ? tx : tx["hash"]})});
       owner.push_back(i);
     }
   }
@@ -138,7 +141,73 @@ Result<std::vector<EvmBlock>> EvmSource::ReadBatch(uint64_t from, uint64_t to) {
   return blocks;
 }
 
+namespace {
+
+// Whether a node's error to eth_getLogs says the call asked for too much (a range or a result too
+// large): providers word it differently ("query returned more than 10000 results", "Log response
+// size exceeded", "block range is too wide", "limit exceeded"; Infura's code -32005).
+bool AskedTooMuch(const Status& st) {
+  std::string m = st.message();
+  size_t at = m.find("node error ");
+  if (at == std::string::npos) return false;
+  m = m.substr(at);
+  for (auto& c : m) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* says : {"node error -32005", "more than", "too many", "too large", "too wide", "exceed", "limit",
+                           "range", "response size"}) {
+    if (m.find(says) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<std::vector<json>> EvmSource::GetLogs(uint64_t from, uint64_t to) {
+  // Ranges still to read, in order; a range the node refuses as too much is read as two halves.
+  std::vector<std::pair<uint64_t, uint64_t>> todo;
+  const uint64_t span = std::max<uint64_t>(1, logs_range_.load());
+  for (uint64_t b = from; b <= to; b = b + span) todo.emplace_back(b, std::min(to, b + span - 1));
+  std::map<uint64_t, std::vector<json>> got;  // range start -> its logs
+  while (!todo.empty()) {
+    std::vector<RpcCall> calls;
+    for (const auto& [b, e] : todo) {
+      calls.push_back({"eth_getLogs", json::array({json{{"fromBlock", Q(b)}, {"toBlock", Q(e)}}})});
+    }
+    ARROW_ASSIGN_OR_RAISE(auto answers, rpc_->Batch(calls));
+    std::vector<std::pair<uint64_t, uint64_t>> again;
+    for (size_t k = 0; k < answers.size(); ++k) {
+      const auto [b, e] = todo[k];
+      if (!answers[k].ok()) {
+        if (e > b && AskedTooMuch(answers[k].status())) {
+          const uint64_t half = (e - b + 1) / 2;
+          uint64_t cur = logs_range_.load();
+          while (half < cur && !logs_range_.compare_exchange_weak(cur, half)) {
+          }
+          again.emplace_back(b, b + half - 1);
+          again.emplace_back(b + half, e);
+          continue;
+        }
+        return answers[k].status();
+      }
+      if (!answers[k]->is_array()) {
+        return Status::IOError(fmt::format("eth_getLogs of blocks {}..{} did not answer a list", b, e));
+      }
+      auto& logs = got[b];
+      for (auto& lg : *answers[k]) logs.push_back(std::move(lg));
+    }
+    todo = std::move(again);
+  }
+  std::vector<json> out;
+  for (auto& [b, logs] : got) {
+    for (auto& lg : logs) out.push_back(std::move(lg));
+  }
+  return out;
+}
+
 Result<EvmRows> EvmSource::Read(uint64_t from, uint64_t to, const EvmSchemas& schemas) {
+  const bool get_logs =
+      schemas.logs && (logs_from_ == LogsFrom::kGetLogs || (logs_from_ == LogsFrom::kAuto && !schemas.transactions));
+  const bool full = schemas.transactions != nullptr;
+  const bool receipts = schemas.transactions || (schemas.logs && !get_logs);
   // Batches of batch_size blocks, `concurrency` in flight at a time.
   std::vector<std::pair<uint64_t, uint64_t>> batches;
   for (uint64_t b = from; b <= to; b += static_cast<uint64_t>(batch_size_)) {
@@ -148,9 +217,9 @@ Result<EvmRows> EvmSource::Read(uint64_t from, uint64_t to, const EvmSchemas& sc
   for (size_t i = 0; i < batches.size(); i += static_cast<size_t>(concurrency_)) {
     std::vector<std::future<Result<std::vector<EvmBlock>>>> inflight;
     for (size_t j = i; j < batches.size() && j < i + static_cast<size_t>(concurrency_); ++j) {
-      inflight.push_back(std::async(std::launch::async, [this, b = batches[j]]() -> Result<std::vector<EvmBlock>> {
+      inflight.push_back(std::async(std::launch::async, [&, b = batches[j]]() -> Result<std::vector<EvmBlock>> {
         try {
-          return ReadBatch(b.first, b.second);
+          return ReadBatch(b.first, b.second, full, receipts);
         } catch (const std::exception& e) {
           return Status::IOError(fmt::format("blocks {}..{}: {}", b.first, b.second, e.what()));
         }
@@ -166,6 +235,21 @@ Result<EvmRows> EvmSource::Read(uint64_t from, uint64_t to, const EvmSchemas& sc
       for (auto& blk : *got) all.push_back(std::move(blk));
     }
     ARROW_RETURN_NOT_OK(first);
+  }
+  if (get_logs) {
+    // After the blocks: a log of a block that changed since is caught by its blockHash.
+    ARROW_ASSIGN_OR_RAISE(auto logs, GetLogs(from, to));
+    for (auto& blk : all) blk.logs.emplace();
+    for (auto& lg : logs) {
+      if (!lg.is_object() || !lg.contains("blockNumber")) {
+        return Status::IOError(fmt::format("eth_getLogs of blocks {}..{}: a log without a blockNumber", from, to));
+      }
+      ARROW_ASSIGN_OR_RAISE(uint64_t n, HexQuantity(lg["blockNumber"], "eth_getLogs: blockNumber"));
+      if (n < from || n > to) {
+        return Status::IOError(fmt::format("eth_getLogs of blocks {}..{} answered a log of block {}", from, to, n));
+      }
+      all[n - from].logs->push_back(std::move(lg));
+    }
   }
   return DecodeEvmBlocks(from, all, schemas);
 }
