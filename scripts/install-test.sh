@@ -49,14 +49,18 @@ else
   GO="$(.venv/bin/python -c 'import go, os; print(os.path.join(os.path.dirname(go.__file__), "bin", "go"))')"
 fi
 
-# MinIO for the S3 tests, built from the Go module proxy (pinned) into .cache/bin.
-MINIO_VERSION="v0.0.0-20260212201848-7aac2a2c5b7c"
-if [ ! -x .cache/bin/minio ] || [ "$(cat .cache/bin/minio.version 2>/dev/null)" != "$MINIO_VERSION" ]; then
-  echo "install: building MinIO $MINIO_VERSION with $("$GO" version) (a few minutes, once)"
-  mkdir -p .cache/bin
-  GOBIN="$ROOT/.cache/bin" GOTOOLCHAIN=local "$GO" install "github.com/minio/minio@$MINIO_VERSION"
-  echo "$MINIO_VERSION" >.cache/bin/minio.version
-fi
+# A program from the Go module proxy, pinned, into .cache/bin (once per version): go_install NAME PACKAGE VERSION.
+go_install() {
+  if [ ! -x ".cache/bin/$1" ] || [ "$(cat ".cache/bin/$1.version" 2>/dev/null)" != "$3" ]; then
+    echo "install: building $1 $3 with $("$GO" version) (a few minutes, once)"
+    mkdir -p .cache/bin
+    GOBIN="$ROOT/.cache/bin" GOTOOLCHAIN=local "$GO" install "$2@$3"
+    echo "$3" >".cache/bin/$1.version"
+  fi
+}
+
+# MinIO for the S3 tests.
+go_install minio github.com/minio/minio v0.0.0-20260212201848-7aac2a2c5b7c
 
 # lakeFS's own programs at the version Sediment is tested against: lakectl
 # and esti (lakeFS's system tests), built through the wrapper module in
@@ -76,3 +80,6 @@ fi
 
 # An Ethereum node for the evm-rpc tests: Hardhat Network from npm (pinned in scripts/hardhat.sh).
 scripts/hardhat.sh install
+# And one that keeps its chain on disk, for the restart test: geth (scripts/geth.sh), from the Go
+# module proxy, pinned.
+go_install geth github.com/ethereum/go-ethereum/cmd/geth v1.16.9

@@ -276,7 +276,11 @@ def want_tx(nb, i, tx, rc):
     if t == 0:
         parity, chain = ((v - 35) % 2 == 1, (v - 35) // 2) if v >= 35 else (v == 28, None)
     else:
-        parity, chain = q(tx["yParity"]) == 1 if "yParity" in tx else v % 2 == 1, q(tx["chainId"])
+        if "yParity" in tx:
+            parity = q(tx["yParity"]) == 1
+        else:
+            parity = v == 1 if v <= 1 else v == 28 if v in (27, 28) else (v - 35) % 2 == 1
+        chain = q(tx["chainId"])
     fee_cap = q(tx["gasPrice"]) if t < 2 else q(tx["maxFeePerGas"])
     return {"block_hash": nb["hash"], "block_num": q(nb["number"]), "timestamp": q(nb["timestamp"]) * 10**9,
             "tx_index": i, "tx_hash": tx["hash"], "to": tx.get("to"), "nonce": q(tx["nonce"]),
@@ -287,7 +291,7 @@ def want_tx(nb, i, tx, rc):
             "max_priority_fee_per_gas": q(tx["maxPriorityFeePerGas"]) if t >= 2 else None,
             "max_fee_per_blob_gas": q(tx["maxFeePerBlobGas"]) if t == 3 else None, "from": tx["from"],
             "status": q(rc["status"]) == 1,
-            "access_list": None if t == 0 else [{"address": a["address"], "storage_keys": a["storageKeys"]}
+            "access_list": None if t == 0 or t > 4 else [{"address": a["address"], "storage_keys": a["storageKeys"]}
                                                 for a in tx.get("accessList", [])],
             "blob_versioned_hashes": tx.get("blobVersionedHashes") if t == 3 else None}
 
@@ -679,3 +683,60 @@ def test_logs_from_receipts_when_asked(start_server, tmp_path, node):
         assert proxy.calls["eth_getLogs"] == 0 and proxy.calls["eth_getBlockReceipts"] > 0, proxy.calls
     finally:
         proxy.close()
+
+
+@pytest.fixture
+def geth(tmp_path):
+    """geth in developer mode with its chain in a data directory: (start, stop); start again after
+    stop and the chain goes on from where it stopped (scripts/geth.sh)."""
+    d = tmp_path / "geth"
+
+    def start_geth():
+        out = subprocess.run([str(ROOT / "scripts" / "geth.sh"), "start", str(d)], capture_output=True, text=True,
+                             check=True, timeout=120).stdout
+        return Node(out.strip().splitlines()[-1].split("=", 1)[1])
+
+    def stop_geth():
+        subprocess.run([str(ROOT / "scripts" / "geth.sh"), "stop", str(d)], check=False, timeout=60)
+
+    yield start_geth, stop_geth
+    stop_geth()
+
+
+def geth_traffic(node, n, salt=0):
+    """n blocks of traffic from geth's developer account: calls that emit events, and transfers."""
+    dev = node.rpc("eth_accounts")[0]
+
+    def sent(tx):
+        h = node.rpc("eth_sendTransaction", {"from": dev, "gas": hex(300000), **tx})
+        return eventually(lambda: node.rpc("eth_getTransactionReceipt", h), timeout=30, interval=0.05,
+                          what="the transaction's block")
+    contract = sent({"data": "0x" + INIT + RUNTIME})["contractAddress"]
+    for i in range(n):
+        if i % 2 == 0:
+            sent({"to": contract, "data": "0x" + format(salt * 1000 + i, "064x")})
+        else:
+            sent({"to": "0x" + format(0xabc0 + i, "040x"), "value": hex(10**15 + i + salt)})
+
+
+def test_a_node_stopped_and_started_mid_ingest(start_server, tmp_path, geth):
+    """A node with its chain on disk (geth) stopped while the job is catching up, and started again:
+    the job reports the node down, writes nothing partial, goes on when the node is back, and the
+    tables equal the node, field by field."""
+    start_geth, stop_geth = geth
+    node = start_geth()
+    geth_traffic(node, 40)
+    head = node.latest()
+    server = start(start_server, tmp_path, node.url, "rate_limit = 15")
+    eventually(lambda: 0 < min(job(server)["last_block"].values() or [0]) < head - 10, timeout=60,
+               what="the job to be part of the way")
+    stop_geth()
+    eventually(lambda: job(server)["last_error"], timeout=30, what="the job to see the node down")
+    stopped_at = job(server)["last_block"]
+    assert min(stopped_at.values()) < head
+    node = start_geth()
+    assert node.latest() == head, "the node kept its chain"
+    geth_traffic(node, 4, salt=1)
+    wait_for(server, node, timeout=120)
+    assert job(server)["last_error"] == ""
+    expect_tables_equal_the_node(server, node)

@@ -2,6 +2,7 @@
 
 #include <arrow/api.h>
 #include <arrow/util/decimal.h>
+#include <arrow/util/key_value_metadata.h>
 #include <fmt/format.h>
 
 #include <functional>
@@ -9,6 +10,7 @@
 
 #include "base/crypto.h"
 #include "chain/generator.h"
+#include "table/stored_types.h"
 
 namespace sediment::chain {
 namespace {
@@ -551,9 +553,19 @@ const std::vector<Column>& LegacyColumns(ChainTable t) {
   return *logs;
 }
 
+// The table's field of column c; timestamps are stored in microseconds (block times are whole
+// seconds; Iceberg v2 and Spark read no nanoseconds: table/stored_types.h).
+std::shared_ptr<arrow::Field> FieldOf(const Column& c, bool nullable) {
+  std::shared_ptr<const arrow::KeyValueMetadata> md;
+  if (c.type->id() == arrow::Type::TIMESTAMP) {
+    md = arrow::key_value_metadata({std::string(table::kStoreMicrosKey)}, {"true"});
+  }
+  return arrow::field(c.name, c.type, nullable, md);
+}
+
 std::shared_ptr<arrow::Schema> SchemaOf(const std::vector<Column>& columns) {
   arrow::FieldVector fields;
-  for (const auto& c : columns) fields.push_back(arrow::field(c.name, c.type, c.nullable));
+  for (const auto& c : columns) fields.push_back(FieldOf(c, c.nullable));
   return arrow::schema(fields);
 }
 
@@ -638,7 +650,7 @@ Result<std::shared_ptr<arrow::Schema>> EvmWriteSchema(ChainTable t, const std::s
   arrow::FieldVector fields = stored->fields();
   for (int i = 0; i < stored->num_fields(); ++i) ARROW_RETURN_NOT_OK(ColumnFor(t, *stored, i, legacy).status());
   for (const auto& c : AmpColumns(t)) {
-    if (stored->GetFieldIndex(c.name) < 0) fields.push_back(arrow::field(c.name, c.type, true));
+    if (stored->GetFieldIndex(c.name) < 0) fields.push_back(FieldOf(c, true));
   }
   if (fields.size() == stored->fields().size()) return stored;
   return arrow::schema(fields, stored->metadata());
@@ -829,15 +841,36 @@ Result<EvmRows> DecodeEvmBlocks(uint64_t first, const std::vector<EvmBlock>& blo
       }
     }
     if (!l || !logs_given) continue;
-    // The block's logs from eth_getLogs: each names this block, a transaction of it (in order), and
-    // comes after the one before.
-    std::optional<uint64_t> last_index;
+    // The block's logs from eth_getLogs, in logIndex order: each names this block and one of its
+    // transactions (in order), their logIndex runs 0, 1, 2, ... with none missing, and there are
+    // some exactly when the block's logsBloom is not empty (so a node that answers [] for a block
+    // it has not indexed yet, or a block that changed since it was read, is caught).
+    std::vector<const json*> given;
+    for (const auto& lg : *blocks[i].logs) given.push_back(&lg);
+    for (size_t j = 0; j < given.size(); ++j) {
+      if (!given[j]->is_object())
+        return InvalidArgument(fmt::format("{}, log {} (eth_getLogs): not a log", block_where, j));
+    }
+    auto index_of = [](const json* lg) -> uint64_t {
+      auto it = lg->find("logIndex");
+      if (it == lg->end()) return UINT64_MAX;
+      auto q = HexQuantity(*it, "logIndex");
+      return q.ok() ? *q : UINT64_MAX;
+    };
+    std::stable_sort(given.begin(), given.end(),
+                     [&](const json* a, const json* b2) { return index_of(a) < index_of(b2); });
+    ARROW_ASSIGN_OR_RAISE(const json* bloom_v, Get(r, Obj::kBlock, "logsBloom", Absent::kError));
+    ARROW_ASSIGN_OR_RAISE(std::string bloom, HexData(*bloom_v, r.where + ": logsBloom"));
+    const bool empty_bloom = bloom.find_first_not_of('\0') == std::string::npos;
+    if (empty_bloom != given.empty()) {
+      return InvalidArgument(fmt::format("{}: eth_getLogs gave {} logs but the block's logsBloom is {}", block_where,
+                                         given.size(), empty_bloom ? "empty" : "not empty"));
+    }
     size_t last_tx = 0;
-    for (size_t j = 0; j < blocks[i].logs->size(); ++j) {
+    for (size_t j = 0; j < given.size(); ++j) {
       Row g = r;
       g.where = fmt::format("{}, log {} (eth_getLogs)", block_where, j);
-      g.log = &(*blocks[i].logs)[j];
-      if (!g.log->is_object()) return InvalidArgument(fmt::format("{}: not a log object", g.where));
+      g.log = given[j];
       ARROW_ASSIGN_OR_RAISE(auto number, Quantity(g, Obj::kLog, "blockNumber", Absent::kError));
       ARROW_ASSIGN_OR_RAISE(auto k, Quantity(g, Obj::kLog, "transactionIndex", Absent::kError));
       ARROW_ASSIGN_OR_RAISE(auto index, Quantity(g, Obj::kLog, "logIndex", Absent::kError));
@@ -846,14 +879,19 @@ Result<EvmRows> DecodeEvmBlocks(uint64_t first, const std::vector<EvmBlock>& blo
       if (*number != r.number) {
         return InvalidArgument(fmt::format("{}: blockNumber {} is not the block's", g.where, *number));
       }
+      if (g.log->value("removed", false)) {
+        return InvalidArgument(fmt::format("{}: the node marks the log removed (a reorg)", g.where));
+      }
       if (*k >= tx_hashes.size() || tx_hashes[*k] != th) {
         return InvalidArgument(
             fmt::format("{}: transaction {} at index {} is not one of the block's", g.where, Hex(th), *k));
       }
-      if ((last_index && *index <= *last_index) || *k < last_tx) {
-        return InvalidArgument(fmt::format("{}: logIndex {} of transaction {} is out of order", g.where, *index, *k));
+      if (*index != j || *k < last_tx) {
+        return InvalidArgument(
+            fmt::format("{}: logIndex {} of transaction {} where log {} of the block belongs: "
+                        "a log is missing, repeated or out of order",
+                        g.where, *index, *k, j));
       }
-      last_index = *index;
       last_tx = *k;
       g.tx_index = *k;
       g.tx_hash = &tx_hashes[*k];

@@ -108,25 +108,36 @@ Status EvmRpcJob::EnsureTablesLocked() {
   if (tables_ready_) return Status::OK();
   // A new table has Amp's columns; one made before (by Sediment's first schema) gains them as nullable
   // columns, a recorded schema change: its files are kept as they are.
-  schemas_ = {};
+  // Every table's schema first: a table the source cannot write stops the job before any changes.
+  struct Plan {
+    ChainTable t;
+    std::shared_ptr<arrow::Schema> have, want;
+  };
+  std::vector<Plan> plans;
   for (ChainTable t : Written(config_)) {
     table::TableId id{config_.dataset, TableName(t)};
     auto existing = tables_->GetTable(id);
     if (!existing.ok() && !IsNotFound(existing.status())) return existing.status();
-    auto want = EvmWriteSchema(t, existing.ok() ? existing->schema : nullptr);
+    auto have = existing.ok() ? existing->schema : nullptr;
+    auto want = EvmWriteSchema(t, have);
     if (!want.ok()) return WithContext(want.status(), fmt::format("job {}", config_.dataset));
-    if (!existing.ok()) {
-      ARROW_RETURN_NOT_OK(tables_->CreateTable(id, *want).status());
-    } else if (*want != existing->schema) {
-      ARROW_ASSIGN_OR_RAISE(bool evolved, tables_->EvolveTable(id, *want));
+    plans.push_back({t, have, *want});
+  }
+  schemas_ = {};
+  for (const auto& p : plans) {
+    table::TableId id{config_.dataset, TableName(p.t)};
+    if (!p.have) {
+      ARROW_RETURN_NOT_OK(tables_->CreateTable(id, p.want).status());
+    } else if (p.want != p.have) {
+      ARROW_ASSIGN_OR_RAISE(bool evolved, tables_->EvolveTable(id, p.want));
       if (evolved) {
-        spdlog::info("job {}: table {} gained {} columns (schema version {})", config_.dataset, id.ToString(),
-                     (*want)->num_fields() - existing->schema->num_fields(), existing->version() + 1);
+        spdlog::info("job {}: table {} gained {} columns", config_.dataset, id.ToString(),
+                     p.want->num_fields() - p.have->num_fields());
       }
     }
-    (t == ChainTable::kBlocks         ? schemas_.blocks
-     : t == ChainTable::kTransactions ? schemas_.transactions
-                                      : schemas_.logs) = *want;
+    (p.t == ChainTable::kBlocks         ? schemas_.blocks
+     : p.t == ChainTable::kTransactions ? schemas_.transactions
+                                        : schemas_.logs) = p.want;
   }
   tables_ready_ = true;
   return Status::OK();
@@ -230,6 +241,7 @@ Status EvmRpcJob::PollLocked() {
       ARROW_ASSIGN_OR_RAISE(auto reader, arrow::RecordBatchReader::Make({batch}, batch->schema()));
       auto appended = tables_->Append(id, req, reader.get());
       if (!appended.ok()) {
+        tables_ready_ = false;  // the table may have changed (a column added): the next poll looks again
         return WithContext(appended.status(), fmt::format("job {}: appending blocks {}..{} to {}", config_.dataset,
                                                           start, to, id.ToString()));
       }

@@ -3,6 +3,7 @@
 #include <arrow/api.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <future>
 #include <map>
@@ -145,15 +146,20 @@ namespace {
 
 // Whether a node's error to eth_getLogs says the call asked for too much (a range or a result too
 // large): providers word it differently ("query returned more than 10000 results", "Log response
-// size exceeded", "block range is too wide", "limit exceeded"; Infura's code -32005).
+// size exceeded", "eth_getLogs is limited to a 10,000 range", "block range is too wide"). Not a rate
+// limit ("request rate limited", "daily request count exceeded", Infura's -32005 is used for both):
+// that is retried, not split.
 bool AskedTooMuch(const Status& st) {
   std::string m = st.message();
   size_t at = m.find("node error ");
   if (at == std::string::npos) return false;
   m = m.substr(at);
   for (auto& c : m) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (const char* says : {"node error -32005", "more than", "too many", "too large", "too wide", "exceed", "limit",
-                           "range", "response size"}) {
+  for (const char* rate : {"rate", "429", "capacity", "per second", "count exceeded", "quota"}) {
+    if (m.find(rate) != std::string::npos) return false;
+  }
+  for (const char* says : {"more than", "too many", "too large", "too wide", "too big", "response size", "limited to",
+                           "block range", "exceed"}) {
     if (m.find(says) != std::string::npos) return true;
   }
   return false;
@@ -168,9 +174,12 @@ Result<std::vector<json>> EvmSource::GetLogs(uint64_t from, uint64_t to) {
   for (uint64_t b = from; b <= to; b = b + span) todo.emplace_back(b, std::min(to, b + span - 1));
   std::map<uint64_t, std::vector<json>> got;  // range start -> its logs
   while (!todo.empty()) {
+    // At most `concurrency` calls a batch: a node limits a batch's answer too.
+    const size_t n = std::min(todo.size(), static_cast<size_t>(std::max(concurrency_, 1)));
     std::vector<RpcCall> calls;
-    for (const auto& [b, e] : todo) {
-      calls.push_back({"eth_getLogs", json::array({json{{"fromBlock", Q(b)}, {"toBlock", Q(e)}}})});
+    for (size_t k = 0; k < n; ++k) {
+      calls.push_back(
+          {"eth_getLogs", json::array({json{{"fromBlock", Q(todo[k].first)}, {"toBlock", Q(todo[k].second)}}})});
     }
     ARROW_ASSIGN_OR_RAISE(auto answers, rpc_->Batch(calls));
     std::vector<std::pair<uint64_t, uint64_t>> again;
@@ -178,9 +187,10 @@ Result<std::vector<json>> EvmSource::GetLogs(uint64_t from, uint64_t to) {
       const auto [b, e] = todo[k];
       if (!answers[k].ok()) {
         if (e > b && AskedTooMuch(answers[k].status())) {
+          // A full-size range that was too much: the next ones are smaller (a short last range says nothing).
           const uint64_t half = (e - b + 1) / 2;
           uint64_t cur = logs_range_.load();
-          while (half < cur && !logs_range_.compare_exchange_weak(cur, half)) {
+          while (e - b + 1 >= cur && half < cur && !logs_range_.compare_exchange_weak(cur, half)) {
           }
           again.emplace_back(b, b + half - 1);
           again.emplace_back(b + half, e);
@@ -192,8 +202,18 @@ Result<std::vector<json>> EvmSource::GetLogs(uint64_t from, uint64_t to) {
         return Status::IOError(fmt::format("eth_getLogs of blocks {}..{} did not answer a list", b, e));
       }
       auto& logs = got[b];
-      for (auto& lg : *answers[k]) logs.push_back(std::move(lg));
+      for (auto& lg : *answers[k]) {
+        auto number = lg.is_object() && lg.contains("blockNumber") ? HexQuantity(lg["blockNumber"], "blockNumber")
+                                                                   : Result<uint64_t>(Status::Invalid("none"));
+        if (!number.ok() || *number < b || *number > e) {
+          return Status::IOError(fmt::format("eth_getLogs of blocks {}..{} answered a log of another block: {}", b, e,
+                                             lg.dump().substr(0, 300)));
+        }
+        logs.push_back(std::move(lg));
+      }
     }
+    again.insert(again.end(), todo.begin() + static_cast<std::ptrdiff_t>(n), todo.end());
+    std::sort(again.begin(), again.end());
     todo = std::move(again);
   }
   std::vector<json> out;

@@ -1,4 +1,5 @@
 #include <arrow/io/interfaces.h>
+#include <arrow/util/key_value_metadata.h>
 #include <avro.h>
 #include <gtest/gtest.h>
 
@@ -61,9 +62,10 @@ TEST(IcebergSchemaTest, TypesFieldIdsAndNameMapping) {
 TEST(IcebergSchemaTest, AnAddedColumnTakesNewIdsAndNoIdChanges) {
   auto v1 = arrow::schema(
       {arrow::field("block_num", arrow::uint64(), false), arrow::field("tags", arrow::list(arrow::utf8()))});
-  auto v2 =
-      arrow::schema({v1->field(0), v1->field(1), arrow::field("t", arrow::timestamp(arrow::TimeUnit::NANO, "+00:00")),
-                     arrow::field("keys", arrow::list(arrow::fixed_size_binary(32)))});
+  auto v2 = arrow::schema({v1->field(0), v1->field(1),
+                           arrow::field("t", arrow::timestamp(arrow::TimeUnit::NANO, "+00:00"), true,
+                                        arrow::key_value_metadata({"sediment.store_micros"}, {"true"})),
+                           arrow::field("keys", arrow::list(arrow::fixed_size_binary(32)))});
   auto one = ToIcebergSchema(*v1);
   auto both = ToIcebergSchema({v1, v2});
   ASSERT_TRUE(both.ok()) << both.status().ToString();

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "base/crypto.h"
 #include "base/metrics.h"
@@ -101,9 +102,8 @@ Result<PublishResult> IcebergCatalog::PublishAs(const table::TableId& id, const 
 }
 
 Result<PublishResult> IcebergCatalog::PublishOnce(const table::TableId& id, const table::TableInfo& info,
-                                                  const IcebergSchema& schema, bool* raced) {
+                                                  const IcebergSchema& schema_before, bool* raced) {
   Work w;
-  w.schema_id = schema.schema_id;
   auto raw = kv_->Get(HeadKey(id));
   if (!raw.ok() && !IsNotFound(raw.status())) return raw.status();
   if (raw.ok()) {
@@ -112,6 +112,14 @@ Result<PublishResult> IcebergCatalog::PublishOnce(const table::TableId& id, cons
   }
   w.now_ms = NowMs();
   ARROW_ASSIGN_OR_RAISE(w.live, tables_->LiveSegments(id));
+  // The table after the live set: schemas only grow, so every live file's columns are in it.
+  ARROW_ASSIGN_OR_RAISE(table::TableInfo now, tables_->GetTable(id));
+  std::optional<IcebergSchema> newer;
+  if (now.version() != info.version()) {
+    ARROW_ASSIGN_OR_RAISE(newer, ToIcebergSchema(Versions(now)));
+  }
+  const IcebergSchema& schema = newer ? *newer : schema_before;
+  w.schema_id = schema.schema_id;
   bool first = w.old_raw.empty();
   if ((!first && w.live.state.token == w.old_head.token) || (first && w.live.segments.empty())) {
     w.result.snapshot_id = w.old_head.snapshot_id;

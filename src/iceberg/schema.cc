@@ -1,9 +1,12 @@
 #include "iceberg/schema.h"
 
 #include <arrow/type.h>
+#include <arrow/util/key_value_metadata.h>
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+
+#include "table/stored_types.h"
 
 namespace sediment::iceberg {
 namespace {
@@ -12,6 +15,7 @@ using nlohmann::json;
 
 struct Mapper {
   int next_id = 0;
+  bool micros_stored = false;  // the top-level column being mapped is stored in microseconds
 
   // The Iceberg type of `type` (a string for primitives, an object for nested
   // ones), its name-mapping children, and how its statistics become bounds.
@@ -55,8 +59,10 @@ struct Mapper {
         return json("date");
       case arrow::Type::TIMESTAMP: {
         const auto& ts = static_cast<const arrow::TimestampType&>(type);
-        // Nanoseconds are stored as microseconds (table/stored_types.h).
-        if (ts.unit() == arrow::TimeUnit::MICRO || ts.unit() == arrow::TimeUnit::NANO) *bounds = BoundKind::kInt64;
+        // Nanoseconds marked so are stored as microseconds (table/stored_types.h); other ones have no bounds.
+        if (ts.unit() == arrow::TimeUnit::MICRO || (ts.unit() == arrow::TimeUnit::NANO && micros_stored)) {
+          *bounds = BoundKind::kInt64;
+        }
         return json(ts.timezone().empty() ? "timestamp" : "timestamptz");
       }
       case arrow::Type::DECIMAL128: {
@@ -126,7 +132,9 @@ Result<IcebergSchema> ToIcebergSchema(const std::vector<std::shared_ptr<arrow::S
       const int id = first_id + (i - start);
       json children = json::array();
       IcebergColumn column{f.name(), id, "", BoundKind::kNone};
+      mapper.micros_stored = f.metadata() && f.metadata()->Contains(std::string(table::kStoreMicrosKey));
       ARROW_ASSIGN_OR_RAISE(json type, mapper.TypeOf(f.name(), *f.type(), &children, &column.bounds));
+      mapper.micros_stored = false;
       if (type.is_string()) column.type = type.get<std::string>();
       fields.push_back({{"id", id}, {"name", f.name()}, {"required", !f.nullable()}, {"type", type}});
       json m = {{"field-id", id}, {"names", {f.name()}}};

@@ -294,8 +294,11 @@ Result<SegmentRecord> Appender::RewriteWithout(const TableInfo& table, const Seg
   out.parents = {s.id};
   out.created_at_us = ToUnixMicros(clock_->Now());
   ARROW_ASSIGN_OR_RAISE(auto reader, SegmentFileReader::Open(blobs_, s.path));
-  ARROW_RETURN_NOT_OK(reader->ReadAs(table.schema));  // a file of an earlier version is rewritten in this one
-  ARROW_ASSIGN_OR_RAISE(auto writer, SegmentFileWriter::Open(blobs_, out.path, table.schema, file_settings_,
+  // The table's schema now (it may have gained columns since the append began): a file of an
+  // earlier version is rewritten in this one.
+  ARROW_ASSIGN_OR_RAISE(TableInfo now, registry_->GetTable(table.id));
+  ARROW_RETURN_NOT_OK(reader->ReadAs(now.schema));
+  ARROW_ASSIGN_OR_RAISE(auto writer, SegmentFileWriter::Open(blobs_, out.path, now.schema, file_settings_,
                                                              FileLayout::kPages, EncodeSegmentFileMetadata(out)));
   bool done = false;
   for (int rg = 0; rg < reader->num_row_groups() && !done; ++rg) {

@@ -225,8 +225,12 @@ SegmentFileReader::~SegmentFileReader() = default;
 
 bool SegmentFileReader::RowGroupUInt64Range(int i, int column, uint64_t* min, uint64_t* max) const {
   try {
+    // The column's Parquet leaf (a nested column before it has several).
+    if (column < 0 || column >= file_columns_) return false;
+    const auto& field = reader_->manifest().schema_fields[static_cast<size_t>(column)];
+    if (!field.is_leaf()) return false;
     auto rg = reader_->parquet_reader()->metadata()->RowGroup(i);
-    auto stats = rg->ColumnChunk(column)->statistics();
+    auto stats = rg->ColumnChunk(field.column_index)->statistics();
     if (!stats || !stats->HasMinMax()) return false;
     auto typed = std::dynamic_pointer_cast<parquet::Int64Statistics>(stats);
     if (!typed) return false;

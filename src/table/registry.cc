@@ -127,7 +127,8 @@ Result<TableInfo> DecodeTable(const std::string& text) {
   if (j.is_discarded() || !j.is_object() || !j.contains("v") || !j.contains("schema")) {
     return InvalidArgument("table record: malformed");
   }
-  if (j["v"] != kTableFormatVersion) {
+  // Version 2: a record with a schema history (servers before it would misread such a table's files).
+  if (j["v"] != kTableFormatVersion && j["v"] != 2) {
     return InvalidArgument(fmt::format("table record: format version {} is not supported", j["v"].dump()));
   }
   TableInfo t;
@@ -221,6 +222,7 @@ Result<bool> TableRegistry::EvolveTable(const TableId& id, const std::shared_ptr
     ARROW_ASSIGN_OR_RAISE(std::string encoded, EncodeSchema(*schema));
     j["schema"] = encoded;
     j["history"] = history;
+    j["v"] = 2;
     Status st = kv_->SetIf(TableKey(id), j.dump(), *raw);
     if (st.ok()) return true;
     if (!IsPreconditionFailed(st)) return st;  // changed meanwhile: check against what it is now

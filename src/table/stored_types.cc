@@ -60,7 +60,8 @@ std::shared_ptr<arrow::DataType> UnsignedNamed(const std::string& name) {
 std::shared_ptr<arrow::Field> Convert(const std::shared_ptr<arrow::Field>& f, bool to_stored) {
   const auto& type = f->type();
   if (to_stored && type->id() == arrow::Type::TIMESTAMP &&
-      static_cast<const arrow::TimestampType&>(*type).unit() == arrow::TimeUnit::NANO) {
+      static_cast<const arrow::TimestampType&>(*type).unit() == arrow::TimeUnit::NANO && f->metadata() &&
+      f->metadata()->Contains(std::string(kStoreMicrosKey))) {
     auto md = f->metadata() ? f->metadata()->Copy() : std::make_shared<arrow::KeyValueMetadata>();
     md->Append(std::string(kNanosecondsKey), "true");
     const auto& tz = static_cast<const arrow::TimestampType&>(*type).timezone();

@@ -27,9 +27,12 @@ class Table;
 namespace sediment::table {
 
 inline constexpr std::string_view kUnsignedKey = "sediment.unsigned";
-// Timestamps in nanoseconds are stored in microseconds (Iceberg v2 and Spark
-// read no nanoseconds), marked with this key; a value with a fraction of a
-// microsecond is refused when written. Sediment's readers give nanoseconds back.
+// A timestamp column in nanoseconds whose table field carries kStoreMicrosKey
+// (any value) is stored in microseconds (Iceberg v2 and Spark read no
+// nanoseconds), the stored field marked with kNanosecondsKey; a value with a
+// fraction of a microsecond is refused when written. Sediment's readers give
+// nanoseconds back. Without the key, nanoseconds are stored as they are.
+inline constexpr std::string_view kStoreMicrosKey = "sediment.store_micros";
 inline constexpr std::string_view kNanosecondsKey = "sediment.nanoseconds";
 
 // The schema a file of a table with `schema` stores (itself when it has no uint64).

@@ -1,6 +1,7 @@
 #include "table/table_service.h"
 
 #include <arrow/api.h>
+#include <arrow/util/key_value_metadata.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <parquet/arrow/writer.h>
@@ -15,6 +16,7 @@
 
 #include "table/scan.h"
 #include "table/segment.h"
+#include "table/stored_types.h"
 #include "table/table_test_fixture_internal.h"
 
 namespace sediment::table {
@@ -42,7 +44,9 @@ TEST_F(TableServiceTest, ATableGainsNullableColumnsAndItsOldFilesReadWithNulls) 
   Create();
   for (uint64_t b = 0; b < 20; b += 5) ASSERT_TRUE(Append(b, b + 4, 0).ok());
   auto v1 = TestSchema();
-  auto added = arrow::field("at", arrow::timestamp(arrow::TimeUnit::NANO, "+00:00"));
+  // Stored in microseconds (kStoreMicrosKey): Iceberg v2 and Spark read no nanoseconds.
+  auto added = arrow::field("at", arrow::timestamp(arrow::TimeUnit::NANO, "+00:00"), true,
+                            arrow::key_value_metadata({std::string(kStoreMicrosKey)}, {"true"}));
   arrow::FieldVector fields = v1->fields();
   fields.push_back(added);
   auto v2 = arrow::schema(fields);
