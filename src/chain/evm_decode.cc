@@ -879,7 +879,7 @@ Result<EvmRows> DecodeEvmBlocks(uint64_t first, const std::vector<EvmBlock>& blo
       if (*number != r.number) {
         return InvalidArgument(fmt::format("{}: blockNumber {} is not the block's", g.where, *number));
       }
-      if (g.log->value("removed", false)) {
+      if (auto rm = g.log->find("removed"); rm != g.log->end() && rm->is_boolean() && rm->get<bool>()) {
         return InvalidArgument(fmt::format("{}: the node marks the log removed (a reorg)", g.where));
       }
       if (*k >= tx_hashes.size() || tx_hashes[*k] != th) {

@@ -2,6 +2,7 @@
 
 #include <arrow/api.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
@@ -155,7 +156,8 @@ bool AskedTooMuch(const Status& st) {
   if (at == std::string::npos) return false;
   m = m.substr(at);
   for (auto& c : m) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (const char* rate : {"rate", "429", "capacity", "per second", "count exceeded", "quota"}) {
+  for (const char* rate : {"rate limit", "rate-limit", "ratelimit", "rate exceeded", "too many requests",
+                           "request limit", "requests per", "capacity", "per second", "count exceeded", "quota"}) {
     if (m.find(rate) != std::string::npos) return false;
   }
   for (const char* says : {"more than", "too many", "too large", "too wide", "too big", "response size", "limited to",
@@ -223,11 +225,7 @@ Result<std::vector<json>> EvmSource::GetLogs(uint64_t from, uint64_t to) {
   return out;
 }
 
-Result<EvmRows> EvmSource::Read(uint64_t from, uint64_t to, const EvmSchemas& schemas) {
-  const bool get_logs =
-      schemas.logs && (logs_from_ == LogsFrom::kGetLogs || (logs_from_ == LogsFrom::kAuto && !schemas.transactions));
-  const bool full = schemas.transactions != nullptr;
-  const bool receipts = schemas.transactions || (schemas.logs && !get_logs);
+Result<std::vector<EvmBlock>> EvmSource::ReadBlocks(uint64_t from, uint64_t to, bool full, bool receipts) {
   // Batches of batch_size blocks, `concurrency` in flight at a time.
   std::vector<std::pair<uint64_t, uint64_t>> batches;
   for (uint64_t b = from; b <= to; b += static_cast<uint64_t>(batch_size_)) {
@@ -256,21 +254,36 @@ Result<EvmRows> EvmSource::Read(uint64_t from, uint64_t to, const EvmSchemas& sc
     }
     ARROW_RETURN_NOT_OK(first);
   }
-  if (get_logs) {
-    // After the blocks: a log of a block that changed since is caught by its blockHash.
-    ARROW_ASSIGN_OR_RAISE(auto logs, GetLogs(from, to));
-    for (auto& blk : all) blk.logs.emplace();
-    for (auto& lg : logs) {
-      if (!lg.is_object() || !lg.contains("blockNumber")) {
-        return Status::IOError(fmt::format("eth_getLogs of blocks {}..{}: a log without a blockNumber", from, to));
-      }
-      ARROW_ASSIGN_OR_RAISE(uint64_t n, HexQuantity(lg["blockNumber"], "eth_getLogs: blockNumber"));
-      if (n < from || n > to) {
-        return Status::IOError(fmt::format("eth_getLogs of blocks {}..{} answered a log of block {}", from, to, n));
-      }
-      all[n - from].logs->push_back(std::move(lg));
-    }
+  return all;
+}
+
+Result<EvmRows> EvmSource::ReadWithGetLogs(uint64_t from, uint64_t to, const EvmSchemas& schemas, bool receipts) {
+  ARROW_ASSIGN_OR_RAISE(auto all, ReadBlocks(from, to, schemas.transactions != nullptr, receipts));
+  // After the blocks: a log of a block that changed since is caught by its blockHash.
+  ARROW_ASSIGN_OR_RAISE(auto logs, GetLogs(from, to));
+  for (auto& blk : all) blk.logs.emplace();
+  for (auto& lg : logs) {
+    ARROW_ASSIGN_OR_RAISE(uint64_t n, HexQuantity(lg["blockNumber"], "eth_getLogs: blockNumber"));  // checked
+    all[n - from].logs->push_back(std::move(lg));
   }
+  return DecodeEvmBlocks(from, all, schemas);
+}
+
+Result<EvmRows> EvmSource::Read(uint64_t from, uint64_t to, const EvmSchemas& schemas) {
+  const bool get_logs =
+      schemas.logs && (logs_from_ == LogsFrom::kGetLogs || (logs_from_ == LogsFrom::kAuto && !schemas.transactions));
+  const bool full = schemas.transactions != nullptr;
+  const bool receipts = schemas.transactions != nullptr;
+  if (get_logs) {
+    auto rows = ReadWithGetLogs(from, to, schemas, receipts);
+    // What eth_getLogs gave does not add up for a block (a node whose log index lags its blocks, a
+    // chain whose blooms or log indexes are not the standard ones, a block with more logs than a
+    // provider answers in one call): those blocks' logs are read from the receipts instead.
+    if (rows.ok() || rows.status().message().find("eth_getLogs") == std::string::npos) return rows;
+    spdlog::warn("blocks {}..{}: the logs from eth_getLogs are not usable ({}); reading them from the receipts", from,
+                 to, rows.status().message());
+  }
+  ARROW_ASSIGN_OR_RAISE(auto all, ReadBlocks(from, to, full, receipts || schemas.logs != nullptr));
   return DecodeEvmBlocks(from, all, schemas);
 }
 

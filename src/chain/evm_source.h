@@ -64,6 +64,9 @@ class EvmSource {
 
  private:
   Result<std::vector<EvmBlock>> ReadBatch(uint64_t from, uint64_t to, bool full, bool receipts);
+  // Blocks [from, to] in batches, `concurrency` in flight.
+  Result<std::vector<EvmBlock>> ReadBlocks(uint64_t from, uint64_t to, bool full, bool receipts);
+  Result<EvmRows> ReadWithGetLogs(uint64_t from, uint64_t to, const EvmSchemas& schemas, bool receipts);
   // The logs of blocks [from, to], in order (eth_getLogs over ranges of logs_range_ blocks).
   Result<std::vector<nlohmann::json>> GetLogs(uint64_t from, uint64_t to);
 

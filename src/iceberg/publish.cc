@@ -112,6 +112,11 @@ Result<PublishResult> IcebergCatalog::PublishOnce(const table::TableId& id, cons
   }
   w.now_ms = NowMs();
   ARROW_ASSIGN_OR_RAISE(w.live, tables_->LiveSegments(id));
+  bool first = w.old_raw.empty();
+  if ((!first && w.live.state.token == w.old_head.token) || (first && w.live.segments.empty())) {
+    w.result.snapshot_id = w.old_head.snapshot_id;
+    return w.result;
+  }
   // The table after the live set: schemas only grow, so every live file's columns are in it.
   ARROW_ASSIGN_OR_RAISE(table::TableInfo now, tables_->GetTable(id));
   std::optional<IcebergSchema> newer;
@@ -120,11 +125,6 @@ Result<PublishResult> IcebergCatalog::PublishOnce(const table::TableId& id, cons
   }
   const IcebergSchema& schema = newer ? *newer : schema_before;
   w.schema_id = schema.schema_id;
-  bool first = w.old_raw.empty();
-  if ((!first && w.live.state.token == w.old_head.token) || (first && w.live.segments.empty())) {
-    w.result.snapshot_id = w.old_head.snapshot_id;
-    return w.result;
-  }
   w.head = w.old_head;
   w.head.uuid = first ? TableUuid(info) : w.old_head.uuid;
   w.head.token = w.live.state.token;

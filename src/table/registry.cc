@@ -216,10 +216,14 @@ Result<bool> TableRegistry::EvolveTable(const TableId& id, const std::shared_ptr
     ARROW_ASSIGN_OR_RAISE(TableInfo t, DecodeTable(*raw));
     if (SameSchema(*t.schema, *schema)) return false;
     ARROW_RETURN_NOT_OK(CheckEvolution(id, *t.schema, *schema));
+    // The table's own fields as they are (their metadata says how files store them: stored_types.h),
+    // then the new ones.
+    arrow::FieldVector fields = t.schema->fields();
+    for (int i = t.schema->num_fields(); i < schema->num_fields(); ++i) fields.push_back(schema->field(i));
     json j = json::parse(*raw);
     json history = j.contains("history") ? j["history"] : json::array();
     history.push_back(j["schema"]);
-    ARROW_ASSIGN_OR_RAISE(std::string encoded, EncodeSchema(*schema));
+    ARROW_ASSIGN_OR_RAISE(std::string encoded, EncodeSchema(*arrow::schema(fields, t.schema->metadata())));
     j["schema"] = encoded;
     j["history"] = history;
     j["v"] = 2;
