@@ -263,8 +263,8 @@ bool ReadPageHeader(const uint8_t* p, const uint8_t* end, PageHeader* header, co
   }
   if (h.type == kDataPageV2) {
     // Its levels lie in front of the values, uncompressed: within both sizes.
-    if (h.num_values < 0 || h.num_nulls < 0 || h.num_nulls > h.num_values || h.num_rows < 0 ||
-        h.definition_bytes < 0 || h.repetition_bytes < 0 ||
+    if (h.num_values < 0 || h.num_nulls < 0 || h.num_nulls > h.num_values || h.num_rows < 0 || h.definition_bytes < 0 ||
+        h.repetition_bytes < 0 ||
         int64_t{h.definition_bytes} + h.repetition_bytes > std::min(h.compressed, h.uncompressed)) {
       return false;
     }
@@ -322,7 +322,8 @@ Status DecodeLevels(const uint8_t* p, size_t size, int16_t max_level, int64_t co
     }
     if (run & 1) {  // bit-packed: groups of eight levels, lowest bits first
       const uint64_t groups = run >> 1;
-      if (groups == 0 || groups > static_cast<uint64_t>(end - p) / static_cast<uint64_t>(width)) return bad("a short bit-packed run");
+      if (groups == 0 || groups > static_cast<uint64_t>(end - p) / static_cast<uint64_t>(width))
+        return bad("a short bit-packed run");
       const uint64_t n = groups * 8;
       for (uint64_t i = 0; i < n && left > 0; ++i, --left) {
         uint32_t v = 0;

@@ -135,10 +135,10 @@ std::shared_ptr<parquet::FileMetaData> WriteV2(std::shared_ptr<arrow::Table>* ta
   (void)ints.Finish(&a);
   (void)lists.Finish(&b);
   (void)strings.Finish(&c);
-  *table = arrow::Table::Make(arrow::schema({arrow::field("i", arrow::int32()),
-                                             arrow::field("l", arrow::list(arrow::int32())),
-                                             arrow::field("s", arrow::utf8())}),
-                              {a, b, c});
+  *table = arrow::Table::Make(
+      arrow::schema({arrow::field("i", arrow::int32()), arrow::field("l", arrow::list(arrow::int32())),
+                     arrow::field("s", arrow::utf8())}),
+      {a, b, c});
   auto props = parquet::WriterProperties::Builder()
                    .compression(arrow::Compression::ZSTD)
                    ->disable_dictionary()

@@ -127,7 +127,8 @@ Result<bool> HashPlainValues(std::string_view chunk, const parquet::ColumnDescri
       ZSTD_DCtx* ctx = ThreadContext();
       if (ctx == nullptr) return false;
       page.resize(static_cast<size_t>(size));
-      const size_t n = ZSTD_decompressDCtx(ctx, page.data(), page.size(), data, static_cast<size_t>(h.compressed - levels));
+      const size_t n =
+          ZSTD_decompressDCtx(ctx, page.data(), page.size(), data, static_cast<size_t>(h.compressed - levels));
       if (ZSTD_isError(n) || n != page.size()) {
         return Status::Invalid(fmt::format("column {}: a page does not decompress", column.path()->ToDotString()));
       }
