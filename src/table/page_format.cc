@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
+#include <utility>
 
 namespace sediment::table {
 namespace {
@@ -180,59 +182,43 @@ class CompactWriter {
 // Parquet's PageType and field ids (parquet.thrift).
 constexpr int32_t kDataPage = 0, kDataPageV2 = 3;
 
-void ReadDataPageV1(CompactReader* r, PageHeader* h) {
+// Reads a struct's fields: the i32 fields listed go to their targets; `other`
+// is offered the rest and returns false for those it does not take (skipped).
+template <typename Other>
+void ReadStruct(CompactReader* r, std::initializer_list<std::pair<int16_t, int32_t*>> i32s, Other other) {
   int16_t id = 0;
   uint8_t type = 0;
   while (r->Field(&id, &type)) {
-    if (id == 1 && type == 5) {
-      h->num_values = static_cast<int32_t>(r->ZigZag());
-    } else if (id == 2 && type == 5) {
-      h->encoding = static_cast<int32_t>(r->ZigZag());
-    } else if (id == 3 && type == 5) {
-      h->definition_encoding = static_cast<int32_t>(r->ZigZag());
-    } else if (id == 4 && type == 5) {
-      h->repetition_encoding = static_cast<int32_t>(r->ZigZag());
-    } else {
+    int32_t* target = nullptr;
+    for (const auto& [field, into] : i32s) {
+      if (field == id) target = into;
+    }
+    if (target != nullptr && type == 5) {
+      *target = static_cast<int32_t>(r->ZigZag());
+    } else if (!other(id, type)) {
       r->Skip(type);
     }
   }
 }
 
+void ReadDataPageV1(CompactReader* r, PageHeader* h) {
+  ReadStruct(r, {{1, &h->num_values}, {2, &h->encoding}, {3, &h->definition_encoding}, {4, &h->repetition_encoding}},
+             [](int16_t, uint8_t) { return false; });
+}
+
 void ReadDataPageV2(CompactReader* r, PageHeader* h) {
-  int16_t id = 0;
-  uint8_t type = 0;
-  while (r->Field(&id, &type)) {
-    int32_t* field = nullptr;
-    switch (id) {
-      case 1:
-        field = &h->num_values;
-        break;
-      case 2:
-        field = &h->num_nulls;
-        break;
-      case 3:
-        field = &h->num_rows;
-        break;
-      case 4:
-        field = &h->encoding;
-        break;
-      case 5:
-        field = &h->definition_bytes;
-        break;
-      case 6:
-        field = &h->repetition_bytes;
-        break;
-      default:
-        break;
-    }
-    if (field != nullptr && type == 5) {
-      *field = static_cast<int32_t>(r->ZigZag());
-    } else if (id == 7 && (type == 1 || type == 2)) {
-      h->is_compressed = type == 1;
-    } else {
-      r->Skip(type);
-    }
-  }
+  ReadStruct(r,
+             {{1, &h->num_values},
+              {2, &h->num_nulls},
+              {3, &h->num_rows},
+              {4, &h->encoding},
+              {5, &h->definition_bytes},
+              {6, &h->repetition_bytes}},
+             [h](int16_t id, uint8_t type) {
+               if (id != 7 || (type != 1 && type != 2)) return false;
+               h->is_compressed = type == 1;  // a compact boolean's value is its type
+               return true;
+             });
 }
 
 }  // namespace
