@@ -25,6 +25,7 @@
 #include <map>
 #include <type_traits>
 
+#include "table/page_joiner.h"
 #include "table/parquet_guard_internal.h"
 #include "table/plain_pages.h"
 
@@ -72,59 +73,22 @@ parquet::SizeStatistics PageSizeStats(const parquet::ColumnIndex& ci, const parq
 }
 
 // Column chunk statistics of the chunks together, with the column's own
-// ordering (signed or unsigned integers, unsigned bytes for binary): Arrow's
-// typed statistics merged. No distinct count (a sum would be wrong).
-template <typename DType>
-void MergeTyped(parquet::Statistics* into, const parquet::Statistics& other) {
-  static_cast<parquet::TypedStatistics<DType>*>(into)->Merge(
-      static_cast<const parquet::TypedStatistics<DType>&>(other));
-}
-
+// ordering (page_joiner.h). A chunk of nulls only has no bounds: it says so.
 Result<parquet::EncodedStatistics> MergedStatistics(
     const parquet::ColumnDescriptor* column, const std::vector<std::shared_ptr<parquet::ColumnChunkMetaData>>& chunks) {
-  std::shared_ptr<parquet::Statistics> merged;
-  // Binary minimums and maximums point into these until Encode().
-  std::vector<std::shared_ptr<parquet::EncodedStatistics>> kept;
+  std::vector<parquet::EncodedStatistics> parts;
+  parts.reserve(chunks.size());
   for (const auto& cc : chunks) {
     auto encoded = cc->encoded_statistics();
     if (!encoded) return Status::Invalid(fmt::format("column {}: a chunk has no statistics", column->name()));
-    kept.push_back(encoded);
-    auto s = parquet::Statistics::Make(column, encoded.get(), cc->num_values());
-    if (!merged) {
-      merged = std::move(s);
-      continue;
-    }
-    switch (column->physical_type()) {
-      case parquet::Type::BOOLEAN:
-        MergeTyped<parquet::BooleanType>(merged.get(), *s);
-        break;
-      case parquet::Type::INT32:
-        MergeTyped<parquet::Int32Type>(merged.get(), *s);
-        break;
-      case parquet::Type::INT64:
-        MergeTyped<parquet::Int64Type>(merged.get(), *s);
-        break;
-      case parquet::Type::INT96:
-        MergeTyped<parquet::Int96Type>(merged.get(), *s);
-        break;
-      case parquet::Type::FLOAT:
-        MergeTyped<parquet::FloatType>(merged.get(), *s);
-        break;
-      case parquet::Type::DOUBLE:
-        MergeTyped<parquet::DoubleType>(merged.get(), *s);
-        break;
-      case parquet::Type::BYTE_ARRAY:
-        MergeTyped<parquet::ByteArrayType>(merged.get(), *s);
-        break;
-      case parquet::Type::FIXED_LEN_BYTE_ARRAY:
-        MergeTyped<parquet::FLBAType>(merged.get(), *s);
-        break;
-      default:
-        return Status::Invalid(fmt::format("column {}: unknown physical type", column->name()));
-    }
+    parts.push_back(*encoded);
+    auto& s = parts.back();
+    if (!(s.has_min && s.has_max) && s.has_null_count && s.null_count == cc->num_values()) s.all_null_value = true;
   }
-  parquet::EncodedStatistics out = merged->Encode();
-  out.has_distinct_count = false;
+  std::vector<const parquet::EncodedStatistics*> refs;
+  for (const auto& s : parts) refs.push_back(&s);
+  ARROW_ASSIGN_OR_RAISE(auto out, MergeEncodedStatistics(*column, refs));
+  out.all_null_value = false;  // a chunk's statistics have no such field
   return out;
 }
 
@@ -449,36 +413,44 @@ Status ParquetAssembler::AppendPagesUnguarded(const PageRun& run) {
   page_index_->AppendRowGroup();
   int64_t total_bytes = 0;
   for (const auto& piece : run.pieces) total_bytes += piece.source->RowGroup(piece.index)->total_byte_size();
+  JoinLimits limits;
+  limits.max_rows = props_->max_rows_per_page();
+  limits.max_uncompressed = props_->data_pagesize();
   for (int c = 0; c < n; ++c) {
     const auto* column = descr_->Column(c);
-    ARROW_ASSIGN_OR_RAISE(const int64_t first, sink_->Tell());
-    int64_t values = 0, compressed = 0, uncompressed = 0, first_row = 0;
-    std::map<parquet::Encoding::type, int32_t> data_stats;
+    const auto codec = props_->compression(column->path());
+    int64_t values = 0;
     std::vector<std::shared_ptr<parquet::ColumnChunkMetaData>> chunks;
+    std::vector<SourcePage> pages;
+    int64_t first_row = 0;
     for (const auto& piece : run.pieces) {
       auto md = piece.source->RowGroup(piece.index);
       auto cc = md->ColumnChunk(c);
       if (cc->has_dictionary_page()) return Status::Invalid(fmt::format("column {}: a dictionary page", c));
-      if (cc->compression() != props_->compression(column->path())) {
+      if (cc->compression() != codec) {
         return Status::Invalid(
             fmt::format("column {} is compressed with another codec", column->path()->ToDotString()));
       }
-      const int64_t start = cc->data_page_offset();
-      const int64_t size = cc->total_compressed_size();
-      if (start < piece.begin || start + size > piece.begin + piece.bytes->size()) {
-        return Status::Invalid(fmt::format("column {}: chunk [{}, {}) outside the bytes read", c, start, start + size));
-      }
-      ARROW_ASSIGN_OR_RAISE(const int64_t at, sink_->Tell());
-      ARROW_RETURN_NOT_OK(sink_->Write(piece.bytes->data() + (start - piece.begin), size));
-      if (!AddPageIndex(piece, c, at - start, first_row)) {
-        return Status::Invalid(fmt::format("column {}: a row group of the run has no page index", c));
-      }
-      for (const auto& e : cc->encoding_stats()) data_stats[e.encoding] += e.count;
+      ARROW_RETURN_NOT_OK(AddSourcePages(piece, c, first_row, &pages));
       values += cc->num_values();
-      compressed += size;
-      uncompressed += cc->total_uncompressed_size();
       first_row += md->num_rows();
       chunks.push_back(std::move(cc));
+    }
+    ARROW_ASSIGN_OR_RAISE(auto joined, JoinPages(*column, static_cast<int>(codec), pages, limits));
+    ARROW_ASSIGN_OR_RAISE(const int64_t first, sink_->Tell());
+    int64_t compressed = 0, uncompressed = 0;
+    std::map<parquet::Encoding::type, int32_t> data_stats;
+    auto* offsets = page_index_->GetOffsetIndexBuilder(c);
+    auto* bounds = page_index_->GetColumnIndexBuilder(c);
+    for (const auto& page : joined) {
+      ARROW_ASSIGN_OR_RAISE(const int64_t at, sink_->Tell());
+      if (!page.head.empty()) ARROW_RETURN_NOT_OK(sink_->Write(page.head.data(), page.head.size()));
+      for (const auto& part : page.parts) ARROW_RETURN_NOT_OK(sink_->Write(part.data(), part.size()));
+      offsets->AddPage(at, static_cast<int32_t>(page.size), page.first_row, page.unencoded_bytes);
+      bounds->AddPage(page.stats, page.sizes);
+      data_stats[static_cast<parquet::Encoding::type>(page.encoding)] += 1;
+      compressed += page.size;
+      uncompressed += page.uncompressed;
     }
     FinishPageIndex(c);
     auto* col = builder->NextColumnChunk();
@@ -491,6 +463,56 @@ Status ParquetAssembler::AppendPagesUnguarded(const PageRun& run) {
   ARROW_RETURN_NOT_OK(WriteBloomFilters(run.bloom_filter));
   ++row_groups_;
   rows_ += run.rows();
+  return Status::OK();
+}
+
+// The data pages of column `c` of `piece`, which must fill its chunk one
+// after another, with their page index entries; rows counted from `first_row`.
+Status ParquetAssembler::AddSourcePages(const EncodedRowGroup& piece, int c, int64_t first_row,
+                                        std::vector<SourcePage>* pages) const {
+  auto md = piece.source->RowGroup(piece.index);
+  auto cc = md->ColumnChunk(c);
+  const auto& ci = piece.column_index[c];
+  const auto& oi = piece.offset_index[c];
+  if (!ci || !oi) return Status::Invalid(fmt::format("column {}: a row group of the run has no page index", c));
+  const auto& locs = oi->page_locations();
+  const auto& nulls = ci->null_pages();
+  const auto& unencoded = oi->unencoded_byte_array_data_bytes();
+  const int64_t start = cc->data_page_offset();
+  const int64_t end = start + cc->total_compressed_size();
+  if (start < piece.begin || end > piece.begin + piece.bytes->size()) {
+    return Status::Invalid(fmt::format("column {}: chunk [{}, {}) outside the bytes read", c, start, end));
+  }
+  if (nulls.size() != locs.size() || ci->encoded_min_values().size() != locs.size() ||
+      ci->encoded_max_values().size() != locs.size()) {
+    return Status::Invalid(fmt::format("column {}: the column index and the offset index disagree", c));
+  }
+  int64_t at = start;
+  for (size_t p = 0; p < locs.size(); ++p) {
+    const auto& loc = locs[p];
+    if (loc.offset != at || loc.compressed_page_size <= 0 || loc.offset + loc.compressed_page_size > end) {
+      return Status::Invalid(fmt::format("column {}: page {} at [{}, +{}) does not follow the one before in its chunk",
+                                         c, p, loc.offset, loc.compressed_page_size));
+    }
+    at += loc.compressed_page_size;
+    const int64_t next_row = p + 1 < locs.size() ? locs[p + 1].first_row_index : md->num_rows();
+    SourcePage page;
+    page.bytes = std::string_view(reinterpret_cast<const char*>(piece.bytes->data() + (loc.offset - piece.begin)),
+                                  static_cast<size_t>(loc.compressed_page_size));
+    page.first_row = first_row + loc.first_row_index;
+    page.rows = next_row - loc.first_row_index;
+    if (nulls[p]) {
+      page.stats.all_null_value = true;
+    } else {
+      page.stats.set_min(ci->encoded_min_values()[p]);
+      page.stats.set_max(ci->encoded_max_values()[p]);
+    }
+    if (ci->has_null_counts()) page.stats.set_null_count(ci->null_counts()[p]);
+    page.sizes = PageSizeStats(*ci, *descr_->Column(c), p);
+    if (unencoded.size() == locs.size()) page.unencoded_bytes = unencoded[p];
+    pages->push_back(std::move(page));
+  }
+  if (at != end) return Status::Invalid(fmt::format("column {}: pages do not fill their chunk", c));
   return Status::OK();
 }
 

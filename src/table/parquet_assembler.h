@@ -53,6 +53,8 @@ class WriterProperties;
 
 namespace sediment::table {
 
+struct SourcePage;  // page_joiner.h
+
 // One row group of some Parquet file, with the bytes of its column chunks.
 struct EncodedRowGroup {
   std::shared_ptr<parquet::FileMetaData> source;  // the footer it is described by
@@ -68,7 +70,7 @@ struct EncodedRowGroup {
 };
 
 // Small row groups of kPages files whose data pages, one after another, make
-// one row group of the output.
+// one row group of the output (small pages joined: page_joiner.h).
 struct PageRun {
   std::vector<EncodedRowGroup> pieces;  // in order
   // Per column: the bloom filter of the whole run; null where there is none.
@@ -128,8 +130,10 @@ class ParquetAssembler {
   // Copies `rg` as the file's next row group.
   Status Append(const EncodedRowGroup& rg);
   // Writes `run` as the file's next row group: each column chunk is the
-  // pieces' data pages in order (every piece PagesCopyable, with this file's
-  // schema and codec).
+  // pieces' data pages in order, consecutive small ones joined into pages of
+  // up to the properties' max_rows_per_page rows and data_pagesize bytes
+  // (page_joiner.h); every piece PagesCopyable, with this file's schema and
+  // codec.
   Status AppendPages(const PageRun& run);
   // Writes page indexes and the footer with `metadata` (plus Arrow's schema).
   // Does not close the sink.
@@ -146,6 +150,8 @@ class ParquetAssembler {
   void FinishPageIndex(int c);
   Status AppendUnguarded(const EncodedRowGroup& rg);
   Status AppendPagesUnguarded(const PageRun& run);
+  Status AddSourcePages(const EncodedRowGroup& piece, int c, int64_t first_row,
+                        std::vector<SourcePage>* pages) const;
   Status WriteBloomFilters(const std::vector<std::shared_ptr<parquet::BloomFilter>>& filters);
 
   std::shared_ptr<arrow::io::OutputStream> sink_;

@@ -53,9 +53,15 @@ Result<WriterSettings> WriterSettings::FromConfig(const WriterConfig& writer) {
 std::shared_ptr<parquet::WriterProperties> WriterSettings::Properties(const arrow::Schema& schema,
                                                                       FileLayout layout) const {
   parquet::WriterProperties::Builder props;
-  // Data page v1 (the default): what every reader reads. Without a
-  // dictionary, Arrow writes PLAIN pages, each compressed on its own.
-  if (layout == FileLayout::kPages) props.disable_dictionary();
+  // Files to be merged again: no dictionary, so Arrow writes PLAIN pages,
+  // each compressed on its own; data pages v2, whose levels stand apart from
+  // the compressed values, so a merge joins small pages without decompressing
+  // them (page_joiner.h). Final files keep data page v1 (the default), which
+  // every reader reads.
+  if (layout == FileLayout::kPages) {
+    props.disable_dictionary();
+    props.data_page_version(parquet::ParquetDataPageVersion::V2);
+  }
   props.compression(*Codec(compression.codec));  // validated by ParseCompression
   if (compression.level) props.compression_level(*compression.level);
   props.max_row_group_length(max_row_group_rows);
