@@ -342,7 +342,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--scale", type=float, default=1.0, help="multiplies every shape's rows")
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--shapes", nargs="+", default=["tiny", "medium", "remerge", "foreign"])
+    ap.add_argument("--shapes", nargs="*", default=["tiny", "medium", "remerge", "foreign"],
+                    help="local shapes; none (--shapes alone) runs only the MinIO shape")
     ap.add_argument("--row-group-rows", type=int, default=131072)
     ap.add_argument("--repeat", type=int, default=15, help="runs of each query")
     ap.add_argument("--work", default=None, help="work directory (default: a temp dir, removed)")

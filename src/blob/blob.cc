@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/crypto.h"
+#include "blob/s3_sign_internal.h"
 
 namespace sediment::blob {
 namespace {
@@ -164,64 +165,6 @@ TimePoint ToTimePoint(arrow::fs::TimePoint t) {
   return TimePoint(std::chrono::duration_cast<Duration>(t.time_since_epoch()));
 }
 
-// What signs presigned URLs for one S3 store: its endpoint and static key.
-struct S3Presigner {
-  std::string scheme = "https";
-  std::string endpoint;  // host[:port]; empty = AWS
-  std::string region = "us-east-1";
-  std::string key, secret, session_token;
-  bool path_style = true;
-};
-
-// RFC 3986 percent-encoding as S3's signature V4 wants it ('/' kept in paths).
-std::string AwsEncode(std::string_view in, bool keep_slash) {
-  std::string out;
-  for (unsigned char c : in) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
-      out += static_cast<char>(c);
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
-
-// A signature-V4 presigned URL (query authentication) for `method` on
-// bucket/key, valid `expires` seconds from `now`.
-std::string Presign(const S3Presigner& p, const std::string& bucket, const std::string& key, const std::string& method,
-                    int64_t expires, std::time_t now) {
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char stamp[20], day[10];
-  std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-  std::strftime(day, sizeof(day), "%Y%m%d", &tm);
-  const std::string scope = fmt::format("{}/{}/s3/aws4_request", day, p.region);
-  const std::string endpoint = p.endpoint.empty() ? fmt::format("s3.{}.amazonaws.com", p.region) : p.endpoint;
-  std::string host, path;
-  if (p.path_style) {
-    host = endpoint;
-    path = "/" + AwsEncode(bucket, false) + "/" + AwsEncode(key, true);
-  } else {
-    host = bucket + "." + endpoint;
-    path = "/" + AwsEncode(key, true);
-  }
-  std::vector<std::pair<std::string, std::string>> q = {
-      {"X-Amz-Algorithm", "AWS4-HMAC-SHA256"},    {"X-Amz-Credential", p.key + "/" + scope}, {"X-Amz-Date", stamp},
-      {"X-Amz-Expires", std::to_string(expires)}, {"X-Amz-SignedHeaders", "host"},
-  };
-  if (!p.session_token.empty()) q.emplace_back("X-Amz-Security-Token", p.session_token);
-  std::sort(q.begin(), q.end());
-  std::string query;
-  for (const auto& [k, v] : q) query += (query.empty() ? "" : "&") + AwsEncode(k, false) + "=" + AwsEncode(v, false);
-  const std::string canonical = fmt::format("{}\n{}\n{}\nhost:{}\n\nhost\nUNSIGNED-PAYLOAD", method, path, query, host);
-  const std::string to_sign = fmt::format("AWS4-HMAC-SHA256\n{}\n{}\n{}", stamp, scope, Sha256Hex(canonical));
-  std::string signing = HmacSha256("AWS4" + p.secret, day);
-  signing = HmacSha256(signing, p.region);
-  signing = HmacSha256(signing, "s3");
-  signing = HmacSha256(signing, "aws4_request");
-  return fmt::format("{}://{}{}?{}&X-Amz-Signature={}", p.scheme, host, path, query, Hex(HmacSha256(signing, to_sign)));
-}
-
 class FsBlobStore final : public BlobStore {
  public:
   // `root` is the fs path of the store's root: "/abs/dir" locally, "bucket/prefix" on S3.
@@ -260,7 +203,22 @@ class FsBlobStore final : public BlobStore {
     return fs_->OpenInputFile(info);
   }
 
-  void SetPresigner(S3Presigner p) { presigner_ = std::move(p); }
+  void SetPresigner(S3Presigner p) {
+    presigner_ = std::move(p);
+    const auto slash = root_.find('/');
+    getter_ = std::make_unique<S3Getter>(*presigner_, root_.substr(0, slash));
+  }
+
+  Result<std::shared_ptr<arrow::Buffer>> ReadSized(const std::string& path, int64_t offset, int64_t length,
+                                                   int64_t size) override {
+    if (!getter_ || length == 0) return BlobStore::ReadSized(path, offset, length, size);
+    ARROW_RETURN_NOT_OK(ValidateObjectPath(path));
+    if (offset < 0 || length < 0 || offset + length > size) {
+      return InvalidArgument(fmt::format("{}: [{}, {}) is not within its {} bytes", path, offset, offset + length, size));
+    }
+    const std::string full = Full(path);
+    return getter_->Get(full.substr(full.find('/') + 1), offset, length);
+  }
 
   Result<std::string> PresignUrl(const std::string& path, const std::string& method, int64_t expires) override {
     ARROW_RETURN_NOT_OK(ValidateObjectPath(path));
@@ -327,6 +285,7 @@ class FsBlobStore final : public BlobStore {
   std::string Full(const std::string& path) const { return root_ + "/" + path; }
 
   std::optional<S3Presigner> presigner_;  // S3 stores with a static key
+  std::unique_ptr<S3Getter> getter_;      // with presigner_
   std::shared_ptr<arrow::fs::FileSystem> fs_;
   const std::string root_;
   const bool local_;
@@ -495,6 +454,17 @@ Result<std::shared_ptr<arrow::Buffer>> BlobStore::Get(const std::string& path) {
   ARROW_ASSIGN_OR_RAISE(auto in, OpenReader(path));
   ARROW_ASSIGN_OR_RAISE(int64_t size, in->GetSize());
   return in->ReadAt(0, size);
+}
+
+Result<std::shared_ptr<arrow::Buffer>> BlobStore::ReadSized(const std::string& path, int64_t offset, int64_t length,
+                                                             int64_t size) {
+  if (offset < 0 || length < 0 || offset + length > size) {
+    return InvalidArgument(fmt::format("{}: [{}, {}) is not within its {} bytes", path, offset, offset + length, size));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto in, OpenReaderSized(path, size));
+  ARROW_ASSIGN_OR_RAISE(auto bytes, in->ReadAt(offset, length));
+  if (bytes->size() != length) return Status::IOError(fmt::format("{}: a short read", path));
+  return bytes;
 }
 
 Result<std::shared_ptr<arrow::Buffer>> BlobStore::ReadRange(const std::string& path, int64_t offset, int64_t length) {

@@ -103,13 +103,13 @@ class FooterReads {
       opening_[submitted_] = RunOn<Result<FooterRead>>(
           ctx_.footer_pool, [blobs = ctx_.blobs, path = s.path, size = s.stored_bytes, whole]() -> Result<FooterRead> {
             // One request for the footer: the registry knows the size.
-            ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::io::RandomAccessFile> file,
-                                  blobs->OpenReaderSized(path, size));
             FooterRead out;
+            std::shared_ptr<arrow::io::RandomAccessFile> file;
             if (whole) {
-              ARROW_ASSIGN_OR_RAISE(out.whole, file->ReadAt(0, size));
-              if (out.whole->size() != size) return Status::IOError("a short read");
+              ARROW_ASSIGN_OR_RAISE(out.whole, blobs->ReadSized(path, 0, size, size));
               file = std::make_shared<arrow::io::BufferReader>(out.whole);
+            } else {
+              ARROW_ASSIGN_OR_RAISE(file, blobs->OpenReaderSized(path, size));
             }
             ARROW_ASSIGN_OR_RAISE(out.footer,
                                   ParquetGuard(path, [&]() -> Result<std::shared_ptr<parquet::FileMetaData>> {

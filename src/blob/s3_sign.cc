@@ -1,0 +1,183 @@
+#include <arrow/buffer.h>
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <utility>
+
+#include "base/crypto.h"
+#include "blob/s3_sign_internal.h"
+
+namespace sediment::blob {
+namespace {
+
+struct SigningTime {
+  std::string stamp;  // 20261203T081500Z
+  std::string day;    // 20261203
+};
+
+SigningTime TimeOf(std::time_t now) {
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char stamp[20], day[10];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+  std::strftime(day, sizeof(day), "%Y%m%d", &tm);
+  return {stamp, day};
+}
+
+std::string Scope(const S3Presigner& p, const SigningTime& t) {
+  return fmt::format("{}/{}/s3/aws4_request", t.day, p.region);
+}
+
+// The signature of `canonical` (a canonical request) at time `t`.
+std::string Sign(const S3Presigner& p, const SigningTime& t, const std::string& canonical) {
+  const std::string to_sign = fmt::format("AWS4-HMAC-SHA256\n{}\n{}\n{}", t.stamp, Scope(p, t), Sha256Hex(canonical));
+  std::string key = HmacSha256("AWS4" + p.secret, t.day);
+  key = HmacSha256(key, p.region);
+  key = HmacSha256(key, "s3");
+  key = HmacSha256(key, "aws4_request");
+  return Hex(HmacSha256(key, to_sign));
+}
+
+// The host a request for `bucket` goes to, and the path of `key` there.
+std::pair<std::string, std::string> HostAndPath(const S3Presigner& p, const std::string& bucket,
+                                                const std::string& key) {
+  const std::string endpoint = p.endpoint.empty() ? fmt::format("s3.{}.amazonaws.com", p.region) : p.endpoint;
+  if (p.path_style) return {endpoint, "/" + AwsEncode(bucket, false) + "/" + AwsEncode(key, true)};
+  return {bucket + "." + endpoint, "/" + AwsEncode(key, true)};
+}
+
+// The code in an S3 error document (<Code>NoSuchKey</Code>), or empty.
+std::string ErrorCode(const std::string& body) {
+  const auto a = body.find("<Code>");
+  const auto b = body.find("</Code>");
+  if (a == std::string::npos || b == std::string::npos || b < a) return "";
+  return body.substr(a + 6, std::min<size_t>(b - a - 6, 64));
+}
+
+}  // namespace
+
+std::string AwsEncode(std::string_view in, bool keep_slash) {
+  std::string out;
+  for (unsigned char c : in) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+std::string Presign(const S3Presigner& p, const std::string& bucket, const std::string& key, const std::string& method,
+                    int64_t expires, std::time_t now) {
+  const SigningTime t = TimeOf(now);
+  const auto [host, path] = HostAndPath(p, bucket, key);
+  std::vector<std::pair<std::string, std::string>> q = {
+      {"X-Amz-Algorithm", "AWS4-HMAC-SHA256"},    {"X-Amz-Credential", p.key + "/" + Scope(p, t)},
+      {"X-Amz-Date", t.stamp},                    {"X-Amz-Expires", std::to_string(expires)},
+      {"X-Amz-SignedHeaders", "host"},
+  };
+  if (!p.session_token.empty()) q.emplace_back("X-Amz-Security-Token", p.session_token);
+  std::sort(q.begin(), q.end());
+  std::string query;
+  for (const auto& [k, v] : q) query += (query.empty() ? "" : "&") + AwsEncode(k, false) + "=" + AwsEncode(v, false);
+  const std::string canonical = fmt::format("{}\n{}\n{}\nhost:{}\n\nhost\nUNSIGNED-PAYLOAD", method, path, query, host);
+  return fmt::format("{}://{}{}?{}&X-Amz-Signature={}", p.scheme, host, path, query, Sign(p, t, canonical));
+}
+
+S3Getter::S3Getter(S3Presigner signer, std::string bucket) : signer_(std::move(signer)), bucket_(std::move(bucket)) {
+  host_ = HostAndPath(signer_, bucket_, "").first;
+  origin_ = signer_.scheme + "://" + host_;
+}
+
+S3Getter::~S3Getter() = default;
+
+std::unique_ptr<httplib::Client> S3Getter::TakeConnection() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!idle_.empty()) {
+      auto c = std::move(idle_.back());
+      idle_.pop_back();
+      return c;
+    }
+  }
+  auto c = std::make_unique<httplib::Client>(origin_);
+  // As the evm-rpc client: the system's CAs named explicitly (OpenSSL's
+  // default paths crash beside the OpenSSL bundled with Arrow's libraries).
+  c->set_ca_cert_path(SystemCaBundle());
+  c->enable_server_certificate_verification(true);
+  c->set_connection_timeout(std::chrono::seconds(5));  // as the Arrow S3 options (blob.cc)
+  c->set_read_timeout(std::chrono::seconds(30));
+  c->set_write_timeout(std::chrono::seconds(30));
+  c->set_keep_alive(true);
+  c->set_tcp_nodelay(true);
+  c->set_url_encode(false);  // the path is encoded as it was signed
+  c->set_decompress(false);
+  return c;
+}
+
+void S3Getter::GiveBack(std::unique_ptr<httplib::Client> c) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (idle_.size() < 64) idle_.push_back(std::move(c));
+}
+
+std::vector<std::pair<std::string, std::string>> SignedGetHeaders(const S3Presigner& p, const std::string& bucket,
+                                                                   const std::string& key, const std::string& range,
+                                                                   std::time_t now) {
+  const SigningTime t = TimeOf(now);
+  const auto [host, path] = HostAndPath(p, bucket, key);
+  // The payload hash of a GET: SHA-256 of no bytes.
+  static const std::string kEmpty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+  std::vector<std::pair<std::string, std::string>> headers = {
+      {"host", host}, {"range", range}, {"x-amz-content-sha256", kEmpty}, {"x-amz-date", t.stamp}};
+  if (!p.session_token.empty()) headers.emplace_back("x-amz-security-token", p.session_token);
+  std::string canonical_headers, signed_headers;
+  for (const auto& [k, v] : headers) {
+    canonical_headers += k + ":" + v + "\n";
+    signed_headers += (signed_headers.empty() ? "" : ";") + k;
+  }
+  const std::string canonical = fmt::format("GET\n{}\n\n{}\n{}\n{}", path, canonical_headers, signed_headers, kEmpty);
+  headers.emplace_back("Authorization", fmt::format("AWS4-HMAC-SHA256 Credential={}/{},SignedHeaders={},Signature={}",
+                                                    p.key, Scope(p, t), signed_headers, Sign(p, t, canonical)));
+  return headers;
+}
+
+Result<std::shared_ptr<arrow::Buffer>> S3Getter::Get(const std::string& key, int64_t offset, int64_t length) {
+  if (offset < 0 || length <= 0) return InvalidArgument(fmt::format("GET of {}: bad range", key));
+  const std::string path = HostAndPath(signer_, bucket_, key).second;
+  const std::string range = fmt::format("bytes={}-{}", offset, offset + length - 1);
+  httplib::Headers headers;
+  for (auto& [k, v] : SignedGetHeaders(signer_, bucket_, key, range, std::time(nullptr))) headers.emplace(k, v);
+  auto client = TakeConnection();
+  // At most `length` bytes are kept: a server that sends more is refused, not buffered.
+  std::string body;
+  body.reserve(static_cast<size_t>(length));
+  bool too_long = false;
+  auto res = client->Get(path.c_str(), headers, [&](const char* data, size_t n) {
+    if (body.size() + n > static_cast<size_t>(length) + 4096) {
+      too_long = true;
+      return false;
+    }
+    body.append(data, n);
+    return true;
+  });
+  const std::string what = fmt::format("GET s3://{}/{} [{}, {})", bucket_, key, offset, offset + length);
+  if (!res) {
+    if (too_long) return Status::IOError(fmt::format("{}: the answer is longer than the range", what));
+    return Status::IOError(fmt::format("{}: {}", what, httplib::to_string(res.error())));
+  }
+  const int status = res->status;
+  if (status == 404) return NotFound(fmt::format("{}: {}", what, ErrorCode(body)));
+  if (status != 206 && status != 200) {
+    return Status::IOError(fmt::format("{}: HTTP {} {}", what, status, ErrorCode(body)));
+  }
+  if (static_cast<int64_t>(body.size()) != length) {
+    return Status::IOError(fmt::format("{}: {} bytes in the answer", what, body.size()));
+  }
+  GiveBack(std::move(client));
+  return std::shared_ptr<arrow::Buffer>(arrow::Buffer::FromString(std::move(body)));
+}
+
+}  // namespace sediment::blob

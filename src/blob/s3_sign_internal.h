@@ -1,0 +1,77 @@
+// S3 requests signed with signature V4 by Sediment itself, for what Arrow's
+// S3 filesystem does not offer or does at too high a cost: presigned URLs
+// (query authentication) and small ranged GETs. A GET through the AWS SDK
+// costs about 0.8 ms of CPU (endpoint rules, header maps, iostreams,
+// copies), more than a head file's bytes; a merge of hundreds of head files
+// on object storage paid it per file (bench/RESULTS.md, issue 28). Here a
+// GET is one signed request on a kept-alive cpp-httplib connection.
+//
+// Private to the blob module. Thread-safety: S3Getter is safe to share; its
+// connections are pooled.
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+
+namespace arrow {
+class Buffer;
+}  // namespace arrow
+namespace httplib {
+class Client;
+}  // namespace httplib
+
+namespace sediment::blob {
+
+// One S3 store's endpoint and static key.
+struct S3Presigner {
+  std::string scheme = "https";
+  std::string endpoint;  // host[:port]; empty = AWS
+  std::string region = "us-east-1";
+  std::string key, secret, session_token;
+  bool path_style = true;
+};
+
+// RFC 3986 percent-encoding as S3's signature V4 wants it ('/' kept in paths).
+std::string AwsEncode(std::string_view in, bool keep_slash);
+
+// A signature-V4 presigned URL (query authentication) for `method` on
+// bucket/key, valid `expires` seconds from `now`.
+std::string Presign(const S3Presigner& p, const std::string& bucket, const std::string& key, const std::string& method,
+                    int64_t expires, std::time_t now);
+
+// The headers of a GET of bucket/key with `range` ("bytes=a-b") at `now`,
+// signed in the Authorization header (host, range, x-amz-content-sha256,
+// x-amz-date, the session token if any).
+std::vector<std::pair<std::string, std::string>> SignedGetHeaders(const S3Presigner& p, const std::string& bucket,
+                                                                   const std::string& key, const std::string& range,
+                                                                   std::time_t now);
+
+// Ranged GETs of one bucket's objects, signed in headers.
+class S3Getter {
+ public:
+  S3Getter(S3Presigner signer, std::string bucket);
+  ~S3Getter();
+
+  // Bytes [offset, offset + length) of `key`: exactly that many, or an
+  // error naming the object and what S3 said (NotFound for NoSuchKey).
+  Result<std::shared_ptr<arrow::Buffer>> Get(const std::string& key, int64_t offset, int64_t length);
+
+ private:
+  std::unique_ptr<httplib::Client> TakeConnection();
+  void GiveBack(std::unique_ptr<httplib::Client> c);
+
+  const S3Presigner signer_;
+  const std::string bucket_;
+  std::string host_, origin_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<httplib::Client>> idle_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace sediment::blob
