@@ -217,7 +217,7 @@ class FsBlobStore final : public BlobStore {
       return InvalidArgument(fmt::format("{}: [{}, {}) is not within its {} bytes", path, offset, offset + length, size));
     }
     const std::string full = Full(path);
-    return getter_->Get(full.substr(full.find('/') + 1), offset, length);
+    return getter_->Get(full.substr(full.find('/') + 1), offset, length, size);
   }
 
   Result<std::string> PresignUrl(const std::string& path, const std::string& method, int64_t expires) override {
@@ -462,6 +462,11 @@ Result<std::shared_ptr<arrow::Buffer>> BlobStore::ReadSized(const std::string& p
     return InvalidArgument(fmt::format("{}: [{}, {}) is not within its {} bytes", path, offset, offset + length, size));
   }
   ARROW_ASSIGN_OR_RAISE(auto in, OpenReaderSized(path, size));
+  // Where the reader knows the object's size (local disk), it must be `size`.
+  ARROW_ASSIGN_OR_RAISE(int64_t actual, in->GetSize());
+  if (actual != size) {
+    return Status::IOError(fmt::format("{}: the object has {} bytes, {} expected", path, actual, size));
+  }
   ARROW_ASSIGN_OR_RAISE(auto bytes, in->ReadAt(offset, length));
   if (bytes->size() != length) return Status::IOError(fmt::format("{}: a short read", path));
   return bytes;

@@ -3,9 +3,13 @@
 #include <arrow/buffer.h>
 #include <arrow/io/interfaces.h>
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -140,8 +144,11 @@ TEST_P(BlobStoreTest, ReadSizedReadsWhatItNamesInOneRequest) {
   auto missing = store_->ReadSized("dir/none", 0, 10, 10);
   EXPECT_TRUE(IsNotFound(missing.status())) << missing.status().ToString();
   // A size the object does not have (a stale record): an error, never other bytes.
-  auto stale = store_->ReadSized(key, 0, 300010, 300010);
-  EXPECT_FALSE(stale.ok());
+  auto larger = store_->ReadSized(key, 0, 300010, 300010);
+  EXPECT_FALSE(larger.ok());
+  auto smaller = store_->ReadSized(key, 0, 10, 299990);
+  EXPECT_FALSE(smaller.ok()) << "a prefix of a larger object";
+  EXPECT_NE(smaller.status().message().find("300000 bytes"), std::string::npos) << smaller.status().ToString();
 }
 
 TEST_P(BlobStoreTest, ListByPrefix) {
@@ -298,6 +305,76 @@ TEST(S3SignTest, AGetIsSignedAsAwsDocumentsIt) {
             "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request,"
             "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date,"
             "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
+}
+
+// A server on loopback that drops the first connection after reading its
+// request (as a server does with a connection it closed while idle), then
+// answers every request on later connections with the 10 bytes asked for.
+class DroppingServer {
+ public:
+  DroppingServer() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    socklen_t len = sizeof(addr);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    EXPECT_EQ(::listen(fd_, 8), 0);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~DroppingServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  int port() const { return port_; }
+  int connections() const { return connections_.load(); }
+
+ private:
+  void Serve() {
+    for (;;) {
+      int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      const int n = ++connections_;
+      char buf[8192];
+      std::string request;
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        ssize_t got = ::recv(c, buf, sizeof(buf), 0);
+        if (got <= 0) break;
+        request.append(buf, static_cast<size_t>(got));
+      }
+      if (n > 1) {
+        const std::string answer =
+            "HTTP/1.1 206 Partial Content\r\nContent-Length: 10\r\nContent-Range: bytes 0-9/10\r\n"
+            "Connection: close\r\n\r\n0123456789";
+        (void)::send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
+      }
+      ::close(c);
+    }
+  }
+
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<int> connections_{0};
+  std::thread thread_;
+};
+
+TEST(S3GetterTest, AConnectionDroppedBeforeTheAnswerIsTriedAgainOnANewOne) {
+  DroppingServer server;
+  S3Presigner p;
+  p.scheme = "http";
+  p.endpoint = "127.0.0.1:" + std::to_string(server.port());
+  p.key = "k";
+  p.secret = "s";
+  S3Getter getter(p, "bucket");
+  auto got = getter.Get("a/b", 0, 10, 10);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ((*got)->ToString(), "0123456789");
+  EXPECT_EQ(server.connections(), 2);
+  // A size the object does not have is an error, not its bytes.
+  EXPECT_FALSE(getter.Get("a/b", 0, 10, 11).ok());
 }
 
 TEST(BlobOpenTest, UriForms) {

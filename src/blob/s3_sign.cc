@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <thread>
 #include <utility>
 
 #include "base/crypto.h"
@@ -94,15 +96,21 @@ S3Getter::S3Getter(S3Presigner signer, std::string bucket) : signer_(std::move(s
 
 S3Getter::~S3Getter() = default;
 
-std::unique_ptr<httplib::Client> S3Getter::TakeConnection() {
+std::unique_ptr<httplib::Client> S3Getter::TakeConnection(bool* reused) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!idle_.empty()) {
-      auto c = std::move(idle_.back());
+    const auto now = std::chrono::steady_clock::now();
+    while (!idle_.empty()) {
+      Idle c = std::move(idle_.back());
       idle_.pop_back();
-      return c;
+      // Servers close idle connections (S3 after some seconds): an old one is
+      // likely closed, and on https cpp-httplib 0.11 cannot tell before using it.
+      if (now - c.since > kMaxIdle) continue;
+      *reused = true;
+      return std::move(c.client);
     }
   }
+  *reused = false;
   auto c = std::make_unique<httplib::Client>(origin_);
   // As the evm-rpc client: the system's CAs named explicitly (OpenSSL's
   // default paths crash beside the OpenSSL bundled with Arrow's libraries).
@@ -120,7 +128,7 @@ std::unique_ptr<httplib::Client> S3Getter::TakeConnection() {
 
 void S3Getter::GiveBack(std::unique_ptr<httplib::Client> c) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (idle_.size() < 64) idle_.push_back(std::move(c));
+  if (idle_.size() < 64) idle_.push_back(Idle{std::move(c), std::chrono::steady_clock::now()});
 }
 
 std::vector<std::pair<std::string, std::string>> SignedGetHeaders(const S3Presigner& p, const std::string& bucket,
@@ -144,40 +152,63 @@ std::vector<std::pair<std::string, std::string>> SignedGetHeaders(const S3Presig
   return headers;
 }
 
-Result<std::shared_ptr<arrow::Buffer>> S3Getter::Get(const std::string& key, int64_t offset, int64_t length) {
-  if (offset < 0 || length <= 0) return InvalidArgument(fmt::format("GET of {}: bad range", key));
+Result<std::shared_ptr<arrow::Buffer>> S3Getter::Get(const std::string& key, int64_t offset, int64_t length,
+                                                     int64_t object_size) {
+  if (offset < 0 || length <= 0 || offset + length > object_size) {
+    return InvalidArgument(fmt::format("GET of {}: bad range", key));
+  }
   const std::string path = HostAndPath(signer_, bucket_, key).second;
   const std::string range = fmt::format("bytes={}-{}", offset, offset + length - 1);
-  httplib::Headers headers;
-  for (auto& [k, v] : SignedGetHeaders(signer_, bucket_, key, range, std::time(nullptr))) headers.emplace(k, v);
-  auto client = TakeConnection();
-  // At most `length` bytes are kept: a server that sends more is refused, not buffered.
-  std::string body;
-  body.reserve(static_cast<size_t>(length));
-  bool too_long = false;
-  auto res = client->Get(path.c_str(), headers, [&](const char* data, size_t n) {
-    if (body.size() + n > static_cast<size_t>(length) + 4096) {
-      too_long = true;
-      return false;
-    }
-    body.append(data, n);
-    return true;
-  });
   const std::string what = fmt::format("GET s3://{}/{} [{}, {})", bucket_, key, offset, offset + length);
-  if (!res) {
-    if (too_long) return Status::IOError(fmt::format("{}: the answer is longer than the range", what));
-    return Status::IOError(fmt::format("{}: {}", what, httplib::to_string(res.error())));
+  // A transport failure is tried again (AWS SDKs do too): on a new connection
+  // at once if a kept-alive one failed (the server may have closed it), else
+  // after 0.1 and then 0.4 s. An answer, whatever its status, is not.
+  for (int attempt = 1;; ++attempt) {
+    httplib::Headers headers;
+    for (auto& [k, v] : SignedGetHeaders(signer_, bucket_, key, range, std::time(nullptr))) headers.emplace(k, v);
+    bool reused = false;
+    auto client = TakeConnection(&reused);
+    // At most `length` bytes are kept: a server that sends more is refused, not buffered.
+    std::string body;
+    body.reserve(static_cast<size_t>(length));
+    bool too_long = false;
+    auto res = client->Get(path.c_str(), headers, [&](const char* data, size_t n) {
+      if (body.size() + n > static_cast<size_t>(length) + 4096) {
+        too_long = true;
+        return false;
+      }
+      body.append(data, n);
+      return true;
+    });
+    if (!res) {
+      if (too_long) return Status::IOError(fmt::format("{}: the answer is longer than the range", what));
+      if (attempt < kAttempts) {
+        if (!reused) std::this_thread::sleep_for(std::chrono::milliseconds(100 << (2 * (attempt - 1))));
+        continue;
+      }
+      return Status::IOError(fmt::format("{}: {} ({} attempts)", what, httplib::to_string(res.error()), attempt));
+    }
+    const int status = res->status;
+    if (status == 404) return NotFound(fmt::format("{}: {}", what, ErrorCode(body)));
+    if (status != 206 && status != 200) {
+      return Status::IOError(fmt::format("{}: HTTP {} {}", what, status, ErrorCode(body)));
+    }
+    if (static_cast<int64_t>(body.size()) != length) {
+      return Status::IOError(fmt::format("{}: {} bytes in the answer", what, body.size()));
+    }
+    // The object must have the size the caller knows (a record that names
+    // another object's size would otherwise get a part of it).
+    const std::string content_range = res->get_header_value("Content-Range");
+    const auto slash = content_range.rfind('/');
+    const std::string total = status == 200 ? std::to_string(body.size())
+                              : slash == std::string::npos ? std::string("?")
+                                                           : content_range.substr(slash + 1);
+    if (total != std::to_string(object_size)) {
+      return Status::IOError(fmt::format("{}: the object has {} bytes, {} expected", what, total, object_size));
+    }
+    GiveBack(std::move(client));
+    return std::shared_ptr<arrow::Buffer>(arrow::Buffer::FromString(std::move(body)));
   }
-  const int status = res->status;
-  if (status == 404) return NotFound(fmt::format("{}: {}", what, ErrorCode(body)));
-  if (status != 206 && status != 200) {
-    return Status::IOError(fmt::format("{}: HTTP {} {}", what, status, ErrorCode(body)));
-  }
-  if (static_cast<int64_t>(body.size()) != length) {
-    return Status::IOError(fmt::format("{}: {} bytes in the answer", what, body.size()));
-  }
-  GiveBack(std::move(client));
-  return std::shared_ptr<arrow::Buffer>(arrow::Buffer::FromString(std::move(body)));
 }
 
 }  // namespace sediment::blob

@@ -10,6 +10,7 @@
 // connections are pooled.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <ctime>
 #include <memory>
@@ -59,19 +60,28 @@ class S3Getter {
   S3Getter(S3Presigner signer, std::string bucket);
   ~S3Getter();
 
-  // Bytes [offset, offset + length) of `key`: exactly that many, or an
-  // error naming the object and what S3 said (NotFound for NoSuchKey).
-  Result<std::shared_ptr<arrow::Buffer>> Get(const std::string& key, int64_t offset, int64_t length);
+  // Bytes [offset, offset + length) of `key`, an object of `object_size`
+  // bytes: exactly those, or an error naming the object and what S3 said
+  // (NotFound for NoSuchKey; an object of another size is an error).
+  Result<std::shared_ptr<arrow::Buffer>> Get(const std::string& key, int64_t offset, int64_t length,
+                                             int64_t object_size);
 
  private:
-  std::unique_ptr<httplib::Client> TakeConnection();
+  static constexpr int kAttempts = 3;
+  static constexpr std::chrono::seconds kMaxIdle{4};
+  struct Idle {
+    std::unique_ptr<httplib::Client> client;
+    std::chrono::steady_clock::time_point since;
+  };
+  // A kept-alive connection idle for less than kMaxIdle (*reused), else a new one.
+  std::unique_ptr<httplib::Client> TakeConnection(bool* reused);
   void GiveBack(std::unique_ptr<httplib::Client> c);
 
   const S3Presigner signer_;
   const std::string bucket_;
   std::string host_, origin_;
   std::mutex mu_;
-  std::vector<std::unique_ptr<httplib::Client>> idle_;  // GUARDED_BY(mu_)
+  std::vector<Idle> idle_;  // GUARDED_BY(mu_), the most recently used last
 };
 
 }  // namespace sediment::blob

@@ -226,6 +226,19 @@ TEST(PageJoinerTest, TheColumnIndexBoundsEachJoinedPageWithTheColumnsOrdering) {
     EXPECT_EQ(note_index->encoded_min_values()[p], lo);
     EXPECT_EQ(note_index->encoded_max_values()[p], hi);
   }
+  // hash: fixed-size bytes with values past 0x7f: bounds ordered as unsigned bytes.
+  auto hashes = std::static_pointer_cast<arrow::FixedSizeBinaryArray>(want->GetColumnByName("hash")->chunk(0));
+  auto hash_index = index->GetColumnIndex(3);
+  for (size_t p = 0; p < locs.size(); ++p) {
+    std::string lo, hi;
+    for (int64_t r = p * 60; r < static_cast<int64_t>(p + 1) * 60; ++r) {
+      std::string v(hashes->GetView(r));  // std::string orders its bytes as unsigned
+      if (lo.empty() || v < lo) lo = v;
+      if (hi.empty() || v > hi) hi = v;
+    }
+    EXPECT_EQ(hash_index->encoded_min_values()[p], lo) << p;
+    EXPECT_EQ(hash_index->encoded_max_values()[p], hi) << p;
+  }
   // gone: every page null.
   auto gone_index = index->GetColumnIndex(6);
   for (bool null_page : gone_index->null_pages()) EXPECT_TRUE(null_page);
@@ -237,6 +250,50 @@ TEST(PageJoinerTest, TheColumnIndexBoundsEachJoinedPageWithTheColumnsOrdering) {
   };
   EXPECT_EQ(decimal(fee_stats->min()), arrow::Decimal128(-150000));
   EXPECT_EQ(decimal(fee_stats->max()), arrow::Decimal128(149000));
+}
+
+TEST(PageJoinerTest, PagesWithAndWithoutCompressedValuesJoinOnlyTheirOwnKind) {
+  // A data page v2 may store its values uncompressed in a compressed chunk
+  // (is_compressed false): such pages join each other, not compressed ones.
+  std::vector<EncodedRowGroup> keep;
+  std::vector<SourcePage> pages;
+  for (auto codec : {arrow::Compression::ZSTD, arrow::Compression::ZSTD, arrow::Compression::UNCOMPRESSED,
+                     arrow::Compression::UNCOMPRESSED}) {
+    auto props = parquet::WriterProperties::Builder()
+                     .disable_dictionary()
+                     ->data_page_version(parquet::ParquetDataPageVersion::V2)
+                     ->compression(codec)
+                     ->enable_statistics()
+                     ->enable_write_page_index()
+                     ->build();
+    auto g = (*EncodeRowGroups(*Rows(pages.size() * 10, 10), props, 10)).front();
+    auto cc = g.source->RowGroup(0)->ColumnChunk(1);  // note: strings with nulls
+    SourcePage page;
+    page.bytes = std::string_view(reinterpret_cast<const char*>(g.bytes->data() + (cc->data_page_offset() - g.begin)),
+                                  static_cast<size_t>(cc->total_compressed_size()));
+    page.first_row = static_cast<int64_t>(pages.size()) * 10;
+    page.rows = 10;
+    page.stats.set_min("a").set_max("z").set_null_count(1);
+    pages.push_back(page);
+    keep.push_back(std::move(g));
+  }
+  const auto* column = keep.front().source->schema()->Column(1);
+  auto joined = JoinPages(*column, arrow::Compression::ZSTD, pages, JoinLimits{});
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  ASSERT_EQ(joined->size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& head = (*joined)[i].head;
+    PageHeader h;
+    const uint8_t* body = nullptr;
+    std::string page = head;
+    for (auto part : (*joined)[i].parts) page.append(part);
+    const auto* p = reinterpret_cast<const uint8_t*>(page.data());
+    ASSERT_TRUE(ReadPageHeader(p, p + page.size(), &h, &body));
+    EXPECT_EQ(h.is_compressed, i == 0);
+    EXPECT_EQ(h.num_rows, 20);
+    EXPECT_EQ((*joined)[i].first_row, static_cast<int64_t>(i) * 20);
+    EXPECT_EQ((*joined)[i].stats.null_count, 2);
+  }
 }
 
 TEST(PageJoinerTest, DataPagesV1AreCopiedAsTheyWere) {
