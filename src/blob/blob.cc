@@ -165,6 +165,12 @@ TimePoint ToTimePoint(arrow::fs::TimePoint t) {
   return TimePoint(std::chrono::duration_cast<Duration>(t.time_since_epoch()));
 }
 
+// InvalidArgument unless [offset, offset + length) lies within `size` bytes.
+Status CheckWithin(const std::string& path, int64_t offset, int64_t length, int64_t size) {
+  if (offset >= 0 && length >= 0 && offset + length <= size) return Status::OK();
+  return InvalidArgument(fmt::format("{}: [{}, {}) is not within its {} bytes", path, offset, offset + length, size));
+}
+
 class FsBlobStore final : public BlobStore {
  public:
   // `root` is the fs path of the store's root: "/abs/dir" locally, "bucket/prefix" on S3.
@@ -213,9 +219,7 @@ class FsBlobStore final : public BlobStore {
                                                    int64_t size) override {
     if (!getter_ || length == 0) return BlobStore::ReadSized(path, offset, length, size);
     ARROW_RETURN_NOT_OK(ValidateObjectPath(path));
-    if (offset < 0 || length < 0 || offset + length > size) {
-      return InvalidArgument(fmt::format("{}: [{}, {}) is not within its {} bytes", path, offset, offset + length, size));
-    }
+    ARROW_RETURN_NOT_OK(CheckWithin(path, offset, length, size));
     const std::string full = Full(path);
     return getter_->Get(full.substr(full.find('/') + 1), offset, length, size);
   }
@@ -457,10 +461,8 @@ Result<std::shared_ptr<arrow::Buffer>> BlobStore::Get(const std::string& path) {
 }
 
 Result<std::shared_ptr<arrow::Buffer>> BlobStore::ReadSized(const std::string& path, int64_t offset, int64_t length,
-                                                             int64_t size) {
-  if (offset < 0 || length < 0 || offset + length > size) {
-    return InvalidArgument(fmt::format("{}: [{}, {}) is not within its {} bytes", path, offset, offset + length, size));
-  }
+                                                            int64_t size) {
+  ARROW_RETURN_NOT_OK(CheckWithin(path, offset, length, size));
   ARROW_ASSIGN_OR_RAISE(auto in, OpenReaderSized(path, size));
   // Where the reader knows the object's size (local disk), it must be `size`.
   ARROW_ASSIGN_OR_RAISE(int64_t actual, in->GetSize());

@@ -1,9 +1,9 @@
 #include "blob/blob.h"
 
+#include <arpa/inet.h>
 #include <arrow/buffer.h>
 #include <arrow/io/interfaces.h>
 #include <gtest/gtest.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>

@@ -77,8 +77,10 @@ std::string Presign(const S3Presigner& p, const std::string& bucket, const std::
   const SigningTime t = TimeOf(now);
   const auto [host, path] = HostAndPath(p, bucket, key);
   std::vector<std::pair<std::string, std::string>> q = {
-      {"X-Amz-Algorithm", "AWS4-HMAC-SHA256"},    {"X-Amz-Credential", p.key + "/" + Scope(p, t)},
-      {"X-Amz-Date", t.stamp},                    {"X-Amz-Expires", std::to_string(expires)},
+      {"X-Amz-Algorithm", "AWS4-HMAC-SHA256"},
+      {"X-Amz-Credential", p.key + "/" + Scope(p, t)},
+      {"X-Amz-Date", t.stamp},
+      {"X-Amz-Expires", std::to_string(expires)},
       {"X-Amz-SignedHeaders", "host"},
   };
   if (!p.session_token.empty()) q.emplace_back("X-Amz-Security-Token", p.session_token);
@@ -132,8 +134,8 @@ void S3Getter::GiveBack(std::unique_ptr<httplib::Client> c) {
 }
 
 std::vector<std::pair<std::string, std::string>> SignedGetHeaders(const S3Presigner& p, const std::string& bucket,
-                                                                   const std::string& key, const std::string& range,
-                                                                   std::time_t now) {
+                                                                  const std::string& key, const std::string& range,
+                                                                  std::time_t now) {
   const SigningTime t = TimeOf(now);
   const auto [host, path] = HostAndPath(p, bucket, key);
   // The payload hash of a GET: SHA-256 of no bytes.
@@ -200,7 +202,7 @@ Result<std::shared_ptr<arrow::Buffer>> S3Getter::Get(const std::string& key, int
     // another object's size would otherwise get a part of it).
     const std::string content_range = res->get_header_value("Content-Range");
     const auto slash = content_range.rfind('/');
-    const std::string total = status == 200 ? std::to_string(body.size())
+    const std::string total = status == 200                ? std::to_string(body.size())
                               : slash == std::string::npos ? std::string("?")
                                                            : content_range.substr(slash + 1);
     if (total != std::to_string(object_size)) {

@@ -51,8 +51,8 @@ std::string Presign(const S3Presigner& p, const std::string& bucket, const std::
 // signed in the Authorization header (host, range, x-amz-content-sha256,
 // x-amz-date, the session token if any).
 std::vector<std::pair<std::string, std::string>> SignedGetHeaders(const S3Presigner& p, const std::string& bucket,
-                                                                   const std::string& key, const std::string& range,
-                                                                   std::time_t now);
+                                                                  const std::string& key, const std::string& range,
+                                                                  std::time_t now);
 
 // Ranged GETs of one bucket's objects, signed in headers.
 class S3Getter {

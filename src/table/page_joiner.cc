@@ -18,9 +18,7 @@ namespace {
 class ValueOrder {
  public:
   explicit ValueOrder(const parquet::ColumnDescriptor& column)
-      : type_(column.physical_type()),
-        width_(column.type_length()),
-        comparator_(parquet::Comparator::Make(&column)) {}
+      : type_(column.physical_type()), width_(column.type_length()), comparator_(parquet::Comparator::Make(&column)) {}
 
   // Whether `a` < `b`; false for values that do not decode (never chosen).
   bool Less(const std::string& a, const std::string& b) const {
@@ -140,12 +138,12 @@ class Joiner {
   Status Add(const Parsed& p) {
     if (!p.joinable) {
       ARROW_RETURN_NOT_OK(Flush());
-      return Emit({p});
+      Emit(p);
+      return Status::OK();
     }
     if (!group_.empty()) {
       const bool fits = rows_ + p.page->rows <= limits_.max_rows &&
-                        uncompressed_ + p.values_uncompressed() <= limits_.max_uncompressed &&
-                        CompressionAgrees(p);
+                        uncompressed_ + p.values_uncompressed() <= limits_.max_uncompressed && CompressionAgrees(p);
       if (!fits) ARROW_RETURN_NOT_OK(Flush());
     }
     group_.push_back(p);
@@ -156,7 +154,12 @@ class Joiner {
 
   Status Flush() {
     if (group_.empty()) return Status::OK();
-    Status st = group_.size() == 1 ? Emit(group_) : EmitJoined();
+    Status st = Status::OK();
+    if (group_.size() == 1) {
+      Emit(group_.front());
+    } else {
+      st = EmitJoined();
+    }
     group_.clear();
     rows_ = uncompressed_ = 0;
     return st;
@@ -173,8 +176,8 @@ class Joiner {
     return true;
   }
 
-  Status Emit(const std::vector<Parsed>& one) {
-    const Parsed& p = one.front();
+  // One source page, as it was.
+  void Emit(const Parsed& p) {
     JoinedPage page;
     page.parts.push_back(p.page->bytes);
     page.first_row = p.page->first_row;
@@ -185,7 +188,6 @@ class Joiner {
     page.sizes = p.page->sizes;
     page.unencoded_bytes = p.page->unencoded_bytes;
     out_->push_back(std::move(page));
-    return Status::OK();
   }
 
   // The group's levels of one kind (repetition first in the page, then
@@ -295,9 +297,10 @@ Result<std::vector<JoinedPage>> JoinPages(const parquet::ColumnDescriptor& colum
     const auto* end = p + pages[i].bytes.size();
     Parsed parsed{&pages[i], {}, nullptr, 0, false};
     if (!ReadPageHeader(p, end, &parsed.header, &parsed.body) || parsed.body + parsed.header.compressed != end) {
-      return Status::Invalid(fmt::format("column {}: page {} of the run has a malformed header or does not fill its "
-                                         "{} bytes",
-                                         column.path()->ToDotString(), i, pages[i].bytes.size()));
+      return Status::Invalid(
+          fmt::format("column {}: page {} of the run has a malformed header or does not fill its "
+                      "{} bytes",
+                      column.path()->ToDotString(), i, pages[i].bytes.size()));
     }
     parsed.header_bytes = parsed.body - p;
     // Its statistics must allow a merge (bounds, or all null) to join.

@@ -65,7 +65,7 @@ struct JoinedPage {
 };
 
 struct JoinLimits {
-  int64_t max_rows = 8192;                  // rows a joined page holds at most
+  int64_t max_rows = 8192;                      // rows a joined page holds at most
   int64_t max_uncompressed = int64_t{1} << 20;  // and its body's bytes before compression
 };
 

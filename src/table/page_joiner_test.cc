@@ -26,12 +26,9 @@ namespace {
 
 std::shared_ptr<arrow::Schema> TestSchema() {
   return arrow::schema({
-      arrow::field("block", arrow::int64(), false),
-      arrow::field("note", arrow::utf8()),  // nulls now and then
-      arrow::field("fee", arrow::decimal128(38, 0)),
-      arrow::field("hash", arrow::fixed_size_binary(4)),
-      arrow::field("flag", arrow::boolean()),
-      arrow::field("keys", arrow::list(arrow::int32())),
+      arrow::field("block", arrow::int64(), false), arrow::field("note", arrow::utf8()),  // nulls now and then
+      arrow::field("fee", arrow::decimal128(38, 0)), arrow::field("hash", arrow::fixed_size_binary(4)),
+      arrow::field("flag", arrow::boolean()), arrow::field("keys", arrow::list(arrow::int32())),
       arrow::field("gone", arrow::utf8()),  // null in every row
   });
 }

@@ -72,6 +72,19 @@ parquet::SizeStatistics PageSizeStats(const parquet::ColumnIndex& ci, const parq
   return s;
 }
 
+// What the column index says of page `page`: all null, or its bounds; its null count.
+parquet::EncodedStatistics PageStatistics(const parquet::ColumnIndex& ci, size_t page) {
+  parquet::EncodedStatistics s;
+  if (ci.null_pages()[page]) {
+    s.all_null_value = true;
+  } else {
+    s.set_min(ci.encoded_min_values()[page]);
+    s.set_max(ci.encoded_max_values()[page]);
+  }
+  if (ci.has_null_counts()) s.set_null_count(ci.null_counts()[page]);
+  return s;
+}
+
 // Column chunk statistics of the chunks together, with the column's own
 // ordering (page_joiner.h). A chunk of nulls only has no bounds: it says so.
 Result<parquet::EncodedStatistics> MergedStatistics(
@@ -501,13 +514,7 @@ Status ParquetAssembler::AddSourcePages(const EncodedRowGroup& piece, int c, int
                                   static_cast<size_t>(loc.compressed_page_size));
     page.first_row = first_row + loc.first_row_index;
     page.rows = next_row - loc.first_row_index;
-    if (nulls[p]) {
-      page.stats.all_null_value = true;
-    } else {
-      page.stats.set_min(ci->encoded_min_values()[p]);
-      page.stats.set_max(ci->encoded_max_values()[p]);
-    }
-    if (ci->has_null_counts()) page.stats.set_null_count(ci->null_counts()[p]);
+    page.stats = PageStatistics(*ci, p);
     page.sizes = PageSizeStats(*ci, *descr_->Column(c), p);
     if (unencoded.size() == locs.size()) page.unencoded_bytes = unencoded[p];
     pages->push_back(std::move(page));
@@ -543,17 +550,8 @@ bool ParquetAssembler::AddPageIndex(const EncodedRowGroup& rg, int c, int64_t de
   }
   auto* cb = page_index_->GetColumnIndexBuilder(c);
   const auto& nulls = ci->null_pages();
-  for (size_t p = 0; p < nulls.size(); ++p) {
-    parquet::EncodedStatistics s;
-    if (nulls[p]) {
-      s.all_null_value = true;
-    } else {
-      s.set_min(ci->encoded_min_values()[p]);
-      s.set_max(ci->encoded_max_values()[p]);
-    }
-    if (ci->has_null_counts()) s.set_null_count(ci->null_counts()[p]);
-    cb->AddPage(s, PageSizeStats(*ci, *descr_->Column(c), p));
-  }
+  for (size_t p = 0; p < nulls.size(); ++p)
+    cb->AddPage(PageStatistics(*ci, p), PageSizeStats(*ci, *descr_->Column(c), p));
   return true;
 }
 

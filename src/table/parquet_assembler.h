@@ -150,8 +150,7 @@ class ParquetAssembler {
   void FinishPageIndex(int c);
   Status AppendUnguarded(const EncodedRowGroup& rg);
   Status AppendPagesUnguarded(const PageRun& run);
-  Status AddSourcePages(const EncodedRowGroup& piece, int c, int64_t first_row,
-                        std::vector<SourcePage>* pages) const;
+  Status AddSourcePages(const EncodedRowGroup& piece, int c, int64_t first_row, std::vector<SourcePage>* pages) const;
   Status WriteBloomFilters(const std::vector<std::shared_ptr<parquet::BloomFilter>>& filters);
 
   std::shared_ptr<arrow::io::OutputStream> sink_;
