@@ -191,6 +191,17 @@ void Importer::Run(std::shared_ptr<Job> job) {
     end_heartbeat();
     return;
   }
+  {
+    // The count is recorded before the commit: once the end marker says
+    // committed, GetStatus reports completed from the record as it is.
+    std::lock_guard<std::mutex> lock(job->mu);
+    auto going = UpdateRecord(kv_.get(), clock_.get(), job->key, job->ingested, nullptr);
+    if (going.ok() && !*going) job->cancelled = true;
+  }
+  if (job->cancelled) {
+    end_heartbeat();
+    return;
+  }
   // A prefix's destination is replaced as a whole; an object's, by that object.
   std::vector<std::string> destinations;
   for (const auto& p : job->paths) {

@@ -103,6 +103,41 @@ TEST_F(ImporterTest, AFinishedImportCannotBeCancelledAndAFailedOneSaysWhy) {
   EXPECT_TRUE(IsNotFound(importer_->Cancel("repo", "nosuchimport")));
 }
 
+TEST_F(ImporterTest, AStatusReadBetweenTheCommitAndItsRecordCountsEveryObject) {
+  // The end marker says committed; the record is not updated yet. A status
+  // read there reports completed, and the count of what was imported.
+  auto committed = std::make_shared<std::atomic<bool>>(false);
+  auto seen = std::make_shared<ImportStatus>();
+  kv_->BeforeWrite(
+      [committed](const std::string& key) {
+        if (key.size() < 4 || key.compare(key.size() - 4, 4, "/end") != 0) return false;
+        *committed = true;
+        return true;
+      },
+      [] {});
+  kv_->BeforeWrite(
+      [committed](const std::string& key) {
+        return *committed && key.rfind("c/imp/repo/", 0) == 0 && key.find('/', 11) == std::string::npos;
+      },
+      [this, seen] {
+        auto ids = kv_->Scan("c/imp/repo/", "", 10);
+        ASSERT_OK(ids.status());
+        ASSERT_FALSE(ids->items.empty());
+        std::string id = ids->items.front().key.substr(11);
+        id = id.substr(0, id.find('/'));
+        auto s = importer_->GetStatus("repo", id);
+        ASSERT_OK(s.status());
+        *seen = *s;
+      });
+  auto id = Start();
+  ASSERT_OK(id.status());
+  auto s = WaitForEnd(*id);
+  ASSERT_TRUE(s.completed) << s.error;
+  EXPECT_TRUE(seen->completed) << "the hook did not run between the commit and the record";
+  EXPECT_EQ(seen->ingested_objects, 2);
+  EXPECT_EQ(seen->commit_id, s.commit_id);
+}
+
 TEST_F(ImporterTest, AnImportOfADeletedRepositoryCommitsNothingToItsSuccessor) {
   // Between the import's walk and its commit, the repository is deleted and
   // one of the same name made: the commit finds its record gone.
