@@ -1040,6 +1040,126 @@ def test_imports_outside_the_rules_are_refused(lakefs, tmp_path):
     assert c.branches_api.get_branch("repo1", "main").commit_id == head
 
 
+def test_committed_metadata_is_served_in_lakefs_form(lakefs):
+    """GET .../metadata/object/{meta_range|range}/{id}: SST files as lakeFS stores them (their records
+    are checked in src/catalog/lakefs_sstable_test.cc, and pebble reads them in lakeFS's own
+    TestDownloadMetadataObject); with presign=true on S3 a redirect to a copy on the object store."""
+    c = lakefs
+    make_repo(c)
+    upload(c, "a.csv", b"1")
+    commit = c.commits_api.commit("repo1", "main", m.CommitCreation(message="one"))
+    auth = (ADMIN_KEY, ADMIN_SECRET)
+    base = f"{c.server.url}/api/v1/repositories/repo1/metadata/object"
+    r = requests.get(f"{base}/meta_range/{commit.meta_range_id}", auth=auth, timeout=10)
+    assert r.status_code == 200 and r.headers["Content-Type"] == "application/octet-stream", r.text
+    assert r.content.endswith(bytes.fromhex("f7cff485b741e288")) and b"a.csv" in r.content
+    for url, code in [(f"{base}/tree/{commit.meta_range_id}", 400), (f"{base}/range/not-an-id", 400),
+                      (f"{base}/range/{'0' * 64}", 404), (f"{base}/range/{commit.meta_range_id}", 404)]:
+        r = requests.get(url, auth=auth, timeout=10)
+        assert r.status_code == code, (url, r.text)
+    presigned = requests.get(f"{base}/meta_range/{commit.meta_range_id}", params={"presign": "true"}, auth=auth,
+                             timeout=10, allow_redirects=False)
+    if not c.namespace("x").startswith("s3://"):
+        assert presigned.status_code == 501, presigned.text
+    else:
+        assert presigned.status_code == 302, presigned.text
+        # The same records (an SST file made again differs in its creation time and session id only).
+        direct = requests.get(f"{base}/meta_range/{commit.meta_range_id}", auth=auth, timeout=10).content
+        kept = requests.get(presigned.headers["Location"], timeout=10).content
+        assert len(kept) == len(direct) and b"a.csv" in kept and kept[-8:] == direct[-8:]
+    # It lists every object's path: fs:ListObjects and fs:ReadRepository, as lakeFS asks.
+    reader = requests.post(f"{c.server.url}/api/v1/auth/users", json={"id": "reader"}, auth=auth, timeout=10)
+    assert reader.status_code == 201, reader.text
+    creds = requests.post(f"{c.server.url}/api/v1/auth/users/reader/credentials", auth=auth, timeout=10).json()
+    r = requests.get(f"{base}/meta_range/{commit.meta_range_id}", timeout=10,
+                     auth=(creds["access_key_id"], creds["secret_access_key"]))
+    assert r.status_code == 401 and b"a.csv" not in r.content, r.text
+
+
+def test_presigned_multipart_uploads_assemble_parts_the_client_sends(lakefs):
+    """lakeFS's presigned multipart API (.../staging/pmpu): on S3 storage the client PUTs parts to
+    presigned URLs (or has the server copy a range of an object it may read), and completing stages the
+    object with the completion's ETag as checksum and its stored size; an address is good for its own
+    path once; abort drops the parts. On local storage: 501 and the storage config says so."""
+    c = lakefs
+    make_repo(c)
+    auth = (ADMIN_KEY, ADMIN_SECRET)
+    pmpu = f"{c.server.url}/api/v1/repositories/repo1/branches/main/staging/pmpu"
+    config = requests.get(f"{c.server.url}/api/v1/config/storage", auth=auth, timeout=10).json()
+    r = requests.post(pmpu, params={"path": "big/a", "parts": 2}, auth=auth, timeout=10)
+    if not c.namespace("x").startswith("s3://"):
+        assert config["pre_sign_multipart_upload"] is False
+        assert r.status_code == 501 and "S3" in r.json()["message"], r.text
+        return
+    assert config["pre_sign_multipart_upload"] is True
+    assert r.status_code == 201, r.text
+    created = r.json()
+    assert len(created["presigned_urls"]) == 2 and created["physical_address"].startswith(c.namespace("repo1"))
+    upload(c, "src/big", bytes(range(256)) * (6 * 4096))  # 6 MiB
+    first = requests.put(created["presigned_urls"][0], data=b"a" * (5 << 20), timeout=30)
+    assert first.status_code == 200, first.text
+    # Part 2 is copied by the object store: bytes 10..99 of src/big.
+    copy = requests.put(f"{pmpu}/{created['upload_id']}/parts/2/copy", params={"path": "big/a"}, auth=auth, timeout=30,
+                        json={"physical_address": created["physical_address"],
+                              "copy_source": {"repository": "repo1", "ref": "main", "path": "src/big",
+                                              "range": "bytes=10-99"}})
+    assert copy.status_code == 204 and copy.headers["ETag"], copy.text
+    parts = [{"part_number": 1, "etag": first.headers["ETag"]}, {"part_number": 2, "etag": copy.headers["ETag"]}]
+    body = {"physical_address": created["physical_address"], "parts": parts, "user_metadata": {"foo": "bar"},
+            "content_type": "text/plain"}
+    # Another path, or an address the server did not issue: refused, nothing staged.
+    for path, address in [("big/b", created["physical_address"]),
+                          ("big/a", created["physical_address"].replace("/data/", "/data/x"))]:
+        r = requests.put(f"{pmpu}/{created['upload_id']}", params={"path": path}, auth=auth, timeout=30,
+                         json=dict(body, physical_address=address))
+        assert r.status_code == 400, r.text
+    r = requests.put(f"{pmpu}/{created['upload_id']}", params={"path": "big/a"}, auth=auth, timeout=30, json=body)
+    assert r.status_code == 200, r.text
+    done = r.json()
+    assert done["size_bytes"] == (5 << 20) + 90 and done["checksum"].endswith("-2")
+    assert done["metadata"] == {"foo": "bar"} and done["content_type"] == "text/plain"
+    st = c.objects_api.stat_object("repo1", "main", "big/a")
+    assert st.checksum == done["checksum"] and st.size_bytes == done["size_bytes"]
+    assert c.objects_api.get_object("repo1", "main", "big/a") == b"a" * (5 << 20) + bytes(range(10, 100))
+    # Completed once: the address is used up.
+    r = requests.put(f"{pmpu}/{created['upload_id']}", params={"path": "big/a"}, auth=auth, timeout=30, json=body)
+    assert r.status_code == 400, r.text
+
+    # Parts presigned one at a time; then an abort, after which completing finds no upload.
+    r = requests.post(pmpu, params={"path": "big/c"}, auth=auth, timeout=10)
+    assert r.status_code == 201 and "presigned_urls" not in r.json(), r.text
+    second = r.json()
+    part = requests.put(f"{pmpu}/{second['upload_id']}/parts/1", params={"path": "big/c"}, auth=auth, timeout=10,
+                        json={"physical_address": second["physical_address"]})
+    assert part.status_code == 200, part.text
+    sent = requests.put(part.json()["presigned_url"], data=b"small", timeout=10)
+    assert sent.status_code == 200
+    r = requests.delete(f"{pmpu}/{second['upload_id']}", params={"path": "big/c"}, auth=auth, timeout=10,
+                        json={"physical_address": second["physical_address"]})
+    assert r.status_code == 204, r.text
+    r = requests.put(f"{pmpu}/{second['upload_id']}", params={"path": "big/c"}, auth=auth, timeout=10,
+                     json={"physical_address": second["physical_address"],
+                           "parts": [{"part_number": 1, "etag": sent.headers["ETag"]}]})
+    assert r.status_code == 404 and "NoSuchUpload" in r.json()["message"], r.text
+    assert requests.get(f"{c.server.url}/api/v1/repositories/repo1/refs/main/objects/stat", params={"path": "big/c"},
+                        auth=auth, timeout=10).status_code == 404
+    # Bad input: a part number, a parts count, a copy range.
+    for method, url, params, js in [
+            ("POST", pmpu, {"path": "big/d", "parts": -1}, None),
+            ("POST", pmpu, {"path": "big/d", "parts": 10001}, None),
+            ("POST", pmpu, {"path": ""}, None),
+            ("PUT", f"{pmpu}/x/parts/0", {"path": "big/d"}, {"physical_address": "s3://b/data/x"}),
+            ("PUT", f"{pmpu}/x/parts/1/copy", {"path": "big/d"}, {"physical_address": "s3://b/data/x"})]:
+        r = requests.request(method, url, params=params, json=js, auth=auth, timeout=10)
+        assert r.status_code == 400, (url, params, r.text)
+    third = requests.post(pmpu, params={"path": "big/e"}, auth=auth, timeout=10).json()
+    r = requests.put(f"{pmpu}/{third['upload_id']}/parts/1/copy", params={"path": "big/e"}, auth=auth, timeout=10,
+                     json={"physical_address": third["physical_address"],
+                           "copy_source": {"repository": "repo1", "ref": "main", "path": "src/big",
+                                           "range": "bytes=5-4"}})
+    assert r.status_code == 400 and "range" in r.json()["message"], r.text
+
+
 def test_presigned_urls_read_the_object_store_directly(lakefs):
     """stat and get with presign=true: on S3 storage a URL that reads the object from the object store
     itself (signature V4 in the query, 15 minutes), which a tampered signature does not; on local

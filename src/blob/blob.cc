@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/crypto.h"
+#include "base/xml.h"
 #include "blob/s3_sign_internal.h"
 
 namespace sediment::blob {
@@ -171,6 +172,11 @@ Status CheckWithin(const std::string& path, int64_t offset, int64_t length, int6
   return InvalidArgument(fmt::format("{}: [{}, {}) is not within its {} bytes", path, offset, offset + length, size));
 }
 
+Status NoClientMultipart(const BlobStore& store) {
+  return NotImplemented(
+      fmt::format("{}: multipart uploads by clients need S3 storage with a static key", store.Describe()));
+}
+
 class FsBlobStore final : public BlobStore {
  public:
   // `root` is the fs path of the store's root: "/abs/dir" locally, "bucket/prefix" on S3.
@@ -234,6 +240,74 @@ class FsBlobStore final : public BlobStore {
     return Presign(*presigner_, full.substr(0, slash), full.substr(slash + 1), method, expires, std::time(nullptr));
   }
 
+  bool ClientMultipart() const override { return presigner_.has_value(); }
+
+  Result<std::string> CreateMultipartUpload(const std::string& path) override {
+    ARROW_ASSIGN_OR_RAISE(auto where, MultipartTarget(path, "", 1));
+    ARROW_ASSIGN_OR_RAISE(auto a, S3Call(*presigner_, "POST", where.first, where.second, {{"uploads", ""}}, {}, ""));
+    std::string id = XmlText(a.body, "UploadId");
+    if (id.empty()) return Status::IOError(fmt::format("{}: S3 gave no upload id for {}", description_, path));
+    return id;
+  }
+
+  Result<std::string> PresignUploadPart(const std::string& path, const std::string& upload_id, int part,
+                                        int64_t expires) override {
+    ARROW_ASSIGN_OR_RAISE(auto where, MultipartTarget(path, upload_id, part));
+    if (expires < 1 || expires > 7 * 86400) return InvalidArgument("a presigned URL lasts 1 s to 7 days");
+    return Presign(*presigner_, where.first, where.second, "PUT", expires, std::time(nullptr),
+                   {{"partNumber", std::to_string(part)}, {"uploadId", upload_id}});
+  }
+
+  Result<std::string> UploadPartCopy(const std::string& path, const std::string& upload_id, int part, BlobStore& source,
+                                     const std::string& source_path,
+                                     std::optional<std::pair<int64_t, int64_t>> range) override {
+    ARROW_ASSIGN_OR_RAISE(auto where, MultipartTarget(path, upload_id, part));
+    auto* from = dynamic_cast<FsBlobStore*>(&source);
+    if (from == nullptr || !from->presigner_ || from->presigner_->endpoint != presigner_->endpoint ||
+        from->presigner_->scheme != presigner_->scheme) {
+      return InvalidArgument(fmt::format("{}: a part can be copied only from the same object store, not from {}",
+                                         description_, source.Describe()));
+    }
+    ARROW_RETURN_NOT_OK(ValidateObjectPath(source_path));
+    Query headers = {{"x-amz-copy-source", AwsEncode(from->Full(source_path), /*keep_slash=*/true)}};
+    if (range) {
+      if (range->first < 0 || range->second < range->first) {
+        return InvalidArgument(fmt::format("bad copy range [{}, {}]", range->first, range->second));
+      }
+      headers.emplace_back("x-amz-copy-source-range", fmt::format("bytes={}-{}", range->first, range->second));
+    }
+    ARROW_ASSIGN_OR_RAISE(auto a, S3Call(*presigner_, "PUT", where.first, where.second,
+                                         {{"partNumber", std::to_string(part)}, {"uploadId", upload_id}}, headers, ""));
+    std::string etag = XmlText(a.body, "ETag");
+    if (etag.empty()) return Status::IOError(fmt::format("{}: S3 gave no ETag for a copied part", description_));
+    return etag;
+  }
+
+  Result<std::string> CompleteMultipartUpload(const std::string& path, const std::string& upload_id,
+                                              const std::vector<Part>& parts) override {
+    ARROW_ASSIGN_OR_RAISE(auto where, MultipartTarget(path, upload_id, 1));
+    if (parts.empty()) return InvalidArgument("a multipart upload is completed with at least one part");
+    std::string xml = "<CompleteMultipartUpload>";
+    for (const auto& part : parts) {
+      if (part.number < 1 || part.number > 10000) {
+        return InvalidArgument(fmt::format("part number {} is not within 1..10000", part.number));
+      }
+      xml += fmt::format("<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>", part.number, XmlEscape(part.etag));
+    }
+    xml += "</CompleteMultipartUpload>";
+    ARROW_ASSIGN_OR_RAISE(auto a,
+                          S3Call(*presigner_, "POST", where.first, where.second, {{"uploadId", upload_id}}, {}, xml));
+    std::string etag = XmlText(a.body, "ETag");
+    if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
+    if (etag.empty()) return Status::IOError(fmt::format("{}: S3 gave no ETag completing {}", description_, path));
+    return etag;
+  }
+
+  Status AbortMultipartUpload(const std::string& path, const std::string& upload_id) override {
+    ARROW_ASSIGN_OR_RAISE(auto where, MultipartTarget(path, upload_id, 1));
+    return S3Call(*presigner_, "DELETE", where.first, where.second, {{"uploadId", upload_id}}, {}, "").status();
+  }
+
   Result<ObjectInfo> Stat(const std::string& path) override {
     ARROW_RETURN_NOT_OK(ValidateObjectPath(path));
     ARROW_ASSIGN_OR_RAISE(auto info, fs_->GetFileInfo(Full(path)));
@@ -287,6 +361,21 @@ class FsBlobStore final : public BlobStore {
 
  private:
   std::string Full(const std::string& path) const { return root_ + "/" + path; }
+
+  // The bucket and key of `path`, once the path, upload id and part number
+  // are checked (an empty id: one is being made).
+  Result<std::pair<std::string, std::string>> MultipartTarget(const std::string& path, const std::string& upload_id,
+                                                              int part) const {
+    if (!presigner_) return NoClientMultipart(*this);
+    ARROW_RETURN_NOT_OK(ValidateObjectPath(path));
+    if (part < 1 || part > 10000) return InvalidArgument(fmt::format("part number {} is not within 1..10000", part));
+    if (upload_id.size() > 1024 || upload_id.find_first_of(std::string_view("\0\r\n", 3)) != std::string::npos) {
+      return InvalidArgument("not an upload id");
+    }
+    const std::string full = Full(path);
+    const auto slash = full.find('/');
+    return std::make_pair(full.substr(0, slash), full.substr(slash + 1));
+  }
 
   std::optional<S3Presigner> presigner_;  // S3 stores with a static key
   std::unique_ptr<S3Getter> getter_;      // with presigner_
@@ -473,6 +562,20 @@ Result<std::shared_ptr<arrow::Buffer>> BlobStore::ReadSized(const std::string& p
   if (bytes->size() != length) return Status::IOError(fmt::format("{}: a short read", path));
   return bytes;
 }
+
+Result<std::string> BlobStore::CreateMultipartUpload(const std::string&) { return NoClientMultipart(*this); }
+Result<std::string> BlobStore::PresignUploadPart(const std::string&, const std::string&, int, int64_t) {
+  return NoClientMultipart(*this);
+}
+Result<std::string> BlobStore::UploadPartCopy(const std::string&, const std::string&, int, BlobStore&,
+                                              const std::string&, std::optional<std::pair<int64_t, int64_t>>) {
+  return NoClientMultipart(*this);
+}
+Result<std::string> BlobStore::CompleteMultipartUpload(const std::string&, const std::string&,
+                                                       const std::vector<Part>&) {
+  return NoClientMultipart(*this);
+}
+Status BlobStore::AbortMultipartUpload(const std::string&, const std::string&) { return NoClientMultipart(*this); }
 
 Result<std::shared_ptr<arrow::Buffer>> BlobStore::ReadRange(const std::string& path, int64_t offset, int64_t length) {
   if (offset < 0 || length < 0) return InvalidArgument("negative offset or length");

@@ -78,6 +78,32 @@ class BlobStore {
     return NotImplemented(fmt::format("{}: presigned URLs need S3 storage", Describe()));
   }
 
+  // Multipart uploads whose parts a client sends to the object store itself
+  // (lakeFS's presigned multipart API): S3 with a static key only,
+  // NotImplemented elsewhere. What S3 refuses comes back as its code and
+  // message: NotFound for an unknown upload, InvalidArgument for parts it
+  // will not assemble.
+  struct Part {
+    int number = 0;
+    std::string etag;  // as the part's upload answered it
+  };
+  virtual bool ClientMultipart() const { return false; }
+  // Starts an upload of `path`; its id.
+  virtual Result<std::string> CreateMultipartUpload(const std::string& path);
+  // A URL to PUT part `part` (1..10000) of the upload to, for `expires` seconds.
+  virtual Result<std::string> PresignUploadPart(const std::string& path, const std::string& upload_id, int part,
+                                                int64_t expires);
+  // Part `part` is bytes [first, last] of `source_path` in `source` (all of
+  // it without a range), copied by the object store; the part's ETag.
+  virtual Result<std::string> UploadPartCopy(const std::string& path, const std::string& upload_id, int part,
+                                             BlobStore& source, const std::string& source_path,
+                                             std::optional<std::pair<int64_t, int64_t>> range);
+  // Assembles the parts into the object at `path`; the object's ETag,
+  // without quotes.
+  virtual Result<std::string> CompleteMultipartUpload(const std::string& path, const std::string& upload_id,
+                                                      const std::vector<Part>& parts);
+  virtual Status AbortMultipartUpload(const std::string& path, const std::string& upload_id);
+
   // Bytes [offset, offset + length) of the object at `path`, whose size is
   // known to be `size` (from a record: nothing is asked to learn it), in one
   // request. On S3 with a static key it is one signed GET outside the AWS

@@ -8,7 +8,9 @@
 #include <thread>
 #include <utility>
 
+#include "base/ascii.h"
 #include "base/crypto.h"
+#include "base/xml.h"
 #include "blob/s3_sign_internal.h"
 
 namespace sediment::blob {
@@ -50,6 +52,34 @@ std::pair<std::string, std::string> HostAndPath(const S3Presigner& p, const std:
   return {bucket + "." + endpoint, "/" + AwsEncode(key, true)};
 }
 
+// A query string as signature V4 wants it: names and values encoded, sorted.
+std::string CanonicalQuery(const Query& q) {
+  std::vector<std::pair<std::string, std::string>> encoded;
+  for (const auto& [k, v] : q) encoded.emplace_back(AwsEncode(k, false), AwsEncode(v, false));
+  std::sort(encoded.begin(), encoded.end());
+  std::string out;
+  for (const auto& [k, v] : encoded) out += (out.empty() ? "" : "&") + k + "=" + v;
+  return out;
+}
+
+// The payload hash of a request without a body: SHA-256 of no bytes.
+constexpr std::string_view kEmptySha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+std::unique_ptr<httplib::Client> NewClient(const std::string& origin) {
+  auto c = std::make_unique<httplib::Client>(origin);
+  // As the evm-rpc client: the system's CAs named explicitly (OpenSSL's
+  // default paths crash beside the OpenSSL bundled with Arrow's libraries).
+  c->set_ca_cert_path(SystemCaBundle());
+  c->enable_server_certificate_verification(true);
+  c->set_connection_timeout(std::chrono::seconds(5));  // as the Arrow S3 options (blob.cc)
+  c->set_read_timeout(std::chrono::seconds(30));
+  c->set_write_timeout(std::chrono::seconds(30));
+  c->set_tcp_nodelay(true);
+  c->set_url_encode(false);  // the path is encoded as it was signed
+  c->set_decompress(false);
+  return c;
+}
+
 // The code in an S3 error document (<Code>NoSuchKey</Code>), or empty.
 std::string ErrorCode(const std::string& body) {
   const auto a = body.find("<Code>");
@@ -73,20 +103,19 @@ std::string AwsEncode(std::string_view in, bool keep_slash) {
 }
 
 std::string Presign(const S3Presigner& p, const std::string& bucket, const std::string& key, const std::string& method,
-                    int64_t expires, std::time_t now) {
+                    int64_t expires, std::time_t now, const Query& extra) {
   const SigningTime t = TimeOf(now);
   const auto [host, path] = HostAndPath(p, bucket, key);
-  std::vector<std::pair<std::string, std::string>> q = {
-      {"X-Amz-Algorithm", "AWS4-HMAC-SHA256"},
-      {"X-Amz-Credential", p.key + "/" + Scope(p, t)},
-      {"X-Amz-Date", t.stamp},
-      {"X-Amz-Expires", std::to_string(expires)},
-      {"X-Amz-SignedHeaders", "host"},
-  };
+  Query q = extra;
+  q.insert(q.end(), {
+                        {"X-Amz-Algorithm", "AWS4-HMAC-SHA256"},
+                        {"X-Amz-Credential", p.key + "/" + Scope(p, t)},
+                        {"X-Amz-Date", t.stamp},
+                        {"X-Amz-Expires", std::to_string(expires)},
+                        {"X-Amz-SignedHeaders", "host"},
+                    });
   if (!p.session_token.empty()) q.emplace_back("X-Amz-Security-Token", p.session_token);
-  std::sort(q.begin(), q.end());
-  std::string query;
-  for (const auto& [k, v] : q) query += (query.empty() ? "" : "&") + AwsEncode(k, false) + "=" + AwsEncode(v, false);
+  const std::string query = CanonicalQuery(q);
   const std::string canonical = fmt::format("{}\n{}\n{}\nhost:{}\n\nhost\nUNSIGNED-PAYLOAD", method, path, query, host);
   return fmt::format("{}://{}{}?{}&X-Amz-Signature={}", p.scheme, host, path, query, Sign(p, t, canonical));
 }
@@ -113,18 +142,8 @@ std::unique_ptr<httplib::Client> S3Getter::TakeConnection(bool* reused) {
     }
   }
   *reused = false;
-  auto c = std::make_unique<httplib::Client>(origin_);
-  // As the evm-rpc client: the system's CAs named explicitly (OpenSSL's
-  // default paths crash beside the OpenSSL bundled with Arrow's libraries).
-  c->set_ca_cert_path(SystemCaBundle());
-  c->enable_server_certificate_verification(true);
-  c->set_connection_timeout(std::chrono::seconds(5));  // as the Arrow S3 options (blob.cc)
-  c->set_read_timeout(std::chrono::seconds(30));
-  c->set_write_timeout(std::chrono::seconds(30));
+  auto c = NewClient(origin_);
   c->set_keep_alive(true);
-  c->set_tcp_nodelay(true);
-  c->set_url_encode(false);  // the path is encoded as it was signed
-  c->set_decompress(false);
   return c;
 }
 
@@ -133,25 +152,75 @@ void S3Getter::GiveBack(std::unique_ptr<httplib::Client> c) {
   if (idle_.size() < 64) idle_.push_back(Idle{std::move(c), std::chrono::steady_clock::now()});
 }
 
-std::vector<std::pair<std::string, std::string>> SignedGetHeaders(const S3Presigner& p, const std::string& bucket,
-                                                                  const std::string& key, const std::string& range,
-                                                                  std::time_t now) {
+Query SignedHeaders(const S3Presigner& p, const std::string& method, const std::string& bucket, const std::string& key,
+                    const Query& query, const Query& headers, std::string_view payload_sha256, std::time_t now) {
   const SigningTime t = TimeOf(now);
   const auto [host, path] = HostAndPath(p, bucket, key);
-  // The payload hash of a GET: SHA-256 of no bytes.
-  static const std::string kEmpty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-  std::vector<std::pair<std::string, std::string>> headers = {
-      {"host", host}, {"range", range}, {"x-amz-content-sha256", kEmpty}, {"x-amz-date", t.stamp}};
-  if (!p.session_token.empty()) headers.emplace_back("x-amz-security-token", p.session_token);
+  Query all = {{"host", host}, {"x-amz-content-sha256", std::string(payload_sha256)}, {"x-amz-date", t.stamp}};
+  for (const auto& [k, v] : headers) all.emplace_back(AsciiLower(k), v);
+  if (!p.session_token.empty()) all.emplace_back("x-amz-security-token", p.session_token);
+  std::sort(all.begin(), all.end());
   std::string canonical_headers, signed_headers;
-  for (const auto& [k, v] : headers) {
+  for (const auto& [k, v] : all) {
     canonical_headers += k + ":" + v + "\n";
     signed_headers += (signed_headers.empty() ? "" : ";") + k;
   }
-  const std::string canonical = fmt::format("GET\n{}\n\n{}\n{}\n{}", path, canonical_headers, signed_headers, kEmpty);
-  headers.emplace_back("Authorization", fmt::format("AWS4-HMAC-SHA256 Credential={}/{},SignedHeaders={},Signature={}",
-                                                    p.key, Scope(p, t), signed_headers, Sign(p, t, canonical)));
-  return headers;
+  const std::string canonical = fmt::format("{}\n{}\n{}\n{}\n{}\n{}", method, path, CanonicalQuery(query),
+                                            canonical_headers, signed_headers, payload_sha256);
+  all.emplace_back("Authorization", fmt::format("AWS4-HMAC-SHA256 Credential={}/{},SignedHeaders={},Signature={}",
+                                                p.key, Scope(p, t), signed_headers, Sign(p, t, canonical)));
+  return all;
+}
+
+Query SignedGetHeaders(const S3Presigner& p, const std::string& bucket, const std::string& key,
+                       const std::string& range, std::time_t now) {
+  return SignedHeaders(p, "GET", bucket, key, {}, {{"range", range}}, kEmptySha256, now);
+}
+
+Result<S3Answer> S3Call(const S3Presigner& p, const std::string& method, const std::string& bucket,
+                        const std::string& key, const Query& query, const Query& headers, const std::string& body) {
+  const auto [host, path] = HostAndPath(p, bucket, key);
+  httplib::Request req;
+  req.method = method;
+  const std::string q = CanonicalQuery(query);
+  req.path = q.empty() ? path : path + "?" + q;
+  for (auto& [k, v] : SignedHeaders(p, method, bucket, key, query, headers, Sha256Hex(body), std::time(nullptr))) {
+    if (k != "host") req.headers.emplace(k, v);
+  }
+  req.body = body;
+  if (!body.empty()) req.headers.emplace("Content-Type", "application/xml");
+  const std::string what = fmt::format("{} s3://{}/{}", method, bucket, key);
+  // A transport failure is tried again, as the GETs are, unless the request
+  // is a POST: a second CreateMultipartUpload makes a second upload, and a
+  // CompleteMultipartUpload that did complete would answer NoSuchUpload.
+  const int attempts = method == "POST" ? 1 : 3;
+  for (int attempt = 1;; ++attempt) {
+    auto client = NewClient(p.scheme + "://" + host);
+    auto res = client->send(req);
+    if (!res) {
+      if (attempt < attempts) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100 << (2 * (attempt - 1))));
+        continue;
+      }
+      return Status::IOError(fmt::format("{}: {} ({} attempts)", what, httplib::to_string(res.error()), attempt));
+    }
+    S3Answer a{res->status, res->body, res->get_header_value("ETag")};
+    // S3 may answer 200 with an error document (CompleteMultipartUpload does).
+    const std::string code =
+        a.status / 100 == 2 && a.body.find("<Error>") == std::string::npos ? "" : ErrorCode(a.body);
+    if (a.status / 100 == 2 && code.empty()) return a;
+    const std::string message = XmlText(a.body, "Message");
+    const std::string said = fmt::format("{}: {} {}", what, code.empty() ? "HTTP " + std::to_string(a.status) : code,
+                                         message.substr(0, 200));
+    if (code == "NoSuchUpload" || code == "NoSuchKey" || code == "NoSuchBucket" || a.status == 404) {
+      return NotFound(said);
+    }
+    if (code == "InvalidPart" || code == "InvalidPartOrder" || code == "EntityTooSmall" || code == "InvalidRange" ||
+        code == "InvalidArgument" || code == "InvalidRequest" || code == "MalformedXML") {
+      return InvalidArgument(said);
+    }
+    return Status::IOError(said);
+  }
 }
 
 Result<std::shared_ptr<arrow::Buffer>> S3Getter::Get(const std::string& key, int64_t offset, int64_t length,

@@ -42,17 +42,41 @@ struct S3Presigner {
 // RFC 3986 percent-encoding as S3's signature V4 wants it ('/' kept in paths).
 std::string AwsEncode(std::string_view in, bool keep_slash);
 
-// A signature-V4 presigned URL (query authentication) for `method` on
-// bucket/key, valid `expires` seconds from `now`.
-std::string Presign(const S3Presigner& p, const std::string& bucket, const std::string& key, const std::string& method,
-                    int64_t expires, std::time_t now);
+// Name-value pairs: a query's parameters, or headers.
+using Query = std::vector<std::pair<std::string, std::string>>;
 
-// The headers of a GET of bucket/key with `range` ("bytes=a-b") at `now`,
-// signed in the Authorization header (host, range, x-amz-content-sha256,
-// x-amz-date, the session token if any).
-std::vector<std::pair<std::string, std::string>> SignedGetHeaders(const S3Presigner& p, const std::string& bucket,
-                                                                  const std::string& key, const std::string& range,
-                                                                  std::time_t now);
+// A signature-V4 presigned URL (query authentication) for `method` on
+// bucket/key, valid `expires` seconds from `now`; `extra` parameters
+// (partNumber, uploadId) are signed with it.
+std::string Presign(const S3Presigner& p, const std::string& bucket, const std::string& key, const std::string& method,
+                    int64_t expires, std::time_t now, const Query& extra = {});
+
+// The headers of `method` on bucket/key?query with `headers` (names in any
+// case; x-amz-* ones must be among them) at `now`, signed in the
+// Authorization header with host, x-amz-content-sha256, x-amz-date and the
+// session token if any.
+Query SignedHeaders(const S3Presigner& p, const std::string& method, const std::string& bucket, const std::string& key,
+                    const Query& query, const Query& headers, std::string_view payload_sha256, std::time_t now);
+
+// The same for a GET of bucket/key with `range` ("bytes=a-b").
+Query SignedGetHeaders(const S3Presigner& p, const std::string& bucket, const std::string& key,
+                       const std::string& range, std::time_t now);
+
+// What S3 answered a request.
+struct S3Answer {
+  int status = 0;
+  std::string body;
+  std::string etag;  // the ETag header, as sent (quoted)
+};
+
+// One request signed in headers, its body's SHA-256 signed too, on a new
+// connection; transport failures are tried 3 times, except a POST's. An error answer (also
+// an error document in a 200, as CompleteMultipartUpload may send) is a
+// Status naming the request, S3's code and message: NotFound for
+// NoSuchUpload/NoSuchKey/NoSuchBucket, InvalidArgument for InvalidPart,
+// InvalidPartOrder, EntityTooSmall, InvalidRange and malformed requests.
+Result<S3Answer> S3Call(const S3Presigner& p, const std::string& method, const std::string& bucket,
+                        const std::string& key, const Query& query, const Query& headers, const std::string& body);
 
 // Ranged GETs of one bucket's objects, signed in headers.
 class S3Getter {

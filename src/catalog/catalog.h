@@ -401,7 +401,9 @@ class Catalog {
   // {branch, path, expires}. An address links once, for the branch and path
   // it was issued for, before it expires; nothing else can be linked, so a
   // link can never point at data the caller did not write.
-  Result<std::string> IssueLinkAddress(const Repository& repo, const std::string& branch, const std::string& path);
+  // `ttl` replaces link_address_ttl (a presigned multipart upload's lasts 24 h, as lakeFS's).
+  Result<std::string> IssueLinkAddress(const Repository& repo, const std::string& branch, const std::string& path,
+                                       std::optional<Duration> ttl = std::nullopt);
   // InvalidArgument, naming what is wrong, unless `address` may be linked now.
   Status CheckLinkAddress(const std::string& repo, const std::string& branch, const std::string& path,
                           const std::string& address);

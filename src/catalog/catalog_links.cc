@@ -21,21 +21,21 @@ std::string LinkKey(const std::string& repo, const std::string& address) { retur
 
 Status NotIssued(const std::string& address, const std::string& why) {
   return InvalidArgument(fmt::format(
-      "physical address \"{}\" cannot be linked: {} (link only an address GET .../staging/backing gave for this "
-      "branch and path, once, before it expires)",
+      "physical address \"{}\" cannot be used: {} (only an address the server issued for this branch and path, "
+      "by GET .../staging/backing or POST .../staging/pmpu, is used, once, before it expires)",
       address, why));
 }
 
 }  // namespace
 
 Result<std::string> Catalog::IssueLinkAddress(const Repository& repo, const std::string& branch,
-                                              const std::string& path) {
+                                              const std::string& path, std::optional<Duration> ttl) {
   ARROW_RETURN_NOT_OK(CheckWritable(repo));
   ARROW_RETURN_NOT_OK(ValidatePath(path));
   ARROW_RETURN_NOT_OK(GetBranch(repo.id, branch).status());
   int64_t now = ToUnixMicros(clock_->Now()) / 1000000;
   std::string address = NewDataAddress(now);
-  int64_t expires = ToUnixMicros(clock_->Now() + options_.link_address_ttl) / 1000000;
+  int64_t expires = ToUnixMicros(clock_->Now() + ttl.value_or(options_.link_address_ttl)) / 1000000;
   json record = {{"branch", branch}, {"path", path}, {"expires", expires}};
   kv::Batch b;
   b.Require(kv::Precondition::Absent(LinkKey(repo.id, address))).Put(LinkKey(repo.id, address), record.dump());

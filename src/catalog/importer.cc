@@ -337,8 +337,8 @@ Result<ImportStatus> Importer::GetStatus(const std::string& repo, const std::str
     s.completed = true;
     s.commit_id = end->substr(10);
     s.error.clear();
-  } else if (end.ok() && *end == "canceled" && s.error.empty()) {
-    s.error = "Canceled";
+  } else if (end.ok() && *end == "canceled" && s.error.rfind("Canceled", 0) != 0) {
+    s.error = s.error.empty() ? "Canceled" : "Canceled; it had failed: " + s.error;
   }
   const auto quiet = clock_->Now() - FromUnixMicros(s.update_time_us);
   if (!s.completed && s.error.empty() && quiet > kStale) {
@@ -365,9 +365,8 @@ Status Importer::Cancel(const std::string& repo, const std::string& id) {
   auto j = json::parse(*raw, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return Status::IOError(fmt::format("corrupt import record {}", id));
   if (j.value("completed", false)) return Conflict(fmt::format("import \"{}\" is completed", id));
-  if (const std::string error = j.value("error", ""); !error.empty()) {
-    return Conflict(fmt::format("import \"{}\" already ended: {}", id, error));
-  }
+  // An import that failed can be cancelled (lakeFS's answer too): its status
+  // says Canceled, and still why it had failed.
   kv::Batch b;
   b.Require(kv::Precondition::Absent(end)).Put(end, "canceled");
   Status st = kv_->Apply(b);
@@ -380,8 +379,9 @@ Status Importer::Cancel(const std::string& repo, const std::string& id) {
     ARROW_ASSIGN_OR_RAISE(auto now_raw, kv_->Get(key));
     auto rec = json::parse(now_raw, nullptr, false);
     if (rec.is_discarded() || !rec.is_object()) return Status::IOError(fmt::format("corrupt import record {}", id));
-    if (!rec.value("error", "").empty()) return Status::OK();
-    rec["error"] = "Canceled";
+    const std::string error = rec.value("error", "");
+    if (error.rfind("Canceled", 0) == 0) return Status::OK();
+    rec["error"] = error.empty() ? "Canceled" : "Canceled; it had failed: " + error;
     rec["update_time_us"] = ToUnixMicros(clock_->Now());
     st = kv_->SetIf(key, rec.dump(-1, ' ', false, json::error_handler_t::replace), now_raw);
     if (!IsPreconditionFailed(st)) return st;

@@ -99,7 +99,14 @@ TEST_F(ImporterTest, AFinishedImportCannotBeCancelledAndAFailedOneSaysWhy) {
   EXPECT_FALSE(s.completed);
   EXPECT_NE(s.error.find("import error:"), std::string::npos) << s.error;
   EXPECT_NE(s.error.find("uncommitted"), std::string::npos) << s.error;
-  EXPECT_TRUE(IsConflict(importer_->Cancel("repo", *dirty)));
+  // A failed import can be cancelled, as in lakeFS; its status keeps why it failed.
+  ASSERT_OK(importer_->Cancel("repo", *dirty));
+  ASSERT_OK(importer_->Cancel("repo", *dirty));
+  auto cancelled = importer_->GetStatus("repo", *dirty);
+  ASSERT_OK(cancelled.status());
+  EXPECT_EQ(cancelled->error.rfind("Canceled; it had failed: import error:", 0), 0u) << cancelled->error;
+  EXPECT_NE(cancelled->error.find("uncommitted"), std::string::npos) << cancelled->error;
+  EXPECT_FALSE(cancelled->completed);
   EXPECT_TRUE(IsNotFound(importer_->Cancel("repo", "nosuchimport")));
 }
 

@@ -42,6 +42,7 @@ std::vector<Route> Routes() {
   const std::string repo = kRepo;
   const std::string branches = repo + "/branches", branch = branches + "/([^/]+)";
   const std::string ref = repo + "/refs/([^/]+)";
+  const std::string pmpu = "/api/v1/repositories/([^/]*)/branches/([^/]*)/staging/pmpu";
   const std::string tags = repo + "/tags", tag = tags + "/([^/]+)";
   const std::string users = "/api/v1/auth/users", user = users + "/([^/]+)";
   const std::string policies = "/api/v1/auth/policies";
@@ -101,6 +102,7 @@ std::vector<Route> Routes() {
       {"GET",    repo + "/settings/branch_protection", GetBranchProtection},
       {"PUT",    repo + "/settings/branch_protection", SetBranchProtection},
       {"GET",    repo + "/metadata",              GetRepositoryMetadata},
+      {"GET",    repo + "/metadata/object/([^/]+)/([^/]+)", GetMetadataObject},
       {"POST",   branch + "/import",              ImportStart},
       {"GET",    branch + "/import",              ImportStatus},
       {"DELETE", branch + "/import",              ImportCancel},
@@ -129,6 +131,12 @@ std::vector<Route> Routes() {
       {"POST",   branch + "/objects/copy",        CopyObject},
       {"GET",    branch + "/staging/backing",     GetPhysicalAddress},
       {"PUT",    branch + "/staging/backing",     LinkPhysicalAddress},
+      // An empty repository or branch reaches these handlers (400), as in lakeFS's router.
+      {"POST",   pmpu,                            CreatePresignMultipartUpload},
+      {"PUT",    pmpu + "/([^/]+)",               CompletePresignMultipartUpload},
+      {"DELETE", pmpu + "/([^/]+)",               AbortPresignMultipartUpload},
+      {"PUT",    pmpu + "/([^/]+)/parts/([^/]+)", UploadPart},
+      {"PUT",    pmpu + "/([^/]+)/parts/([^/]+)/copy", UploadPartCopy},
       {"GET",    ref + "/objects",                GetObject},
       {"GET",    ref + "/objects/stat",           StatObject},
       {"GET",    ref + "/objects/ls",             ListObjects},

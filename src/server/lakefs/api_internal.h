@@ -139,6 +139,7 @@ Status ImportStart(const Context& ctx, const Req& req, Res& res, const std::stri
 Status ImportStatus(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status ImportCancel(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status GetRepositoryMetadata(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status GetMetadataObject(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status SetRepositoryMetadata(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status DeleteRepositoryMetadata(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status ListBranchProtectionRules(const Context& ctx, const Req& req, Res& res, const std::string& me);
@@ -192,6 +193,11 @@ Status GetObject(const Context& ctx, const Req& req, Res& res, const std::string
 Status CopyObject(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status GetPhysicalAddress(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status LinkPhysicalAddress(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status CreatePresignMultipartUpload(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status UploadPart(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status UploadPartCopy(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status CompletePresignMultipartUpload(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status AbortPresignMultipartUpload(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status StatObject(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status ListObjects(const Context& ctx, const Req& req, Res& res, const std::string& me);
 

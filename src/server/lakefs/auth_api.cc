@@ -151,6 +151,8 @@ json StorageConfigJson(const Context& ctx) {
           // S3 storage: stat, get, listings and staging/backing answer
           // presign=true with URLs of the object store.
           {"pre_sign_support", s3},
+          // .../staging/pmpu: where the namespace's store can (S3 with a static key).
+          {"pre_sign_multipart_upload", s3},
           {"pre_sign_support_ui", false},
           {"import_support", true},
           {"import_validity_regex", "^(local|s3)://"}};

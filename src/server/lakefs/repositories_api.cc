@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <charconv>
 #include <ctime>
+#include <filesystem>
 #include <optional>
 #include <tuple>
 
 #include "base/crypto.h"
 #include "blob/blob.h"
 #include "catalog/catalog_gc.h"
+#include "catalog/lakefs_sstable.h"
 #include "server/lakefs/api_internal.h"
 
 namespace sediment::server::lakefs {
@@ -149,6 +151,46 @@ Status ChangeBranchProtectionRule(const Context& ctx, const Req& req, Res& res, 
   ARROW_ASSIGN_OR_RAISE(auto pattern, Field<std::string>(body, "pattern"));
   ARROW_RETURN_NOT_OK(ctx.cat->ChangeBranchProtectionRule(repo, pattern, req.method == "POST"));
   res.status = 204;
+  return Status::OK();
+}
+
+// GET /repositories/{repo}/metadata/object/{meta_range|range}/{id}: committed
+// metadata as lakeFS stores it (catalog/lakefs_sstable.h), made from
+// Sediment's own range files on request (what lakeFS's system tests read). As lakeFS: fs:ListObjects and
+// fs:ReadRepository; ?presign=true redirects to the object store, where the
+// file made is kept at _lakefs_sst/{type}/{id} (outside _lakefs/, whose files
+// GC reads as its own; immutable, as the ranges are).
+Status GetMetadataObject(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+  const std::string repo_id = req.matches[1], kind = req.matches[2], id = req.matches[3];
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ListObjects", RepoArn(repo_id)));
+  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadRepository", RepoArn(repo_id)));
+  ARROW_ASSIGN_OR_RAISE(bool presign, BoolParam(req, "presign"));
+  ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
+  ARROW_ASSIGN_OR_RAISE(auto ns, ctx.cat->RepositoryNamespace(repo));
+  if (presign && !ns->Remote()) return NotImplemented("presigned URLs need S3 storage");
+  std::error_code ec;
+  const std::string temp = std::filesystem::temp_directory_path(ec).string();
+  auto make = [&] { return catalog::LakeFsMetadataObject(ctx.cat->ranges(), ns, kind, id, temp); };
+  if (presign) {
+    // Made once, in this namespace after the checks of its kind and place.
+    const std::string kept = "_lakefs_sst/" + kind + "/" + id;
+    auto st = ns->Stat(kept);
+    if (IsNotFound(st.status())) {
+      ARROW_ASSIGN_OR_RAISE(auto bytes, make());
+      ARROW_RETURN_NOT_OK(ns->Put(kept, bytes));
+    } else {
+      ARROW_RETURN_NOT_OK(st.status());
+    }
+    ARROW_ASSIGN_OR_RAISE(auto url, ns->PresignUrl(kept, "GET", 15 * 60));
+    res.status = 302;
+    res.set_header("Location", url);
+    return Status::OK();
+  }
+  ARROW_ASSIGN_OR_RAISE(auto bytes, make());
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_header("Content-Security-Policy", "default-src 'none'");
+  res.set_content(std::move(bytes), "application/octet-stream");
+  res.status = 200;
   return Status::OK();
 }
 

@@ -258,37 +258,6 @@ Status KeyNotFound(const Status& st, const std::string& key) {
   return st;
 }
 
-std::string XmlEscape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') {
-          out += fmt::format("&#x{:X};", static_cast<unsigned>(static_cast<unsigned char>(c)));
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  return out;
-}
-
 void ReplyXml(httplib::Response& res, int status, const std::string& body) {
   res.status = status;
   res.set_content(R"(<?xml version="1.0" encoding="UTF-8"?>)"

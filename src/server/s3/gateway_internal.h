@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "base/xml.h"
 #include "catalog/catalog.h"
 #include "server/s3/gateway.h"
 #include "server/s3/sig/signature.h"
@@ -79,9 +80,8 @@ Status KeyNotFound(const Status& st, const std::string& key);
 
 // --- XML ---------------------------------------------------------------------
 
-std::string XmlEscape(std::string_view s);
 void ReplyXml(httplib::Response& res, int status, const std::string& body);
-std::string IsoTime(int64_t unix_seconds);   // 2006-01-02T15:04:05.000Z
+std::string IsoTime(int64_t unix_seconds);  // 2006-01-02T15:04:05.000Z
 
 // --- shared by handlers -------------------------------------------------------
 
