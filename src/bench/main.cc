@@ -1,8 +1,6 @@
 // sediment-bench: measured operations on the real code paths, for the
 // benchmarks in bench/ (each prints JSON). Not part of the `sediment` binary
 // users run.
-#include <arrow/memory_pool.h>
-
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 
@@ -12,7 +10,6 @@
 int main(int argc, char** argv) {
   // The allocator the server uses (src/cli/main.cc), so figures are the server's.
   setenv("ARROW_DEFAULT_MEMORY_POOL", "jemalloc", /*overwrite=*/0);
-  if (std::getenv("JE_ARROW_MALLOC_CONF") == nullptr) (void)arrow::jemalloc_set_decay_ms(100);  // as the server
   CLI::App cli{"sediment-bench: measured operations for the benchmarks in bench/ (prints JSON)", "sediment-bench"};
   cli.require_subcommand(1);
   auto run = sediment::bench::AddBenchCommands(cli);

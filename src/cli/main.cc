@@ -1,5 +1,4 @@
 // sediment: the server and its command-line clients in one binary.
-#include <arrow/memory_pool.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -93,11 +92,6 @@ int main(int argc, char** argv) {
   // wheel's default, mimalloc, for merges: bench/RESULTS.md). Read on first use.
   // (sediment-bench sets the same.)
   setenv("ARROW_DEFAULT_MEMORY_POOL", "jemalloc", /*overwrite=*/0);
-  // Unused pages go back to the system after 100 ms, not jemalloc's 1 s as
-  // Arrow configures it: the tiny head merge at 2 threads peaks 5% lower
-  // (131 against 138 MiB) at the same speed (bench/RESULTS.md, issue 28). A
-  // JE_ARROW_MALLOC_CONF of the user's is left to decide.
-  if (std::getenv("JE_ARROW_MALLOC_CONF") == nullptr) (void)arrow::jemalloc_set_decay_ms(100);
   CLI::App cli{
       "Sediment: keeps a data lake fast while it is written continuously.\n"
       "Compacts block-ordered Parquet tables and versioned (lakeFS-compatible) catalogs.",
