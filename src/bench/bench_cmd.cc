@@ -7,11 +7,13 @@
 #include <parquet/arrow/reader.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -133,6 +135,14 @@ Status Import(const BenchFlags& f) {
   return Status::OK();
 }
 
+// The process's resident bytes now.
+int64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
 // One compaction pass over the imported table, timed.
 Status Compact(const BenchFlags& f) {
   ARROW_ASSIGN_OR_RAISE(auto id, table::ParseTableId(f.table));
@@ -140,6 +150,7 @@ Status Compact(const BenchFlags& f) {
   // Reads in flight: on object storage latency, not CPU, bounds them.
   ARROW_RETURN_NOT_OK(arrow::io::SetIOThreadPoolCapacity(std::max(f.threads, f.metadata_concurrency)));
   ARROW_ASSIGN_OR_RAISE(auto stack, OpenStack(f));
+  const int64_t rss_before = ResidentBytes();
   auto t0 = std::chrono::steady_clock::now();
   ARROW_ASSIGN_OR_RAISE(auto pass, stack->tables->CompactNow(id));
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -169,7 +180,9 @@ Status Compact(const BenchFlags& f) {
                     {"row_groups_copied", copied},
                     {"row_groups_from_pages", pages},
                     {"row_groups_reencoded", encoded},
-                    {"final_outputs", finals}}
+                    {"final_outputs", finals},
+                    {"rss_before_bytes", rss_before},
+                    {"arrow_pool_peak_bytes", arrow::default_memory_pool()->max_memory()}}
                    .dump()
             << "\n";
   return failed == 0 ? Status::OK() : Status::IOError(fmt::format("{} merges failed", failed));

@@ -14,8 +14,10 @@
 #include <parquet/schema.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <optional>
 
 #include "table/parquet_assembler.h"
@@ -145,6 +147,55 @@ SegmentRecord OutputRecord(const TableInfo& table, const std::vector<SegmentReco
   out.created_at_us = ToUnixMicros(now);
   return out;
 }
+
+// Buffers a step reads its local input files into: one a step, given back
+// when the step's last slice is gone and taken again by a later step. A merge
+// of thousands of head files then holds a few buffers, faulted in once,
+// instead of thousands of freed ones that the allocator keeps resident for a
+// while (the tiny head merge at 2 threads peaked at 147 MiB, now 125:
+// bench/RESULTS.md).
+class StepBuffers : public std::enable_shared_from_this<StepBuffers> {
+ public:
+  explicit StepBuffers(size_t keep) : keep_(keep) {}
+
+  // `size` bytes, uninitialised.
+  Result<std::shared_ptr<arrow::Buffer>> Take(int64_t size) {
+    std::unique_ptr<arrow::ResizableBuffer> buffer;
+    {
+      std::lock_guard lock(mu_);
+      auto fits = free_.end();  // the smallest that fits
+      for (auto it = free_.begin(); it != free_.end(); ++it) {
+        if ((*it)->capacity() >= size && (fits == free_.end() || (*it)->capacity() < (*fits)->capacity())) fits = it;
+      }
+      if (fits != free_.end()) {
+        buffer = std::move(*fits);
+        free_.erase(fits);
+      }
+    }
+    if (!buffer) {
+      // Room for a step a little larger than this one: steps vary in size.
+      ARROW_ASSIGN_OR_RAISE(buffer, arrow::AllocateResizableBuffer(size + size / 8));
+      ++allocated_;
+    }
+    ARROW_RETURN_NOT_OK(buffer->Resize(size, /*shrink_to_fit=*/false));
+    return std::shared_ptr<arrow::Buffer>(buffer.release(), [self = shared_from_this()](arrow::Buffer* b) {
+      self->Give(std::unique_ptr<arrow::ResizableBuffer>(static_cast<arrow::ResizableBuffer*>(b)));
+    });
+  }
+
+  int64_t allocated() const { return allocated_; }
+
+ private:
+  void Give(std::unique_ptr<arrow::ResizableBuffer> buffer) {
+    std::lock_guard lock(mu_);
+    if (free_.size() < keep_) free_.push_back(std::move(buffer));
+  }
+
+  const size_t keep_;
+  std::atomic<int64_t> allocated_{0};
+  std::mutex mu_;
+  std::vector<std::unique_ptr<arrow::ResizableBuffer>> free_;
+};
 
 // One row group of one input.
 struct Piece {
@@ -320,6 +371,7 @@ class FetchedRange final : public arrow::io::internal::RandomAccessFileConcurren
 // What a step reads and writes: shared by its worker tasks.
 struct StepInputs {
   blob::BlobStore* blobs = nullptr;
+  std::shared_ptr<StepBuffers> buffers;
   const Footers* footers = nullptr;
   const Wholes* wholes = nullptr;
   const std::vector<SegmentRecord>* inputs = nullptr;
@@ -358,6 +410,8 @@ Result<Prepared> ProducePages(const StepInputs& in, const Step& step) {
     std::unique_ptr<parquet::ParquetFileReader> reader;
   };
   std::vector<Source> sources;
+  std::vector<size_t> local_wholes;  // sources read whole from local files
+  int64_t local_bytes = 0;
   for (const Piece& p : step.pieces) {
     if (!sources.empty() && sources.back().input == p.input) continue;
     const auto& s = (*in.inputs)[p.input];
@@ -379,9 +433,29 @@ Result<Prepared> ProducePages(const StepInputs& in, const Step& step) {
       hi = std::max(hi, e);
     }
     if (s.stored_bytes <= std::max<int64_t>(1 << 20, 2 * (hi - lo))) {
-      src.whole = src.file->ReadAsync(arrow::io::default_io_context(), 0, s.stored_bytes);
+      if (in.blobs->Remote()) {
+        src.whole = src.file->ReadAsync(arrow::io::default_io_context(), 0, s.stored_bytes);
+      } else {
+        local_wholes.push_back(sources.size());
+        local_bytes += s.stored_bytes;
+      }
     }
     sources.push_back(std::move(src));
+  }
+  // Local files read whole go into one buffer, one after another: a read
+  // from the page cache needs no other thread.
+  if (!local_wholes.empty()) {
+    ARROW_ASSIGN_OR_RAISE(auto buffer, in.buffers->Take(local_bytes));
+    int64_t at = 0;
+    for (size_t k : local_wholes) {
+      const int64_t size = (*in.inputs)[sources[k].input].stored_bytes;
+      auto got = sources[k].file->ReadAt(0, size, buffer->mutable_data() + at);
+      if (got.ok() && *got != size) got = Status::IOError(fmt::format("read {} of its {} bytes", *got, size));
+      if (!got.ok()) return in.Named(sources[k].input, got.status());
+      sources[k].whole =
+          arrow::Future<std::shared_ptr<arrow::Buffer>>::MakeFinished(arrow::SliceBuffer(buffer, at, size));
+      at += size;
+    }
   }
   Prepared out;
   out.run.emplace();
@@ -487,7 +561,12 @@ Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& ta
   auto wholes = std::make_shared<Wholes>(inputs.size());
   FooterReads reads(ctx, table, inputs);
   Planner planner(*descr, *props, *ctx.file_settings, layout);
-  StepInputs step_inputs{ctx.blobs, footers.get(), wholes.get(), &inputs, ctx.file_settings, props, table.schema};
+  // Workers fill `window` steps and this thread writes one: buffers for all of them.
+  const size_t window = static_cast<size_t>(ctx.workers + 1);
+  StepInputs step_inputs{ctx.blobs,     std::make_shared<StepBuffers>(window + 1),
+                         footers.get(), wholes.get(),
+                         &inputs,       ctx.file_settings,
+                         props,         table.schema};
   std::vector<Step> steps;
   size_t planned = 0;  // inputs whose footers were taken
 
@@ -495,7 +574,6 @@ Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& ta
   // order are the block order. Workers read, decode and encode up to
   // `window` (workers + 1) steps ahead; this thread copies them into the
   // output in order.
-  const size_t window = static_cast<size_t>(ctx.workers + 1);
   std::deque<std::future<Result<Prepared>>> ahead;
   size_t next = 0;
   // Every task submitted is waited for before returning: they read `inputs`.
@@ -575,6 +653,7 @@ Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& ta
       rows += rg.rows();
     }
   }
+  if (stats) stats->step_buffers += step_inputs.buffers->allocated();
   ARROW_ASSIGN_OR_RAISE(FileFacts facts, writer->Finish());
   out.rows = facts.rows;
   // A merge moves rows, it does not change them: the output's measured size

@@ -423,6 +423,32 @@ TEST_F(MergeTest, HeadFilesMergeByJoiningTheirDataPages) {
   EXPECT_GE(part_blocks->Value(part_blocks->length() - 1), 47u);
 }
 
+TEST_F(MergeTest, LocalHeadFilesAreReadIntoAFewBuffersReusedStepAfterStep) {
+  // 48 head files of 60 rows, 10 to a row group of 600: 5 steps at 2 workers.
+  std::vector<SegmentRecord> inputs;
+  for (int i = 0; i < 48; ++i) inputs.push_back(Write(i * 20, i * 20 + 19, settings_, FileLayout::kPages));
+  MergeStats stats;
+  auto merged = Merge(inputs, 2, 2, nullptr, FileLayout::kPages, &stats);
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  EXPECT_EQ(stats.row_groups_from_pages, 5);
+  EXPECT_GE(stats.step_buffers, 1);
+  EXPECT_LE(stats.step_buffers, 4) << "the steps in flight (workers + 1) and the one being written, no more";
+  std::vector<std::shared_ptr<arrow::Table>> expected;
+  for (const auto& s : inputs) expected.push_back(ReadAll(s.path));
+  EXPECT_TRUE(ReadAll(merged->path)->Equals(*(*(*arrow::ConcatenateTables(expected))->CombineChunks())))
+      << "every step's rows, from buffers other steps used before";
+}
+
+TEST_F(MergeTest, AFileShorterThanItsRecordFailsNamingTheFile) {
+  std::vector<SegmentRecord> inputs;
+  for (int i = 0; i < 4; ++i) inputs.push_back(Write(i * 20, i * 20 + 19, settings_, FileLayout::kPages));
+  inputs[2].stored_bytes += 100;
+  auto merged = Merge(inputs, 2, 2, nullptr, FileLayout::kPages);
+  ASSERT_FALSE(merged.ok());
+  EXPECT_NE(merged.status().message().find(inputs[2].path), std::string::npos) << merged.status().message();
+  EXPECT_NE(merged.status().message().find("bytes"), std::string::npos) << merged.status().message();
+}
+
 TEST_F(MergeTest, OnObjectStorageAHeadFileIsFetchedOnce) {
   std::vector<SegmentRecord> inputs;
   for (int i = 0; i < 8; ++i) inputs.push_back(Write(i * 20, i * 20 + 19, settings_, FileLayout::kPages));
