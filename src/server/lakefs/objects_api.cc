@@ -524,6 +524,24 @@ Result<std::pair<int64_t, int64_t>> CopyRange(const std::string& range, int64_t 
   return std::make_pair(a, b);
 }
 
+// What the calls on one part share: the upload's target with its address
+// checked, the part number (1..10000) and the body.
+struct PartRequest {
+  UploadTarget t;
+  int part = 0;
+  json body;
+};
+
+Result<PartRequest> PartRequestOf(const Context& ctx, const Req& req, const std::string& me) {
+  PartRequest p;
+  ARROW_ASSIGN_OR_RAISE(p.t, UploadTargetOf(ctx, req, me));
+  ARROW_ASSIGN_OR_RAISE(p.part, PartNumber(req.matches[4]));
+  ARROW_RETURN_NOT_OK(RequireClientMultipart(p.t));
+  ARROW_ASSIGN_OR_RAISE(p.body, Body(req));
+  ARROW_RETURN_NOT_OK(CheckUploadAddress(ctx, p.body, &p.t));
+  return p;
+}
+
 }  // namespace
 
 // POST .../staging/pmpu?path=&parts=N: starts an upload; N presigned part URLs.
@@ -559,12 +577,8 @@ Status CreatePresignMultipartUpload(const Context& ctx, const Req& req, Res& res
 
 // PUT .../staging/pmpu/{uploadId}/parts/{n}: a presigned URL for part n.
 Status UploadPart(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_ASSIGN_OR_RAISE(auto t, UploadTargetOf(ctx, req, me));
-  ARROW_ASSIGN_OR_RAISE(int part, PartNumber(req.matches[4]));
-  ARROW_RETURN_NOT_OK(RequireClientMultipart(t));
-  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
-  ARROW_RETURN_NOT_OK(CheckUploadAddress(ctx, body, &t));
-  ARROW_ASSIGN_OR_RAISE(auto url, t.ns->PresignUploadPart(t.address, req.matches[3], part, kPresignSeconds));
+  ARROW_ASSIGN_OR_RAISE(auto p, PartRequestOf(ctx, req, me));
+  ARROW_ASSIGN_OR_RAISE(auto url, p.t.ns->PresignUploadPart(p.t.address, req.matches[3], p.part, kPresignSeconds));
   ReplyJson(
       res, 200,
       {{"presigned_url", url}, {"presigned_url_expiry", static_cast<int64_t>(std::time(nullptr)) + kPresignSeconds}});
@@ -574,11 +588,8 @@ Status UploadPart(const Context& ctx, const Req& req, Res& res, const std::strin
 // PUT .../staging/pmpu/{uploadId}/parts/{n}/copy: part n is (a range of) an
 // object the caller may read, copied by the object store.
 Status UploadPartCopy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_ASSIGN_OR_RAISE(auto t, UploadTargetOf(ctx, req, me));
-  ARROW_ASSIGN_OR_RAISE(int part, PartNumber(req.matches[4]));
-  ARROW_RETURN_NOT_OK(RequireClientMultipart(t));
-  ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
-  ARROW_RETURN_NOT_OK(CheckUploadAddress(ctx, body, &t));
+  ARROW_ASSIGN_OR_RAISE(auto p, PartRequestOf(ctx, req, me));
+  const json& body = p.body;
   if (!body.contains("copy_source") || !body["copy_source"].is_object()) {
     return InvalidArgument("missing required field \"copy_source\" ({\"repository\", \"ref\", \"path\", \"range\"})");
   }
@@ -606,8 +617,8 @@ Status UploadPartCopy(const Context& ctx, const Req& req, Res& res, const std::s
     }
     ARROW_ASSIGN_OR_RAISE(object, ctx.cat->ImportedS3Object(where));
   }
-  ARROW_ASSIGN_OR_RAISE(auto etag,
-                        t.ns->UploadPartCopy(t.address, req.matches[3], part, *object.first, object.second, range));
+  ARROW_ASSIGN_OR_RAISE(
+      auto etag, p.t.ns->UploadPartCopy(p.t.address, req.matches[3], p.part, *object.first, object.second, range));
   // lakeFS answers the part's ETag without its quotes.
   if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
   res.set_header("ETag", etag);
