@@ -154,7 +154,8 @@ Status Compact(const BenchFlags& f) {
   auto t0 = std::chrono::steady_clock::now();
   ARROW_ASSIGN_OR_RAISE(auto pass, stack->tables->CompactNow(id));
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  int64_t read = 0, written = 0, inputs = 0, outputs = 0, failed = 0, copied = 0, encoded = 0, pages = 0, finals = 0;
+  int64_t read = 0, written = 0, inputs = 0, outputs = 0, failed = 0, copied = 0, encoded = 0, pages = 0, finals = 0,
+          step_buffers = 0;
   for (const auto& m : pass.merges) {
     if (!m.output) {
       failed++;
@@ -167,6 +168,7 @@ Status Compact(const BenchFlags& f) {
     pages += m.stats.row_groups_from_pages;
     encoded += m.stats.row_groups_reencoded;
     finals += m.final ? 1 : 0;
+    step_buffers = std::max(step_buffers, m.stats.step_buffers);
     read += m.output->bytes;
   }
   stack->tables->Stop();
@@ -181,7 +183,9 @@ Status Compact(const BenchFlags& f) {
                     {"row_groups_from_pages", pages},
                     {"row_groups_reencoded", encoded},
                     {"final_outputs", finals},
+                    {"step_buffers", step_buffers},
                     {"rss_before_bytes", rss_before},
+                    // The process's, opening the stack included: its peak is the merge's.
                     {"arrow_pool_peak_bytes", arrow::default_memory_pool()->max_memory()}}
                    .dump()
             << "\n";

@@ -14,7 +14,6 @@
 #include <parquet/schema.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -153,29 +152,43 @@ SegmentRecord OutputRecord(const TableInfo& table, const std::vector<SegmentReco
 // of thousands of head files then holds a few buffers, faulted in once,
 // instead of thousands of freed ones that the allocator keeps resident for a
 // while (the tiny head merge at 2 threads peaked at 147 MiB, now 125:
-// bench/RESULTS.md).
+// bench/RESULTS.md). At most `keep` are held at once, free or in use: a step
+// that fits in no free buffer replaces the largest one.
 class StepBuffers : public std::enable_shared_from_this<StepBuffers> {
  public:
-  explicit StepBuffers(size_t keep) : keep_(keep) {}
+  explicit StepBuffers(size_t keep) : keep_(keep) { free_.reserve(keep); }
 
   // `size` bytes, uninitialised.
   Result<std::shared_ptr<arrow::Buffer>> Take(int64_t size) {
     std::unique_ptr<arrow::ResizableBuffer> buffer;
     {
       std::lock_guard lock(mu_);
-      auto fits = free_.end();  // the smallest that fits
+      auto fits = free_.end(), largest = free_.end();
       for (auto it = free_.begin(); it != free_.end(); ++it) {
-        if ((*it)->capacity() >= size && (fits == free_.end() || (*it)->capacity() < (*fits)->capacity())) fits = it;
+        const int64_t c = (*it)->capacity();
+        if (c >= size && (fits == free_.end() || c < (*fits)->capacity())) fits = it;
+        if (largest == free_.end() || c > (*largest)->capacity()) largest = it;
       }
       if (fits != free_.end()) {
         buffer = std::move(*fits);
         free_.erase(fits);
+      } else {
+        if (largest != free_.end()) {  // too small: its memory goes to the new one
+          free_.erase(largest);
+          --held_;
+        }
+        most_held_ = std::max(most_held_, ++held_);
       }
     }
     if (!buffer) {
       // Room for a step a little larger than this one: steps vary in size.
-      ARROW_ASSIGN_OR_RAISE(buffer, arrow::AllocateResizableBuffer(size + size / 8));
-      ++allocated_;
+      auto made = arrow::AllocateResizableBuffer(size + size / 8);
+      if (!made.ok()) {
+        std::lock_guard lock(mu_);
+        --held_;
+        return made.status();
+      }
+      buffer = std::move(*made);
     }
     ARROW_RETURN_NOT_OK(buffer->Resize(size, /*shrink_to_fit=*/false));
     return std::shared_ptr<arrow::Buffer>(buffer.release(), [self = shared_from_this()](arrow::Buffer* b) {
@@ -183,18 +196,26 @@ class StepBuffers : public std::enable_shared_from_this<StepBuffers> {
     });
   }
 
-  int64_t allocated() const { return allocated_; }
+  // The most buffers held at once.
+  int64_t most_held() {
+    std::lock_guard lock(mu_);
+    return most_held_;
+  }
 
  private:
   void Give(std::unique_ptr<arrow::ResizableBuffer> buffer) {
     std::lock_guard lock(mu_);
-    if (free_.size() < keep_) free_.push_back(std::move(buffer));
+    if (free_.size() < keep_) {
+      free_.push_back(std::move(buffer));  // no allocation: reserved
+    } else {
+      --held_;
+    }
   }
 
   const size_t keep_;
-  std::atomic<int64_t> allocated_{0};
   std::mutex mu_;
   std::vector<std::unique_ptr<arrow::ResizableBuffer>> free_;
+  int64_t held_ = 0, most_held_ = 0;
 };
 
 // One row group of one input.
@@ -445,7 +466,9 @@ Result<Prepared> ProducePages(const StepInputs& in, const Step& step) {
   // Local files read whole go into one buffer, one after another: a read
   // from the page cache needs no other thread.
   if (!local_wholes.empty()) {
-    ARROW_ASSIGN_OR_RAISE(auto buffer, in.buffers->Take(local_bytes));
+    auto taken = in.buffers->Take(local_bytes);
+    if (!taken.ok()) return in.Named(sources[local_wholes.front()].input, taken.status());
+    auto buffer = std::move(*taken);
     int64_t at = 0;
     for (size_t k : local_wholes) {
       const int64_t size = (*in.inputs)[sources[k].input].stored_bytes;
@@ -653,7 +676,7 @@ Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& ta
       rows += rg.rows();
     }
   }
-  if (stats) stats->step_buffers += step_inputs.buffers->allocated();
+  if (stats) stats->step_buffers = std::max(stats->step_buffers, step_inputs.buffers->most_held());
   ARROW_ASSIGN_OR_RAISE(FileFacts facts, writer->Finish());
   out.rows = facts.rows;
   // A merge moves rows, it does not change them: the output's measured size

@@ -424,13 +424,20 @@ TEST_F(MergeTest, HeadFilesMergeByJoiningTheirDataPages) {
 }
 
 TEST_F(MergeTest, LocalHeadFilesAreReadIntoAFewBuffersReusedStepAfterStep) {
-  // 48 head files of 60 rows, 10 to a row group of 600: 5 steps at 2 workers.
+  // 40 head files of 60 rows, then 200 of 12, packed into row groups of up
+  // to 600 rows: 4 steps of 10 files, then 4 of 50, each of those larger
+  // (50 footers and page indexes) than any buffer the first ones took.
   std::vector<SegmentRecord> inputs;
-  for (int i = 0; i < 48; ++i) inputs.push_back(Write(i * 20, i * 20 + 19, settings_, FileLayout::kPages));
+  uint64_t block = 0;
+  for (int i = 0; i < 240; ++i) {
+    const uint64_t blocks = i < 40 ? 20 : 4;
+    inputs.push_back(Write(block, block + blocks - 1, settings_, FileLayout::kPages));
+    block += blocks;
+  }
   MergeStats stats;
   auto merged = Merge(inputs, 2, 2, nullptr, FileLayout::kPages, &stats);
   ASSERT_TRUE(merged.ok()) << merged.status().ToString();
-  EXPECT_EQ(stats.row_groups_from_pages, 5);
+  EXPECT_EQ(stats.row_groups_from_pages, 8);
   EXPECT_GE(stats.step_buffers, 1);
   EXPECT_LE(stats.step_buffers, 4) << "the steps in flight (workers + 1) and the one being written, no more";
   std::vector<std::shared_ptr<arrow::Table>> expected;
