@@ -1074,6 +1074,20 @@ def test_committed_metadata_is_served_in_lakefs_form(lakefs):
     r = requests.get(f"{base}/meta_range/{commit.meta_range_id}", timeout=10,
                      auth=(creds["access_key_id"], creds["secret_access_key"]))
     assert r.status_code == 401 and b"a.csv" not in r.content, r.text
+    if c.namespace("x").startswith("s3://"):
+        # A kept copy is served only while the range file it was made from is there.
+        import pyarrow.fs as pafs
+        fsys = pafs.S3FileSystem(access_key=os.environ["SEDIMENT_TEST_S3_ACCESS_KEY"],
+                                 secret_key=os.environ["SEDIMENT_TEST_S3_SECRET_KEY"],
+                                 endpoint_override=os.environ["SEDIMENT_TEST_S3_ENDPOINT"], scheme="http")
+        ns = c.repositories_api.get_repository("repo1").storage_namespace[len("s3://"):]
+        fsys.delete_file(f"{ns}/_lakefs/{commit.meta_range_id}")
+        r = requests.get(f"{base}/meta_range/{commit.meta_range_id}", params={"presign": "true"}, auth=auth,
+                         timeout=10, allow_redirects=False)
+        assert r.status_code == 404, r.text
+        r = requests.get(f"{base}/meta_range/{'z' * 64}", params={"presign": "true"}, auth=auth, timeout=10,
+                         allow_redirects=False)
+        assert r.status_code == 400, r.text
 
 
 def test_presigned_multipart_uploads_assemble_parts_the_client_sends(lakefs):

@@ -18,6 +18,9 @@ namespace sediment::catalog {
 namespace {
 
 constexpr const char* kRangeDir = "_lakefs/";
+// lakeFS-form copies of range files, kept for presigned reads
+// (server/lakefs/repositories_api.cc): `{meta_range|range}/{range id}`.
+constexpr std::string_view kCopyDir = "_lakefs_sst/";
 constexpr size_t kReportedPaths = 1000;
 
 // What the mark phase found reachable, as paths relative to the namespace.
@@ -42,19 +45,33 @@ Status MarkAddress(Marks* m, const std::string& encoded) {
   return Status::OK();
 }
 
-// Files GC may take: object data, and range/meta-range files (`_lakefs/` and
-// a content hash). Anything else — `_lakefs/dummy`, the namespace's claim
-// marker, or files someone else put there — is never touched.
-bool Collectable(const std::string& path) {
-  if (path.rfind("data/", 0) == 0) return true;
-  if (path.rfind(kRangeDir, 0) != 0) return false;
-  std::string_view id(path);
-  id.remove_prefix(std::string_view(kRangeDir).size());
+bool IsRangeId(std::string_view id) {
   if (id.size() != 64) return false;
   for (char c : id) {
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   }
   return true;
+}
+
+// The range id a kept lakeFS-form copy was made from; empty if `path` is not one.
+std::string_view CopiedRangeId(std::string_view path) {
+  if (path.substr(0, kCopyDir.size()) != kCopyDir) return {};
+  path.remove_prefix(kCopyDir.size());
+  for (std::string_view kind : {"meta_range/", "range/"}) {
+    if (path.substr(0, kind.size()) == kind && IsRangeId(path.substr(kind.size()))) return path.substr(kind.size());
+  }
+  return {};
+}
+
+// Files GC may take: object data, range/meta-range files (`_lakefs/` and a
+// content hash) and the lakeFS-form copies made of them. Anything else —
+// `_lakefs/dummy`, the namespace's claim marker, or files someone else put
+// there — is never touched.
+bool Collectable(const std::string& path) {
+  if (path.rfind("data/", 0) == 0) return true;
+  if (!CopiedRangeId(path).empty()) return true;
+  if (path.rfind(kRangeDir, 0) != 0) return false;
+  return IsRangeId(std::string_view(path).substr(std::string_view(kRangeDir).size()));
 }
 
 template <typename T, typename Fn>
@@ -128,7 +145,7 @@ class GcRun {
     report.marked_files = static_cast<int64_t>(m_.files.size());
     for (const auto& f : files) {
       report.scanned_files++;
-      if (m_.files.count(f.path) || !Collectable(f.path)) continue;
+      if (Marked(f.path) || !Collectable(f.path)) continue;
       if (f.mtime >= young) {
         report.kept_young++;
         continue;
@@ -158,6 +175,13 @@ class GcRun {
   }
 
  private:
+  // Reached, or a copy of a range file that is (a copy goes with its range).
+  bool Marked(const std::string& path) const {
+    if (m_.files.count(path)) return true;
+    const std::string_view id = CopiedRangeId(path);
+    return !id.empty() && m_.files.count(kRangeDir + std::string(id));
+  }
+
   // Marks a branch as it is now, again and again until it did not change
   // while being marked: a token is dropped only after the branch points at
   // what holds its entries, so a stable state misses nothing.

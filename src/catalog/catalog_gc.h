@@ -3,7 +3,8 @@
 // references (superseded staging compactions, discarded work), and object
 // data (`data/...`) that nothing within retention references (objects
 // overwritten or deleted before a commit, history older than the retention
-// period). Commit metadata is kept, as lakeFS keeps it: a branch made later
+// period), and the lakeFS-form copies of collected range files
+// (`_lakefs_sst/{meta_range|range}/<id>`). Commit metadata is kept, as lakeFS keeps it: a branch made later
 // from an old commit id opens, though its expired objects may be gone.
 //
 // Each branch is marked until it did not change while being marked (a

@@ -102,6 +102,39 @@ TEST_F(CatalogGcTest, OnlyWhatNothingReachesIsDeletedAndADryRunDeletesNothing) {
   EXPECT_EQ(Gc(NoGrace()).deleted, 0) << "nothing left to collect";
 }
 
+// The lakeFS-form copies the metadata route keeps for presigned reads
+// (`_lakefs_sst/{meta_range|range}/{id}`) live as long as their range file.
+TEST_F(CatalogGcTest, KeptLakeFsFormCopiesGoWithTheirRange) {
+  Upload("a", "v1");
+  Commit("first");
+  auto head = catalog_->GetCommit("repo", catalog_->GetBranch("repo", "main")->commit_id);
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  const std::string live = head->meta_range_id;
+  const std::string dead(64, 'e');
+  ASSERT_OK(ns_->Put("_lakefs/" + dead, "a range nothing refers to"));
+  auto mr = catalog_->ranges().LoadMetaRange(ns_, live);
+  ASSERT_TRUE(mr.ok() && !(*mr)->ranges.empty()) << mr.status().ToString();
+  const std::string live_range = (*mr)->ranges.front().id;
+  ASSERT_OK(ns_->Put("_lakefs_sst/meta_range/" + live, "copy of the live meta-range"));
+  ASSERT_OK(ns_->Put("_lakefs_sst/range/" + live_range, "copy of a live range"));
+  ASSERT_OK(ns_->Put("_lakefs_sst/range/" + dead, "copy of the dead range"));
+  ASSERT_OK(ns_->Put("_lakefs_sst/meta_range/" + dead, "copy of it as a meta-range"));
+  ASSERT_OK(ns_->Put("_lakefs_sst/other/" + dead, "not a kind the route makes"));
+  ASSERT_OK(ns_->Put("_lakefs_sst/range/short", "not an id"));
+
+  GcReport r = Gc(NoGrace());
+  auto files = Files();
+  EXPECT_FALSE(files.count("_lakefs/" + dead));
+  EXPECT_FALSE(files.count("_lakefs_sst/range/" + dead)) << "its range is gone: so is the copy";
+  EXPECT_FALSE(files.count("_lakefs_sst/meta_range/" + dead));
+  EXPECT_TRUE(files.count("_lakefs_sst/meta_range/" + live)) << "its meta-range is the head's";
+  EXPECT_TRUE(files.count("_lakefs_sst/range/" + live_range)) << "its range is the head's";
+  EXPECT_TRUE(files.count("_lakefs_sst/other/" + dead)) << "not ours to take";
+  EXPECT_TRUE(files.count("_lakefs_sst/range/short")) << "not ours to take";
+  EXPECT_EQ(r.deleted, 3);
+  ExpectReadable("main");
+}
+
 TEST_F(CatalogGcTest, HistoryOlderThanTheRetentionIsCollectedHeadsAndTagsNever) {
   Upload("a", "v1");
   Commit("old");

@@ -219,14 +219,19 @@ class SstBuilder {
 
 }  // namespace
 
-Result<std::string> LakeFsMetadataObject(RangeStore& store, const Namespace& ns, const std::string& kind,
-                                         const std::string& id, const std::string& temp_dir) {
+Status CheckLakeFsMetadataName(const std::string& kind, const std::string& id) {
   if (kind != "meta_range" && kind != "range") {
     return InvalidArgument(fmt::format("type \"{}\" is not meta_range or range", kind.substr(0, 40)));
   }
   if (id.size() != 64 || id.find_first_not_of("0123456789abcdef") != std::string::npos) {
     return InvalidArgument(fmt::format("\"{}\" is not a {} id (64 hexadecimal digits)", id.substr(0, 80), kind));
   }
+  return Status::OK();
+}
+
+Result<std::string> LakeFsMetadataObject(RangeStore& store, const Namespace& ns, const std::string& kind,
+                                         const std::string& id, const std::string& temp_dir) {
+  ARROW_RETURN_NOT_OK(CheckLakeFsMetadataName(kind, id));
   auto missing = [&](const char* why) { return NotFound(fmt::format("{} {} not found{}", kind, id, why)); };
   // The range store's caches are keyed by id alone: the file must be in this
   // namespace, or another repository's metadata would be served from them.

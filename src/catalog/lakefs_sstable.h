@@ -38,6 +38,10 @@ namespace sediment::catalog {
 // lakeFS's identity of an entry (32 bytes; what it compares in diffs and merges).
 std::string LakeFsEntryIdentity(const Entry& e);
 
+// InvalidArgument unless `kind` is meta_range or range and `id` a range id
+// (64 lowercase hexadecimal digits).
+Status CheckLakeFsMetadataName(const std::string& kind, const std::string& id);
+
 Result<std::string> LakeFsMetadataObject(RangeStore& store, const Namespace& ns, const std::string& kind,
                                          const std::string& id, const std::string& temp_dir);
 

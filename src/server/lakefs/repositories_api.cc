@@ -159,7 +159,7 @@ Status ChangeBranchProtectionRule(const Context& ctx, const Req& req, Res& res, 
 // Sediment's own range files on request (what lakeFS's system tests read). As lakeFS: fs:ListObjects and
 // fs:ReadRepository; ?presign=true redirects to the object store, where the
 // file made is kept at _lakefs_sst/{type}/{id} (outside _lakefs/, whose files
-// GC reads as its own; immutable, as the ranges are).
+// GC reads as ranges; immutable, as the ranges are; GC deletes it with its range).
 Status GetMetadataObject(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   const std::string repo_id = req.matches[1], kind = req.matches[2], id = req.matches[3];
   ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ListObjects", RepoArn(repo_id)));
@@ -172,7 +172,12 @@ Status GetMetadataObject(const Context& ctx, const Req& req, Res& res, const std
   const std::string temp = std::filesystem::temp_directory_path(ec).string();
   auto make = [&] { return catalog::LakeFsMetadataObject(ctx.cat->ranges(), ns, kind, id, temp); };
   if (presign) {
-    // Made once, in this namespace after the checks of its kind and place.
+    // Made once, in this namespace after the checks of its kind and place;
+    // served only while its range file is there (GC takes the copy after it).
+    ARROW_RETURN_NOT_OK(catalog::CheckLakeFsMetadataName(kind, id));
+    auto range = ns->Stat("_lakefs/" + id);
+    if (IsNotFound(range.status())) return NotFound(fmt::format("{} {} not found", kind, id));
+    ARROW_RETURN_NOT_OK(range.status());
     const std::string kept = "_lakefs_sst/" + kind + "/" + id;
     auto st = ns->Stat(kept);
     if (IsNotFound(st.status())) {
