@@ -45,14 +45,6 @@ Status MarkAddress(Marks* m, const std::string& encoded) {
   return Status::OK();
 }
 
-bool IsRangeId(std::string_view id) {
-  if (id.size() != 64) return false;
-  for (char c : id) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
-
 // The range id a kept lakeFS-form copy was made from; empty if `path` is not one.
 std::string_view CopiedRangeId(std::string_view path) {
   if (path.substr(0, kCopyDir.size()) != kCopyDir) return {};

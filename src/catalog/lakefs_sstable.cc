@@ -223,7 +223,7 @@ Status CheckLakeFsMetadataName(const std::string& kind, const std::string& id) {
   if (kind != "meta_range" && kind != "range") {
     return InvalidArgument(fmt::format("type \"{}\" is not meta_range or range", kind.substr(0, 40)));
   }
-  if (id.size() != 64 || id.find_first_not_of("0123456789abcdef") != std::string::npos) {
+  if (!IsRangeId(id)) {
     return InvalidArgument(fmt::format("\"{}\" is not a {} id (64 hexadecimal digits)", id.substr(0, 80), kind));
   }
   return Status::OK();

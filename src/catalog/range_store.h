@@ -22,6 +22,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -158,6 +159,11 @@ class RangeStore {
 // commit of an empty tree records "" (as lakeFS does) and both mean empty.
 inline constexpr const char* kEmptyMetaRangeId = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 inline bool IsEmptyMetaRange(const std::string& id) { return id.empty() || id == kEmptyMetaRangeId; }
+// Whether `id` has the form of a range or meta-range id: a SHA-256 in
+// lowercase hexadecimal (the file is `_lakefs/<id>`).
+inline bool IsRangeId(std::string_view id) {
+  return id.size() == 64 && id.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
 inline bool SameMetaRange(const std::string& a, const std::string& b) {
   return a == b || (IsEmptyMetaRange(a) && IsEmptyMetaRange(b));
 }
