@@ -224,7 +224,8 @@ Result<int64_t> ParseGoDuration(std::string_view text) {
   return static_cast<int64_t>(total_ms);
 }
 
-Result<std::string> ExpandEnv(const std::string& value, const std::string& prefix, bool* secret) {
+Result<std::string> ExpandEnv(const std::string& value, const std::string& prefix, bool* secret,
+                              std::vector<std::string>* secrets) {
   // "{{", an optional space, "ENV.", the name (up to the nearest "}}", less
   // one space before it), "}}".
   std::string out;
@@ -249,12 +250,26 @@ Result<std::string> ExpandEnv(const std::string& value, const std::string& prefi
     const char* v = std::getenv(name.c_str());
     if (v == nullptr) return InvalidArgument(fmt::format("{} not found: missing env var", name));
     out += v;
+    if (secrets != nullptr && *v != '\0') secrets->emplace_back(v);
   }
   out.append(value, pos, std::string::npos);
   return out;
 }
 
-void OutputLog::AppendAlways(std::string_view text) { text_.append(text.substr(0, 4096)); }
+void OutputLog::AppendAlways(std::string_view text) { text_.append(Mask(text).substr(0, 4096)); }
+
+void OutputLog::AddSecret(std::string value) {
+  if (value.size() >= 3) secrets_.push_back(std::move(value));
+}
+
+std::string OutputLog::Mask(std::string_view text) const {
+  std::string out(text);
+  for (const auto& s : secrets_) {
+    for (size_t at = out.find(s); at != std::string::npos; at = out.find(s, at + 7))
+      out.replace(at, s.size(), "*******");
+  }
+  return out;
+}
 
 void OutputLog::Append(std::string_view text) {
   if (cut_) return;

@@ -46,35 +46,47 @@ Result<int64_t> ParseGoDuration(std::string_view text);
 
 // lakeFS's secure strings: "{{ ENV.NAME }}" replaced from the environment
 // (names starting with `prefix` only; others become ""). `secret` is set when
-// anything was replaced, so logs show "*******".
-Result<std::string> ExpandEnv(const std::string& value, const std::string& prefix, bool* secret);
+// anything was replaced, so logs show "*******"; the values read are added to
+// `secrets` (when given), so wherever they turn up they can be masked.
+Result<std::string> ExpandEnv(const std::string& value, const std::string& prefix, bool* secret,
+                              std::vector<std::string>* secrets = nullptr);
 
-// The hook output, cut at a limit (the cut is marked once).
+// The hook output, cut at a limit (the cut is marked once). The secrets added
+// are masked wherever they appear in it, also across two appends.
 class OutputLog {
  public:
   explicit OutputLog(int64_t limit) : limit_(limit) {}
   void Append(std::string_view text);
   // Past the limit too (up to 4 KiB): the line that says why the hook failed.
   void AppendAlways(std::string_view text);
-  const std::string& text() const { return text_; }
+  // A value never to show (shorter than 3 bytes: it would mask everything).
+  void AddSecret(std::string value);
+  // `text` with every secret replaced by "*******".
+  std::string Mask(std::string_view text) const;
+  std::string text() const { return Mask(text_); }
 
  private:
   int64_t limit_;
   bool cut_ = false;
   std::string text_;
+  std::vector<std::string> secrets_;
 };
 
 // The webhook body: lakeFS's EventInfo, fields in its order, empty ones left out.
 std::string EventJson(const HookRecord& record, const std::string& action_name, const std::string& hook_id,
                       int64_t now_micros);
 
+class AddressPolicy;
+
 struct HookEnv {
   const ActionsOptions* options;
-  ApiClient* api;  // may be null (Lua's lakefs calls then fail)
+  const AddressPolicy* address_policy;  // where webhooks may connect
+  ApiClient* api;                       // may be null (Lua's lakefs calls then fail)
   std::string run_id;
   std::string action_name;
   std::string storage_namespace;
   int64_t deadline_micros = 0;  // the hook's time limit, on the steady clock
+  int64_t timeout_ms = 0;       // the same, as a duration (for messages)
 };
 
 // Each hook appends what it did to `log` and fails with the reason lakeFS gives.

@@ -24,9 +24,6 @@
 
 #include "base/status.h"
 
-namespace sediment {
-class ThreadPool;
-}
 namespace sediment::kv {
 class KvStore;
 }
@@ -102,8 +99,14 @@ struct ActionsOptions {
   // {{ ENV.NAME }} in webhook headers and query parameters reads the server's
   // environment, only for names with this prefix ("" = none may be read).
   std::string env_prefix = "LAKEFSACTION_";
-  // A hook's default time limit (a webhook's `timeout` property overrides it).
+  // A hook's time limit; a hook's `timeout` property may only lower it.
   int64_t hook_timeout_ms = 60000;
+  int64_t hook_workers = 4;              // hook runs at once (threads of their own)
+  int64_t hook_runs_per_repository = 2;  // hook runs at once for one repository
+  // [actions] webhook_allowed_hosts: internal addresses webhooks may reach.
+  std::vector<std::string> webhook_allowed_hosts;
+  // The Lua sandbox program (sediment-lua, beside the server's binary).
+  std::string lua_sandbox;
   int64_t lua_memory_bytes = 64 << 20;   // a Lua state's allocation cap
   int64_t output_bytes = 1 << 20;        // a hook's recorded output (print, request log) is cut here
   int64_t action_file_bytes = 64 << 10;  // a larger action file is refused
@@ -115,7 +118,10 @@ struct ActionsOptions {
 // lakeFS's ("<event> hook aborted, run id '<id>': ...").
 class ActionsService {
  public:
-  ActionsService(catalog::Catalog* catalog, kv::KvStore* kv, ActionsOptions options);
+  // InvalidArgument for a bad webhook_allowed_hosts entry or a sandbox
+  // program that cannot be run.
+  static Result<std::unique_ptr<ActionsService>> Make(catalog::Catalog* catalog, kv::KvStore* kv,
+                                                      ActionsOptions options);
   ~ActionsService();  // finishes queued post-event runs
   ActionsService(const ActionsService&) = delete;
   ActionsService& operator=(const ActionsService&) = delete;
@@ -124,9 +130,11 @@ class ActionsService {
   // Finishes the queued post-event runs and takes no more (the server stops).
   void Stop();
 
-  // Runs the hooks `record` matches. Returns the run id ("" when nothing ran).
-  // PreconditionFailed with lakeFS's message when a hook failed or an action
-  // file is invalid; the run (if any hook ran) is recorded either way.
+  // Runs the hooks `record` matches, on the hook pool (this thread waits).
+  // Returns the run id ("" when nothing ran). PreconditionFailed with
+  // lakeFS's message when a hook failed or an action file is invalid; the
+  // run (if any hook ran) is recorded either way. Busy, at once, when the
+  // repository or the server runs as many hooks as it may.
   Result<std::string> Run(const HookRecord& record);
   // Post events: after `commit_id` is known, the pre-run (if any) gets it
   // (post-commit, post-revert); then the post run goes to the background.
@@ -147,6 +155,7 @@ class ActionsService {
   static std::string NewRunId();
 
  private:
+  ActionsService() = default;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

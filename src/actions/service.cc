@@ -5,8 +5,11 @@
 #include <arrow/io/interfaces.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -14,9 +17,10 @@
 
 #include "actions/action.h"
 #include "actions/actions.h"
+#include "actions/hook_pool_internal.h"
+#include "actions/webhook_client_internal.h"
 #include "base/clock.h"
 #include "base/crypto.h"
-#include "base/executor.h"
 #include "blob/blob.h"
 #include "catalog/catalog.h"
 #include "kv/kv.h"
@@ -107,10 +111,16 @@ struct ActionsService::Impl {
   std::mutex mu;
   std::shared_ptr<ApiClient> api;     // GUARDED_BY(mu)
   std::atomic<bool> stopping{false};  // queued post-event runs are dropped
-  ThreadPool post;
+  AddressPolicy address_policy;
+  HookPool pool;
 
-  Impl(catalog::Catalog* c, kv::KvStore* k, ActionsOptions o)
-      : cat(c), kv(k), options(std::move(o)), post("actions-post", 1, static_cast<size_t>(options.post_queue)) {}
+  Impl(catalog::Catalog* c, kv::KvStore* k, ActionsOptions o, AddressPolicy policy)
+      : cat(c),
+        kv(k),
+        options(std::move(o)),
+        address_policy(std::move(policy)),
+        pool(static_cast<size_t>(options.hook_workers), static_cast<size_t>(options.hook_runs_per_repository),
+             static_cast<size_t>(options.post_queue)) {}
 
   std::shared_ptr<ApiClient> Api() {
     std::lock_guard<std::mutex> lock(mu);
@@ -180,14 +190,16 @@ struct ActionsService::Impl {
         OutputLog log(options.output_bytes);
         HookEnv env = base;
         env.action_name = ar->action->name;
+        // The operator's hook_timeout_secs is a ceiling: an action file may only lower it.
         int64_t timeout_ms = options.hook_timeout_ms;
         Status st;
         if (hook.properties.contains("timeout") && hook.properties["timeout"].is_string()) {
           auto parsed = ParseGoDuration(hook.properties["timeout"].get<std::string>());
-          if (parsed.ok()) timeout_ms = *parsed;
+          if (parsed.ok()) timeout_ms = std::min(*parsed, options.hook_timeout_ms);
           st = parsed.status();
         }
         env.deadline_micros = SteadyMicros() + timeout_ms * 1000;
+        env.timeout_ms = timeout_ms;
         t.start_micros = ToUnixMicros(SystemClock().Now());
         if (st.ok()) {
           try {
@@ -215,27 +227,59 @@ struct ActionsService::Impl {
     }
   }
 
-  Result<std::string> Run(const HookRecord& record) {
-    if (!options.enabled) return std::string();
-    ARROW_ASSIGN_OR_RAISE(auto repo, cat->GetRepository(record.repository_id));
-    if (repo.read_only) return std::string();  // as lakeFS: no hooks on read-only repositories
-    const std::string run_id = NewRunId();
-    auto aborted = [&](const std::string& what) {
-      return PreconditionFailed(
-          fmt::format("{} hook aborted, run id '{}': {}", record.event_type, run_id, ErrorList({what})));
-    };
-    auto actions = Load(repo, record.source_ref);
+  // What an event runs: its repository and the actions it matches.
+  struct Matched {
+    catalog::Repository repo;
+    std::string run_id;
+    std::vector<Action> actions;
+    std::vector<ActionRun> runs;
+  };
+
+  // Loads and matches on the caller's thread (no slot is needed for an event
+  // that runs nothing). Null when nothing runs.
+  Result<std::unique_ptr<Matched>> Match(const HookRecord& record) {
+    if (!options.enabled) return nullptr;
+    auto m = std::make_unique<Matched>();
+    ARROW_ASSIGN_OR_RAISE(m->repo, cat->GetRepository(record.repository_id));
+    if (m->repo.read_only) return nullptr;  // as lakeFS: no hooks on read-only repositories
+    m->run_id = NewRunId();
+    auto actions = Load(m->repo, record.source_ref);
     if (!actions.ok()) {
       if (!IsInvalidArgument(actions.status())) return actions.status();
-      return aborted(actions.status().message());
+      return PreconditionFailed(fmt::format("{} hook aborted, run id '{}': {}", record.event_type, m->run_id,
+                                            ErrorList({actions.status().message()})));
     }
-    std::vector<ActionRun> runs;
-    for (const auto& a : *actions) {
-      if (Matches(a, record.event_type, record.branch_id) && !a.hooks.empty()) runs.push_back({&a, {}, ""});
+    m->actions = std::move(*actions);
+    for (const auto& a : m->actions) {
+      if (Matches(a, record.event_type, record.branch_id) && !a.hooks.empty()) m->runs.push_back({&a, {}, ""});
     }
-    if (runs.empty()) return std::string();
+    if (m->runs.empty()) return nullptr;
+    return m;
+  }
+
+  // Matches and runs on this thread (a post-event run, on the pool).
+  Result<std::string> RunHere(const HookRecord& record) {
+    ARROW_ASSIGN_OR_RAISE(auto m, Match(record));
+    if (m == nullptr) return std::string();
+    return Execute(record, m.get());
+  }
+
+  // A pre-event run: matched here, executed on the pool while this thread waits.
+  Result<std::string> RunGuarded(const HookRecord& record) {
+    ARROW_ASSIGN_OR_RAISE(auto m, Match(record));
+    if (m == nullptr) return std::string();
+    Result<std::string> result = std::string();
+    ARROW_RETURN_NOT_OK(pool.RunAndWait(record.repository_id, [&] { result = Execute(record, m.get()); }));
+    return result;
+  }
+
+  Result<std::string> Execute(const HookRecord& record, Matched* m) {
+    const catalog::Repository& repo = m->repo;
+    const std::string& run_id = m->run_id;
+    std::vector<ActionRun>& runs = m->runs;
     HookEnv env;
     env.options = &options;
+    env.address_policy = &address_policy;
     auto api_ref = Api();
     env.api = api_ref.get();
     env.run_id = run_id;
@@ -303,14 +347,23 @@ struct ActionsService::Impl {
   }
 };
 
-ActionsService::ActionsService(catalog::Catalog* catalog, kv::KvStore* kv, ActionsOptions options)
-    : impl_(std::make_unique<Impl>(catalog, kv, std::move(options))) {}
+Result<std::unique_ptr<ActionsService>> ActionsService::Make(catalog::Catalog* catalog, kv::KvStore* kv,
+                                                             ActionsOptions options) {
+  ARROW_ASSIGN_OR_RAISE(auto policy, AddressPolicy::Parse(options.webhook_allowed_hosts));
+  if (options.enabled && ::access(options.lua_sandbox.c_str(), X_OK) != 0) {
+    return InvalidArgument(
+        fmt::format("the Lua sandbox program {} cannot be run: {}", options.lua_sandbox, std::strerror(errno)));
+  }
+  std::unique_ptr<ActionsService> s(new ActionsService());
+  s->impl_ = std::make_unique<Impl>(catalog, kv, std::move(options), std::move(policy));
+  return s;
+}
 
 ActionsService::~ActionsService() { Stop(); }
 
 void ActionsService::Stop() {
   impl_->stopping = true;
-  impl_->post.Shutdown();
+  impl_->pool.Shutdown();
 }
 
 void ActionsService::SetApiClient(std::shared_ptr<ApiClient> api) {
@@ -318,7 +371,7 @@ void ActionsService::SetApiClient(std::shared_ptr<ApiClient> api) {
   impl_->api = std::move(api);
 }
 
-Result<std::string> ActionsService::Run(const HookRecord& record) { return impl_->Run(record); }
+Result<std::string> ActionsService::Run(const HookRecord& record) { return impl_->RunGuarded(record); }
 
 void ActionsService::RunPostAsync(HookRecord record, bool set_pre_run_commit) {
   if (!impl_->options.enabled) return;
@@ -327,18 +380,19 @@ void ActionsService::RunPostAsync(HookRecord record, bool set_pre_run_commit) {
     if (!st.ok()) spdlog::warn("actions: run {} did not get its commit: {}", record.pre_run_id, st.ToString());
   }
   Impl* impl = impl_.get();
-  Status queued = impl->post.TrySubmit([impl, record = std::move(record)] {
+  const std::string repo = record.repository_id;
+  Status queued = impl->pool.Submit(repo, [impl, record = std::move(record)] {
     if (impl->stopping) {
       spdlog::warn("actions: {} on {} not run: the server is stopping", record.event_type, record.repository_id);
       return;
     }
-    auto r = impl->Run(record);
+    auto r = impl->RunHere(record);
     if (!r.ok()) spdlog::warn("actions: {} on {}: {}", record.event_type, record.repository_id, r.status().message());
   });
   if (!queued.ok()) spdlog::warn("actions: a post-event run was dropped: {}", queued.ToString());
 }
 
-void ActionsService::WaitIdle() { impl_->post.WaitIdle(); }
+void ActionsService::WaitIdle() { impl_->pool.WaitIdle(); }
 
 Result<RunPage<RunResult>> ActionsService::ListRuns(const std::string& repo, const std::string& branch,
                                                     const std::string& commit, const std::string& after,

@@ -173,6 +173,29 @@ TEST_F(AuthIntegrityTest, SessionTokensNameAKeyUntilTheyExpireOrTheKeyGoes) {
   EXPECT_EQ(KeysUnder("a/so/").size(), 1u);
 }
 
+// A log-out costs the same however many came before it: it drops at most two
+// revocations of expired tokens, oldest first, and never scans the rest.
+TEST_F(AuthIntegrityTest, ALogOutDoesConstantWork) {
+  ASSERT_OK(auth_.Setup("admin", "AKIAADMIN1", "admin-secret").status());
+  for (int i = 0; i < 50; ++i) {
+    auto t = auth_.Login("AKIAADMIN1", "admin-secret", std::chrono::minutes(1));
+    ASSERT_OK(t.status());
+    ASSERT_OK(auth_.Revoke(t->token));
+  }
+  EXPECT_EQ(KeysUnder("a/so/").size(), 50u);
+  clock_->Advance(std::chrono::minutes(2));
+  auto live = auth_.Login("AKIAADMIN1", "admin-secret", std::chrono::hours(1));
+  ASSERT_OK(auth_.Revoke(live->token));
+  EXPECT_EQ(KeysUnder("a/so/").size(), 49u) << "two expired revocations dropped, one added";
+  EXPECT_TRUE(IsUnauthorized(auth_.Authenticate("Bearer " + live->token).status()));
+  for (int i = 0; i < 30; ++i) {
+    auto t = auth_.Login("AKIAADMIN1", "admin-secret", std::chrono::hours(1));
+    ASSERT_OK(auth_.Revoke(t->token));
+  }
+  EXPECT_EQ(KeysUnder("a/so/").size(), 31u) << "the expired backlog is gone; the live revocations stay";
+  EXPECT_EQ(KeysUnder("a/se/").size(), 31u);
+}
+
 // A token has one spelling: the same payload in upper-case hex is no token,
 // so a log-out cannot be sidestepped by re-spelling the token.
 TEST_F(AuthIntegrityTest, ATokenHasOneSpellingAndLogOutEndsIt) {

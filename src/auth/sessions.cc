@@ -1,5 +1,8 @@
 // AuthService's console sessions: log-in, the tokens it issues, and log-out
 // (auth.h, "A login session").
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <charconv>
 #include <nlohmann/json.hpp>
 
@@ -28,7 +31,16 @@ namespace {
 // A revoked session: a/so/<SHA-256 of the token's payload, hex> -> its expiry
 // (Unix seconds). The payload, not the token's spelling: a token has one
 // spelling (lower-case hex), and even if it had two, both name one payload.
-std::string RevokedKey(std::string_view payload) { return "a/so/" + Sha256Hex(payload); }
+constexpr std::string_view kRevokedPrefix = "a/so/";
+std::string RevokedKey(std::string_view payload) { return std::string(kRevokedPrefix) + Sha256Hex(payload); }
+// The same revocations in expiry order: a/se/<expiry, 12 digits>/<hash> -> "".
+constexpr std::string_view kExpiryPrefix = "a/se/";
+std::string ExpiryKey(int64_t expires_unix, std::string_view payload) {
+  return fmt::format("{}{:012}/{}", kExpiryPrefix, std::max<int64_t>(expires_unix, 0), Sha256Hex(payload));
+}
+// Revocations of expired tokens each log-out drops: more than the one it
+// adds, so the backlog shrinks, and the cost of a log-out stays constant.
+constexpr size_t kDropsPerLogout = 2;
 
 Status InvalidSession() { return Unauthorized("invalid or expired session: log in again"); }
 
@@ -69,18 +81,23 @@ Result<std::string> AuthService::AuthenticateToken(const std::string& token) {
 Status AuthService::Revoke(const std::string& token) {
   auto verified = VerifyToken(token);
   if (!verified.ok()) return IsUnauthorized(verified.status()) ? Status::OK() : verified.status();
-  ARROW_RETURN_NOT_OK(kv_->Set(RevokedKey(verified->payload), std::to_string(verified->expires_unix)));
-  // Revocations of tokens that have expired anyway are dropped here: as many as log-outs in a token's life.
+  kv::Batch revoke;
+  revoke.Put(RevokedKey(verified->payload), std::to_string(verified->expires_unix))
+      .Put(ExpiryKey(verified->expires_unix, verified->payload), "");
+  ARROW_RETURN_NOT_OK(kv_->Apply(revoke));
+  // The oldest revocations, if their tokens have expired anyway, go: a
+  // constant number per log-out, read off the front of the expiry index.
   int64_t now = ToUnixMicros(clock_->Now()) / 1'000'000;
-  std::vector<std::string> stale;
-  ARROW_RETURN_NOT_OK(kv_->ScanAll("a/so/", "", [&](const kv::KeyValue& kv) -> Result<bool> {
+  ARROW_ASSIGN_OR_RAISE(auto oldest, kv_->Scan(std::string(kExpiryPrefix), "", kDropsPerLogout));
+  kv::Batch drop;
+  for (const auto& item : oldest.items) {
+    std::string_view rest = std::string_view(item.key).substr(kExpiryPrefix.size());
     int64_t exp = 0;
-    auto [p, ec] = std::from_chars(kv.value.data(), kv.value.data() + kv.value.size(), exp);
-    if (ec != std::errc() || exp <= now) stale.push_back(kv.key);
-    return true;
-  }));
-  for (const auto& k : stale) ARROW_RETURN_NOT_OK(kv_->Delete(k));
-  return Status::OK();
+    std::from_chars(rest.data(), rest.data() + std::min<size_t>(rest.size(), 12), exp);
+    if (exp > now || rest.size() < 13) break;
+    drop.Delete(item.key).Delete(std::string(kRevokedPrefix).append(rest.substr(13)));
+  }
+  return drop.mutations.empty() ? Status::OK() : kv_->Apply(drop);
 }
 
 }  // namespace sediment::auth

@@ -344,6 +344,8 @@ Result<Config> Config::Load(const std::string& path, const std::map<std::string,
       return InvalidArgument(fmt::format("{}:{}:{}: {}", path, src.begin.line, src.begin.column, e.description()));
     }
     ARROW_RETURN_NOT_OK(WalkTable(&config, table, "", path));
+    std::error_code ec;
+    config.source_path = std::filesystem::absolute(path, ec).string();
   }
   // Environment: every setting has SEDIMENT_<KEY>. A SEDIMENT_ variable that
   // starts like a section but names no setting is a typo worth stopping for.

@@ -167,8 +167,14 @@ struct IcebergConfig {
 struct ActionsConfig {
   bool enabled = true;
   std::string env_prefix = "LAKEFSACTION_";  // {{ ENV.X }} in hooks reads only names with this prefix
-  double hook_timeout_secs = 60;             // a hook's default time limit (a webhook's `timeout` overrides it)
+  double hook_timeout_secs = 60;             // a hook's time limit; a hook's `timeout` may only lower it
   int64_t lua_memory_mib = 64;               // a Lua hook's allocation cap
+  int64_t hook_workers = 4;                  // hook runs at once on this server (each on a thread of its own)
+  int64_t hook_runs_per_repository = 2;      // hook runs at once for one repository
+  // Where a webhook may go beyond public addresses: host names ("hooks.internal",
+  // "*.corp") and CIDR blocks ("10.0.0.0/8", "127.0.0.1"). Empty: public only.
+  std::vector<std::string> webhook_allowed_hosts;
+  std::string lua_sandbox;  // the sediment-lua program; "" = beside the server's binary
 };
 
 // [graveler.compaction], spec staging-compaction.md.
@@ -231,6 +237,7 @@ struct Config {
   ActionsConfig actions;
   WorkerConfig worker;
   std::vector<JobConfig> jobs;
+  std::string source_path;  // the config file read (absolute), "" if none
 
   // Defaults, then `path` (if not empty), then the environment `env`
   // (a snapshot of environ; pass CurrentEnvironment()).

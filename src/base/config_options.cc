@@ -8,6 +8,7 @@
 #include <set>
 
 #include "base/config_internal.h"
+#include "base/net_address.h"
 
 namespace sediment::config_internal {
 namespace {
@@ -189,6 +190,20 @@ const std::vector<Option>& Options() {
       {"actions.env_prefix", FIELD(actions.env_prefix), T::kString, Any()},
       {"actions.hook_timeout_secs", FIELD(actions.hook_timeout_secs), T::kDouble, DoubleAtLeast(0.1)},
       {"actions.lua_memory_mib", FIELD(actions.lua_memory_mib), T::kInt, IntAtLeast(4)},
+      {"actions.hook_workers", FIELD(actions.hook_workers), T::kInt, IntAtLeast(1)},
+      {"actions.hook_runs_per_repository", FIELD(actions.hook_runs_per_repository), T::kInt, IntAtLeast(1)},
+      {"actions.lua_sandbox", FIELD(actions.lua_sandbox), T::kString, Any()},
+      {"actions.webhook_allowed_hosts", FIELD(actions.webhook_allowed_hosts), T::kStringList,
+       EachEntry([](const std::string& v) {
+         if (v.find('/') != std::string::npos || ParseIp(v)) {
+           return ParseCidr(v) ? std::string()
+                               : fmt::format("\"{}\" is not a CIDR block (bits past its length must be 0)", v);
+         }
+         bool name =
+             !v.empty() && v.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-*") ==
+                               std::string::npos;
+         return name ? std::string() : fmt::format("\"{}\" is neither a host name nor a CIDR block", v);
+       })},
       {"graveler.compaction.auto_trigger",
        FIELD(graveler.compaction.auto_trigger),
        T::kBool,

@@ -266,6 +266,10 @@ class Catalog {
   // (and, for a `prefix`, holds none; an S3 prefix `string_prefix` as written,
   // without a trailing '/', holds every key that starts with it).
   Status CheckOwnedByNoRepository(const NamespaceLocation& where, bool prefix, bool string_prefix);
+  Status ApplyNewRepository(const kv::Batch& batch, const std::string& ns, const NamespaceLocation& where,
+                            const std::function<Status()>& conflict, const std::string& id);
+  Status CheckRetiredNamespaces(const NamespaceLocation& where, const std::vector<NamespaceLocation>& around,
+                                bool prefix, bool string_prefix);
   // An imported object's full address, checked as a read of it is (Forbidden otherwise).
   Result<NamespaceLocation> CheckImportedAddress(const std::string& address);
   // The store of an imported S3 object's bucket, and its key.

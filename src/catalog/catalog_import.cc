@@ -26,6 +26,7 @@ namespace sediment::catalog {
 
 using refs_internal::LocationOf;
 using refs_internal::NamespaceKey;
+using refs_internal::RetiredNamespaceKey;
 
 Result<NamespaceLocation> Catalog::CheckImportSource(const Repository& repo, const std::string& source, bool prefix) {
   // lakeFS's rule, on the strings as written (its clients expect these words)...
@@ -45,6 +46,14 @@ Result<NamespaceLocation> Catalog::CheckImportSource(const Repository& repo, con
   auto where = ResolveNamespace(trimmed, options_.namespaces);
   if (!where.ok()) return InvalidArgument(fmt::format("import source: {}", where.status().message()));
   const bool string_prefix = prefix && where->kind == NamespaceKind::kS3 && source.back() != '/';
+  // A prefix as written ("s3://b/obj") covers every key that starts with it.
+  for (const auto& own : options_.namespaces.reserved_s3) {
+    auto mine = ParseNamespace(own);
+    if (string_prefix && mine.ok() && mine->path.rfind(where->path, 0) == 0) {
+      return InvalidArgument(
+          fmt::format("import source: {} holds the server's own files at {}: invalid import source", source, own));
+    }
+  }
   ARROW_RETURN_NOT_OK(CheckOwnedByNoRepository(*where, prefix, string_prefix));
   return where;
 }
@@ -70,6 +79,40 @@ Status Catalog::CheckOwnedByNoRepository(const NamespaceLocation& where, bool pr
                                          where.Uri(), inner.items[0].key.substr(NamespaceKey("").size()),
                                          inner.items[0].value));
     }
+  }
+  return CheckRetiredNamespaces(where, around, prefix, string_prefix);
+}
+
+// Nor a deleted repository's namespace while its files are there: they were
+// its own, and deleting the repository did not make them anyone's.
+Status Catalog::CheckRetiredNamespaces(const NamespaceLocation& where, const std::vector<NamespaceLocation>& around,
+                                       bool prefix, bool string_prefix) {
+  std::vector<kv::KeyValue> retired;
+  for (const auto& outer : around) {
+    auto owner = kv_->Get(RetiredNamespaceKey(outer.Uri()));
+    if (owner.ok()) retired.push_back({RetiredNamespaceKey(outer.Uri()), *owner});
+    if (!owner.ok() && !IsNotFound(owner.status())) return owner.status();
+  }
+  if (prefix) {
+    ARROW_RETURN_NOT_OK(kv_->ScanAll(RetiredNamespaceKey(where.Uri() + (string_prefix ? "" : "/")), "",
+                                     [&](const kv::KeyValue& item) -> Result<bool> {
+                                       retired.push_back(item);
+                                       return retired.size() < 100;
+                                     }));
+  }
+  for (const auto& item : retired) {
+    const std::string uri = item.key.substr(RetiredNamespaceKey("").size());
+    ARROW_ASSIGN_OR_RAISE(auto left, blob::FindStoredObject(uri, options_.s3));
+    if (left) {
+      return InvalidArgument(
+          fmt::format("{} belonged to repository \"{}\" (deleted), whose files are still there: invalid import source",
+                      uri, item.value));
+    }
+    // Its files are gone: nothing of it is left to guard.
+    kv::Batch forget;
+    forget.Require(kv::Precondition::Equals(item.key, item.value)).Delete(item.key);
+    Status st = kv_->Apply(forget);
+    if (!st.ok() && !IsPreconditionFailed(st)) return st;
   }
   return Status::OK();
 }

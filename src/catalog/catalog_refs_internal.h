@@ -21,6 +21,9 @@ inline constexpr int64_t kMaxPathBytes = 1024;
 inline constexpr int64_t kMaxAncestorCount = 1'000'000;
 
 inline std::string NamespaceKey(const std::string& ns) { return "c/n/" + ns; }
+// A deleted repository's namespace -> its id: kept while its files are there,
+// so nobody imports them (docs/security.md); dropped when they are gone.
+inline std::string RetiredNamespaceKey(const std::string& ns) { return "c/nr/" + ns; }
 inline std::string CommitKey(const std::string& repo, const std::string& id) { return "c/c/" + repo + "/" + id; }
 inline std::string TagKey(const std::string& repo, const std::string& id) { return "c/t/" + repo + "/" + id; }
 

@@ -64,6 +64,11 @@ Status Catalog::CheckNamespaceFree(const std::string& ns, const NamespaceLocatio
   return Status::OK();
 }
 
+namespace {
+// Moved by every repository creation (CreateRepository).
+constexpr const char* kNamespaceEpochKey = "c/ne";
+}  // namespace
+
 Result<Repository> Catalog::CreateRepository(const std::string& id, const std::string& storage_namespace,
                                              const std::string& default_branch_in, bool read_only) {
   ARROW_RETURN_NOT_OK(ValidateRepositoryName(id));
@@ -108,21 +113,35 @@ Result<Repository> Catalog::CreateRepository(const std::string& id, const std::s
       .Put(CommitKey(id, initial.id), initial_body)
       .Put(RepoKey(id), RepoJson(repo).dump())
       .Put(NamespaceKey(repo.location), id)
+      .Delete(RetiredNamespaceKey(repo.location))  // empty (CheckNamespaceFree): its past is over
       .Put(BranchKey(id, default_branch), BranchJson(b));
-  // A repository created meanwhile around this one fails the batch; one created
-  // meanwhile inside it is not caught here, as no key names every namespace below.
   for (const auto& outer : where.Ancestors()) batch.Require(kv::Precondition::Absent(NamespaceKey(outer.Uri())));
-  Status st = kv_->Apply(batch);
-  if (IsPreconditionFailed(st)) {
+  ARROW_RETURN_NOT_OK(ApplyNewRepository(batch, ns, where, conflict, id));
+  return repo;
+}
+
+// Every creation moves the namespace epoch: two creations that checked the
+// namespaces at the same moment cannot both commit (a repository created
+// meanwhile inside this one's namespace is otherwise named by no key the
+// batch reads). The one that loses checks again, and retries if still free.
+Status Catalog::ApplyNewRepository(const kv::Batch& batch, const std::string& ns, const NamespaceLocation& where,
+                                   const std::function<Status()>& conflict, const std::string& id) {
+  for (int attempt = 0; attempt < kCasRetries; ++attempt) {
+    auto epoch = kv_->Get(kNamespaceEpochKey);
+    if (!epoch.ok() && !IsNotFound(epoch.status())) return epoch.status();
     ARROW_RETURN_NOT_OK(conflict());
-    ARROW_RETURN_NOT_OK(CheckNamespaceFree(ns, where));
+    ARROW_RETURN_NOT_OK(CheckNamespaceFree(ns, where));  // after the epoch is read
+    kv::Batch b = batch;
+    b.Require(epoch.ok() ? kv::Precondition::Equals(kNamespaceEpochKey, *epoch)
+                         : kv::Precondition::Absent(kNamespaceEpochKey))
+        .Put(kNamespaceEpochKey, RandomHex(8));
+    Status st = kv_->Apply(b);
+    if (!IsPreconditionFailed(st)) return st;
     if (kv_->Get(RepoDeletionKey(id)).ok()) {
       return Conflict(fmt::format("repository \"{}\" is being deleted concurrently; retry", id));
     }
-    return Conflict(fmt::format("repository \"{}\" was created concurrently", id));
   }
-  ARROW_RETURN_NOT_OK(st);
-  return repo;
+  return Conflict(fmt::format("repository \"{}\": too many repositories created at the same moment; retry", id));
 }
 
 Result<Catalog::RepositoryRecord> Catalog::LoadRepository(const std::string& id) {
@@ -184,6 +203,7 @@ Status Catalog::DeleteRepository(const std::string& id) {
     batch.Require(kv::Precondition::Equals(RepoKey(id), rec.raw))
         .Delete(RepoKey(id))
         .Delete(NamespaceKey(LocationOf(rec.repo)))
+        .Put(RetiredNamespaceKey(LocationOf(rec.repo)), id)
         .Put(RepoDeletionKey(id), RandomHex(8));
     ARROW_RETURN_NOT_OK(kv_->ScanAll(BranchKey(id, ""), "", [&](const kv::KeyValue& item) -> Result<bool> {
       ARROW_ASSIGN_OR_RAISE(auto b, ParseBranch(item.key, item.value));

@@ -32,10 +32,10 @@ struct RuleRow {
 
 // Rules 1-3 on paths that need no file system (ParseNamespace, CheckNamespaceAllowed).
 TEST(NamespaceRulesTest, OneRowPerRule) {
-  const NamespaceRules repos{{"/srv/repos"}, {}, {}};
-  const NamespaceRules with_server{{"/srv"}, {}, {"/srv/data/kv", "/srv/data/server-id"}};
-  const NamespaceRules two_roots{{"/a", "/b/"}, {}, {}};
-  const NamespaceRules buckets{{}, {"s3://lake/repos", "s3://scratch"}, {}};
+  const NamespaceRules repos{{"/srv/repos"}, {}, {}, {}};
+  const NamespaceRules with_server{{"/srv"}, {}, {"/srv/data/kv", "/srv/data/server-id"}, {}};
+  const NamespaceRules two_roots{{"/a", "/b/"}, {}, {}, {}};
+  const NamespaceRules buckets{{}, {"s3://lake/repos", "s3://scratch"}, {}, {}};
   const std::vector<RuleRow> rows = {
       {"1: local:// URI", "local:///srv/repos/a", repos, "local:///srv/repos/a", true},
       {"1: plain absolute path", "/srv/repos/a", repos, "local:///srv/repos/a", true},
@@ -104,7 +104,7 @@ TEST(ResolveNamespaceTest, FollowsSymbolicLinksAndDotDotAsTheKernelWould) {
   fs::create_directory_symlink(roots + "/real", roots + "/alias");
   fs::create_directory_symlink(dir.Sub("nowhere"), roots + "/dangling");
   fs::create_directory_symlink(roots, dir.Sub("roots-link"));
-  const NamespaceRules rules{{roots}, {}, {}};
+  const NamespaceRules rules{{roots}, {}, {}, {}};
   const std::string real = fs::canonical(roots).string();  // the test directory may lie behind a link
 
   auto alias = ResolveNamespace("local://" + roots + "/alias/x", rules);
@@ -113,7 +113,7 @@ TEST(ResolveNamespaceTest, FollowsSymbolicLinksAndDotDotAsTheKernelWould) {
   auto through_root_link = ResolveNamespace("local://" + dir.Sub("roots-link") + "/x", rules);
   ASSERT_OK(through_root_link.status());
   EXPECT_EQ(through_root_link->path, real + "/x");
-  auto linked_root = ResolveNamespace("local://" + roots + "/x", NamespaceRules{{dir.Sub("roots-link")}, {}, {}});
+  auto linked_root = ResolveNamespace("local://" + roots + "/x", NamespaceRules{{dir.Sub("roots-link")}, {}, {}, {}});
   ASSERT_TRUE(linked_root.ok()) << "a root that is a link counts where it leads: " << linked_root.status().ToString();
 
   for (const std::string& bad : {
@@ -267,6 +267,24 @@ TEST_F(NamespaceCatalogTest, NamespacesInsideOrAroundAnotherRepositorysAreRefuse
   EXPECT_TRUE(Contains(st.message(), "\"deep\"")) << st.message();
   EXPECT_TRUE(IsNotFound(catalog_->GetRepository("inner").status()));
   EXPECT_TRUE(IsNotFound(catalog_->GetRepository("around").status()));
+}
+
+// The race its comment once admitted: a repository created inside another's
+// namespace at the very moment that one is created. Planted: just before the
+// outer creation writes, the inner one runs to completion. Only one survives.
+TEST_F(NamespaceCatalogTest, ARepositoryCreatedInsideAnotherAtTheSameMomentIsRefused) {
+  Status inner = Status::OK();
+  kv_->BeforeWrite(sediment::testing::HookedKv::Exactly("c/r/outer"),
+                   [&] { inner = Create("inner", "local://" + roots_ + "/a/data"); });
+  Status outer = Create("outer", "local://" + roots_ + "/a");
+  ASSERT_OK(inner);
+  EXPECT_TRUE(IsConflict(outer)) << outer.ToString();
+  EXPECT_TRUE(Contains(outer.message(), "\"inner\"")) << outer.message();
+  EXPECT_TRUE(IsNotFound(catalog_->GetRepository("outer").status()));
+  // Unrelated creations at the same moment both succeed (the loser retries).
+  kv_->BeforeWrite(sediment::testing::HookedKv::Exactly("c/r/one"), [&] { inner = Create("two", roots_ + "/two"); });
+  ASSERT_OK(Create("one", roots_ + "/one"));
+  ASSERT_OK(inner);
 }
 
 // Two spellings of one directory are one namespace, and the repository keeps

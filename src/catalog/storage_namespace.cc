@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "base/config.h"
@@ -98,6 +99,15 @@ Result<NamespaceLocation> ParseNamespace(const std::string& ns) {
 
 Status CheckNamespaceAllowed(const std::string& ns, const NamespaceLocation& location, const NamespaceRules& rules) {
   if (location.kind == NamespaceKind::kS3) {
+    for (const auto& own : rules.reserved_s3) {
+      auto uri = ParseS3Uri(own);
+      if (!uri.ok()) continue;
+      std::string r = uri->prefix.empty() ? uri->bucket : uri->bucket + "/" + uri->prefix;
+      if (IsWithin(location.path, r) || IsWithin(r, location.path)) {
+        return InvalidArgument(
+            fmt::format("storage_namespace \"{}\" overlaps the server's own files at s3://{}", ns, r));
+      }
+    }
     if (rules.s3_prefixes.empty()) return Status::OK();
     for (const auto& prefix : rules.s3_prefixes) {
       auto uri = ParseS3Uri(prefix);
@@ -137,7 +147,13 @@ Status CheckNamespaceAllowed(const std::string& ns, const NamespaceLocation& loc
   }
   for (const auto& own : rules.reserved_paths) {
     std::string r = NormalForm(own);
-    if (IsWithin(location.path, r) || IsWithin(r, location.path)) {
+    // A namespace root inside a reserved directory (<data_dir>/namespaces) is
+    // the one part of it that is not the server's.
+    bool carved = std::any_of(rules.local_roots.begin(), rules.local_roots.end(), [&](const std::string& root) {
+      std::string nr = NormalForm(root);
+      return nr != r && IsWithin(nr, r) && IsWithin(location.path, nr);
+    });
+    if ((IsWithin(location.path, r) && !carved) || IsWithin(r, location.path)) {
       return InvalidArgument(
           fmt::format("storage_namespace \"{}\" overlaps the server's own files at {}; use another directory under {}",
                       ns, r, roots));

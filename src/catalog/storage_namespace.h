@@ -9,7 +9,8 @@
 //      links of the parts that exist), lies strictly inside one of the local
 //      roots (resolved too), and is neither inside nor around one of the
 //      server's own files or directories. A root itself is no namespace.
-//   3. S3: the namespace is one of the S3 prefixes or lies under one, at a '/'
+//   3. S3: the namespace is neither inside nor around the server's own
+//      objects, and is one of the S3 prefixes or lies under one, at a '/'
 //      boundary, when any prefixes are set.
 //   4. It is not inside or around another repository's namespace, and holds
 //      no object yet (Catalog::CreateRepository, over the KV store and the
@@ -32,9 +33,13 @@ namespace sediment::catalog {
 
 // Where repositories' storage namespaces may be ([catalog] settings).
 struct NamespaceRules {
-  std::vector<std::string> local_roots;     // absolute directories; none = no local namespace is allowed
-  std::vector<std::string> s3_prefixes;     // s3://bucket[/prefix]; none = any bucket
-  std::vector<std::string> reserved_paths;  // the server's own files and directories (data, KV, cache)
+  std::vector<std::string> local_roots;  // absolute directories; none = no local namespace is allowed
+  std::vector<std::string> s3_prefixes;  // s3://bucket[/prefix]; none = any bucket
+  // The server's own files and directories (data directory, KV, cache, the
+  // config file, what it reads). A namespace root inside one of them is carved
+  // out: a namespace may be in the root, not elsewhere in the directory.
+  std::vector<std::string> reserved_paths;
+  std::vector<std::string> reserved_s3;  // s3://bucket[/prefix] the server keeps its own objects under
 };
 
 enum class NamespaceKind { kLocal, kS3 };

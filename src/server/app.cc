@@ -51,7 +51,10 @@ Status PrepareDataDir(const std::string& dir) {
 
 // The server's own files and directories: no storage namespace may be in or around them.
 std::vector<std::string> ServerOwnedPaths(const Config& c) {
-  std::vector<std::string> out = {c.storage.data_dir + "/server-id", c.RangeCacheDir()};
+  // The whole data directory (a namespace root inside it is carved out, see
+  // storage_namespace.h), and each of the server's places by name, wherever
+  // they were configured to be.
+  std::vector<std::string> out = {c.storage.data_dir, c.storage.data_dir + "/server-id", c.RangeCacheDir()};
   if (c.database.type == "rocksdb") out.push_back(c.RocksDbPath());
   std::string objects = c.ObjectsUri();
   if (objects.rfind("s3://", 0) != 0) {
@@ -59,6 +62,13 @@ std::vector<std::string> ServerOwnedPaths(const Config& c) {
       if (objects.rfind(scheme, 0) == 0) objects = objects.substr(std::strlen(scheme));
     }
     out.push_back(objects);
+  }
+  // And every file it reads: its config, the console's pages, CA bundles.
+  for (const std::string& read : {c.source_path, c.console.dir, c.console.chart_js}) {
+    if (!read.empty()) out.push_back(read);
+  }
+  for (const auto& job : c.jobs) {
+    if (!job.ca_file.empty()) out.push_back(job.ca_file);
   }
   return out;
 }
@@ -245,6 +255,9 @@ Status App::StartCatalog(const std::string& owner) {
   copts.namespaces.local_roots = config_.LocalNamespaceRoots();
   copts.namespaces.s3_prefixes = config_.catalog.s3_namespace_prefixes;
   copts.namespaces.reserved_paths = ServerOwnedPaths(config_);
+  // On S3 the tables (and their Iceberg files) live under <objects>/tables/;
+  // repositories' namespaces may sit beside them under the same prefix.
+  if (config_.ObjectsUri().rfind("s3://", 0) == 0) copts.namespaces.reserved_s3 = {config_.ObjectsUri() + "/tables"};
   copts.drop_passes = &metrics_
                            .Counter("catalog_token_drop_passes_total",
                                     "Passes of the background drop of retired staging tokens, failed or not.")
@@ -270,7 +283,22 @@ Status App::StartCatalog(const std::string& owner) {
   aopts.env_prefix = config_.actions.env_prefix;
   aopts.hook_timeout_ms = static_cast<int64_t>(config_.actions.hook_timeout_secs * 1000);
   aopts.lua_memory_bytes = config_.actions.lua_memory_mib << 20;
-  actions_ = std::make_unique<actions::ActionsService>(catalog_.get(), kv_.get(), aopts);
+  aopts.hook_workers = config_.actions.hook_workers;
+  aopts.hook_runs_per_repository = config_.actions.hook_runs_per_repository;
+  aopts.webhook_allowed_hosts = config_.actions.webhook_allowed_hosts;
+  if (static_cast<size_t>(aopts.hook_workers) > HttpWorkers() / 2) {
+    return InvalidArgument(fmt::format(
+        "[actions] hook_workers = {} is more than half the server's {} HTTP workers: requests waiting for hooks "
+        "could take every worker",
+        aopts.hook_workers, HttpWorkers()));
+  }
+  // The sandbox program is installed beside the server's binary (unless the config says where).
+  std::error_code ec;
+  aopts.lua_sandbox =
+      !config_.actions.lua_sandbox.empty()
+          ? config_.actions.lua_sandbox
+          : (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "sediment-lua").string();
+  ARROW_ASSIGN_OR_RAISE(actions_, actions::ActionsService::Make(catalog_.get(), kv_.get(), aopts));
   return Status::OK();
 }
 

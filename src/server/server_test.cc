@@ -48,6 +48,7 @@ class AppTest : public ::testing::Test {
  protected:
   Config MakeConfig() {
     Config c = *Config::Load("", {});
+    c.actions.lua_sandbox = SEDIMENT_LUA_SANDBOX;
     c.server.listen = "127.0.0.1:0";
     c.storage.data_dir = dir_.Sub("data");
     return c;

@@ -10,7 +10,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from security.conftest import SECRET_X, SECRET_Y, make_victim
 from security.util import ADMIN, catalog_state, create_branch, create_repo, create_user, upload
 
-TIMEOUT_TOML = "[actions]\nhook_timeout_secs = 2\nlua_memory_mib = 16\n"
+# Webhooks reach no loopback address unless the operator allows it; the receivers of these tests listen
+# on 127.0.0.1. A line of the [actions] table.
+LOOPBACK_WEBHOOKS = 'webhook_allowed_hosts = ["127.0.0.1/32"]\n'
+TIMEOUT_TOML = "[actions]\nhook_timeout_secs = 2\nlua_memory_mib = 16\n" + LOOPBACK_WEBHOOKS
 
 
 def lua_action(event, script, name="Guard", branches=None):
@@ -205,7 +208,8 @@ def test_secrets_in_a_webhook_are_masked_and_other_environment_is_unreadable(cat
     rx = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
     threading.Thread(target=rx.serve_forever, daemon=True).start()
     try:
-        server = catalog_server(env={"LAKEFSACTION_TOKEN": "tok-123", "SEDIMENT_PRIVATE": "do-not-send"})
+        server = catalog_server(env={"LAKEFSACTION_TOKEN": "tok-123", "SEDIMENT_PRIVATE": "do-not-send"},
+                                extra_toml="[actions]\n" + LOOPBACK_WEBHOOKS)
         api = server.api
         create_repo(api, "hooked", server.namespace("hooked"))
         action = json.dumps({"name": "Hook", "on": {"pre-commit": None}, "hooks": [

@@ -40,6 +40,18 @@ CASES = {
     "unknown transfer-coding": lambda h, inner: (
         f"POST /api/v1/auth/login HTTP/1.1\r\nHost: {h}\r\nContent-Type: application/json\r\n"
         f"Transfer-Encoding: xchunked\r\nContent-Length: {len(inner)}\r\n\r\n{inner}"),
+    # Issue 41: a header folded onto the next line (obs-fold, RFC 9112 5.2) hides Transfer-Encoding
+    # from a reader that drops the fold, beside a Content-Length that frames the request otherwise.
+    "transfer-encoding folded with a space": lambda h, inner: (
+        f"POST /api/v1/auth/login HTTP/1.1\r\nHost: {h}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: 5\r\nTransfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n{inner}"),
+    "transfer-encoding folded with a tab": lambda h, inner: (
+        f"POST /api/v1/auth/login HTTP/1.1\r\nHost: {h}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: 5\r\nTransfer-Encoding:\r\n\tchunked\r\n\r\n0\r\n\r\n{inner}"),
+    # A chunk size is bare hex: "0x2" is not 2 (strtol's reading) but a broken chunk.
+    "chunk size with 0x": lambda h, inner: (
+        f"POST /api/v1/auth/login HTTP/1.1\r\nHost: {h}\r\nContent-Type: application/json\r\n"
+        f"Transfer-Encoding: chunked\r\n\r\n0x2\r\n{{}}\r\n0\r\n\r\n{inner}"),
 }
 
 

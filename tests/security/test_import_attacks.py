@@ -87,3 +87,55 @@ def test_imports_need_import_from_storage(catalog_server, tmp_path):
     assert r.status_code == 401 and "fs:ImportFromStorage" in r.json()["message"], r.text
     r = requests.post(server.url + "/api/v1/repositories/mine/branches/main/import", json={}, timeout=10)
     assert r.status_code == 401
+
+
+# --- issue 41: the server's own files are nobody's import source ---------------------------------------
+
+def test_an_import_cannot_read_the_servers_config_file_or_data_directory(start_server, tmp_path):
+    from security.util import Api, catalog_state, set_up_admin
+    key = "the-encrypt-secret-key-of-this-server"
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    cfg = conf / "sediment.toml"
+    # The namespace root holds the directory of the config file, and the data directory.
+    cfg.write_text(f'[catalog]\nlocal_namespace_roots = ["{tmp_path}"]\n[auth]\nencrypt_secret_key = "{key}"\n')
+    server = start_server("--config", str(cfg), data_dir=tmp_path / "data")
+    set_up_admin(server)
+    api = Api(server)
+    create_repo(api, "mine", f"local://{tmp_path}/mine")
+    (server.data_dir / "planted").write_bytes(b"a file in the data directory")
+    os.symlink(conf, tmp_path / "innocent")
+    before = catalog_state(api)
+    for source, kind in [(f"local://{cfg}", "object"),
+                         (f"local://{conf}/", "common_prefix"),
+                         (f"local://{conf}", "common_prefix"),
+                         (f"local://{tmp_path}/innocent/sediment.toml", "object"),
+                         (f"local://{tmp_path}/innocent/", "common_prefix"),
+                         (f"local://{server.data_dir}/", "common_prefix"),
+                         (f"local://{server.data_dir}/planted", "object"),
+                         (f"local://{server.data_dir}/server-id", "object")]:
+        r = start_import(api, "mine", source, kind=kind, destination="x" if kind == "object" else "in/")
+        assert r.status_code == 400 and "the server's own files" in r.json()["message"], (source, r.text)
+        assert key not in r.text
+    assert catalog_state(api) == before
+
+
+def test_a_deleted_repositorys_namespace_cannot_be_imported_while_its_files_remain(catalog_server, tmp_path):
+    from security.util import catalog_state
+    server = catalog_server()  # local namespaces anywhere under tmp_path
+    api = server.api
+    gone_ns = tmp_path / "gone"
+    create_repo(api, "gone", f"local://{gone_ns}")
+    assert upload(api, "gone", "main", "secret", SECRET).status_code == 201
+    r = api("POST", "/repositories/gone/branches/main/commits", json={"message": "c"})
+    assert r.status_code == 201, r.text
+    create_repo(api, "mine", f"local://{tmp_path}/mine")
+    assert api("DELETE", "/repositories/gone").status_code == 204
+    stored = [p for p in gone_ns.rglob("*") if p.is_file() and p.read_bytes() == SECRET]
+    assert stored, "the deleted repository's files are still there (the premise of this test)"
+    before = catalog_state(api)
+    for source, kind in [(f"local://{gone_ns}/", "common_prefix"), (f"local://{gone_ns}", "common_prefix"),
+                         (f"local://{stored[0].parent}/", "common_prefix"), (f"local://{stored[0]}", "object")]:
+        r = start_import(api, "mine", source, kind=kind, destination="x" if kind == "object" else "in/")
+        assert r.status_code == 400 and "belonged to repository" in r.json()["message"], (source, r.text)
+    assert catalog_state(api) == before

@@ -66,6 +66,7 @@ class HttpLimitsTest : public ::testing::Test {
  protected:
   void Start(const std::function<void(Config&)>& adjust = nullptr) {
     Config c = *Config::Load("", {});
+    c.actions.lua_sandbox = SEDIMENT_LUA_SANDBOX;
     c.server.listen = "127.0.0.1:0";
     c.storage.data_dir = dir_.Sub("data");
     c.database.type = "mem";

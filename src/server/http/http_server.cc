@@ -14,11 +14,14 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "base/ascii.h"
 #include "base/wildcard.h"
 #include "server/http/connection_gate.h"
+#include "server/http/connection_stream_internal.h"
 #include "server/http/errors.h"
+#include "server/http/framing.h"
 
 namespace sediment::server {
 namespace {
@@ -69,108 +72,6 @@ Status ProbeBind(const std::string& host, int port) {
   return Unavailable(fmt::format("cannot listen on {}:{}: {}", host, port, std::strerror(err)));
 }
 
-// A connection's socket as httplib reads and writes it: the bytes the gate
-// buffered first, then the socket, with poll()ed timeouts. A body budget,
-// once set, cuts reads off past it.
-class ConnectionStream : public httplib::Stream {
- public:
-  ConnectionStream(Connection& c, std::chrono::seconds read_timeout, std::chrono::seconds write_timeout)
-      : c_(c), read_timeout_(read_timeout), write_timeout_(write_timeout) {}
-
-  bool is_readable() const override { return c_.Unread() > 0 || Poll(POLLIN, ReadWait()); }
-  bool is_writable() const override { return Poll(POLLOUT, write_timeout_); }
-
-  ssize_t read(char* ptr, size_t size) override {
-    if (limited_) {
-      size_t used = consumed_ - body_start_;
-      if (used >= budget_) {
-        over_budget_ = true;
-        return -1;
-      }
-      size = std::min(size, budget_ - used);
-    }
-    if (c_.Unread() == 0) {
-      c_.buffer.clear();
-      c_.consumed = 0;
-      if (!Poll(POLLIN, ReadWait())) return -1;
-      if (size >= kChunk) {  // large reads straight into the caller's buffer
-        ssize_t got = ::recv(c_.fd, ptr, size, 0);
-        if (got > 0) consumed_ += static_cast<size_t>(got);
-        return got;
-      }
-      char chunk[kChunk];
-      ssize_t got = ::recv(c_.fd, chunk, sizeof(chunk), 0);
-      if (got <= 0) return got;
-      c_.buffer.append(chunk, static_cast<size_t>(got));
-    }
-    size_t n = std::min(size, c_.Unread());
-    std::memcpy(ptr, c_.buffer.data() + c_.consumed, n);
-    c_.consumed += n;
-    consumed_ += n;
-    return static_cast<ssize_t>(n);
-  }
-
-  ssize_t write(const char* ptr, size_t size) override {
-    if (!is_writable()) return -1;
-    return ::send(c_.fd, ptr, size, MSG_NOSIGNAL);
-  }
-
-  void get_remote_ip_and_port(std::string& ip, int& port) const override { Name(::getpeername, ip, port); }
-  void get_local_ip_and_port(std::string& ip, int& port) const override { Name(::getsockname, ip, port); }
-  socket_t socket() const override { return c_.fd; }
-
-  // From now on the request's body may hold `bytes` more bytes (as framed on
-  // the wire) and must arrive by `deadline`.
-  void LimitBody(size_t bytes, std::chrono::steady_clock::time_point deadline) {
-    limited_ = true;
-    body_start_ = consumed_;
-    budget_ = bytes;
-    deadline_ = deadline;
-  }
-  bool over_budget() const { return over_budget_; }
-
- private:
-  static constexpr size_t kChunk = 16 << 10;
-
-  std::chrono::milliseconds ReadWait() const {
-    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(read_timeout_);
-    if (limited_) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - std::chrono::steady_clock::now());
-      wait = std::max(std::chrono::milliseconds(0), std::min(wait, left));
-    }
-    return wait;
-  }
-
-  bool Poll(short events, std::chrono::milliseconds wait) const {
-    pollfd p{c_.fd, events, 0};
-    int rc;
-    do {
-      rc = ::poll(&p, 1, static_cast<int>(wait.count()));
-    } while (rc < 0 && errno == EINTR);
-    return rc > 0 && (p.revents & (events | POLLHUP)) != 0;
-  }
-
-  template <typename Fn>
-  void Name(Fn fn, std::string& ip, int& port) const {
-    sockaddr_storage addr{};
-    socklen_t len = sizeof(addr);
-    if (fn(c_.fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return;
-    char host[NI_MAXHOST], serv[NI_MAXSERV];
-    if (::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof(host), serv, sizeof(serv),
-                      NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
-      ip = host;
-      port = std::atoi(serv);
-    }
-  }
-
-  Connection& c_;
-  const std::chrono::seconds read_timeout_, write_timeout_;
-  size_t consumed_ = 0;  // bytes of this request read so far
-  bool limited_ = false, over_budget_ = false;
-  size_t body_start_ = 0, budget_ = 0;
-  std::chrono::steady_clock::time_point deadline_;
-};
-
 // A handler's name for the request it serves (NameRoute), for metrics.
 thread_local std::string tl_route_name;
 
@@ -200,6 +101,11 @@ class HttpServer::Server : public httplib::Server {
     tl_stream = &stream;
     tl_close = false;
     tl_routed = false;
+    if (std::string wrong = CheckRequestHead(HeadOf(c)); !wrong.empty()) {
+      RefuseHead(c, wrong);
+      tl_stream = nullptr;
+      return false;
+    }
     bool last = gate_->stopping() || c.requests + 1 >= kMaxRequestsPerConnection;
     bool closed = false;
     bool ok = process_request(stream, last, closed, nullptr);
@@ -216,6 +122,29 @@ class HttpServer::Server : public httplib::Server {
   bool process_and_close_socket(socket_t sock) override {
     gate_->Add(sock);
     return true;
+  }
+
+  // The unread bytes through the head's end (the gate saw the whole head).
+  static std::string_view HeadOf(const Connection& c) {
+    std::string_view unread(c.buffer.data() + c.consumed, c.Unread());
+    size_t lead = 0;
+    while (unread.substr(lead, 2) == "\r\n") lead += 2;
+    size_t end = unread.find("\r\n\r\n", lead);
+    return end == std::string_view::npos ? unread : unread.substr(0, end + 4);
+  }
+
+  // A head that is not well framed: 400, and the connection ends (nothing
+  // after it can be trusted to be a request of its own).
+  static void RefuseHead(const Connection& c, const std::string& wrong) {
+    httplib::Response res;
+    ReplyError(res, 400, "the request's framing is not RFC 9112's: " + wrong);
+    const std::string& body = res.body;
+    std::string reply = fmt::format(
+        "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: "
+        "{}\r\n\r\n{}",
+        body.size(), body);
+    (void)!::send(c.fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+    spdlog::info("refused a request of {} bytes of head: {}", HeadOf(c).size(), wrong);
   }
 
   ConnectionGate* gate_ = nullptr;
@@ -298,11 +227,19 @@ std::function<bool(std::string_view)> HostRule(const std::string& listen_host, c
   };
 }
 
+size_t HttpWorkers() { return std::max(16u, std::thread::hardware_concurrency() * 4); }
+
 HttpServer::HttpServer(MetricsRegistry* metrics, HttpLimits limits)
     : metrics_(metrics), limits_(std::move(limits)), server_(std::make_unique<Server>()) {
   httplib::Server& server = *server_;
 
   server.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (tl_stream && !tl_stream->framing_error().empty()) {
+      tl_close = true;
+      res.body.clear();
+      res.set_header("Connection", "close");
+      ReplyError(res, 400, "the request's chunked framing is not RFC 9112's: " + tl_stream->framing_error());
+    }
     if (tl_stream && tl_stream->over_budget()) {
       tl_close = true;
       res.status = 413;
@@ -341,7 +278,9 @@ HttpServer::HttpServer(MetricsRegistry* metrics, HttpLimits limits)
   // Body limits are ours (CheckLimits and the stream's budget): uploads stream any size.
   server.set_payload_max_length(std::numeric_limits<size_t>::max());
   // Answers that must end their connection (a body left unread on the socket).
-  server.set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
+  server.set_post_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    // HTTP/1.0 connections are not kept alive, and the answer says so.
+    if (req.version == "HTTP/1.0") res.set_header("Connection", "close");
     if (res.get_header_value("Connection") == "close") tl_close = true;
   });
   server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -428,43 +367,7 @@ bool HttpServer::IsStreamRoute(const httplib::Request& req) const {
   return false;
 }
 
-namespace {
-
-// RFC 9110 5.6.2: a field name is a token.
-bool IsToken(std::string_view s) {
-  static constexpr std::string_view kSpecials = "!#$%&'*+-.^_`|~";
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || kSpecials.find(c) != std::string_view::npos;
-  });
-}
-
-// Where this request ends must be beyond doubt, or a proxy in front and this
-// server could disagree and the rest run as a request the proxy never saw
-// (request smuggling). "" if it is; else what is wrong.
-std::string AmbiguousFraming(const httplib::Request& req) {
-  for (const auto& [name, value] : req.headers) {
-    if (name == "REMOTE_ADDR" || name == "REMOTE_PORT" || name == "LOCAL_ADDR" || name == "LOCAL_PORT") continue;
-    if (!IsToken(name)) return fmt::format("header name \"{}\" is not a token", name);
-  }
-  if (req.get_header_value_count("Content-Length") > 1) return "more than one Content-Length";
-  if (req.has_header("Transfer-Encoding")) {
-    if (req.get_header_value_count("Transfer-Encoding") > 1 ||
-        AsciiLower(req.get_header_value("Transfer-Encoding")) != "chunked") {
-      return fmt::format("Transfer-Encoding \"{}\" (only chunked is understood)",
-                         req.get_header_value("Transfer-Encoding"));
-    }
-    if (req.has_header("Content-Length")) return "both Content-Length and Transfer-Encoding";
-  }
-  return "";
-}
-
-}  // namespace
-
 bool HttpServer::CheckLimits(const httplib::Request& req, httplib::Response& res) {
-  if (std::string wrong = AmbiguousFraming(req); !wrong.empty()) {
-    ReplyError(res, 400, "the request's framing is ambiguous: " + wrong);
-    return false;  // and the connection is closed
-  }
   if (limits_.host_allowed && req.has_header("Host")) {
     std::string host = req.get_header_value("Host");
     if (!limits_.host_allowed(HostOf(host))) {
@@ -473,7 +376,22 @@ bool HttpServer::CheckLimits(const httplib::Request& req, httplib::Response& res
       return false;
     }
   }
+  // "close" in any Connection field (httplib reads only the first) ends the connection.
+  for (auto [it, end] = req.headers.equal_range("Connection"); it != end; ++it) {
+    for (std::string_view rest = it->second; !rest.empty();) {
+      size_t comma = rest.find(',');
+      std::string token = AsciiLower(rest.substr(0, comma));
+      token.erase(0, token.find_first_not_of(" \t"));
+      token.erase(token.find_last_not_of(" \t") + 1);
+      if (token == "close") tl_close = true;
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+  }
+  if (tl_close) res.set_header("Connection", "close");
+  // The head passed CheckRequestHead: Transfer-Encoding, if any, is chunked alone.
   bool chunked = req.has_header("Transfer-Encoding");
+  if (chunked && tl_stream) tl_stream->CheckChunked();
+  if (!chunked && !req.has_header("Content-Length") && tl_stream) tl_stream->NoBody();
   uint64_t length = 0;
   if (req.has_header("Content-Length")) {
     std::string v = req.get_header_value("Content-Length");
@@ -484,9 +402,15 @@ bool HttpServer::CheckLimits(const httplib::Request& req, httplib::Response& res
     }
   }
   if (!chunked && length == 0) return true;
+  if (chunked && req.method == "DELETE") {
+    // httplib reads a DELETE's body only by its Content-Length.
+    ReplyError(res, 400, "a DELETE request's body must have a Content-Length");
+    return false;
+  }
   if (req.method != "POST" && req.method != "PUT" && req.method != "PATCH" && req.method != "DELETE") {
-    tl_close = true;  // httplib does not read a GET's body: it must not be taken for the next request
-    return true;
+    // httplib does not read a GET's body: one reading of the stream is to refuse it.
+    ReplyError(res, 400, fmt::format("a {} request has no body here", req.method));
+    return false;  // and the connection is closed
   }
   if (IsStreamRoute(req)) return true;  // uploads stream, whatever their size
   if (length > limits_.max_body_bytes) {
@@ -538,8 +462,21 @@ void HttpServer::HandleStream(const std::string& method, const std::string& patt
 }
 
 Status HttpServer::Bind(const std::string& host, int port) {
-  server_->set_socket_options([](socket_t fd) { ListenerSocketOptions(fd); });
+  int listener = -1;
+  server_->set_socket_options([&listener](socket_t fd) {
+    ListenerSocketOptions(fd);
+    listener = fd;
+  });
   ARROW_RETURN_NOT_OK(ProbeBind(host, port));
+  // httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled
+  // into Debian's library): a burst of connections would overflow it and
+  // wait a second for SYN retransmits. Listening again sets the backlog.
+  struct Relisten {
+    int* fd;
+    ~Relisten() {
+      if (*fd >= 0) ::listen(*fd, SOMAXCONN);
+    }
+  } relisten{&listener};
   if (port == 0) {
     int p = server_->bind_to_any_port(host);
     if (p <= 0) return Unavailable(fmt::format("cannot listen on {}:0", host));
@@ -557,7 +494,7 @@ void HttpServer::Start() {
   ConnectionGate::Options options;
   options.header_timeout = limits_.header_timeout;
   options.max_connections = ConnectionBudget();
-  options.workers = std::max(16u, std::thread::hardware_concurrency() * 4);
+  options.workers = HttpWorkers();
   gate_ = std::make_unique<ConnectionGate>(options, [this](Connection& c) { return server_->ServeOne(c); });
   server_->set_gate(gate_.get());
   ConnectionGate* gate = gate_.get();

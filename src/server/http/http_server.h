@@ -47,6 +47,9 @@ struct HttpLimits {
 std::function<bool(std::string_view)> HostRule(const std::string& listen_host, const std::vector<std::string>& domains,
                                                const std::vector<std::string>& allowed);
 
+// How many threads serve requests (at least 16; four per core).
+size_t HttpWorkers();
+
 class HttpServer {
  public:
   using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
