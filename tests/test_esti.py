@@ -50,7 +50,7 @@ def run_esti(start_server, tmp_path, listing, server_toml, namespace, esti_env):
 
     cfg = tmp_path / "sediment.toml"
     # esti's webhook receivers listen on this machine: loopback is opened to webhooks, as an operator would.
-    cfg.write_text(server_toml + '[actions]\nwebhook_allowed_hosts = ["localhost", "127.0.0.1/8", "::1"]\n')
+    cfg.write_text(server_toml + '[actions]\nwebhook_allowed_hosts = ["localhost", "127.0.0.0/8", "::1"]\n')
     # The hooks tests' actions read this variable ({{ ENV.LAKEFSACTION_VAR }}) and check its value.
     server = start_server("--config", str(cfg), env={"LAKEFSACTION_VAR": "this_is_actions_var"})
     excluded = sorted(t for t, e in expected.items() if e == "exclude")

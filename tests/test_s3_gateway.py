@@ -7,6 +7,9 @@ import subprocess
 import threading
 import urllib.parse
 
+import sys
+from pathlib import Path
+
 import boto3
 import pytest
 import requests
@@ -314,13 +317,17 @@ def test_listing_stays_exact_during_staging_compaction(gw):
     assert overlapped, "no listing ever ran across a swap: the race was not tested"
 
 
+AWS_CLI = Path(sys.executable).parent / "aws"
+
+
 def test_aws_cli_copies_syncs_and_lists(gw, tmp_path):
     env = {**os.environ, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_DEFAULT_REGION": "us-east-1",
            "AWS_CONFIG_FILE": str(tmp_path / "none"), "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none")}
 
     def aws(*args, ok=(0,)):
-        p = subprocess.run(["aws", "--endpoint-url", gw.url, "s3", *args], capture_output=True, text=True, env=env,
-                           timeout=120)
+        # The AWS CLI the install script put in .venv (requirements-test.txt), never whatever PATH holds.
+        p = subprocess.run([str(AWS_CLI), "--endpoint-url", gw.url, "s3", *args], capture_output=True, text=True,
+                           env=env, timeout=120)
         assert p.returncode in ok, p.stdout + p.stderr
         return p.stdout
 

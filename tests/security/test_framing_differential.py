@@ -1,12 +1,12 @@
 """One way to frame a request (RFC 9112; issue 41 item 8): every byte stream is either framed by Sediment's
-HTTP server exactly as Node's http server frames it (the same requests with the same bodies, in the same
-order), or refused by Sediment: a 4xx and the connection closed, with nothing after the refusal answered.
-Node stands for the proxy or load balancer in front (docs/deploy.md): where the two disagree on where a
-request ends, the rest of the stream would run as a request the proxy never saw (request smuggling).
+HTTP server exactly as the parser of Node's http server frames it (the same requests with the same bodies, in
+the same order), or refused by Sediment: a 4xx and the connection closed, with nothing after the refusal
+answered. Node stands for the proxy or load balancer in front (docs/deploy.md): where the two disagree on
+where a request ends, the rest of the stream would run as a request the proxy never saw (request smuggling).
 
 The streams and the verdict are in framing_fuzz.py; Sediment's side is build/http_echo_server (our
 HttpServer with echo routes), Node's tests/security/framing/echo_server.js. Nothing is built here: without
-build/http_echo_server the Sediment tests are skipped. SEDIMENT_FRAMING_CASES (default 1500) sets the number
+build/http_echo_server the Sediment tests are skipped. SEDIMENT_FRAMING_CASES (default 10000) sets the number
 of streams, SEDIMENT_FRAMING_SEED (or SEDIMENT_FUZZ_SEED) the seed. Findings go to
 build/test-artifacts/security/fuzz-framing-findings.txt."""
 import select
@@ -21,7 +21,7 @@ from security.util import artifact, env_int, fuzz_seed, record_line
 
 ECHO_SERVER = ROOT / "build" / "http_echo_server"
 NODE_PEER = ROOT / "tests" / "security" / "framing" / "echo_server.js"
-CASES = env_int("SEDIMENT_FRAMING_CASES", 1500)
+CASES = env_int("SEDIMENT_FRAMING_CASES", 10000)
 SEED = fuzz_seed("SEDIMENT_FRAMING_SEED", 41)
 
 
@@ -56,7 +56,7 @@ class Peer:
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
     if shutil.which("node") is None:
-        pytest.skip("node is not installed: the framing differential needs Node's http server as its peer")
+        pytest.skip("node is not installed: the framing differential needs Node's HTTP parser as its peer")
     peer = Peer(["node", NODE_PEER], tmp_path_factory.mktemp("node") / "node.log")
     yield peer
     peer.stop()

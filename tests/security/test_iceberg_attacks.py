@@ -49,7 +49,8 @@ def call(server, method, path, **kw):
 
 def test_every_route_needs_credentials_and_reveals_nothing(lake):
     for method, path in ROUTES + WRITES:
-        r = call(lake, method, path, json={})
+        # A body only where one belongs: a GET with a body is refused before anything else (test_http_framing).
+        r = call(lake, method, path, **({} if method in ("GET", "HEAD") else {"json": {}}))
         assert r.status_code == 401, (method, path, r.status_code, r.text)
         if method != "HEAD":
             assert r.json()["error"]["type"] == "NotAuthorizedException", (method, path)

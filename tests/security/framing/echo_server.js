@@ -1,68 +1,101 @@
-// The Node peer of the HTTP/1.1 request-framing differential (tests/security/framing_fuzz.py): Node's own
-// http server with its default, strict parser (llhttp; not insecureHTTPParser), answering every request it
-// frames 200 with {"method", "path" (req.url, the raw request-target), "body_len", "body_sha256"} over the
-// raw body bytes: the same answer as build/http_echo_server.
+// The Node peer of the HTTP/1.1 request-framing differential (tests/security/framing_fuzz.py): what Node's
+// request parser frames in a connection's bytes. The parser is the one Node's http server runs (llhttp through
+// its HTTPParser binding, set up as the server sets it up: strict, not insecureHTTPParser, the default head
+// limit), fed every byte the connection brings. Each request it frames is answered in order, 200 with
+// {"method", "path" (the raw request-target), "body_len", "body_sha256"} over the raw body bytes: the same
+// answer as build/http_echo_server. At a parse error: 400 (431, 413 for an overlong head or chunk
+// extensions, as Node's server answers) and the connection closed; a request still incomplete gets no answer.
 //
-// Three things differ from a bare http.createServer, and none touches the parser:
-//  - a parse error (clientError) is answered 400 and the connection closed only after the answers to the
-//    requests framed before it have gone out. By default Node destroys the socket at once, and the answers
-//    still due (they are written a tick later, when the body's 'end' comes) would be lost: the fuzzer would
-//    see fewer requests than Node framed.
-//  - a request with an Expect other than 100-continue is echoed too, not answered 417 (framed, but not
-//    served), as httplib ignores such an Expect;
-//  - httpAllowHalfOpen: a client that half-closes after its last request still gets every answer (by default
-//    Node ends the connection when the client's FIN arrives, and answers not yet written are lost).
+// Not http.createServer: the framing the fuzzer sees must not hang on when the server answers. Node's server
+// destroys the connection at a parse error, and a pipelined request its parser had already framed (its
+// 'request' not yet handled) goes unanswered. Also left out are the server's rules above framing: every
+// framed request is echoed (no 417 for an unknown Expect, no 400 for a missing Host).
 //
 // Usage: node echo_server.js [PORT]: prints "PORT <n>", serves on 127.0.0.1 until stdin closes or SIGTERM.
 'use strict';
 const crypto = require('crypto');
-const http = require('http');
+const net = require('net');
 
-function echo(req, res) {
-  const socket = req.socket;
-  const hash = crypto.createHash('sha256');
-  let length = 0;
-  req.on('data', (chunk) => {
-    hash.update(chunk);
-    length += chunk.length;
-  });
-  req.on('end', () => {
-    const body = JSON.stringify({method: req.method, path: req.url, body_len: length,
-      body_sha256: hash.digest('hex')});
-    socket.answersDue = (socket.answersDue || 0) + 1;
-    res.on('finish', () => {
-      socket.answersDue--;
-      refuseWhenDone(socket);
-    });
-    res.writeHead(200, {'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body)});
-    res.end(body);
-  });
+// process.binding('http_parser') warns once (DEP0111, access to an internal binding); that warning only is
+// silenced. allMethods maps the parser's method numbers to names, as Node's server maps them.
+const {HTTPParser, allMethods} = (() => {
+  const emitWarning = process.emitWarning;
+  process.emitWarning = () => {};
+  try {
+    return process.binding('http_parser');
+  } finally {
+    process.emitWarning = emitWarning;
+  }
+})();
+
+function respond(socket, status, body = '', close = false) {
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ` +
+      `${Buffer.byteLength(body)}\r\nConnection: ${close ? 'close' : 'keep-alive'}\r\n\r\n${body}`);
+  }
 }
 
-const server = http.createServer(echo);
-server.on('checkExpectation', echo);  // an Expect other than 100-continue is answered, not 417: as httplib does
-server.httpAllowHalfOpen = true;
+function serve(socket) {
+  socket.on('error', () => {});  // a client gone is no reason to die
+  const parser = new HTTPParser();
+  parser.initialize(HTTPParser.REQUEST, {}, 0, HTTPParser.kLenientNone);  // 0: --max-http-header-size
+  let url = '';  // the target of a head that comes in parts (split across reads, or over 32 header lines)
+  let request = null;  // the request being framed
+  let done = false;  // no more requests are framed: what follows is read and dropped
 
-// After a parse error: once every request whose body was complete has been answered, the status Node's own
-// clientError handler would send (400; 431, 413 for overlong heads and chunk extensions), and the close.
-// A request still incomplete at the error never completes (the parser is dead): it gets no answer.
-function refuseWhenDone(socket) {
-  if (!socket.parseError || socket.refused || (socket.answersDue || 0) > 0) return;
-  socket.refused = true;
-  const status = {HPE_HEADER_OVERFLOW: '431 Request Header Fields Too Large',
-    HPE_CHUNK_EXTENSIONS_OVERFLOW: '413 Payload Too Large'}[socket.parseError.code] || '400 Bad Request';
-  if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
-  else socket.destroy();
+  // No more requests on this connection: the parse `error`, if any, answered, then the connection closed.
+  function stop(error) {
+    if (done) return;
+    done = true;
+    if (error) {
+      const status = {HPE_HEADER_OVERFLOW: '431 Request Header Fields Too Large',
+        HPE_CHUNK_EXTENSIONS_OVERFLOW: '413 Payload Too Large'}[error.code] || '400 Bad Request';
+      respond(socket, status, '', true);
+    }
+    socket.end();
+  }
+
+  parser[HTTPParser.kOnHeaders] = (headers, part) => {
+    url += part;
+  };
+  parser[HTTPParser.kOnHeadersComplete] = (major, minor, headers, method, target, status, message, upgrade,
+    keepAlive) => {
+    // keepAlive is llhttp's: HTTP/1.1 unless "Connection: close", HTTP/1.0 only with "Connection: keep-alive".
+    request = {method: allMethods[method], path: target === undefined ? url : target, length: 0,
+      hash: crypto.createHash('sha256'), last: !keepAlive || upgrade};
+    url = '';
+    return 0;  // a body, if framed, follows (1 would skip it: a HEAD's response; 2 is an upgrade taken)
+  };
+  parser[HTTPParser.kOnBody] = (chunk) => {
+    request.hash.update(chunk);
+    request.length += chunk.length;
+  };
+  parser[HTTPParser.kOnMessageComplete] = () => {
+    if (done) return;
+    const {method, path, length, hash, last} = request;
+    respond(socket, '200 OK', JSON.stringify({method, path, body_len: length, body_sha256: hash.digest('hex')}),
+      last);
+    // After a request that ends the connection (or an upgrade) Node's server reads no more requests, and
+    // strict llhttp takes any byte after it but CR, LF for an error: the connection ends here, unrefused.
+    if (last) stop();
+  };
+
+  socket.on('data', (data) => {
+    if (done) return;
+    const ret = parser.execute(data);
+    if (ret instanceof Error) stop(ret);
+    else if (ret < data.length) stop();  // the parser stopped short of the data, not at an error: an upgrade
+  });
+  // The client half-closed: a request cut short is a parse error (strict llhttp, "Invalid EOF state").
+  socket.on('end', () => {
+    const ret = done ? undefined : parser.finish();
+    stop(ret instanceof Error ? ret : undefined);
+  });
+  socket.on('close', () => parser.close());
 }
 
-server.on('clientError', (err, socket) => {
-  if (socket.parseError) return;  // one refusal per connection; what comes after the error is not parsed
-  socket.parseError = err;
-  socket.on('error', () => {});
-  // The bodies of requests framed before the error end a tick later ('end' goes through nextTick).
-  setImmediate(() => refuseWhenDone(socket));
-});
-
+// allowHalfOpen: the client's FIN does not end our side; stop() does, after the answers.
+const server = net.createServer({allowHalfOpen: true}, serve);
 server.listen(Number(process.argv[2] || 0), '127.0.0.1', () => {
   process.stdout.write(`PORT ${server.address().port}\n`);
 });
