@@ -80,6 +80,32 @@ TEST(NamespaceRulesTest, OneRowPerRule) {
   }
 }
 
+// The server's own files are no namespace (and so no import source): on S3
+// its tables' prefix, in and around; locally its data directory, less the
+// namespace root carved out of it.
+TEST(NamespaceRulesTest, TheServersOwnFilesAreNobodysNamespace) {
+  NamespaceRules s3{{}, {}, {}, {"s3://lake/objects/tables"}};
+  for (const char* ns : {"s3://lake/objects/tables", "s3://lake/objects/tables/eth/logs", "s3://lake/objects",
+                         "s3://lake"}) {
+    auto loc = ParseNamespace(ns);
+    ASSERT_OK(loc.status());
+    Status st = CheckNamespaceAllowed(ns, *loc, s3);
+    EXPECT_TRUE(IsInvalidArgument(st) && Contains(st.message(), "the server's own files")) << ns << st.ToString();
+  }
+  auto beside = ParseNamespace("s3://lake/objects/repos/a");
+  EXPECT_OK(CheckNamespaceAllowed("s3://lake/objects/repos/a", *beside, s3));
+  NamespaceRules local{{"/srv/data/namespaces"}, {}, {"/srv/data", "/srv/sediment.toml"}, {}};
+  auto in_root = ParseNamespace("/srv/data/namespaces/a");
+  EXPECT_OK(CheckNamespaceAllowed("/srv/data/namespaces/a", *in_root, local));
+  NamespaceRules wide{{"/srv"}, {}, {"/srv/data", "/srv/sediment.toml"}, {}};
+  for (const char* ns : {"/srv/data/planted", "/srv/data", "/srv/sediment.toml"}) {
+    auto loc = ParseNamespace(ns);
+    ASSERT_OK(loc.status());
+    Status st = CheckNamespaceAllowed(ns, *loc, wide);
+    EXPECT_TRUE(IsInvalidArgument(st) && Contains(st.message(), "the server's own files")) << ns << st.ToString();
+  }
+}
+
 TEST(NamespaceRulesTest, AncestorsAreTheLocationsAroundOne) {
   auto local = ParseNamespace("local:///a/b/c");
   ASSERT_OK(local.status());
