@@ -271,8 +271,11 @@ std::string OutputLog::Mask(std::string_view text) const {
   return out;
 }
 
-void OutputLog::Append(std::string_view text) {
+void OutputLog::Append(std::string_view raw) {
   if (cut_) return;
+  // Masked before the cut too, so no secret shows its first bytes at the limit.
+  const std::string masked = secrets_.empty() ? std::string() : Mask(raw);
+  std::string_view text = secrets_.empty() ? raw : std::string_view(masked);
   int64_t room = limit_ - static_cast<int64_t>(text_.size());
   if (static_cast<int64_t>(text.size()) <= room) {
     text_.append(text);

@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 
@@ -10,7 +11,7 @@ HookPool::HookPool(size_t workers, size_t per_repository, size_t post_queue)
     : workers_(std::max<size_t>(workers, 1)),
       per_repository_(std::max<size_t>(per_repository, 1)),
       post_queue_(post_queue),
-      post_slots_(std::max<size_t>(workers_ / 2, 1)) {
+      post_slots_(std::max<size_t>(workers_ / 2, 1)) {  // workers >= 2 ([actions] hook_workers), so < workers
   for (size_t i = 0; i < workers_; ++i) threads_.emplace_back([this] { Loop(); });
 }
 
@@ -79,7 +80,11 @@ void HookPool::Loop() {
       ++post_running_;
     }
     lock.unlock();
-    task.fn();
+    try {
+      task.fn();
+    } catch (const std::exception& e) {  // a run's failure (a thread not created, memory), never the server's
+      spdlog::error("actions: a hook run of repository {} failed: {}", task.repo, e.what());
+    }
     task.fn = nullptr;  // what it captured goes before the slot does
     lock.lock();
     if (--running_[task.repo] == 0) running_.erase(task.repo);

@@ -8,8 +8,9 @@
 //    refused at once (Busy, saying which limit): the operation it guards
 //    answers 503 and changes nothing, and no request waits in a queue.
 //  - A post-event run (Submit) waits in a bounded queue for a slot of its
-//    repository; post runs use at most half the slots (at least one), so
-//    pre-event runs always find room unless they themselves fill it.
+//    repository; post runs use at most half the slots (at least one; the
+//    pool has two at least), so pre-event runs always find room unless they
+//    themselves fill it.
 //
 // Thread-safety: every method may be called from many threads.
 #pragma once
@@ -35,7 +36,8 @@ class HookPool {
   HookPool(const HookPool&) = delete;
   HookPool& operator=(const HookPool&) = delete;
 
-  // Runs `fn` on a pool thread and returns when it is done; Busy at once
+  // Runs `fn` on a pool thread and returns when it is done (an exception it
+  // throws is logged, and ends the run as if it had returned); Busy at once
   // when `repo` or the server has no free slot.
   Status RunAndWait(const std::string& repo, std::function<void()> fn);
   // Queues `fn`; Busy when the queue is full or the pool stopped.

@@ -37,6 +37,19 @@ TEST_F(ActionsTest, ALuaLoopInsideItsMessageHandlerOrAPatternBombIsKilledAtTheDe
   }
 }
 
+// A script's finalizers run after it said it is done (lua_close): one that
+// blocks on a full pipe or loops must not keep the hook, or its slot.
+TEST_F(ActionsTest, AFinalizerThatBlocksOrLoopsCannotOutliveTheRun) {
+  for (const char* script : {"keep = setmetatable({}, {__gc = function() print(('x'):rep(1 << 20)) end})",
+                             "keep = setmetatable({}, {__gc = function() while true do end end})"}) {
+    PutLuaAction("a.yaml", "pre-commit", script);
+    auto started = Clock::now();
+    auto r = service_->Run(Record("pre-commit"));
+    EXPECT_TRUE(r.ok()) << script << r.status().ToString();
+    EXPECT_LT(Clock::now() - started, std::chrono::milliseconds(1500)) << script;
+  }
+}
+
 TEST_F(ActionsTest, AHooksTimeoutMayLowerTheOperatorsCeilingButNotRaiseIt) {
   for (const auto& [timeout, at_most_ms] : std::vector<std::pair<std::string, int>>{{"24h", 4000}, {"300ms", 1500}}) {
     json hook = {

@@ -65,17 +65,14 @@ class Sandbox {
   ~Sandbox() {
     if (to_ >= 0) ::close(to_);
     if (from_ >= 0) ::close(from_);
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      Reap();
-    }
+    End(0);
   }
   Status Start(const std::string& program);
-  // The child's fate once it ended (or was killed): "" when it exited.
-  std::string Reap();
+  // Kills the child unless it ends by itself within `grace_ms`, and reaps
+  // it. Its fate: "" when it exited with 0, else what ended it.
+  std::string End(int grace_ms);
   int to() const { return to_; }
   int from() const { return from_; }
-  void Kill() { ::kill(pid_, SIGKILL); }
 
  private:
   pid_t pid_ = -1;
@@ -113,10 +110,17 @@ Status Sandbox::Start(const std::string& program) {
   return Status::OK();
 }
 
-std::string Sandbox::Reap() {
+std::string Sandbox::End(int grace_ms) {
   if (pid_ <= 0) return fate_;
   int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  pid_t got = 0;
+  for (int waited = 0; (got = ::waitpid(pid_, &status, WNOHANG)) == 0 && waited < grace_ms; waited += 5) {
+    ::usleep(5000);
+  }
+  if (got == 0) {
+    ::kill(pid_, SIGKILL);
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
   }
   pid_ = -1;
   if (WIFSIGNALED(status)) {
@@ -208,10 +212,14 @@ Outcome Session::Run(const std::string& run_frame) {
     if (!Flush()) return {"died", ""};
     int64_t left_ms = (env_.deadline_micros - SteadyMicros()) / 1000;
     if (left_ms <= 0) return {"timeout", ""};
-    pollfd p[2] = {{box_->from(), POLLIN, 0}, {box_->to(), static_cast<short>(pending_.empty() ? 0 : POLLOUT), 0}};
+    // While a reply is on its way to the child, nothing more is read from
+    // it: one call at a time, so a child that never reads holds one reply.
+    const bool replying = !pending_.empty();
+    pollfd p[2] = {{box_->from(), static_cast<short>(replying ? 0 : POLLIN), 0},
+                   {box_->to(), static_cast<short>(replying ? POLLOUT : 0), 0}};
     int rc = ::poll(p, 2, static_cast<int>(std::min<int64_t>(left_ms, 1000)));
     if (rc < 0 && errno != EINTR) return {"died", ""};
-    if (rc <= 0 || (p[0].revents & (POLLIN | POLLHUP)) == 0) continue;
+    if (rc <= 0 || replying || (p[0].revents & (POLLIN | POLLHUP)) == 0) continue;
     ssize_t n = ::read(box_->from(), chunk, sizeof(chunk));
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
     if (n <= 0) return {"died", ""};
@@ -264,8 +272,10 @@ Status RunLua(const Hook& hook, const HookRecord& record, const HookEnv& env, Ou
   ARROW_RETURN_NOT_OK(box.Start(env.options->lua_sandbox));
   Session session(&box, record, env, log);
   Outcome out = session.Run(frame);
-  if (out.kind == "timeout") box.Kill();
-  std::string fate = box.Reap();
+  // Whatever it said, the sandbox's work is over: it is killed, never waited
+  // for (a finalizer run by lua_close could otherwise keep it, and this
+  // thread, for ever). One that died by itself is given a moment to say why.
+  std::string fate = box.End(out.kind == "died" ? 200 : 0);
   const std::string message = log->Mask(out.message);
   if (out.kind == "ok") return Status::OK();
   if (out.kind == "fail") return Status::IOError(message);

@@ -93,7 +93,7 @@ bool Seccomp() {
   const int allowed[] = {SYS_read,         SYS_write,          SYS_exit,   SYS_exit_group,    SYS_brk,
                          SYS_mmap,         SYS_munmap,         SYS_mremap, SYS_madvise,       SYS_mprotect,
                          SYS_rt_sigreturn, SYS_rt_sigprocmask, SYS_futex,  SYS_clock_gettime, SYS_gettimeofday,
-                         SYS_getrandom,    SYS_close,          SYS_fstat,  SYS_newfstatat};
+                         SYS_getrandom,    SYS_close};
   for (int nr : allowed) {
     f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 1));
     f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
@@ -136,6 +136,13 @@ std::pair<int, std::string> CallServer(std::string* inbox, const std::string& me
   return {status, std::move(reply.fields[1])};
 }
 
+// Said and done: the process ends here, without lua_close (whose finalizers
+// are the script's code) or any other clean-up.
+void SendDone(std::string_view outcome, std::string_view message) {
+  Send(proto::Kind::kDone, {outcome, message});
+  std::_Exit(0);
+}
+
 // Runs the script of `run` (fields: script, chunk name, globals, args, memory) and says how it ended.
 void RunScript(std::string* inbox, proto::Message& run) {
   const std::string& script = run.fields[0];
@@ -155,7 +162,7 @@ void RunScript(std::string* inbox, proto::Message& run) {
   }
   lua_State* L = lua_newstate(lua::Alloc, &state);
   if (L == nullptr) {
-    Send(proto::Kind::kDone, {"memory", "could not create a Lua state"});
+    SendDone("memory", "could not create a Lua state");
     return;
   }
   std::unique_ptr<lua_State, void (*)(lua_State*)> closer(L, lua_close);
@@ -163,11 +170,11 @@ void RunScript(std::string* inbox, proto::Message& run) {
   auto done = [&](const char* stage) {
     std::string msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "error object is not a string";
     if (auto at = msg.find(lua::kFailOpen); at != std::string::npos) {
-      Send(proto::Kind::kDone, {"fail", msg.substr(at + std::string_view(lua::kFailOpen).size())});
+      SendDone("fail", msg.substr(at + std::string_view(lua::kFailOpen).size()));
     } else if (state.out_of_memory) {
-      Send(proto::Kind::kDone, {"memory", msg});
+      SendDone("memory", msg);
     } else {
-      Send(proto::Kind::kDone, {"error", std::string(stage) + ": " + msg});
+      SendDone("error", std::string(stage) + ": " + msg);
     }
   };
   lua_pushcfunction(L, lua::Prepare);
@@ -182,7 +189,7 @@ void RunScript(std::string* inbox, proto::Message& run) {
     return done("loading the script");
   }
   if (lua_pcall(L, 0, 0, handler) != LUA_OK) return done("running the script");
-  Send(proto::Kind::kDone, {"ok", ""});
+  SendDone("ok", "");
 }
 
 }  // namespace

@@ -198,7 +198,14 @@ struct ActionsService::Impl {
           if (parsed.ok()) timeout_ms = std::min(*parsed, options.hook_timeout_ms);
           st = parsed.status();
         }
-        env.deadline_micros = SteadyMicros() + timeout_ms * 1000;
+        // And the event's hooks together get no more than it (base.deadline_micros).
+        timeout_ms = std::min(timeout_ms, (base.deadline_micros - SteadyMicros() + 999) / 1000);
+        if (st.ok() && timeout_ms <= 0) {
+          st = Status::IOError(
+              fmt::format("the event's hooks together ran longer than [actions] hook_timeout_secs ({}ms)",
+                          options.hook_timeout_ms));
+        }
+        env.deadline_micros = SteadyMicros() + std::max<int64_t>(timeout_ms, 0) * 1000;
         env.timeout_ms = timeout_ms;
         t.start_micros = ToUnixMicros(SystemClock().Now());
         if (st.ok()) {
@@ -284,6 +291,7 @@ struct ActionsService::Impl {
     env.api = api_ref.get();
     env.run_id = run_id;
     env.storage_namespace = repo.storage_namespace;
+    env.deadline_micros = SteadyMicros() + options.hook_timeout_ms * 1000;  // the whole run's
     ARROW_ASSIGN_OR_RAISE(auto ns, cat->RepositoryNamespace(repo));
     // Actions run side by side (at most kParallelActions at once); the hooks of one action in order.
     std::atomic<size_t> next{0};

@@ -80,11 +80,11 @@ Status Conn::StartTls(const std::string& host) {
   SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
   ssl_ = SSL_new(ctx_);
   if (ssl_ == nullptr || SSL_set_fd(ssl_, fd_) != 1) return Status::IOError("TLS: no session");
-  SSL_set_tlsext_host_name(ssl_, host.c_str());
-  if (!ParseIp(host)) {
-    SSL_set1_host(ssl_, host.c_str());
-  } else {
-    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), host.c_str());
+  // The certificate must name the host (SNI only for names, as RFC 6066 says).
+  bool named = !ParseIp(host);
+  if (named ? SSL_set_tlsext_host_name(ssl_, host.c_str()) != 1 || SSL_set1_host(ssl_, host.c_str()) != 1
+            : X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), host.c_str()) != 1) {
+    return Status::IOError(fmt::format("TLS: cannot verify the certificate for {}", host));
   }
   for (;;) {
     int rc = SSL_connect(ssl_);
@@ -294,7 +294,7 @@ bool AddressPolicy::Allows(std::string_view host, const Ip6& address) const {
 
 Result<WebhookTarget> ParseWebhookUrl(const std::string& url) {
   if (url.size() > 8192) return InvalidArgument("webhook url is longer than 8192 bytes");
-  static const std::regex kUrl(R"(^(https?)://(\[[0-9a-fA-F:.]+\]|[^/?#:@\[\]]+)(:[0-9]{1,5})?([/?][^#]*)?$)");
+  static const std::regex kUrl(R"(^(https?)://(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?([/?][^#]*)?$)");
   std::smatch m;
   if (!std::regex_match(url, m, kUrl)) {
     return InvalidArgument(fmt::format("webhook url \"{}\" must be an http:// or https:// URL", url));

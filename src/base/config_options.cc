@@ -190,7 +190,7 @@ const std::vector<Option>& Options() {
       {"actions.env_prefix", FIELD(actions.env_prefix), T::kString, Any()},
       {"actions.hook_timeout_secs", FIELD(actions.hook_timeout_secs), T::kDouble, DoubleAtLeast(0.1)},
       {"actions.lua_memory_mib", FIELD(actions.lua_memory_mib), T::kInt, IntAtLeast(4)},
-      {"actions.hook_workers", FIELD(actions.hook_workers), T::kInt, IntAtLeast(1)},
+      {"actions.hook_workers", FIELD(actions.hook_workers), T::kInt, IntAtLeast(2)},
       {"actions.hook_runs_per_repository", FIELD(actions.hook_runs_per_repository), T::kInt, IntAtLeast(1)},
       {"actions.lua_sandbox", FIELD(actions.lua_sandbox), T::kString, Any()},
       {"actions.webhook_allowed_hosts", FIELD(actions.webhook_allowed_hosts), T::kStringList,

@@ -83,6 +83,9 @@ Status Catalog::CheckOwnedByNoRepository(const NamespaceLocation& where, bool pr
   return CheckRetiredNamespaces(where, around, prefix, string_prefix);
 }
 
+// How many deleted repositories' namespaces one import checks for files.
+constexpr size_t kMaxRetiredChecked = 100;
+
 // Nor a deleted repository's namespace while its files are there: they were
 // its own, and deleting the repository did not make them anyone's.
 Status Catalog::CheckRetiredNamespaces(const NamespaceLocation& where, const std::vector<NamespaceLocation>& around,
@@ -97,8 +100,13 @@ Status Catalog::CheckRetiredNamespaces(const NamespaceLocation& where, const std
     ARROW_RETURN_NOT_OK(kv_->ScanAll(RetiredNamespaceKey(where.Uri() + (string_prefix ? "" : "/")), "",
                                      [&](const kv::KeyValue& item) -> Result<bool> {
                                        retired.push_back(item);
-                                       return retired.size() < 100;
+                                       return retired.size() <= kMaxRetiredChecked;
                                      }));
+    if (retired.size() > kMaxRetiredChecked) {
+      return InvalidArgument(
+          fmt::format("{} holds the namespaces of more than {} deleted repositories; import a narrower prefix",
+                      where.Uri(), kMaxRetiredChecked));
+    }
   }
   for (const auto& item : retired) {
     const std::string uri = item.key.substr(RetiredNamespaceKey("").size());

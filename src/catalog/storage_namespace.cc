@@ -101,7 +101,7 @@ Status CheckNamespaceAllowed(const std::string& ns, const NamespaceLocation& loc
   if (location.kind == NamespaceKind::kS3) {
     for (const auto& own : rules.reserved_s3) {
       auto uri = ParseS3Uri(own);
-      if (!uri.ok()) continue;
+      if (!uri.ok()) return Status::IOError(fmt::format("the server's own S3 prefix {} does not parse", own));
       std::string r = uri->prefix.empty() ? uri->bucket : uri->bucket + "/" + uri->prefix;
       if (IsWithin(location.path, r) || IsWithin(r, location.path)) {
         return InvalidArgument(
@@ -151,7 +151,7 @@ Status CheckNamespaceAllowed(const std::string& ns, const NamespaceLocation& loc
     // the one part of it that is not the server's.
     bool carved = std::any_of(rules.local_roots.begin(), rules.local_roots.end(), [&](const std::string& root) {
       std::string nr = NormalForm(root);
-      return nr != r && IsWithin(nr, r) && IsWithin(location.path, nr);
+      return IsWithin(nr, r) && IsWithin(location.path, nr);
     });
     if ((IsWithin(location.path, r) && !carved) || IsWithin(r, location.path)) {
       return InvalidArgument(

@@ -19,6 +19,7 @@
 #include "catalog/catalog_gc.h"
 #include "catalog/importer.h"
 #include "catalog/staging_compactor.h"
+#include "catalog/storage_namespace.h"
 #include "chain/ingest_job.h"
 #include "iceberg/catalog.h"
 #include "kv/kv.h"
@@ -257,7 +258,11 @@ Status App::StartCatalog(const std::string& owner) {
   copts.namespaces.reserved_paths = ServerOwnedPaths(config_);
   // On S3 the tables (and their Iceberg files) live under <objects>/tables/;
   // repositories' namespaces may sit beside them under the same prefix.
-  if (config_.ObjectsUri().rfind("s3://", 0) == 0) copts.namespaces.reserved_s3 = {config_.ObjectsUri() + "/tables"};
+  if (config_.ObjectsUri().rfind("s3://", 0) == 0) {
+    // In canonical form ("s3://b/objects/" and "s3://b/objects" are one place).
+    ARROW_ASSIGN_OR_RAISE(auto objects, catalog::ParseNamespace(config_.ObjectsUri()));
+    copts.namespaces.reserved_s3 = {objects.Uri() + "/tables"};
+  }
   copts.drop_passes = &metrics_
                            .Counter("catalog_token_drop_passes_total",
                                     "Passes of the background drop of retired staging tokens, failed or not.")

@@ -462,21 +462,11 @@ void HttpServer::HandleStream(const std::string& method, const std::string& patt
 }
 
 Status HttpServer::Bind(const std::string& host, int port) {
-  int listener = -1;
-  server_->set_socket_options([&listener](socket_t fd) {
+  server_->set_socket_options([this](socket_t fd) {
     ListenerSocketOptions(fd);
-    listener = fd;
+    listener_fd_ = fd;
   });
   ARROW_RETURN_NOT_OK(ProbeBind(host, port));
-  // httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled
-  // into Debian's library): a burst of connections would overflow it and
-  // wait a second for SYN retransmits. Listening again sets the backlog.
-  struct Relisten {
-    int* fd;
-    ~Relisten() {
-      if (*fd >= 0) ::listen(*fd, SOMAXCONN);
-    }
-  } relisten{&listener};
   if (port == 0) {
     int p = server_->bind_to_any_port(host);
     if (p <= 0) return Unavailable(fmt::format("cannot listen on {}:0", host));
@@ -486,6 +476,14 @@ Status HttpServer::Bind(const std::string& host, int port) {
       return Unavailable(fmt::format("cannot listen on {}:{} (address in use or not permitted)", host, port));
     }
     port_ = port;
+  }
+  // httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled
+  // into Debian's library): a burst of connections would overflow it and
+  // wait a second for SYN retransmits. Listening again sets the backlog.
+  int listening = 0;
+  socklen_t len = sizeof(listening);
+  if (listener_fd_ >= 0 && ::getsockopt(listener_fd_, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening) {
+    ::listen(listener_fd_, SOMAXCONN);
   }
   return Status::OK();
 }

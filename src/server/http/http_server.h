@@ -98,6 +98,7 @@ class HttpServer {
   std::function<bool(const httplib::Request&, httplib::Response&)> guard_;
   std::vector<std::pair<std::string, std::regex>> stream_routes_;  // method, pattern
   int port_ = -1;
+  int listener_fd_ = -1;  // the listening socket httplib made (Bind)
   std::thread thread_;
 };
 
