@@ -9,7 +9,7 @@ cd "$ROOT"
 source scripts/lib.sh
 
 apt_install \
-  build-essential cmake ninja-build ccache pkg-config git \
+  build-essential cmake ninja-build ccache mold pkg-config git \
   python3 python3-venv python3-pip \
   librocksdb-dev libcpp-httplib-dev libpugixml-dev libssl-dev zlib1g-dev libbrotli-dev \
   nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libcli11-dev \

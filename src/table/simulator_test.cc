@@ -68,7 +68,7 @@ TEST(SimulatorTest, ReplayedArrivalsAndReorgsKeepAllBytes) {
   for (size_t i = 1; i < r->live.size(); ++i) EXPECT_LT(r->live[i - 1].end, r->live[i].start);
 }
 
-std::shared_ptr<arrow::Schema> Schema() {
+std::shared_ptr<arrow::Schema> SimulatedSchema() {
   return arrow::schema({arrow::field("block_num", arrow::uint64(), false), arrow::field("v", arrow::int64())});
 }
 
@@ -91,7 +91,7 @@ TEST(SimulatorTest, AgreesWithTheRealCompactor) {
     TableService real(kv::NewMemoryStore(), blobs, clock, &metrics, config.writer);
     ASSERT_TRUE(real.Start(false).ok());
     TableId id{"sim", "t"};
-    ASSERT_TRUE(real.CreateTable(id, Schema()).ok());
+    ASSERT_TRUE(real.CreateTable(id, SimulatedSchema()).ok());
     SimulationOptions sim;
     sim.planner = PlannerSettings::FromConfig(config.writer);
     sim.min_interval = 10;
@@ -106,8 +106,8 @@ TEST(SimulatorTest, AgreesWithTheRealCompactor) {
         (void)b.Append(i);
         (void)v.Append(static_cast<int64_t>(i) * 1000 + r);
       }
-      auto batch = arrow::RecordBatch::Make(Schema(), rows, {*b.Finish(), *v.Finish()});
-      auto reader = *arrow::RecordBatchReader::Make({batch}, Schema());
+      auto batch = arrow::RecordBatch::Make(SimulatedSchema(), rows, {*b.Finish(), *v.Finish()});
+      auto reader = *arrow::RecordBatchReader::Make({batch}, SimulatedSchema());
       AppendRequest req{static_cast<uint64_t>(i), static_cast<uint64_t>(i), fmt::format("{:08x}", i),
                         fmt::format("{:08x}", i - 1)};
       auto appended = real.Append(id, req, reader.get());

@@ -199,7 +199,7 @@ Status RefuseWrite(IcebergApi*, const Req&, Res& res) {
   return Status::OK();
 }
 
-std::vector<ApiRoute<IcebergApi>> Routes() {
+std::vector<ApiRoute<IcebergApi>> IcebergRoutes() {
   const std::string table = kTable, table_label = "/iceberg/v1/namespaces/{namespace}/tables/{table}";
   const std::string tables = kTables, tables_label = "/iceberg/v1/namespaces/{namespace}/tables";
   const std::string ns = kNamespace, ns_label = "/iceberg/v1/namespaces/{namespace}";
@@ -259,7 +259,7 @@ std::shared_ptr<IcebergApi> RegisterIcebergApi(HttpServer* http, iceberg::Iceber
                                                table::TableService* tables, AuthService* auth,
                                                IcebergApiOptions options) {
   auto api = std::make_shared<IcebergApi>(IcebergApi{catalog, tables, auth, std::move(options)});
-  RegisterRoutes(http, api.get(), Routes(), ReplyIcebergError);
+  RegisterRoutes(http, api.get(), IcebergRoutes(), ReplyIcebergError);
   return api;
 }
 

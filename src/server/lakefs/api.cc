@@ -38,7 +38,7 @@ struct Route {
 };
 
 // Every lakeFS route. Paths follow lakeFS's OpenAPI spec.
-std::vector<Route> Routes() {
+std::vector<Route> LakeFsRoutes() {
   const std::string repo = kRepo;
   const std::string branches = repo + "/branches", branch = branches + "/([^/]+)";
   const std::string ref = repo + "/refs/([^/]+)";
@@ -215,7 +215,7 @@ thread_local bool in_hook_call = false;
 class InProcessApi final : public actions::ApiClient {
  public:
   explicit InProcessApi(std::shared_ptr<const Context> ctx) : ctx_(std::move(ctx)) {
-    for (const Route& r : Routes()) {
+    for (const Route& r : LakeFsRoutes()) {
       if (auto* fn = std::get_if<AuthedHandler>(&r.handler)) routes_.push_back({r.method, std::regex(r.pattern), *fn});
     }
   }
@@ -297,7 +297,7 @@ void RegisterLakeFsApi(HttpServer* http, catalog::Catalog* catalog, catalog::Sta
                        const std::string& blockstore_type, actions::ActionsService* actions) {
   auto ctx =
       std::make_shared<const Context>(Context{catalog, compactor, collector, importer, auth, blockstore_type, actions});
-  for (const Route& route : Routes()) Register(http, ctx, route);
+  for (const Route& route : LakeFsRoutes()) Register(http, ctx, route);
   if (actions != nullptr) actions->SetApiClient(std::make_shared<InProcessApi>(ctx));
 }
 

@@ -60,7 +60,7 @@ Status StopJob(chain::JobManager* jobs, const httplib::Request& req, httplib::Re
 }
 
 // Every route of the jobs API: {method, pattern, label in metrics, handler}.
-std::vector<ApiRoute<chain::JobManager>> Routes() {
+std::vector<ApiRoute<chain::JobManager>> JobRoutes() {
   // clang-format off
   return {
       {"GET",  "/api/v1/jobs",                 "/api/v1/jobs",                 ListJobs},
@@ -72,6 +72,6 @@ std::vector<ApiRoute<chain::JobManager>> Routes() {
 
 }  // namespace
 
-void RegisterJobsApi(HttpServer* http, chain::JobManager* jobs) { RegisterRoutes(http, jobs, Routes()); }
+void RegisterJobsApi(HttpServer* http, chain::JobManager* jobs) { RegisterRoutes(http, jobs, JobRoutes()); }
 
 }  // namespace sediment::server

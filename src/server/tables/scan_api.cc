@@ -250,7 +250,7 @@ Status ScanTable(table::TableService* tables, const httplib::Request& req, httpl
 }
 
 // The scan API's route: {method, pattern, label in metrics, handler}.
-std::vector<ApiRoute<table::TableService>> Routes() {
+std::vector<ApiRoute<table::TableService>> ScanRoutes() {
   // clang-format off
   return {
       {"GET", R"(/api/v1/datasets/([^/]+)/tables/([^/]+)/scan)", "/api/v1/datasets/{dataset}/tables/{table}/scan",
@@ -276,6 +276,6 @@ void AppendJsonLines(const arrow::RecordBatch& batch, std::string* out) {
   }
 }
 
-void RegisterScanApi(HttpServer* http, table::TableService* tables) { RegisterRoutes(http, tables, Routes()); }
+void RegisterScanApi(HttpServer* http, table::TableService* tables) { RegisterRoutes(http, tables, ScanRoutes()); }
 
 }  // namespace sediment::server

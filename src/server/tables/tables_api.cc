@@ -521,7 +521,7 @@ Status GetHistogram(TableService* tables, const httplib::Request& req, httplib::
 }
 
 // Every route of the tables API: {method, pattern, label in metrics, handler}.
-std::vector<ApiRoute<TableService>> Routes() {
+std::vector<ApiRoute<TableService>> TableRoutes() {
   const std::string tbl = kTablePath, tbl_label = "/api/v1/datasets/{dataset}/tables/{table}";
   // clang-format off
   return {
@@ -542,6 +542,6 @@ std::vector<ApiRoute<TableService>> Routes() {
 
 }  // namespace
 
-void RegisterTablesApi(HttpServer* http, TableService* tables) { RegisterRoutes(http, tables, Routes()); }
+void RegisterTablesApi(HttpServer* http, TableService* tables) { RegisterRoutes(http, tables, TableRoutes()); }
 
 }  // namespace sediment::server
