@@ -93,6 +93,8 @@ struct BadCase {
 TEST_F(ConfigTest, BadFilesNameKeyFileAndLine) {
   std::vector<BadCase> cases = {
       {"[writer]\nbytez = 5\n", "config.toml:2: writer.bytez: unknown setting"},
+      {"[auth]\nencrypt_secret_key = \"short\"\n",
+       "config.toml:2: auth.encrypt_secret_key: must be at least 32 bytes of key material (it has 5)"},
       {"[writr]\nbytes = 5\n", "config.toml:1: writr: unknown setting"},
       {"[writer]\n\nbytes = -5\n", "config.toml:3: writer.bytes: must be at least 1, got -5"},
       {"[writer]\nbytes = \"big\"\n", "config.toml:2: writer.bytes: must be an integer, got \"big\""},
@@ -130,6 +132,17 @@ TEST_F(ConfigTest, BadFilesNameKeyFileAndLine) {
 
 // [catalog] local_namespace_roots and s3_namespace_prefixes: lists, from TOML
 // arrays or comma-separated environment values, checked at start-up.
+// A short secrets key stops start-up, from any source (issue 47).
+TEST_F(ConfigTest, AShortEncryptSecretKeyIsRefused) {
+  auto config = Config::Load("", {{"SEDIMENT_AUTH_ENCRYPT_SECRET_KEY", "x"}});
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("SEDIMENT_AUTH_ENCRYPT_SECRET_KEY"), std::string::npos)
+      << config.status().message();
+  EXPECT_NE(config.status().message().find("at least 32 bytes"), std::string::npos);
+  EXPECT_TRUE(Config::Load("", {{"SEDIMENT_AUTH_ENCRYPT_SECRET_KEY", std::string(32, 'k')}}).ok());
+  EXPECT_TRUE(Config::Load("", {}).ok()) << "empty: a key kept in the store";
+}
+
 TEST_F(ConfigTest, NamespaceSettings) {
   auto config = Config::Load("", {{"SEDIMENT_STORAGE_DATA_DIR", "/srv/sediment/"}});
   ASSERT_TRUE(config.ok()) << config.status().ToString();
