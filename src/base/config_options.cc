@@ -113,13 +113,17 @@ const std::vector<Option>& Options() {
       {"console.chart_js", FIELD(console.chart_js), T::kString, Check<std::string>([](const std::string& v) {
          return v.empty() || v.front() != '/' ? fmt::format("\"{}\" is not an absolute file path", v) : std::string();
        })},
-      {"auth.encrypt_secret_key", FIELD(auth.encrypt_secret_key), T::kString, Check<std::string>([](const std::string& v) {
+      {"auth.encrypt_secret_key",
+       FIELD(auth.encrypt_secret_key),
+       T::kString,
+       Check<std::string>([](const std::string& v) {
          // The AES and session-signing keys are derived from it: a short one is guessable.
          return v.empty() || v.size() >= 32
                     ? std::string()
-                    : fmt::format("must be at least 32 bytes of key material (it has {}), or empty for a key kept in "
-                                  "the store",
-                                  v.size());
+                    : fmt::format(
+                          "must be at least 32 bytes of key material (it has {}), or empty for a key kept in "
+                          "the store",
+                          v.size());
        }),
        {},
        true},

@@ -85,8 +85,8 @@ TEST(NamespaceRulesTest, OneRowPerRule) {
 // namespace root carved out of it.
 TEST(NamespaceRulesTest, TheServersOwnFilesAreNobodysNamespace) {
   NamespaceRules s3{{}, {}, {}, {"s3://lake/objects/tables"}};
-  for (const char* ns : {"s3://lake/objects/tables", "s3://lake/objects/tables/eth/logs", "s3://lake/objects",
-                         "s3://lake"}) {
+  for (const char* ns :
+       {"s3://lake/objects/tables", "s3://lake/objects/tables/eth/logs", "s3://lake/objects", "s3://lake"}) {
     auto loc = ParseNamespace(ns);
     ASSERT_OK(loc.status());
     Status st = CheckNamespaceAllowed(ns, *loc, s3);
