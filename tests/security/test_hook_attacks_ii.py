@@ -17,7 +17,7 @@ import requests
 
 from conftest import free_port
 from security.test_action_attacks import commit, lua_action, output, runs
-from security.test_http_framing import CASES, read_all, smuggled
+from security.test_http_framing import read_all, send_case
 from security.util import (catalog_state, connect, create_branch, create_repo, eventually, upload, vm_hwm_bytes,
                            write_config)
 
@@ -508,11 +508,7 @@ FOLDED = ["transfer-encoding folded with a space", "transfer-encoding folded wit
 @pytest.mark.parametrize("case", FOLDED)
 def test_a_folded_transfer_encoding_or_a_0x_chunk_size_is_a_400_that_closes(start_server, tmp_path, case):
     server = start_server("--config", str(write_config(tmp_path)))
-    host = f"127.0.0.1:{server.port}"
-    s = connect(server)
-    s.sendall(CASES[case](host, smuggled(host)).encode())
-    data = read_all(s)
-    s.close()
+    data = send_case(server, case)
     assert data is not None, f"{case}: the connection stayed open"
     statuses = [int(x) for x in re.findall(rb"HTTP/1\.1 (\d\d\d) ", data)]
     assert statuses == [400], (case, data[:400])

@@ -71,14 +71,21 @@ def read_all(sock, timeout=8.0):
         return data
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_a_request_with_broken_framing_is_refused_and_nothing_after_it_runs(start_server, tmp_path, case):
-    server = start_server("--config", str(write_config(tmp_path)))
+def send_case(server, case):
+    """Sends CASES[case], with the smuggled set-up after it, on a connection of its own; what came back
+    (None if the server kept the connection open)."""
     host = f"127.0.0.1:{server.port}"
     s = connect(server)
     s.sendall(CASES[case](host, smuggled(host)).encode())
     data = read_all(s)
     s.close()
+    return data
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_request_with_broken_framing_is_refused_and_nothing_after_it_runs(start_server, tmp_path, case):
+    server = start_server("--config", str(write_config(tmp_path)))
+    data = send_case(server, case)
     state = requests.get(server.url + "/api/v1/setup_lakefs", timeout=30).json()["state"]
     assert state == "not_initialized", f"{case}: the smuggled set-up ran"
     assert data is not None, f"{case}: the connection stayed open after the refusal"
