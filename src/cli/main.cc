@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "base/config.h"
 #include "base/failpoint.h"
@@ -17,6 +18,7 @@
 #include "cli/query_cmd.h"
 #include "cli/table_cmd.h"
 #include "server/app.h"
+#include "server/route_table.h"
 
 namespace sediment {
 namespace {
@@ -106,6 +108,8 @@ int main(int argc, char** argv) {
   serve->add_option("--data-dir", serve_flags.data_dir, "Directory for embedded storage (overrides storage.data_dir)");
 
   auto* version = cli.add_subcommand("version", "Print the version of sediment and of Arrow it uses");
+  auto* routes = cli.add_subcommand(
+      "routes", "Print the server's route table as JSON: every route, who may call it and the permissions it needs");
 
   auto run_table = cli::AddTableCommands(cli);
   auto run_query = cli::AddQueryCommand(cli);
@@ -122,6 +126,10 @@ int main(int argc, char** argv) {
   if (Parsed(cli, "query")) return run_query();
   if (Parsed(cli, "job")) return run_job();
   if (int rc = run_catalog(); rc >= 0) return rc;
+  if (routes->parsed()) {
+    std::cout << server::DescribeRouteTable().dump(2) << "\n";
+    return 0;
+  }
   if (version->parsed()) {
     std::cout << "sediment " << kVersion << " (arrow " << kArrowVersion << ")\n";
     return 0;

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <regex>
 
 #include "actions/actions.h"
 #include "auth/auth.h"
@@ -27,6 +26,8 @@
 #include "server/http/errors.h"
 #include "server/http/http_server.h"
 #include "server/http/principal.h"
+#include "server/http/route.h"
+#include "server/route_table.h"
 #include "server/iceberg/catalog_api.h"
 #include "server/lakefs/api.h"
 #include "server/s3/gateway.h"
@@ -190,7 +191,7 @@ Status App::Start() {
     if (!dir.ok()) spdlog::warn("console off: {}", dir.status().message());
     console_dir_ = dir.ok() ? *dir : "";
   }
-  RegisterRoutes();
+  ARROW_RETURN_NOT_OK(RegisterRoutes());
   http_->Start();
   if (gateway_http_) {
     RegisterS3Gateway(gateway_http_.get(), catalog_.get(), auth_.get(), GatewayOptionsOf(config_));
@@ -307,84 +308,46 @@ Status App::StartCatalog(const std::string& owner) {
   return Status::OK();
 }
 
-// Once the catalog's first admin exists (POST /api/v1/setup_lakefs), the tables
-// and jobs APIs need credentials and a permission too: tables:ReadTable /
-// tables:WriteTable on arn:sediment:tables:::<dataset>/<table>, jobs:ReadJob /
-// jobs:ManageJob on arn:sediment:jobs:::<dataset>. Before that they are open,
-// so an embedded, tables-only deployment needs no set-up.
-bool App::GuardTablesAndJobs(const httplib::Request& req, httplib::Response& res) {
+// An S3 client pointed at the API path (/api/...) is told where the gateway is.
+bool App::Guard(const httplib::Request& req, httplib::Response& res) {
   if (req.path.rfind("/api/", 0) == 0 && IsAwsSigned(req)) {
     ReplyApiPathToS3Client(req, res);
     return false;
   }
-  static const std::regex tables(R"(^/api/v1/datasets(?:/([^/]+)(?:/tables(?:/([^/]+))?)?)?(/.*)?$)");
-  static const std::regex jobs(R"(^/api/v1/jobs(?:/([^/]+))?(/.*)?$)");
-  static const std::regex all_tables(R"(^/api/v1/tables(/.*)?$)");
-  std::smatch m;
-  std::string action, resource;
-  bool read = req.method == "GET" || req.method == "HEAD";
-  void (*reply_error)(httplib::Response&, const Status&) = ReplyError;
-  if (iceberg_ && req.path.rfind("/iceberg/", 0) == 0) {
-    auto access = IcebergAccessFor(req);
-    if (!access) return true;  // the token endpoint checks what it is given
-    action = access->action;
-    resource = access->resource;
-    reply_error = ReplyIcebergError;
-  } else if (std::regex_match(req.path, m, tables)) {
-    action = read ? "tables:ReadTable" : "tables:WriteTable";
-    resource =
-        fmt::format("arn:sediment:tables:::{}/{}", m[1].matched ? m[1].str() : "*", m[2].matched ? m[2].str() : "*");
-  } else if (std::regex_match(req.path, m, all_tables)) {
-    action = read ? "tables:ReadTable" : "tables:WriteTable";
-    resource = "arn:sediment:tables:::*/*";
-  } else if (std::regex_match(req.path, m, jobs)) {
-    action = read ? "jobs:ReadJob" : "jobs:ManageJob";
-    resource = fmt::format("arn:sediment:jobs:::{}", m[1].matched ? m[1].str() : "*");
-  } else {
-    return true;
-  }
-  if (!auth_enforced_.load()) {
-    auto set_up = auth_->IsSetUp();
-    if (!set_up.ok()) {
-      reply_error(res, set_up.status());
-      return false;
-    }
-    if (!*set_up) return true;
-    auth_enforced_ = true;  // set-up cannot be undone
-  }
-  auto user = auth_->Authenticate(AuthorizationOf(req));
-  Status st = !user.ok() ? user.status() : action.empty() ? Status::OK() : auth_->Authorize(*user, action, resource);
-  if (st.ok()) return true;
-  reply_error(res, st);
-  return false;
+  return true;
 }
 
-void App::RegisterRoutes() {
-  http_->SetGuard([this](const httplib::Request& req, httplib::Response& res) { return GuardTablesAndJobs(req, res); });
-  http_->Handle("GET", "/api/v1/healthcheck", "/api/v1/healthcheck",
-                [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
-  RegisterTablesApi(http_.get(), tables_.get());
-  RegisterScanApi(http_.get(), tables_.get());
-  RegisterJobsApi(http_.get(), jobs_.get());
-  if (iceberg_) {
-    iceberg_api_ =
-        RegisterIcebergApi(http_.get(), iceberg_.get(), tables_.get(), auth_.get(), IcebergApiOptionsOf(config_));
-  }
-  RegisterLakeFsApi(http_.get(), catalog_.get(), staging_compactor_.get(), catalog_collector_.get(), importer_.get(),
-                    auth_.get(), config_.ObjectsUri().rfind("s3://", 0) == 0 ? "s3" : "local", actions_.get());
-  http_->Handle("GET", "/metrics", "/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics_.RenderPrometheus(), "text/plain; version=0.0.4; charset=utf-8");
-  });
+Status App::RegisterRoutes() {
+  http_->SetGuard([this](const httplib::Request& req, httplib::Response& res) { return Guard(req, res); });
+  RouteServices s;
+  s.tables = tables_.get();
+  s.jobs = jobs_.get();
+  s.iceberg = iceberg_ != nullptr;
+  s.iceberg_catalog = iceberg_.get();
+  s.iceberg_options = IcebergApiOptionsOf(config_);
+  s.lakefs = LakeFsServices{catalog_.get(),
+                            staging_compactor_.get(),
+                            catalog_collector_.get(),
+                            importer_.get(),
+                            auth_.get(),
+                            config_.ObjectsUri().rfind("s3://", 0) == 0 ? "s3" : "local",
+                            actions_.get()};
+  s.metrics = &metrics_;
   GatewayOptions gateway = GatewayOptionsOf(config_);
+  ConsoleFiles files{console_dir_, config_.console.chart_js};
   if (!console_dir_.empty()) {
-    ConsoleFiles files{console_dir_, config_.console.chart_js};
-    RegisterConsole(http_.get(), files);
+    s.console = &files;
     gateway.browser_page = [files](const httplib::Request& req, httplib::Response& res) {
       ServeConsolePage(files, req, res);
     };
   }
+  router_ = std::make_unique<Router>(auth_.get());
+  router_->Add(RouteTable(s));
+  ARROW_RETURN_NOT_OK(router_->Register(http_.get()));
+  ConnectHooksToApi(actions_.get(), router_.get());
   // Last: it takes every path the routes above do not.
   RegisterS3Gateway(http_.get(), catalog_.get(), auth_.get(), gateway);
+  return Status::OK();
 }
 
 void App::Stop() {

@@ -59,6 +59,7 @@ namespace server {
 
 using auth::AuthService;
 class HttpServer;
+class Router;
 class ServerIdentity;
 
 struct AppDeps {
@@ -96,8 +97,8 @@ class App {
   Status BindListeners(std::string* host, int* port);
   Status OpenStores();
   Status StartCatalog(const std::string& owner);
-  void RegisterRoutes();
-  bool GuardTablesAndJobs(const httplib::Request& req, httplib::Response& res);
+  Status RegisterRoutes();
+  bool Guard(const httplib::Request& req, httplib::Response& res);
 
   Config config_;
   std::shared_ptr<Clock> clock_;
@@ -107,7 +108,7 @@ class App {
   std::unique_ptr<ServerIdentity> identity_;
   std::unique_ptr<table::TableService> tables_;
   std::unique_ptr<iceberg::IcebergCatalog> iceberg_;  // null with [iceberg] enabled = false
-  std::shared_ptr<struct IcebergApi> iceberg_api_;
+  std::unique_ptr<Router> router_;  // the route table of the API port
   std::unique_ptr<chain::JobManager> jobs_;
   std::unique_ptr<catalog::Catalog> catalog_;
   std::unique_ptr<catalog::StagingCompactor> staging_compactor_;
@@ -119,7 +120,6 @@ class App {
   std::unique_ptr<HttpServer> gateway_http_;  // only with [gateway] listen
   bool started_ = false;
   std::string console_dir_;  // "" = no console
-  std::atomic<bool> auth_enforced_{false};
 };
 
 }  // namespace server

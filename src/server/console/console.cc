@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 
+#include "server/http/errors.h"
 #include "server/http/http_server.h"
 
 namespace sediment::server {
@@ -98,17 +99,21 @@ Result<std::string> FindConsoleDir(const std::string& configured) {
       fmt::format("no console pages beside {} (looked in ./console and ../console); set console.dir", exe.string()));
 }
 
-void RegisterConsole(HttpServer* http, const ConsoleFiles& files) {
-  http->Handle("GET", R"(/_console/(.+))", "/_console", [files](const httplib::Request& req, httplib::Response& res) {
-    std::string name = req.matches[1];
-    if (name == "vendor/chart.js") return Reply(files.chart_js, name, req, res);
-    if (!SafeName(name)) {
-      res.status = 404;
-      res.set_content(fmt::format("no console file {}\n", name), "text/plain");
-      return;
+std::vector<Route> ConsoleRoutes(const ConsoleFiles& files) {
+  static const Protocol kConsole{"console", ReplyError};
+  auto serve = [files](const Call& c) {
+    std::string name = c.req.matches[1];
+    if (name == "vendor/chart.js") {
+      Reply(files.chart_js, name, c.req, c.res);
+    } else if (!SafeName(name)) {
+      c.res.status = 404;
+      c.res.set_content(fmt::format("no console file {}\n", name), "text/plain");
+    } else {
+      Reply(files.dir + "/" + name, name, c.req, c.res);
     }
-    Reply(files.dir + "/" + name, name, req, res);
-  });
+    return Status::OK();
+  };
+  return {{"GET", "/_console/{file:.+}", "console GetFile", Access::kPublic, {}, serve, &kConsole}};
 }
 
 void ServeConsolePage(const ConsoleFiles& files, const httplib::Request& req, httplib::Response& res) {

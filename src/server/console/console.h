@@ -6,6 +6,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include "server/http/route.h"
 
 #include "base/status.h"
 
@@ -26,8 +29,9 @@ struct ConsoleFiles {
 // the first of <binary's dir>/console and <binary's dir>/../console that does.
 Result<std::string> FindConsoleDir(const std::string& configured);
 
-// Registers /_console/... on `http`; before the gateway, whose routes catch every path.
-void RegisterConsole(HttpServer* http, const ConsoleFiles& files);
+// The console's row of the route table: GET /_console/{file}, open to anyone
+// (the pages ask for an access key before they call the API).
+std::vector<Route> ConsoleRoutes(const ConsoleFiles& files);
 // The console's page (GET / from a browser).
 void ServeConsolePage(const ConsoleFiles& files, const httplib::Request& req, httplib::Response& res);
 

@@ -36,10 +36,6 @@ struct IcebergApi {
 
 namespace {
 
-const char* kNamespaces = "/iceberg/v1/namespaces";
-const char* kNamespace = R"(/iceberg/v1/namespaces/([^/]+))";
-const char* kTables = R"(/iceberg/v1/namespaces/([^/]+)/tables)";
-const char* kTable = R"(/iceberg/v1/namespaces/([^/]+)/tables/([^/]+))";
 
 void ReplyModel(Res& res, int code, const std::string& type, const std::string& message) {
   res.status = code;
@@ -199,33 +195,6 @@ Status RefuseWrite(IcebergApi*, const Req&, Res& res) {
   return Status::OK();
 }
 
-std::vector<ApiRoute<IcebergApi>> IcebergRoutes() {
-  const std::string table = kTable, table_label = "/iceberg/v1/namespaces/{namespace}/tables/{table}";
-  const std::string tables = kTables, tables_label = "/iceberg/v1/namespaces/{namespace}/tables";
-  const std::string ns = kNamespace, ns_label = "/iceberg/v1/namespaces/{namespace}";
-  // clang-format off
-  return {
-      {"GET",    "/iceberg/v1/config",        "/iceberg/v1/config",        GetConfig},
-      {"POST",   "/iceberg/v1/oauth/tokens",  "/iceberg/v1/oauth/tokens",  PostToken},
-      {"GET",    kNamespaces,                 kNamespaces,                 ListNamespaces},
-      {"GET",    ns,                          ns_label,                    GetNamespace},
-      {"GET",    tables,                      tables_label,                ListTables},
-      {"GET",    table,                       table_label,                 LoadTable},
-      // Writes: refused.
-      {"POST",   kNamespaces,                 kNamespaces,                 RefuseWrite},
-      {"POST",   ns + "/properties",          ns_label + "/properties",    RefuseWrite},
-      {"DELETE", ns,                          ns_label,                    RefuseWrite},
-      {"POST",   tables,                      tables_label,                RefuseWrite},
-      {"POST",   table,                       table_label,                 RefuseWrite},
-      {"DELETE", table,                       table_label,                 RefuseWrite},
-      {"POST",   table + "/metrics",          table_label + "/metrics",    RefuseWrite},
-      {"POST",   ns + "/register",            ns_label + "/register",      RefuseWrite},
-      {"POST",   "/iceberg/v1/tables/rename", "/iceberg/v1/tables/rename", RefuseWrite},
-      {"POST",   "/iceberg/v1/transactions/commit", "/iceberg/v1/transactions/commit", RefuseWrite},
-  };
-  // clang-format on
-}
-
 }  // namespace
 
 void ReplyIcebergError(Res& res, const Status& st) {
@@ -241,26 +210,49 @@ void ReplyIcebergError(Res& res, const Status& st) {
   ReplyModel(res, code, type, code >= 500 && code != 503 ? "internal error (the server log has it)" : st.message());
 }
 
-std::optional<IcebergAccess> IcebergAccessFor(const Req& req) {
-  if (req.path == "/iceberg/v1/oauth/tokens") return std::nullopt;
-  // Every client reads the configuration first: a user who may read one table must get past it.
-  if (req.path == "/iceberg/v1/config" && (req.method == "GET" || req.method == "HEAD")) return IcebergAccess{};
-  static const std::regex scoped(R"(^/iceberg/v1/namespaces/([^/]+)(?:/tables/([^/]+))?(/.*)?$)");
-  bool read = req.method == "GET" || req.method == "HEAD";
-  IcebergAccess a{read ? "tables:ReadTable" : "tables:WriteTable", "arn:sediment:tables:::*/*"};
-  std::smatch m;
-  if (std::regex_match(req.path, m, scoped)) {
-    a.resource = fmt::format("arn:sediment:tables:::{}/{}", m[1].str(), m[2].matched ? m[2].str() : "*");
-  }
-  return a;
-}
-
-std::shared_ptr<IcebergApi> RegisterIcebergApi(HttpServer* http, iceberg::IcebergCatalog* catalog,
-                                               table::TableService* tables, AuthService* auth,
-                                               IcebergApiOptions options) {
+std::vector<Route> IcebergRoutes(iceberg::IcebergCatalog* catalog, table::TableService* tables, AuthService* auth,
+                                 IcebergApiOptions options) {
+  // The routes share it; each holds it, so it lives as long as they do.
   auto api = std::make_shared<IcebergApi>(IcebergApi{catalog, tables, auth, std::move(options)});
-  RegisterRoutes(http, api.get(), IcebergRoutes(), ReplyIcebergError);
-  return api;
+  static const Protocol kIceberg{"iceberg", ReplyIcebergError, nullptr, /*open_until_set_up=*/true};
+  const std::string v1 = "/iceberg/v1", nss = v1 + "/namespaces", ns = nss + "/{namespace}";
+  const std::string tables_path = ns + "/tables", table = tables_path + "/{table}";
+  constexpr const char* kTableArn = "arn:sediment:tables:::{namespace}/{table}";
+  constexpr const char* kNamespaceArn = "arn:sediment:tables:::{namespace}/*";
+  const auto read_all = Need("tables:ReadTable", "arn:sediment:tables:::*/*");
+  const auto write_all = Need("tables:WriteTable", "arn:sediment:tables:::*/*");
+  const auto read_ns = Need("tables:ReadTable", kNamespaceArn), write_ns = Need("tables:WriteTable", kNamespaceArn);
+  const auto write_table = Need("tables:WriteTable", kTableArn);
+  using A = Access;
+  auto bind = [api](Status (*fn)(IcebergApi*, const Req&, Res&)) -> RouteHandler {
+    return [api, fn](const Call& c) { return fn(api.get(), c.req, c.res); };
+  };
+  // clang-format off
+  std::vector<Route> rows = {
+      // Every client reads the configuration first: a user who may read one table must get past it.
+      {"GET",    v1 + "/config",       "iceberg GetConfig",      A::kAuthenticated, {},       bind(GetConfig)},
+      // The token endpoint checks the credentials it is given.
+      {"POST",   v1 + "/oauth/tokens", "iceberg GetToken",       A::kPublic,        {},       bind(PostToken)},
+      {"GET",    nss,                  "iceberg ListNamespaces", A::kAuthorized,    read_all, bind(ListNamespaces)},
+      {"GET",    ns,                   "iceberg LoadNamespace",  A::kAuthorized,    read_ns,  bind(GetNamespace)},
+      {"GET",    tables_path,          "iceberg ListTables",     A::kAuthorized,    read_ns,  bind(ListTables)},
+      {"GET",    table,                "iceberg LoadTable",      A::kAuthorized,
+       Need("tables:ReadTable", kTableArn),                                                   bind(LoadTable)},
+      // Writes: refused (Sediment is its tables' only writer).
+      {"POST",   nss,                  "iceberg CreateNamespace", A::kAuthorized,   write_all,   bind(RefuseWrite)},
+      {"POST",   ns + "/properties",   "iceberg UpdateNamespaceProperties", A::kAuthorized, write_ns, bind(RefuseWrite)},
+      {"DELETE", ns,                   "iceberg DropNamespace",  A::kAuthorized,    write_ns,    bind(RefuseWrite)},
+      {"POST",   tables_path,          "iceberg CreateTable",    A::kAuthorized,    write_ns,    bind(RefuseWrite)},
+      {"POST",   table,                "iceberg UpdateTable",    A::kAuthorized,    write_table, bind(RefuseWrite)},
+      {"DELETE", table,                "iceberg DropTable",      A::kAuthorized,    write_table, bind(RefuseWrite)},
+      {"POST",   table + "/metrics",   "iceberg ReportMetrics",  A::kAuthorized,    write_table, bind(RefuseWrite)},
+      {"POST",   ns + "/register",     "iceberg RegisterTable",  A::kAuthorized,    write_ns,    bind(RefuseWrite)},
+      {"POST",   v1 + "/tables/rename", "iceberg RenameTable",   A::kAuthorized,    write_all,   bind(RefuseWrite)},
+      {"POST",   v1 + "/transactions/commit", "iceberg CommitTransaction", A::kAuthorized, write_all, bind(RefuseWrite)},
+  };
+  // clang-format on
+  for (Route& r : rows) r.protocol = &kIceberg;
+  return rows;
 }
 
 }  // namespace sediment::server

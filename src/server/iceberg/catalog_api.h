@@ -9,9 +9,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "server/http/route.h"
 
 namespace httplib {
 struct Request;
@@ -38,19 +40,9 @@ struct IcebergApiOptions {
   std::map<std::string, std::string> table_config;  // LoadTableResult "config" (S3 endpoint, vended credentials)
 };
 
-// The routes; they use what it returns, which the caller keeps while the server runs.
-struct IcebergApi;
-std::shared_ptr<IcebergApi> RegisterIcebergApi(HttpServer* http, iceberg::IcebergCatalog* catalog,
-                                               table::TableService* tables, AuthService* auth,
-                                               IcebergApiOptions options);
-
-// What a request under /iceberg needs: the tables action and resource to
-// authorize (an empty action: authentication only), or nullopt for the routes
-// open to anyone (the token endpoint, which checks the credentials it is given).
-struct IcebergAccess {
-  std::string action, resource;
-};
-std::optional<IcebergAccess> IcebergAccessFor(const httplib::Request& req);
+// The Iceberg catalog's rows of the route table.
+std::vector<Route> IcebergRoutes(iceberg::IcebergCatalog* catalog, table::TableService* tables, AuthService* auth,
+                                 IcebergApiOptions options);
 
 // A failed Status as the protocol's ErrorModel.
 void ReplyIcebergError(httplib::Response& res, const Status& st);

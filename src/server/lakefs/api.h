@@ -5,6 +5,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include "server/http/route.h"
 
 namespace sediment::catalog {
 class Catalog;
@@ -23,13 +26,22 @@ class AuthService;
 
 namespace sediment::server {
 using auth::AuthService;
-class HttpServer;
 
-// `blockstore_type` ("s3" or "local") is what GET /config reports as the default storage.
-// `collector` serves POST /api/v1/repositories/{repo}/gc; `importer` the imports;
-// `actions` (may be null) runs hooks around operations and keeps their runs.
-void RegisterLakeFsApi(HttpServer* http, catalog::Catalog* catalog, catalog::StagingCompactor* compactor,
-                       catalog::CatalogCollector* collector, catalog::Importer* importer, AuthService* auth,
-                       const std::string& blockstore_type, actions::ActionsService* actions);
+struct LakeFsServices {
+  catalog::Catalog* catalog;
+  catalog::StagingCompactor* compactor;
+  catalog::CatalogCollector* collector;  // serves POST /api/v1/repositories/{repo}/gc
+  catalog::Importer* importer;
+  AuthService* auth;
+  std::string blockstore_type;       // "s3" or "local": what GET /config reports as the default storage
+  actions::ActionsService* actions;  // may be null: runs hooks around operations and keeps their runs
+};
+
+// The lakeFS API's rows of the route table (their handlers share `services`).
+std::vector<Route> LakeFsRoutes(const LakeFsServices& services);
+
+// Gives `actions` (if any) the lakeFS API in-process, through `router`'s
+// lakeFS rows as `Dispatch` runs them, for Lua hooks' `lakefs` calls.
+void ConnectHooksToApi(actions::ActionsService* actions, Router* router);
 
 }  // namespace sediment::server

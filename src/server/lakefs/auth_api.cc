@@ -186,7 +186,6 @@ Status GetCurrentUser(const Context& ctx, const Req&, Res& res, const std::strin
 // --- users and credentials -----------------------------------------------------
 
 Status ListUsers(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ListUsers", "*"));
   bool more = false;
   ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
   ARROW_ASSIGN_OR_RAISE(auto users, ctx.auth->ListUsers(page));
@@ -199,28 +198,24 @@ Status ListUsers(const Context& ctx, const Req& req, Res& res, const std::string
 Status CreateUser(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   ARROW_ASSIGN_OR_RAISE(auto id, Field<std::string>(body, "id"));
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:CreateUser", UserArn(id)));
   ARROW_ASSIGN_OR_RAISE(auto u, ctx.auth->CreateUser(id));
   ReplyJson(res, 201, UserJson(u));
   return Status::OK();
 }
 
 Status GetUser(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ReadUser", UserArn(req.matches[1])));
   ARROW_ASSIGN_OR_RAISE(auto u, ctx.auth->GetUser(req.matches[1]));
   ReplyJson(res, 200, UserJson(u));
   return Status::OK();
 }
 
 Status DeleteUser(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:DeleteUser", UserArn(req.matches[1])));
   ARROW_RETURN_NOT_OK(ctx.auth->DeleteUser(req.matches[1]));
   res.status = 204;
   return Status::OK();
 }
 
 Status CreateCredentials(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:CreateCredentials", UserArn(req.matches[1])));
   ARROW_ASSIGN_OR_RAISE(auto c, ctx.auth->CreateCredentials(req.matches[1]));
   ReplyJson(res, 201,
             {{"access_key_id", c.access_key_id},
@@ -230,7 +225,6 @@ Status CreateCredentials(const Context& ctx, const Req& req, Res& res, const std
 }
 
 Status ListCredentials(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ListCredentials", UserArn(req.matches[1])));
   bool more = false;
   ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
   ARROW_ASSIGN_OR_RAISE(auto creds, ctx.auth->ListCredentials(req.matches[1], page));
@@ -244,7 +238,6 @@ Status ListCredentials(const Context& ctx, const Req& req, Res& res, const std::
 }
 
 Status DeleteCredentials(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:DeleteCredentials", UserArn(req.matches[1])));
   ARROW_RETURN_NOT_OK(ctx.auth->DeleteCredentials(req.matches[1], req.matches[2]));
   res.status = 204;
   return Status::OK();
@@ -256,7 +249,6 @@ Status CreatePolicy(const Context& ctx, const Req& req, Res& res, const std::str
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   Policy p;
   ARROW_ASSIGN_OR_RAISE(p.id, Field<std::string>(body, "id"));
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:CreatePolicy", PolicyArn(p.id)));
   ARROW_ASSIGN_OR_RAISE(p.statements, StatementsOf(body));
   ARROW_ASSIGN_OR_RAISE(auto created, ctx.auth->CreatePolicy(p));
   ReplyJson(res, 201, PolicyJson(created));
@@ -264,7 +256,6 @@ Status CreatePolicy(const Context& ctx, const Req& req, Res& res, const std::str
 }
 
 Status ListPolicies(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ListPolicies", "*"));
   bool more = false;
   ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
   ARROW_ASSIGN_OR_RAISE(auto ps, ctx.auth->ListPolicies(page));
@@ -273,21 +264,18 @@ Status ListPolicies(const Context& ctx, const Req& req, Res& res, const std::str
 }
 
 Status GetPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ReadPolicy", PolicyArn(req.matches[1])));
   ARROW_ASSIGN_OR_RAISE(auto p, ctx.auth->GetPolicy(req.matches[1]));
   ReplyJson(res, 200, PolicyJson(p));
   return Status::OK();
 }
 
 Status DeletePolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:DeletePolicy", PolicyArn(req.matches[1])));
   ARROW_RETURN_NOT_OK(ctx.auth->DeletePolicy(req.matches[1]));
   res.status = 204;
   return Status::OK();
 }
 
 Status ListUserPolicies(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ReadUser", UserArn(req.matches[1])));
   bool more = false;
   ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
   ARROW_ASSIGN_OR_RAISE(auto ps, ctx.auth->ListUserPolicies(req.matches[1], page));
@@ -296,14 +284,12 @@ Status ListUserPolicies(const Context& ctx, const Req& req, Res& res, const std:
 }
 
 Status AttachPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:AttachPolicy", UserArn(req.matches[1])));
   ARROW_RETURN_NOT_OK(ctx.auth->AttachPolicy(req.matches[1], req.matches[2]));
   res.status = 201;
   return Status::OK();
 }
 
 Status DetachPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:DetachPolicy", UserArn(req.matches[1])));
   ARROW_RETURN_NOT_OK(ctx.auth->DetachPolicy(req.matches[1], req.matches[2]));
   res.status = 204;
   return Status::OK();
@@ -311,7 +297,6 @@ Status DetachPolicy(const Context& ctx, const Req& req, Res& res, const std::str
 
 Status UpdatePolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   const std::string id = req.matches[1];
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:UpdatePolicy", PolicyArn(id)));
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   ARROW_ASSIGN_OR_RAISE(auto body_id, Field<std::string>(body, "id"));
   if (body_id != id) {
@@ -328,7 +313,6 @@ Status UpdatePolicy(const Context& ctx, const Req& req, Res& res, const std::str
 // --- groups ----------------------------------------------------------------------
 
 Status ListGroups(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ListGroups", "*"));
   bool more = false;
   ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
   ARROW_ASSIGN_OR_RAISE(auto groups, ctx.auth->ListGroups(page));
@@ -341,7 +325,6 @@ Status ListGroups(const Context& ctx, const Req& req, Res& res, const std::strin
 Status CreateGroup(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   ARROW_ASSIGN_OR_RAISE(auto id, Field<std::string>(body, "id"));
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:CreateGroup", GroupArn(id)));
   std::string description;
   if (body.contains("description") && !body["description"].is_null()) {
     ARROW_ASSIGN_OR_RAISE(description, Field<std::string>(body, "description"));
@@ -352,21 +335,18 @@ Status CreateGroup(const Context& ctx, const Req& req, Res& res, const std::stri
 }
 
 Status GetGroup(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ReadGroup", GroupArn(req.matches[1])));
   ARROW_ASSIGN_OR_RAISE(auto g, ctx.auth->GetGroup(req.matches[1]));
   ReplyJson(res, 200, GroupJson(g));
   return Status::OK();
 }
 
 Status DeleteGroup(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:DeleteGroup", GroupArn(req.matches[1])));
   ARROW_RETURN_NOT_OK(ctx.auth->DeleteGroup(req.matches[1]));
   res.status = 204;
   return Status::OK();
 }
 
 Status ListGroupMembers(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ReadGroup", GroupArn(req.matches[1])));
   bool more = false;
   ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
   ARROW_ASSIGN_OR_RAISE(auto users, ctx.auth->ListGroupMembers(req.matches[1], page));
@@ -377,21 +357,18 @@ Status ListGroupMembers(const Context& ctx, const Req& req, Res& res, const std:
 }
 
 Status AddGroupMember(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:AddGroupMember", GroupArn(req.matches[1])));
   ARROW_RETURN_NOT_OK(ctx.auth->AddGroupMember(req.matches[1], req.matches[2]));
   res.status = 201;
   return Status::OK();
 }
 
 Status RemoveGroupMember(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:RemoveGroupMember", GroupArn(req.matches[1])));
   ARROW_RETURN_NOT_OK(ctx.auth->RemoveGroupMember(req.matches[1], req.matches[2]));
   res.status = 204;
   return Status::OK();
 }
 
 Status ListGroupPolicies(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ReadGroup", GroupArn(req.matches[1])));
   bool more = false;
   ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
   ARROW_ASSIGN_OR_RAISE(auto ps, ctx.auth->ListGroupPolicies(req.matches[1], page));
@@ -400,14 +377,12 @@ Status ListGroupPolicies(const Context& ctx, const Req& req, Res& res, const std
 }
 
 Status AttachGroupPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:AttachPolicy", GroupArn(req.matches[1])));
   ARROW_RETURN_NOT_OK(ctx.auth->AttachGroupPolicy(req.matches[1], req.matches[2]));
   res.status = 201;
   return Status::OK();
 }
 
 Status DetachGroupPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:DetachPolicy", GroupArn(req.matches[1])));
   ARROW_RETURN_NOT_OK(ctx.auth->DetachGroupPolicy(req.matches[1], req.matches[2]));
   res.status = 204;
   return Status::OK();
@@ -417,8 +392,6 @@ Status DetachGroupPolicy(const Context& ctx, const Req& req, Res& res, const std
 // group and that policy (as lakeFS checks).
 Status GetGroupAcl(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   const std::string group = req.matches[1];
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ReadGroup", GroupArn(group)));
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ReadPolicy", PolicyArn("ACL(_-_)" + group)));
   auto acl = ctx.auth->GetGroupAcl(group);
   if (IsNotFound(acl.status()) && ctx.auth->GetGroup(group).ok()) {
     ReplyJson(res, 404, {{"message", acl.status().message()}, {"no_acl", true}});
@@ -431,9 +404,6 @@ Status GetGroupAcl(const Context& ctx, const Req& req, Res& res, const std::stri
 
 Status SetGroupAcl(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   const std::string group = req.matches[1];
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ReadGroup", GroupArn(group)));
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:AttachPolicy", PolicyArn("ACL(_-_)" + group)));
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:UpdatePolicy", PolicyArn("ACL(_-_)" + group)));
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   ARROW_ASSIGN_OR_RAISE(auto permission, Field<std::string>(body, "permission"));
   ARROW_RETURN_NOT_OK(ctx.auth->SetGroupAcl(group, permission));
@@ -442,7 +412,6 @@ Status SetGroupAcl(const Context& ctx, const Req& req, Res& res, const std::stri
 }
 
 Status ListUserGroups(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "auth:ReadUser", UserArn(req.matches[1])));
   bool more = false;
   ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
   ARROW_ASSIGN_OR_RAISE(auto groups, ctx.auth->ListUserGroups(req.matches[1], page));

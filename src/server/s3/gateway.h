@@ -10,6 +10,7 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -49,5 +50,10 @@ void ReplyApiPathToS3Client(const httplib::Request& req, httplib::Response& res)
 // Registers the gateway's routes on `http`: after every other route, since
 // they catch all paths but /api/... and /metrics.
 void RegisterS3Gateway(HttpServer* http, catalog::Catalog* catalog, AuthService* auth, const GatewayOptions& options);
+
+// The gateway's operation table (s3/operations.cc) as rows: operation,
+// method, level ("service", "bucket", "object"), the selecting sub-resource
+// and header, and the permission it needs ({"action", "resource"} or null).
+nlohmann::json DescribeS3Operations();
 
 }  // namespace sediment::server

@@ -80,7 +80,6 @@ Result<std::optional<std::pair<int64_t, int64_t>>> CopyRange(const std::string& 
 
 Status CreateMultipartUpload(const Gateway& gw, const Target& t, const Req& req, Res& res, const Caller& c) {
   ARROW_RETURN_NOT_OK(catalog::Catalog::ValidatePath(t.path));
-  ARROW_RETURN_NOT_OK(gw.Allow(c.user, "fs:WriteObject", lakefs::ObjectArn(t.bucket, t.path)));
   ARROW_ASSIGN_OR_RAISE(auto repo, WritableBranch(gw, t));
   catalog::MultipartUpload u;
   u.branch = t.ref;
@@ -100,7 +99,6 @@ Status CreateMultipartUpload(const Gateway& gw, const Target& t, const Req& req,
 // UploadPart, and UploadPartCopy when x-amz-copy-source is present.
 Status UploadPart(const Gateway& gw, const Target& t, const Req& req, Res& res, const Reader& body, const Caller& c) {
   ARROW_ASSIGN_OR_RAISE(int number, PartNumber(t));
-  ARROW_RETURN_NOT_OK(gw.Allow(c.user, "fs:WriteObject", lakefs::ObjectArn(t.bucket, t.path)));
   ARROW_ASSIGN_OR_RAISE(auto repo, WritableBranch(gw, t));
   ARROW_ASSIGN_OR_RAISE(auto u, NamedUpload(gw, t));
   ARROW_ASSIGN_OR_RAISE(auto ns, gw.cat->RepositoryNamespace(repo));
@@ -159,7 +157,6 @@ Status UploadPart(const Gateway& gw, const Target& t, const Req& req, Res& res, 
 }
 
 Status ListParts(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& c) {
-  ARROW_RETURN_NOT_OK(gw.Allow(c.user, "fs:ReadObject", lakefs::ObjectArn(t.bucket, t.path)));
   ARROW_RETURN_NOT_OK(LoadBucket(gw, t.bucket).status());
   ARROW_ASSIGN_OR_RAISE(auto u, NamedUpload(gw, t));
   int marker = 0;
@@ -205,7 +202,6 @@ Status CompleteMultipartUpload(const Gateway& gw, const Target& t, const Req& re
   std::string inm = req.get_header_value("If-None-Match");
   if (!inm.empty() && inm != "*") return S3Error(501, "NotImplemented", "If-None-Match supports only \"*\"");
   if_absent = inm == "*";
-  ARROW_RETURN_NOT_OK(gw.Allow(c.user, "fs:WriteObject", lakefs::ObjectArn(t.bucket, t.path)));
   ARROW_ASSIGN_OR_RAISE(auto repo, WritableBranch(gw, t));
   ARROW_ASSIGN_OR_RAISE(auto u, NamedUpload(gw, t));
 
@@ -300,7 +296,6 @@ Status CompleteMultipartUpload(const Gateway& gw, const Target& t, const Req& re
 }
 
 Status AbortMultipartUpload(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& c) {
-  ARROW_RETURN_NOT_OK(gw.Allow(c.user, "fs:DeleteObject", lakefs::ObjectArn(t.bucket, t.path)));
   ARROW_ASSIGN_OR_RAISE(auto repo, LoadBucket(gw, t.bucket));
   ARROW_ASSIGN_OR_RAISE(auto u, NamedUpload(gw, t));
   ARROW_ASSIGN_OR_RAISE(auto parts, gw.cat->ListUploadParts(t.bucket, u.id));
@@ -314,7 +309,6 @@ Status AbortMultipartUpload(const Gateway& gw, const Target& t, const Req&, Res&
 }
 
 Status ListMultipartUploads(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& c) {
-  ARROW_RETURN_NOT_OK(gw.Allow(c.user, "fs:ListObjects", lakefs::RepoArn(t.bucket)));
   ARROW_RETURN_NOT_OK(LoadBucket(gw, t.bucket).status());
   for (const char* unsupported : {"delimiter", "prefix", "encoding-type", "key-marker"}) {
     if (t.Has(unsupported)) {

@@ -7,11 +7,15 @@
 // multipart.cc, declared in gateway_internal.h) and add its row here.
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
+#include <cstring>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "server/http/http_server.h"
+#include "server/http/route.h"
 #include "server/s3/gateway_internal.h"
 
 namespace sediment::server::s3 {
@@ -23,40 +27,63 @@ enum class Level { kService, kBucket, kObject };
 using Handler = Status (*)(const Gateway&, const Target&, const Req&, Res&, const Caller&);
 using BodyHandler = Status (*)(const Gateway&, const Target&, const Req&, Res&, const Reader&, const Caller&);
 
+// A row of the route table (http/route.h) in S3's terms: the request's
+// level, method and selecting sub-resource or header stand for its path, and
+// the permission is checked here, before the handler, as the Router does for
+// the other APIs (a copy's source and each key of a multi-object delete are
+// checked by their handlers).
 struct Operation {
   const char* name;  // the S3 operation: its metric label is "s3 <name>"
   const char* method;
   Level level;
   const char* query = "";   // a sub-resource the request must have ("" none)
   const char* header = "";  // a header the request must have ("" none)
+  Permission need;          // resource: an ARN template of {bucket} and {path} (the key within its ref)
   std::variant<Handler, BodyHandler> handler;
 };
+
+constexpr const char* kBucketArn = "arn:lakefs:fs:::repository/{bucket}";
+constexpr const char* kObjectArn = "arn:lakefs:fs:::repository/{bucket}/object/{path}";
+
+std::string ResourceOf(const std::string& resource, const Target& t) {
+  std::string out = resource;
+  for (auto [name, value] : {std::pair<const char*, const std::string*>{"{bucket}", &t.bucket}, {"{path}", &t.path}}) {
+    if (size_t at = out.find(name); at != std::string::npos) out.replace(at, std::strlen(name), *value);
+  }
+  return out;
+}
 
 const std::vector<Operation>& Operations() {
   using L = Level;
   // clang-format off
+  const Permission list_repos{"fs:ListRepositories", "*"}, read_repo{"fs:ReadRepository", kBucketArn};
+  const Permission list{"fs:ListObjects", kBucketArn}, create_repo{"fs:CreateRepository", kBucketArn};
+  const Permission read{"fs:ReadObject", kObjectArn}, write{"fs:WriteObject", kObjectArn};
+  const Permission del{"fs:DeleteObject", kObjectArn};
+  // Each key of a multi-object delete is authorized by its handler (fs:DeleteObject).
+  const Permission per_key{"", ""};
   static const std::vector<Operation> table = {
-      {"ListBuckets",             "GET",    L::kService, "",           "", ListBuckets},
-      {"ListBuckets",             "HEAD",   L::kService, "",           "", ListBuckets},
-      {"HeadBucket",              "HEAD",   L::kBucket,  "",           "", HeadBucket},
-      {"GetBucketLocation",       "GET",    L::kBucket,  "location",   "", GetBucketLocation},
-      {"GetBucketVersioning",     "GET",    L::kBucket,  "versioning", "", GetBucketVersioning},
-      {"ListMultipartUploads",    "GET",    L::kBucket,  "uploads",    "", ListMultipartUploads},
-      {"ListObjects",             "GET",    L::kBucket,  "",           "", ListObjects},
-      {"DeleteObjects",           "POST",   L::kBucket,  "delete",     "", DeleteObjects},
-      {"CreateBucket",            "PUT",    L::kBucket,  "",           "", CreateBucket},
-      {"ListParts",               "GET",    L::kObject,  "uploadId",   "", ListParts},
-      {"ListParts",               "HEAD",   L::kObject,  "uploadId",   "", ListParts},
-      {"GetObject",               "GET",    L::kObject,  "",           "", GetObject},
-      {"HeadObject",              "HEAD",   L::kObject,  "",           "", GetObject},
-      {"UploadPart",              "PUT",    L::kObject,  "uploadId",   "", UploadPart},
-      {"UploadPart",              "PUT",    L::kObject,  "partNumber", "", UploadPart},
-      {"CopyObject",              "PUT",    L::kObject,  "",           "x-amz-copy-source", CopyObject},
-      {"PutObject",               "PUT",    L::kObject,  "",           "", PutObject},
-      {"CreateMultipartUpload",   "POST",   L::kObject,  "uploads",    "", CreateMultipartUpload},
-      {"CompleteMultipartUpload", "POST",   L::kObject,  "uploadId",   "", CompleteMultipartUpload},
-      {"AbortMultipartUpload",    "DELETE", L::kObject,  "uploadId",   "", AbortMultipartUpload},
-      {"DeleteObject",            "DELETE", L::kObject,  "",           "", DeleteObject},
+      {"ListBuckets",             "GET",    L::kService, "",           "", list_repos,  ListBuckets},
+      {"ListBuckets",             "HEAD",   L::kService, "",           "", list_repos,  ListBuckets},
+      {"HeadBucket",              "HEAD",   L::kBucket,  "",           "", read_repo,   HeadBucket},
+      {"GetBucketLocation",       "GET",    L::kBucket,  "location",   "", list,        GetBucketLocation},
+      {"GetBucketVersioning",     "GET",    L::kBucket,  "versioning", "", list,        GetBucketVersioning},
+      {"ListMultipartUploads",    "GET",    L::kBucket,  "uploads",    "", list,        ListMultipartUploads},
+      {"ListObjects",             "GET",    L::kBucket,  "",           "", list,        ListObjects},
+      {"DeleteObjects",           "POST",   L::kBucket,  "delete",     "", per_key,     DeleteObjects},
+      {"CreateBucket",            "PUT",    L::kBucket,  "",           "", create_repo, CreateBucket},
+      {"ListParts",               "GET",    L::kObject,  "uploadId",   "", read,        ListParts},
+      {"ListParts",               "HEAD",   L::kObject,  "uploadId",   "", read,        ListParts},
+      {"GetObject",               "GET",    L::kObject,  "",           "", read,        GetObject},
+      {"HeadObject",              "HEAD",   L::kObject,  "",           "", read,        GetObject},
+      {"UploadPart",              "PUT",    L::kObject,  "uploadId",   "", write,       UploadPart},
+      {"UploadPart",              "PUT",    L::kObject,  "partNumber", "", write,       UploadPart},
+      {"CopyObject",              "PUT",    L::kObject,  "",           "x-amz-copy-source", write, CopyObject},
+      {"PutObject",               "PUT",    L::kObject,  "",           "", write,       PutObject},
+      {"CreateMultipartUpload",   "POST",   L::kObject,  "uploads",    "", write,       CreateMultipartUpload},
+      {"CompleteMultipartUpload", "POST",   L::kObject,  "uploadId",   "", write,       CompleteMultipartUpload},
+      {"AbortMultipartUpload",    "DELETE", L::kObject,  "uploadId",   "", del,         AbortMultipartUpload},
+      {"DeleteObject",            "DELETE", L::kObject,  "",           "", del,         DeleteObject},
   };
   // clang-format on
   return table;
@@ -116,6 +143,7 @@ Status RunOperation(const Gateway& gw, const Target& t, const Req& req, Res& res
       continue;
     }
     HttpServer::NameRoute(std::string("s3 ") + op.name);
+    if (!op.need.action.empty()) ARROW_RETURN_NOT_OK(gw.Allow(c.user, op.need.action, ResourceOf(op.need.resource, t)));
     if (auto* fn = std::get_if<Handler>(&op.handler)) return (*fn)(gw, t, req, res, c);
     if (!body) return InvalidArgument(fmt::format("{} needs a request body", op.name));
     return std::get<BodyHandler>(op.handler)(gw, t, req, res, *body, c);
@@ -126,3 +154,23 @@ Status RunOperation(const Gateway& gw, const Target& t, const Req& req, Res& res
 }
 
 }  // namespace sediment::server::s3
+
+namespace sediment::server {
+
+nlohmann::json DescribeS3Operations() {
+  static const char* kLevel[] = {"service", "bucket", "object"};
+  nlohmann::json out = nlohmann::json::array();
+  for (const s3::Operation& op : s3::Operations()) {
+    nlohmann::json need = nullptr;
+    if (!op.need.action.empty()) need = {{"action", op.need.action}, {"resource", op.need.resource}};
+    out.push_back({{"operation", std::string("s3 ") + op.name},
+                   {"method", op.method},
+                   {"level", kLevel[static_cast<int>(op.level)]},
+                   {"query", op.query},
+                   {"header", op.header},
+                   {"need", need}});
+  }
+  return out;
+}
+
+}  // namespace sediment::server

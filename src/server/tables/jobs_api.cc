@@ -59,19 +59,19 @@ Status StopJob(chain::JobManager* jobs, const httplib::Request& req, httplib::Re
   return Status::OK();
 }
 
-// Every route of the jobs API: {method, pattern, label in metrics, handler}.
-std::vector<ApiRoute<chain::JobManager>> JobRoutes() {
+}  // namespace
+
+std::vector<Route> JobsRoutes(chain::JobManager* jobs) {
+  const auto manage = Need("jobs:ManageJob", "arn:sediment:jobs:::{dataset}");
+  const Protocol* p = &TablesProtocol();
   // clang-format off
   return {
-      {"GET",  "/api/v1/jobs",                 "/api/v1/jobs",                 ListJobs},
-      {"POST", R"(/api/v1/jobs/([^/]+)/start)", "/api/v1/jobs/{dataset}/start", StartJob},
-      {"POST", R"(/api/v1/jobs/([^/]+)/stop)",  "/api/v1/jobs/{dataset}/stop",  StopJob},
+      {"GET",  "/api/v1/jobs",                  "jobs ListJobs", Access::kAuthorized, Need("jobs:ReadJob", "arn:sediment:jobs:::*"),
+       Bind(jobs, ListJobs), p},
+      {"POST", "/api/v1/jobs/{dataset}/start",  "jobs StartJob", Access::kAuthorized, manage, Bind(jobs, StartJob), p},
+      {"POST", "/api/v1/jobs/{dataset}/stop",   "jobs StopJob",  Access::kAuthorized, manage, Bind(jobs, StopJob),  p},
   };
   // clang-format on
 }
-
-}  // namespace
-
-void RegisterJobsApi(HttpServer* http, chain::JobManager* jobs) { RegisterRoutes(http, jobs, JobRoutes()); }
 
 }  // namespace sediment::server

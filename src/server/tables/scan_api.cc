@@ -249,16 +249,6 @@ Status ScanTable(table::TableService* tables, const httplib::Request& req, httpl
   return Status::OK();
 }
 
-// The scan API's route: {method, pattern, label in metrics, handler}.
-std::vector<ApiRoute<table::TableService>> ScanRoutes() {
-  // clang-format off
-  return {
-      {"GET", R"(/api/v1/datasets/([^/]+)/tables/([^/]+)/scan)", "/api/v1/datasets/{dataset}/tables/{table}/scan",
-       ScanTable},
-  };
-  // clang-format on
-}
-
 }  // namespace
 
 void AppendJsonLines(const arrow::RecordBatch& batch, std::string* out) {
@@ -276,6 +266,10 @@ void AppendJsonLines(const arrow::RecordBatch& batch, std::string* out) {
   }
 }
 
-void RegisterScanApi(HttpServer* http, table::TableService* tables) { RegisterRoutes(http, tables, ScanRoutes()); }
+std::vector<Route> ScanRoutes(table::TableService* tables) {
+  return {{"GET", "/api/v1/datasets/{dataset}/tables/{table}/scan", "tables ScanTable", Access::kAuthorized,
+           Need("tables:ReadTable", "arn:sediment:tables:::{dataset}/{table}"), Bind(tables, ScanTable),
+           &TablesProtocol()}};
+}
 
 }  // namespace sediment::server

@@ -2,6 +2,10 @@
 // as an Arrow IPC stream (format=arrow) or JSON lines (format=jsonl).
 #pragma once
 
+#include <vector>
+
+#include "server/http/route.h"
+
 #include <string>
 
 namespace arrow {
@@ -13,9 +17,8 @@ class TableService;
 
 namespace sediment::server {
 
-class HttpServer;
-
-void RegisterScanApi(HttpServer* http, table::TableService* tables);
+// The scan API's row of the route table.
+std::vector<Route> ScanRoutes(table::TableService* tables);
 
 // One JSON object per row: integers as numbers, binary as "0x…" hex, null as null.
 void AppendJsonLines(const arrow::RecordBatch& batch, std::string* out);

@@ -25,7 +25,6 @@ using table::SegmentRecord;
 using table::TableId;
 using table::TableService;
 
-constexpr const char* kTablePath = R"(/api/v1/datasets/([^/]+)/tables/([^/]+))";
 
 Result<TableId> IdFrom(const httplib::Request& req) {
   return table::MakeTableId(req.matches[1].str(), req.matches[2].str());
@@ -520,28 +519,38 @@ Status GetHistogram(TableService* tables, const httplib::Request& req, httplib::
   return Status::OK();
 }
 
-// Every route of the tables API: {method, pattern, label in metrics, handler}.
-std::vector<ApiRoute<TableService>> TableRoutes() {
-  const std::string tbl = kTablePath, tbl_label = "/api/v1/datasets/{dataset}/tables/{table}";
-  // clang-format off
-  return {
-      {"GET",  "/api/v1/tables",                     "/api/v1/tables",                    ListTables},
-      {"GET",  R"(/api/v1/datasets/([^/]+)/tables)", "/api/v1/datasets/{dataset}/tables", ListDatasetTables},
-      {"PUT",  tbl,                                  tbl_label,                           PutTable},
-      {"GET",  tbl,                                  tbl_label,                           GetTable},
-      {"POST", tbl + "/segments",                    tbl_label + "/segments",             AppendSegment},
-      {"GET",  tbl + "/files",                       tbl_label + "/files",                ListFiles},
-      {"POST", tbl + "/compact",                     tbl_label + "/compact",              Compact},
-      {"GET",  tbl + "/history",                     tbl_label + "/history",              GetHistory},
-      {"GET",  tbl + "/histogram",                   tbl_label + "/histogram",            GetHistogram},
-      {"GET",  tbl + "/passes",                      tbl_label + "/passes",               GetPasses},
-      {"GET",  tbl + "/gc",                          tbl_label + "/gc",                   GetGcBacklog},
-  };
-  // clang-format on
-}
-
 }  // namespace
 
-void RegisterTablesApi(HttpServer* http, TableService* tables) { RegisterRoutes(http, tables, TableRoutes()); }
+const Protocol& TablesProtocol() {
+  static const Protocol kTables{"tables", ReplyError, nullptr, /*open_until_set_up=*/true, /*json_bodies=*/false};
+  return kTables;
+}
+
+// Every route of the tables API.
+std::vector<Route> TablesRoutes(TableService* tables) {
+  const std::string tbl = "/api/v1/datasets/{dataset}/tables/{table}";
+  const auto read = Need("tables:ReadTable", "arn:sediment:tables:::{dataset}/{table}");
+  const auto write = Need("tables:WriteTable", "arn:sediment:tables:::{dataset}/{table}");
+  const Protocol* p = &TablesProtocol();
+  const Access a = Access::kAuthorized;
+  // clang-format off
+  std::vector<Route> rows = {
+      {"GET",  "/api/v1/tables",                   "tables ListTables",   a, Need("tables:ReadTable", "arn:sediment:tables:::*/*"),
+       Bind(tables, ListTables), p},
+      {"GET",  "/api/v1/datasets/{dataset}/tables", "tables ListDatasetTables", a,
+       Need("tables:ReadTable", "arn:sediment:tables:::{dataset}/*"), Bind(tables, ListDatasetTables), p},
+      {"PUT",  tbl,                  "tables PutTable",      a, write, Bind(tables, PutTable),      p, /*streamed=*/true},
+      {"GET",  tbl,                  "tables GetTable",      a, read,  Bind(tables, GetTable),      p},
+      {"POST", tbl + "/segments",    "tables AppendSegment", a, write, Bind(tables, AppendSegment), p, /*streamed=*/true},
+      {"GET",  tbl + "/files",       "tables ListFiles",     a, read,  Bind(tables, ListFiles),     p},
+      {"POST", tbl + "/compact",     "tables Compact",       a, write, Bind(tables, Compact),       p},
+      {"GET",  tbl + "/history",     "tables GetHistory",    a, read,  Bind(tables, GetHistory),    p},
+      {"GET",  tbl + "/histogram",   "tables GetHistogram",  a, read,  Bind(tables, GetHistogram),  p},
+      {"GET",  tbl + "/passes",      "tables GetPasses",     a, read,  Bind(tables, GetPasses),     p},
+      {"GET",  tbl + "/gc",          "tables GetGcBacklog",  a, read,  Bind(tables, GetGcBacklog),  p},
+  };
+  // clang-format on
+  return rows;
+}
 
 }  // namespace sediment::server

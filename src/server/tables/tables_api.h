@@ -2,14 +2,17 @@
 // /api/v1/tables for every dataset). Arrow IPC streams in, JSON out.
 #pragma once
 
+#include <vector>
+
+#include "server/http/route.h"
+
 namespace sediment::table {
 class TableService;
 }
 
 namespace sediment::server {
 
-class HttpServer;
-
-void RegisterTablesApi(HttpServer* http, table::TableService* tables);
+// The tables API's rows of the route table.
+std::vector<Route> TablesRoutes(table::TableService* tables);
 
 }  // namespace sediment::server
