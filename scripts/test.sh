@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# Installs, builds and runs every test: C++ unit tests (CTest/GoogleTest) and
-# black-box tests (pytest) that start the built binary.
+# Checks the house rules, then installs, builds and runs every test: C++ unit
+# tests (CTest/GoogleTest) and black-box tests (pytest) that start the built binary.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+# The house rules (docs/building.md): file and function sizes, KV keys in key files, the paths
+# docs/architecture.md names. A second, so before anything is installed or built (on a machine
+# without python3 yet, right after the install brings it).
+rules_checked=
+if command -v python3 >/dev/null; then
+  python3 tools/house_rules.py
+  rules_checked=1
+fi
 scripts/install-test.sh --no-go
+[ -n "$rules_checked" ] || python3 tools/house_rules.py
 # The Go programs (MinIO, lakectl, esti, geth) build beside the C++ build: neither needs the other.
 mkdir -p .cache
 scripts/install-go-tools.sh >.cache/install-go-tools.log 2>&1 &
