@@ -75,26 +75,22 @@ const std::vector<std::string>& EventTypes() {
   return kEvents;
 }
 
-Result<Action> ParseAction(std::string_view text) {
-  json doc;
+namespace {
+
+// The action file's YAML as JSON; InvalidArgument with lakeFS's message.
+Result<json> LoadYaml(std::string_view text) {
   try {
     int64_t budget = 100000;
-    doc = ToJson(YAML::Load(std::string(text)), &budget);
+    return ToJson(YAML::Load(std::string(text)), &budget);
   } catch (const YAML::Exception& e) {
     return InvalidArgument(fmt::format("yaml: line {}: {}", e.mark.line + 1, e.msg));
   } catch (const std::exception& e) {
     return InvalidArgument(fmt::format("yaml: {}: invalid action", e.what()));
   }
-  if (!doc.is_object()) return InvalidArgument("an action file must be a YAML mapping: invalid action");
-  Action a;
-  if (!doc.contains("name") || !doc["name"].is_string() || doc["name"].get<std::string>().empty()) {
-    return Invalid("'name' is required");
-  }
-  a.name = doc["name"].get<std::string>();
-  static const std::regex kName(R"(^\w[\w\-. ]+$)");
-  if (a.name.size() > 256 || !std::regex_match(a.name, kName)) return Invalid("'name' is invalid");
-  const json& on = doc.contains("on") ? doc["on"] : json();
-  if (!on.is_object() || on.empty()) return Invalid("'on' is required");
+}
+
+// `on`: each event the action runs on and the branch globs it runs for.
+Status ParseOn(const json& on, Action* a) {
   for (const auto& [event, spec] : on.items()) {
     if (!IsEvent(event)) return Invalid(fmt::format("event '{}' is not supported", event));
     std::vector<std::string> branches;
@@ -118,59 +114,92 @@ Result<Action> ParseAction(std::string_view text) {
         return Invalid(fmt::format("event '{}': branch pattern \"{}\" is malformed", event, g));
       }
     }
-    a.on[event] = std::move(branches);
+    a->on[event] = std::move(branches);
   }
+  return Status::OK();
+}
+
+// hook[i]'s condition ("if"), when it has one.
+Status ParseIf(const json& h, size_t i, Hook* hook) {
+  if (!h.contains("if") || h["if"].is_null()) return Status::OK();
+  if (!h["if"].is_string()) return Invalid(fmt::format("hook[{}] 'if' must be a string", i));
+  hook->if_expr = h["if"].get<std::string>();
+  if (hook->if_expr.size() > 64) return Invalid(fmt::format("hook[{}] 'if' expression is too long", i));
+  static const std::regex kIf(R"(^\s*!?\s*(success\(\)|failure\(\)|always\(\)|true|false)\s*$)");
+  if (!std::regex_match(hook->if_expr, kIf)) {
+    return Invalid(
+        fmt::format("hook[{}] 'if' expression \"{}\" is not supported (success(), failure(), always(), true or false, "
+                    "optionally negated with '!')",
+                    i, hook->if_expr));
+  }
+  return Status::OK();
+}
+
+// hook[i]'s properties: what its type needs.
+Status CheckProperties(const Hook& hook, size_t i) {
+  const json& p = hook.properties;
+  if (hook.type == "webhook" && (!p.contains("url") || !p["url"].is_string() || p["url"].get<std::string>().empty())) {
+    return Invalid(fmt::format("hook[{}] type 'webhook': 'url' must be supplied in properties", i));
+  }
+  if (hook.type == "lua") {
+    bool script = p.contains("script") && p["script"].is_string() && !p["script"].get<std::string>().empty();
+    bool path =
+        p.contains("script_path") && p["script_path"].is_string() && !p["script_path"].get<std::string>().empty();
+    if (script == path) {
+      return Invalid(fmt::format("hook[{}] type 'lua': either 'script' or 'script_path' must be supplied", i));
+    }
+    if (p.contains("args") && !p["args"].is_null() && !p["args"].is_object()) {
+      return Invalid(fmt::format("hook[{}] type 'lua': 'args' should be a map", i));
+    }
+  }
+  return Status::OK();
+}
+
+// hooks[i]: its id (unique among `ids`), type, condition and properties.
+Result<Hook> ParseHook(const json& h, size_t i, std::set<std::string>* ids) {
+  static const std::regex kHookId(R"(^[_a-zA-Z][\-_a-zA-Z0-9]{1,255}$)");
+  if (!h.is_object()) return Invalid(fmt::format("hook[{}] must be a mapping", i));
+  Hook hook;
+  if (!h.contains("id") || !h["id"].is_string() || h["id"].get<std::string>().empty()) {
+    return Invalid(fmt::format("hook[{}] missing ID", i));
+  }
+  hook.id = h["id"].get<std::string>();
+  if (hook.id.size() > 256 || !std::regex_match(hook.id, kHookId))
+    return Invalid(fmt::format("hook[{}] ID '{}' is invalid", i, hook.id));
+  if (!ids->insert(hook.id).second) return Invalid(fmt::format("hook[{}] duplicate ID '{}'", i, hook.id));
+  hook.type = h.contains("type") && h["type"].is_string() ? h["type"].get<std::string>() : "";
+  if (hook.type != "webhook" && hook.type != "lua") {
+    return Invalid(fmt::format("hook[{}] type '{}' unknown (webhook or lua)", i, hook.type));
+  }
+  ARROW_RETURN_NOT_OK(ParseIf(h, i, &hook));
+  if (!h.contains("properties") || !h["properties"].is_object()) {
+    return Invalid(fmt::format("hook[{}] type '{}': missing hook properties", i, hook.type));
+  }
+  hook.properties = h["properties"];
+  ARROW_RETURN_NOT_OK(CheckProperties(hook, i));
+  return hook;
+}
+
+}  // namespace
+
+Result<Action> ParseAction(std::string_view text) {
+  ARROW_ASSIGN_OR_RAISE(json doc, LoadYaml(text));
+  if (!doc.is_object()) return InvalidArgument("an action file must be a YAML mapping: invalid action");
+  Action a;
+  if (!doc.contains("name") || !doc["name"].is_string() || doc["name"].get<std::string>().empty()) {
+    return Invalid("'name' is required");
+  }
+  a.name = doc["name"].get<std::string>();
+  static const std::regex kName(R"(^\w[\w\-. ]+$)");
+  if (a.name.size() > 256 || !std::regex_match(a.name, kName)) return Invalid("'name' is invalid");
+  const json& on = doc.contains("on") ? doc["on"] : json();
+  if (!on.is_object() || on.empty()) return Invalid("'on' is required");
+  ARROW_RETURN_NOT_OK(ParseOn(on, &a));
   const json& hooks = doc.contains("hooks") ? doc["hooks"] : json::array();
   if (!hooks.is_null() && !hooks.is_array()) return Invalid("'hooks' must be a list");
-  static const std::regex kHookId(R"(^[_a-zA-Z][\-_a-zA-Z0-9]{1,255}$)");
   std::set<std::string> ids;
   for (size_t i = 0; hooks.is_array() && i < hooks.size(); ++i) {
-    const json& h = hooks[i];
-    if (!h.is_object()) return Invalid(fmt::format("hook[{}] must be a mapping", i));
-    Hook hook;
-    if (!h.contains("id") || !h["id"].is_string() || h["id"].get<std::string>().empty()) {
-      return Invalid(fmt::format("hook[{}] missing ID", i));
-    }
-    hook.id = h["id"].get<std::string>();
-    if (hook.id.size() > 256 || !std::regex_match(hook.id, kHookId))
-      return Invalid(fmt::format("hook[{}] ID '{}' is invalid", i, hook.id));
-    if (!ids.insert(hook.id).second) return Invalid(fmt::format("hook[{}] duplicate ID '{}'", i, hook.id));
-    hook.type = h.contains("type") && h["type"].is_string() ? h["type"].get<std::string>() : "";
-    if (hook.type != "webhook" && hook.type != "lua") {
-      return Invalid(fmt::format("hook[{}] type '{}' unknown (webhook or lua)", i, hook.type));
-    }
-    if (h.contains("if") && !h["if"].is_null()) {
-      if (!h["if"].is_string()) return Invalid(fmt::format("hook[{}] 'if' must be a string", i));
-      hook.if_expr = h["if"].get<std::string>();
-      if (hook.if_expr.size() > 64) return Invalid(fmt::format("hook[{}] 'if' expression is too long", i));
-      static const std::regex kIf(R"(^\s*!?\s*(success\(\)|failure\(\)|always\(\)|true|false)\s*$)");
-      if (!std::regex_match(hook.if_expr, kIf)) {
-        return Invalid(fmt::format(
-            "hook[{}] 'if' expression \"{}\" is not supported (success(), failure(), always(), true or false, "
-            "optionally negated with '!')",
-            i, hook.if_expr));
-      }
-    }
-    if (!h.contains("properties") || !h["properties"].is_object()) {
-      return Invalid(fmt::format("hook[{}] type '{}': missing hook properties", i, hook.type));
-    }
-    hook.properties = h["properties"];
-    const json& p = hook.properties;
-    if (hook.type == "webhook" &&
-        (!p.contains("url") || !p["url"].is_string() || p["url"].get<std::string>().empty())) {
-      return Invalid(fmt::format("hook[{}] type 'webhook': 'url' must be supplied in properties", i));
-    }
-    if (hook.type == "lua") {
-      bool script = p.contains("script") && p["script"].is_string() && !p["script"].get<std::string>().empty();
-      bool path =
-          p.contains("script_path") && p["script_path"].is_string() && !p["script_path"].get<std::string>().empty();
-      if (script == path) {
-        return Invalid(fmt::format("hook[{}] type 'lua': either 'script' or 'script_path' must be supplied", i));
-      }
-      if (p.contains("args") && !p["args"].is_null() && !p["args"].is_object()) {
-        return Invalid(fmt::format("hook[{}] type 'lua': 'args' should be a map", i));
-      }
-    }
+    ARROW_ASSIGN_OR_RAISE(Hook hook, ParseHook(hooks[i], i, &ids));
     a.hooks.push_back(std::move(hook));
   }
   return a;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "actions/actions.h"
+#include "base/clock.h"
 #include "base/status.h"
 
 namespace sediment::actions {
@@ -81,6 +82,7 @@ class AddressPolicy;
 struct HookEnv {
   const ActionsOptions* options;
   const AddressPolicy* address_policy;  // where webhooks may connect
+  const Clock* clock = nullptr;         // the event's time (webhooks' event_time)
   ApiClient* api;                       // may be null (Lua's lakefs calls then fail)
   std::string run_id;
   std::string action_name;

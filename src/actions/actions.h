@@ -10,7 +10,7 @@
 // staged changes, so an action uploaded with a commit already guards it),
 // matches them, runs each matching action's hooks in order, writes each hook's
 // output to the repository's namespace (`_lakefs/actions/log/<run>/<hook>.log`)
-// and the run's records to the KV store (c/ar/<repo>/...).
+// and the run's records to the KV store (keys.h).
 //
 // Thread-safety: every method may be called from many threads.
 #pragma once
@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/status.h"
 
 namespace sediment::kv {
@@ -112,6 +113,9 @@ struct ActionsOptions {
   int64_t action_file_bytes = 64 << 10;  // a larger action file is refused
   int64_t max_action_files = 100;        // more files in _lakefs_actions/ are refused
   int64_t post_queue = 1000;             // post-event runs waiting; beyond it they are dropped (logged)
+  // Where runs' and hooks' times, run ids and webhooks' event_time come from
+  // (null = the system clock). Hooks' time limits are on the steady clock.
+  std::shared_ptr<Clock> clock;
 };
 
 // A pre-event run that failed: the operation must not happen. `message` is
@@ -151,8 +155,9 @@ class ActionsService {
   // A hook's output: NotFound for an unknown hook; "" for a skipped one.
   Result<std::string> TaskOutput(const std::string& repo, const std::string& run_id, const std::string& hook_run_id);
 
-  // A new run id: 20 characters of [0-9a-v] whose order is newest first.
-  static std::string NewRunId();
+  // A new run id made at `now`: 20 characters of [0-9a-v] whose order is
+  // newest first.
+  static std::string NewRunId(TimePoint now);
 
  private:
   ActionsService() = default;

@@ -24,9 +24,12 @@ class ActionsTest : public catalog::fixtures::CatalogFixture {
  protected:
   using json = nlohmann::json;
 
-  // What SetUp starts the service with (a test may start another).
-  static ActionsOptions Options() {
+  // What SetUp starts the service with (a test may start another): on the
+  // catalog's manual clock, so runs made one after another get ordered ids
+  // when a test advances it.
+  ActionsOptions Options() {
     ActionsOptions o;
+    o.clock = clock_;
     o.hook_timeout_ms = 2000;
     o.lua_memory_bytes = 16 << 20;
     o.output_bytes = 4096;

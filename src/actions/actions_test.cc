@@ -7,8 +7,8 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "actions/action.h"
 #include "actions/actions_fixture_test.h"
@@ -288,7 +288,7 @@ TEST_F(ActionsTest, RunsListNewestFirstByBranchAndByCommitAndPostRunsGiveThePreR
   for (int i = 0; i < 3; ++i) {
     ASSERT_OK_AND_ASSIGN(auto id, service_->Run(Record("pre-commit")));
     ids.push_back(id);
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    clock_->Advance(std::chrono::milliseconds(1));  // the next run is newer
   }
   ASSERT_OK_AND_ASSIGN(auto page, service_->ListRuns("repo", "", "", "", 2));
   ASSERT_EQ(page.items.size(), 2u);
@@ -324,9 +324,9 @@ TEST_F(ActionsTest, RunsGoWithTheirRepository) {
 }
 
 TEST_F(ActionsTest, RunIdsSortNewestFirst) {
-  std::string a = ActionsService::NewRunId();
-  std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  std::string b = ActionsService::NewRunId();
+  std::string a = ActionsService::NewRunId(clock_->Now());
+  clock_->Advance(std::chrono::microseconds(1));
+  std::string b = ActionsService::NewRunId(clock_->Now());
   EXPECT_EQ(a.size(), 20u);
   EXPECT_LT(b, a);
 }

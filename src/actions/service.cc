@@ -1,5 +1,5 @@
 // ActionsService: loads a ref's action files, runs the hooks an event
-// matches, and records runs (KV: c/ar/<repo>/...; outputs in the repository's
+// matches, and records runs (KV: keys.h; outputs in the repository's
 // namespace under _lakefs/actions/log/). docs/actions.md and docs/formats.md.
 #include <arrow/buffer.h>
 #include <arrow/io/interfaces.h>
@@ -18,6 +18,7 @@
 #include "actions/action.h"
 #include "actions/actions.h"
 #include "actions/hook_pool_internal.h"
+#include "actions/keys.h"
 #include "actions/webhook_client_internal.h"
 #include "base/clock.h"
 #include "base/crypto.h"
@@ -34,14 +35,6 @@ constexpr const char* kActionsDir = "_lakefs_actions/";
 constexpr size_t kParallelActions = 4;  // actions of one event that run at once
 constexpr size_t kMaxHooks = 50;        // hooks in one action
 
-std::string RunsPrefix(const std::string& repo) { return "c/ar/" + repo + "/r/"; }
-std::string TasksPrefix(const std::string& repo, const std::string& run) { return "c/ar/" + repo + "/t/" + run + "/"; }
-std::string BranchIndex(const std::string& repo, const std::string& branch) {
-  return "c/ar/" + repo + "/b/" + branch + "/";
-}
-std::string CommitIndex(const std::string& repo, const std::string& commit) {
-  return "c/ar/" + repo + "/c/" + commit + "/";
-}
 std::string LogPath(const std::string& run, const std::string& hook_run) {
   return "_lakefs/actions/log/" + run + "/" + hook_run + ".log";
 }
@@ -207,7 +200,7 @@ struct ActionsService::Impl {
         }
         env.deadline_micros = SteadyMicros() + std::max<int64_t>(timeout_ms, 0) * 1000;
         env.timeout_ms = timeout_ms;
-        t.start_micros = ToUnixMicros(SystemClock().Now());
+        t.start_micros = ToUnixMicros(options.clock->Now());
         if (st.ok()) {
           try {
             st = hook.type == "webhook" ? RunWebhook(hook, record, env, &log) : RunLua(hook, record, env, &log);
@@ -215,7 +208,7 @@ struct ActionsService::Impl {
             st = Status::IOError(fmt::format("the hook failed: {}", e.what()));
           }
         }
-        t.end_micros = std::max(ToUnixMicros(SystemClock().Now()), t.start_micros + 1);
+        t.end_micros = std::max(ToUnixMicros(options.clock->Now()), t.start_micros + 1);
         t.passed = st.ok();
         if (!st.ok()) {
           log.AppendAlways(fmt::format("Error: action failed: {}\n", st.message()));
@@ -249,7 +242,7 @@ struct ActionsService::Impl {
     auto m = std::make_unique<Matched>();
     ARROW_ASSIGN_OR_RAISE(m->repo, cat->GetRepository(record.repository_id));
     if (m->repo.read_only) return nullptr;  // as lakeFS: no hooks on read-only repositories
-    m->run_id = NewRunId();
+    m->run_id = NewRunId(options.clock->Now());
     auto actions = Load(m->repo, record.source_ref);
     if (!actions.ok()) {
       if (!IsInvalidArgument(actions.status())) return actions.status();
@@ -287,6 +280,7 @@ struct ActionsService::Impl {
     HookEnv env;
     env.options = &options;
     env.address_policy = &address_policy;
+    env.clock = options.clock.get();
     auto api_ref = Api();
     env.api = api_ref.get();
     env.run_id = run_id;
@@ -321,13 +315,13 @@ struct ActionsService::Impl {
           run.end_micros = std::max(run.end_micros, t.end_micros);
         }
         if (t.start_micros != 0 && !t.passed) run.passed = false;
-        batch.Put(TasksPrefix(record.repository_id, run_id) + t.hook_run_id, TaskJson(t).dump());
+        batch.Put(TaskKey(record.repository_id, run_id, t.hook_run_id), TaskJson(t).dump());
         manifest_hooks.push_back(TaskJson(t));
       }
     }
-    batch.Put(RunsPrefix(record.repository_id) + run_id, RunJson(run).dump());
-    if (!run.branch_id.empty()) batch.Put(BranchIndex(record.repository_id, run.branch_id) + run_id, "");
-    if (!run.commit_id.empty()) batch.Put(CommitIndex(record.repository_id, run.commit_id) + run_id, "");
+    batch.Put(RunKey(record.repository_id, run_id), RunJson(run).dump());
+    if (!run.branch_id.empty()) batch.Put(BranchRunKey(record.repository_id, run.branch_id, run_id), "");
+    if (!run.commit_id.empty()) batch.Put(CommitRunKey(record.repository_id, run.commit_id, run_id), "");
     Status manifest = ns->Put("_lakefs/actions/log/" + run_id + "/run.manifest",
                               json{{"run", RunJson(run)}, {"hooks", manifest_hooks}}.dump());
     if (!manifest.ok()) spdlog::warn("actions: the manifest of run {} was not stored: {}", run_id, manifest.ToString());
@@ -340,7 +334,7 @@ struct ActionsService::Impl {
   }
 
   Status SetCommit(const std::string& repo, const std::string& run_id, const std::string& commit_id) {
-    const std::string key = RunsPrefix(repo) + run_id;
+    const std::string key = RunKey(repo, run_id);
     auto raw = kv->Get(key);
     if (IsNotFound(raw.status())) return Status::OK();
     ARROW_RETURN_NOT_OK(raw.status());
@@ -350,7 +344,7 @@ struct ActionsService::Impl {
     kv::Batch b;
     b.Require(kv::Precondition::Equals(key, *raw))
         .Put(key, RunJson(run).dump())
-        .Put(CommitIndex(repo, commit_id) + run_id, "");
+        .Put(CommitRunKey(repo, commit_id, run_id), "");
     return kv->Apply(b);
   }
 };
@@ -362,6 +356,7 @@ Result<std::unique_ptr<ActionsService>> ActionsService::Make(catalog::Catalog* c
     return InvalidArgument(
         fmt::format("the Lua sandbox program {} cannot be run: {}", options.lua_sandbox, std::strerror(errno)));
   }
+  if (!options.clock) options.clock = SystemClock::Default();
   std::unique_ptr<ActionsService> s(new ActionsService());
   s->impl_ = std::make_unique<Impl>(catalog, kv, std::move(options), std::move(policy));
   return s;
@@ -408,8 +403,8 @@ Result<RunPage<RunResult>> ActionsService::ListRuns(const std::string& repo, con
   if (!branch.empty() && !commit.empty()) {
     return InvalidArgument("can't use both branchID and MergedCommitID: parameters conflict");
   }
-  const std::string prefix = !branch.empty()   ? BranchIndex(repo, branch)
-                             : !commit.empty() ? CommitIndex(repo, commit)
+  const std::string prefix = !branch.empty()   ? BranchRunsPrefix(repo, branch)
+                             : !commit.empty() ? CommitRunsPrefix(repo, commit)
                                                : RunsPrefix(repo);
   const bool index = !branch.empty() || !commit.empty();
   RunPage<RunResult> out;
@@ -439,7 +434,7 @@ Result<RunPage<RunResult>> ActionsService::ListRuns(const std::string& repo, con
 }
 
 Result<RunResult> ActionsService::GetRun(const std::string& repo, const std::string& run_id) {
-  auto raw = impl_->kv->Get(RunsPrefix(repo) + run_id);
+  auto raw = impl_->kv->Get(RunKey(repo, run_id));
   if (IsNotFound(raw.status())) return NotFound(fmt::format("action run \"{}\" not found", run_id));
   ARROW_RETURN_NOT_OK(raw.status());
   return ParseRun(*raw);
@@ -464,7 +459,7 @@ Result<RunPage<TaskResult>> ActionsService::ListTasks(const std::string& repo, c
 
 Result<std::string> ActionsService::TaskOutput(const std::string& repo_id, const std::string& run_id,
                                                const std::string& hook_run_id) {
-  auto raw = impl_->kv->Get(TasksPrefix(repo_id, run_id) + hook_run_id);
+  auto raw = impl_->kv->Get(TaskKey(repo_id, run_id, hook_run_id));
   if (IsNotFound(raw.status()))
     return NotFound(fmt::format("hook run \"{}\" of run \"{}\" not found", hook_run_id, run_id));
   ARROW_RETURN_NOT_OK(raw.status());
@@ -480,12 +475,12 @@ Result<std::string> ActionsService::TaskOutput(const std::string& repo_id, const
   return (*data)->ToString();
 }
 
-std::string ActionsService::NewRunId() {
+std::string ActionsService::NewRunId(TimePoint now) {
   // Newest first: the time left until year 3000, in microseconds (11 digits
   // of base 32), then 9 random digits so runs of many servers never collide.
   static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuv";
   constexpr int64_t kYear3000 = 32503680000LL * 1000000;
-  uint64_t left = static_cast<uint64_t>(kYear3000 - ToUnixMicros(SystemClock().Now()));
+  uint64_t left = static_cast<uint64_t>(kYear3000 - ToUnixMicros(now));
   std::string id(20, '0');
   for (int i = 10; i >= 0; --i, left >>= 5) id[i] = kDigits[left & 31];
   std::string random = RandomBytes(9);

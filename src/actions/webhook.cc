@@ -102,7 +102,7 @@ Status RunWebhook(const Hook& hook, const HookRecord& record, const HookEnv& env
   for (const auto& q : query) qs += (qs.empty() ? "" : "&") + Escape(q.name) + "=" + Escape(q.value);
   if (!qs.empty()) to.target += (to.target.find('?') == std::string::npos ? "?" : "&") + qs;
 
-  const std::string body = EventJson(record, env.action_name, hook.id, ToUnixMicros(SystemClock().Now()));
+  const std::string body = EventJson(record, env.action_name, hook.id, ToUnixMicros(env.clock->Now()));
   log->Append(fmt::format("Request:\nPOST {}\nQuery Params:\n", url));
   for (const auto& q : query) log->Append(fmt::format("{}: {}\n", q.name, q.secret ? kMasked : q.value));
   log->Append("Headers:\n");

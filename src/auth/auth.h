@@ -24,9 +24,8 @@
 // Sediment's tables and jobs ones, and puts the first admin in Admins. A store
 // set up before groups existed gets them on start (EnsureBaseGroups).
 //
-// KV layout: a/setup, a/u/<user>, a/k/<access key id>, a/uk/<user>/<key id>,
-// a/p/<policy>, a/up/<user>/<policy>, a/g/<group>, a/gm/<group>/<user> and
-// a/ug/<user>/<group> (membership, both ways), a/gp/<group>/<policy>, a/gsetup.
+// KV layout: keys.h builds every key (users, access keys, policies, groups,
+// memberships both ways, attachments, sessions, the set-up markers).
 //
 // Integrity: each change is one atomic KV batch. Set-up requires a/setup absent
 // (one admin, whatever races). A key, attachment or membership requires the
@@ -195,7 +194,7 @@ class AuthService {
   // What seals secrets and signs sessions, from the configured key material or
   // the one kept in the store (created once).
   Result<std::shared_ptr<const SecretBox>> Box();
-  // A new key for `user` (given or random id and secret, validated) and its a/k record.
+  // A new key for `user` (given or random id and secret, validated) and its AccessKeyKey record.
   Result<std::pair<Credentials, std::string>> NewCredentials(const std::string& user, const std::string& key_id,
                                                              const std::string& secret);
   // Adds the key's records to `b`, on the condition that the key id is free.

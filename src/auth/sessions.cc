@@ -2,12 +2,11 @@
 // (auth.h, "A login session").
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "auth/auth.h"
 #include "auth/crypt.h"
+#include "auth/keys.h"
 #include "base/crypto.h"
 #include "kv/kv.h"
 
@@ -28,16 +27,6 @@ Result<SessionToken> AuthService::Login(const std::string& key_id, const std::st
 
 namespace {
 
-// A revoked session: a/so/<SHA-256 of the token's payload, hex> -> its expiry
-// (Unix seconds). The payload, not the token's spelling: a token has one
-// spelling (lower-case hex), and even if it had two, both name one payload.
-constexpr std::string_view kRevokedPrefix = "a/so/";
-std::string RevokedKey(std::string_view payload) { return std::string(kRevokedPrefix) + Sha256Hex(payload); }
-// The same revocations in expiry order: a/se/<expiry, 12 digits>/<hash> -> "".
-constexpr std::string_view kExpiryPrefix = "a/se/";
-std::string ExpiryKey(int64_t expires_unix, std::string_view payload) {
-  return fmt::format("{}{:012}/{}", kExpiryPrefix, std::max<int64_t>(expires_unix, 0), Sha256Hex(payload));
-}
 // Revocations of expired tokens each log-out drops: more than the one it
 // adds, so the backlog shrinks, and the cost of a log-out stays constant.
 constexpr size_t kDropsPerLogout = 2;
@@ -69,7 +58,7 @@ Result<AuthService::VerifiedToken> AuthService::VerifyToken(const std::string& t
 Result<std::string> AuthService::AuthenticateToken(const std::string& token) {
   ARROW_ASSIGN_OR_RAISE(auto verified, VerifyToken(token));
   // Logged out (on any server): one point read.
-  auto revoked = kv_->Get(RevokedKey(verified.payload));
+  auto revoked = kv_->Get(RevokedSessionKey(verified.payload));
   if (revoked.ok()) return InvalidSession();
   if (!IsNotFound(revoked.status())) return revoked.status();
   // A deleted key (or user) ends its sessions.
@@ -82,20 +71,18 @@ Status AuthService::Revoke(const std::string& token) {
   auto verified = VerifyToken(token);
   if (!verified.ok()) return IsUnauthorized(verified.status()) ? Status::OK() : verified.status();
   kv::Batch revoke;
-  revoke.Put(RevokedKey(verified->payload), std::to_string(verified->expires_unix))
-      .Put(ExpiryKey(verified->expires_unix, verified->payload), "");
+  revoke.Put(RevokedSessionKey(verified->payload), std::to_string(verified->expires_unix))
+      .Put(SessionExpiryKey(verified->expires_unix, verified->payload), "");
   ARROW_RETURN_NOT_OK(kv_->Apply(revoke));
   // The oldest revocations, if their tokens have expired anyway, go: a
   // constant number per log-out, read off the front of the expiry index.
   int64_t now = ToUnixMicros(clock_->Now()) / 1'000'000;
-  ARROW_ASSIGN_OR_RAISE(auto oldest, kv_->Scan(std::string(kExpiryPrefix), "", kDropsPerLogout));
+  ARROW_ASSIGN_OR_RAISE(auto oldest, kv_->Scan(SessionExpiriesPrefix(), "", kDropsPerLogout));
   kv::Batch drop;
   for (const auto& item : oldest.items) {
-    std::string_view rest = std::string_view(item.key).substr(kExpiryPrefix.size());
-    int64_t exp = 0;
-    std::from_chars(rest.data(), rest.data() + std::min<size_t>(rest.size(), 12), exp);
-    if (exp > now || rest.size() < 13) break;
-    drop.Delete(item.key).Delete(std::string(kRevokedPrefix).append(rest.substr(13)));
+    SessionExpiry expiry = ParseSessionExpiryKey(item.key);
+    if (expiry.expires_unix > now || expiry.revoked_key.empty()) break;
+    drop.Delete(item.key).Delete(expiry.revoked_key);
   }
   return drop.mutations.empty() ? Status::OK() : kv_->Apply(drop);
 }

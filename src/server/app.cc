@@ -285,6 +285,7 @@ Status App::StartCatalog(const std::string& owner) {
   catalog_collector_->Start(SecondsToDuration(config_.catalog.gc_interval), gc);
   importer_ = std::make_unique<catalog::Importer>(catalog_.get(), kv_, clock_);
   actions::ActionsOptions aopts;
+  aopts.clock = clock_;
   aopts.enabled = config_.actions.enabled;
   aopts.env_prefix = config_.actions.env_prefix;
   aopts.hook_timeout_ms = static_cast<int64_t>(config_.actions.hook_timeout_secs * 1000);
