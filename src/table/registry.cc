@@ -13,6 +13,7 @@
 #include <set>
 
 #include "base/crypto.h"
+#include "table/keys.h"
 #include "table/parquet_io.h"
 
 namespace sediment::table {
@@ -20,20 +21,6 @@ namespace {
 
 using nlohmann::json;
 constexpr int kTableFormatVersion = 1;
-
-std::string TableKey(const TableId& id) { return fmt::format("t/tables/{}/{}", id.dataset, id.table); }
-std::string SegPrefix(const TableId& id) { return fmt::format("t/seg/{}/{}/", id.dataset, id.table); }
-std::string SegKey(const TableId& id, uint64_t start) { return SegPrefix(id) + fmt::format("{:020}", start); }
-// Legacy GC manifest entries, keyed by segment id (written before the queue; still read).
-std::string GcPrefix(const TableId& id) { return fmt::format("t/gc/{}/{}/", id.dataset, id.table); }
-// The GC manifest as a queue ordered by removal time: GC reads what is due.
-std::string GcQueuePrefix(const TableId& id) { return fmt::format("t/gcq/{}/{}/", id.dataset, id.table); }
-std::string GcQueueKey(const TableId& id, int64_t removed_at_us, const std::string& segment_id) {
-  return fmt::format("{}{:020}-{}", GcQueuePrefix(id), std::max<int64_t>(0, removed_at_us), segment_id);
-}
-std::string VerKey(const TableId& id) { return fmt::format("t/ver/{}/{}", id.dataset, id.table); }
-std::string HashPrefix(const TableId& id) { return fmt::format("t/bh/{}/{}/", id.dataset, id.table); }
-std::string HashKey(const TableId& id, uint64_t block) { return HashPrefix(id) + fmt::format("{:020}", block); }
 
 // A stored block hash: {"v":1,"h":"<hex>"}.
 std::string EncodeBlockHash(const std::string& hex) { return json{{"v", 1}, {"h", hex}}.dump(); }
@@ -44,12 +31,6 @@ Result<std::string> DecodeBlockHash(const std::string& key, const std::string& t
     return Status::IOError(fmt::format("{}: malformed block hash record", key));
   }
   return j["h"].get<std::string>();
-}
-
-Result<uint64_t> BlockOfHashKey(const TableId& id, const std::string& key) {
-  std::string digits = key.substr(HashPrefix(id).size());
-  if (digits.size() != 20) return Status::IOError(fmt::format("{}: malformed block hash key", key));
-  return std::stoull(digits);
 }
 
 // The state record: {"v":2,"token":…,"files":…,…}. Stores written before it
@@ -242,7 +223,7 @@ Result<TableInfo> TableRegistry::GetTable(const TableId& id) {
 
 Result<std::vector<TableInfo>> TableRegistry::ListTables() {
   std::vector<TableInfo> out;
-  ARROW_RETURN_NOT_OK(kv_->ScanAll("t/tables/", "", [&](const kv::KeyValue& kv) -> Result<bool> {
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(TablesPrefix(), "", [&](const kv::KeyValue& kv) -> Result<bool> {
     ARROW_ASSIGN_OR_RAISE(TableInfo t, DecodeTable(kv.value));
     out.push_back(std::move(t));
     return true;
@@ -254,8 +235,8 @@ Result<std::vector<TableInfo>> TableRegistry::ListTables(const std::string& afte
                                                          size_t limit, bool* has_more) {
   std::vector<TableInfo> out;
   *has_more = false;
-  std::string prefix = dataset.empty() ? "t/tables/" : fmt::format("t/tables/{}/", dataset);
-  std::string from = after.empty() ? "" : "t/tables/" + after + std::string(1, '\0');
+  std::string prefix = dataset.empty() ? TablesPrefix() : DatasetTablesPrefix(dataset);
+  std::string from = after.empty() ? "" : TablesPrefix() + after + std::string(1, '\0');
   ARROW_RETURN_NOT_OK(kv_->ScanAll(prefix, from, [&](const kv::KeyValue& kv) -> Result<bool> {
     if (out.size() == limit) {
       *has_more = true;
@@ -270,15 +251,14 @@ Result<std::vector<TableInfo>> TableRegistry::ListTables(const std::string& afte
 
 Result<std::vector<TableId>> TableRegistry::TablesWithSegments(const std::optional<TableId>& after, size_t limit) {
   std::vector<TableId> out;
-  std::string from = after ? VerKey(*after) + std::string(1, '\0') : "";
+  std::string from = after ? StateKey(*after) + std::string(1, '\0') : "";
   ARROW_RETURN_NOT_OK(kv_->ScanAll(
-      "t/ver/", from,
+      StatesPrefix(), from,
       [&](const kv::KeyValue& kv) -> Result<bool> {
         if (out.size() == limit) return false;
-        std::string rest = kv.key.substr(6);
-        size_t slash = rest.find('/');
-        if (slash == std::string::npos) return Status::IOError(fmt::format("{}: malformed table state key", kv.key));
-        out.push_back({rest.substr(0, slash), rest.substr(slash + 1)});
+        std::optional<TableId> table = TableOfStateKey(kv.key);
+        if (!table) return Status::IOError(fmt::format("{}: malformed table state key", kv.key));
+        out.push_back(std::move(*table));
         return true;
       },
       std::min<size_t>(limit + 1, 1024)));
@@ -286,20 +266,20 @@ Result<std::vector<TableId>> TableRegistry::TablesWithSegments(const std::option
 }
 
 Result<TableState> TableRegistry::LoadState(const TableId& id, std::string* raw) {
-  auto got = kv_->Get(VerKey(id));
+  auto got = kv_->Get(StateKey(id));
   if (IsNotFound(got.status())) {
     raw->clear();
     return TableState{};
   }
   ARROW_RETURN_NOT_OK(got.status());
   *raw = std::move(*got);
-  if (!raw->empty() && raw->front() == '{') return DecodeState(VerKey(id), *raw);
+  if (!raw->empty() && raw->front() == '{') return DecodeState(StateKey(id), *raw);
   // A bare token, from before the state record: count the live set once
   // (the next change stores the state).
   TableState st;
   st.token = *raw;
   bool first = true;
-  ARROW_RETURN_NOT_OK(kv_->ScanAll(SegPrefix(id), "", [&](const kv::KeyValue& kv) -> Result<bool> {
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(SegmentsPrefix(id), "", [&](const kv::KeyValue& kv) -> Result<bool> {
     ARROW_ASSIGN_OR_RAISE(SegmentRecord s, DecodeSegmentRecord(kv.value));
     Count(&st, s, +1);
     if (first) st.first = s.start;
@@ -317,7 +297,7 @@ Result<TableState> TableRegistry::State(const TableId& id) {
 }
 
 Result<SegmentRecord> TableRegistry::Segment(const TableId& id, uint64_t start) {
-  auto raw = kv_->Get(SegKey(id, start));
+  auto raw = kv_->Get(SegmentKey(id, start));
   if (IsNotFound(raw.status())) {
     return NotFound(fmt::format("table {}: no live segment starts at block {}", id.ToString(), start));
   }
@@ -335,7 +315,7 @@ Result<Snapshot> TableRegistry::TakeSnapshot(const TableId& id) {
       auto it = cache_.find(id);
       if (it != cache_.end() && it->second.state == snap.state) return it->second;
     }
-    ARROW_RETURN_NOT_OK(kv_->ScanAll(SegPrefix(id), "", [&](const kv::KeyValue& kv) -> Result<bool> {
+    ARROW_RETURN_NOT_OK(kv_->ScanAll(SegmentsPrefix(id), "", [&](const kv::KeyValue& kv) -> Result<bool> {
       ARROW_ASSIGN_OR_RAISE(SegmentRecord s, DecodeSegmentRecord(kv.value));
       snap.segments.push_back(std::move(s));
       return true;
@@ -359,10 +339,10 @@ Result<Snapshot> TableRegistry::TakeSnapshot(const TableId& id, uint64_t from, u
     ARROW_ASSIGN_OR_RAISE(snap.state, LoadState(id, &v1));
     if (!snap.state.empty() && from <= to && from <= snap.state.end && to >= snap.state.first) {
       // The segment holding `from` (if any) starts at or before it.
-      ARROW_ASSIGN_OR_RAISE(auto floor, kv_->Floor(SegPrefix(id), SegKey(id, from)));
-      std::string begin = floor ? floor->key : SegKey(id, from);
+      ARROW_ASSIGN_OR_RAISE(auto floor, kv_->Floor(SegmentsPrefix(id), SegmentKey(id, from)));
+      std::string begin = floor ? floor->key : SegmentKey(id, from);
       ARROW_RETURN_NOT_OK(kv_->ScanAll(
-          SegPrefix(id), begin,
+          SegmentsPrefix(id), begin,
           [&](const kv::KeyValue& kv) -> Result<bool> {
             ARROW_ASSIGN_OR_RAISE(SegmentRecord s, DecodeSegmentRecord(kv.value));
             if (s.start > to) return false;
@@ -379,9 +359,9 @@ Result<Snapshot> TableRegistry::TakeSnapshot(const TableId& id, uint64_t from, u
 
 Result<SegmentPage> TableRegistry::ListSegments(const TableId& id, std::optional<uint64_t> after, size_t limit) {
   SegmentPage page;
-  std::string from = after ? SegKey(id, *after) + std::string(1, '\0') : "";
+  std::string from = after ? SegmentKey(id, *after) + std::string(1, '\0') : "";
   ARROW_RETURN_NOT_OK(kv_->ScanAll(
-      SegPrefix(id), from,
+      SegmentsPrefix(id), from,
       [&](const kv::KeyValue& kv) -> Result<bool> {
         if (page.segments.size() == limit) {
           page.has_more = true;
@@ -432,9 +412,9 @@ Result<TableState> TableRegistry::NextState(const TableId& id, const TableState&
       last = {state.last, state.end};
     } else {
       // Walk back over removed segments (one floor lookup each).
-      std::string at = SegKey(id, state.last);
+      std::string at = SegmentKey(id, state.last);
       while (true) {
-        ARROW_ASSIGN_OR_RAISE(auto floor, kv_->Floor(SegPrefix(id), at));
+        ARROW_ASSIGN_OR_RAISE(auto floor, kv_->Floor(SegmentsPrefix(id), at));
         if (!floor) break;
         ARROW_ASSIGN_OR_RAISE(SegmentRecord s, DecodeSegmentRecord(floor->value));
         if (!removed.count(s.start)) {
@@ -442,7 +422,7 @@ Result<TableState> TableRegistry::NextState(const TableId& id, const TableState&
           break;
         }
         if (s.start == 0) break;
-        at = SegKey(id, s.start - 1);
+        at = SegmentKey(id, s.start - 1);
       }
     }
   }
@@ -453,7 +433,7 @@ Result<TableState> TableRegistry::NextState(const TableId& id, const TableState&
       first = state.first;
     } else {
       ARROW_RETURN_NOT_OK(
-          kv_->ScanAll(SegPrefix(id), SegKey(id, state.first), [&](const kv::KeyValue& kv) -> Result<bool> {
+          kv_->ScanAll(SegmentsPrefix(id), SegmentKey(id, state.first), [&](const kv::KeyValue& kv) -> Result<bool> {
             ARROW_ASSIGN_OR_RAISE(SegmentRecord s, DecodeSegmentRecord(kv.value));
             if (removed.count(s.start)) return true;
             first = s.start;
@@ -477,7 +457,7 @@ Result<TableState> TableRegistry::NextState(const TableId& id, const TableState&
 
 Result<bool> TableRegistry::SegmentsStillHold(const TableId& id, const LiveSetChange& change) {
   auto unchanged = [&](const SegmentRecord& r) -> Result<bool> {
-    auto raw = kv_->Get(SegKey(id, r.start));
+    auto raw = kv_->Get(SegmentKey(id, r.start));
     if (IsNotFound(raw.status())) return false;
     ARROW_RETURN_NOT_OK(raw.status());
     return *raw == EncodeSegmentRecord(r);
@@ -494,7 +474,7 @@ Result<bool> TableRegistry::SegmentsStillHold(const TableId& id, const LiveSetCh
   }
   for (const auto& a : change.add) {
     if (freed.count(a.start)) continue;
-    auto raw = kv_->Get(SegKey(id, a.start));
+    auto raw = kv_->Get(SegmentKey(id, a.start));
     if (!IsNotFound(raw.status())) {
       ARROW_RETURN_NOT_OK(raw.status());
       return false;
@@ -520,8 +500,8 @@ Result<TableState> TableRegistry::Commit(const TableId& id, const LiveSetChange&
     ARROW_ASSIGN_OR_RAISE(TableState next, NextState(id, state, change));
     next.token = NewToken();
     kv::Batch batch = CommitBatch(id, change, now);
-    batch.Require(raw.empty() ? kv::Precondition::Absent(VerKey(id)) : kv::Precondition::Equals(VerKey(id), raw));
-    batch.Put(VerKey(id), EncodeState(next));
+    batch.Require(raw.empty() ? kv::Precondition::Absent(StateKey(id)) : kv::Precondition::Equals(StateKey(id), raw));
+    batch.Put(StateKey(id), EncodeState(next));
     Status st = kv_->Apply(batch);
     if (st.ok()) {
       UpdateCache(id, state, next, change);
@@ -566,7 +546,7 @@ kv::Batch TableRegistry::CommitBatch(const TableId& id, const LiveSetChange& cha
   kv::Batch batch;
   std::set<uint64_t> freed;
   for (const auto& r : change.remove) {
-    std::string key = SegKey(id, r.start);
+    std::string key = SegmentKey(id, r.start);
     batch.Require(kv::Precondition::Equals(key, EncodeSegmentRecord(r)));
     batch.Delete(key);
     const int64_t now_us = ToUnixMicros(now);
@@ -574,20 +554,20 @@ kv::Batch TableRegistry::CommitBatch(const TableId& id, const LiveSetChange& cha
     freed.insert(r.start);
   }
   for (const auto& k : change.keep) {
-    batch.Require(kv::Precondition::Equals(SegKey(id, k.start), EncodeSegmentRecord(k)));
+    batch.Require(kv::Precondition::Equals(SegmentKey(id, k.start), EncodeSegmentRecord(k)));
   }
   for (const auto& a : change.add) {
-    std::string key = SegKey(id, a.start);
+    std::string key = SegmentKey(id, a.start);
     if (!freed.count(a.start)) batch.Require(kv::Precondition::Absent(key));
     batch.Put(key, EncodeSegmentRecord(a));
   }
-  for (uint64_t b : change.drop_hashes) batch.Delete(HashKey(id, b));
-  for (const auto& [b, h] : change.put_hashes) batch.Put(HashKey(id, b), EncodeBlockHash(h));
+  for (uint64_t b : change.drop_hashes) batch.Delete(BlockHashKey(id, b));
+  for (const auto& [b, h] : change.put_hashes) batch.Put(BlockHashKey(id, b), EncodeBlockHash(h));
   return batch;
 }
 
 Result<std::optional<std::string>> TableRegistry::BlockHash(const TableId& id, uint64_t block) {
-  std::string key = HashKey(id, block);
+  std::string key = BlockHashKey(id, block);
   auto raw = kv_->Get(key);
   if (IsNotFound(raw.status())) return std::optional<std::string>();
   ARROW_RETURN_NOT_OK(raw.status());
@@ -597,18 +577,20 @@ Result<std::optional<std::string>> TableRegistry::BlockHash(const TableId& id, u
 
 Result<std::vector<uint64_t>> TableRegistry::HashedBlocksFrom(const TableId& id, uint64_t from) {
   std::vector<uint64_t> out;
-  ARROW_RETURN_NOT_OK(kv_->ScanAll(HashPrefix(id), HashKey(id, from), [&](const kv::KeyValue& kv) -> Result<bool> {
-    ARROW_ASSIGN_OR_RAISE(uint64_t b, BlockOfHashKey(id, kv.key));
-    out.push_back(b);
-    return true;
-  }));
+  ARROW_RETURN_NOT_OK(
+      kv_->ScanAll(BlockHashesPrefix(id), BlockHashKey(id, from), [&](const kv::KeyValue& kv) -> Result<bool> {
+        std::optional<uint64_t> b = BlockOfHashKey(id, kv.key);
+        if (!b) return Status::IOError(fmt::format("{}: malformed block hash key", kv.key));
+        out.push_back(*b);
+        return true;
+      }));
   return out;
 }
 
 Status TableRegistry::PruneBlockHashes(const TableId& id, uint64_t before) {
-  std::string end = HashKey(id, before);
+  std::string end = BlockHashKey(id, before);
   std::vector<std::string> old;
-  ARROW_RETURN_NOT_OK(kv_->ScanAll(HashPrefix(id), "", [&](const kv::KeyValue& kv) -> Result<bool> {
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(BlockHashesPrefix(id), "", [&](const kv::KeyValue& kv) -> Result<bool> {
     if (kv.key >= end) return false;
     old.push_back(kv.key);
     return true;
@@ -626,7 +608,7 @@ Result<std::vector<GcEntry>> TableRegistry::ListDueGc(const TableId& id, int64_t
     if (e.removed_at_us < removed_before_us) out.push_back(std::move(e));
     return true;
   };
-  ARROW_RETURN_NOT_OK(kv_->ScanAll(GcPrefix(id), "", add));
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(LegacyGcPrefix(id), "", add));
   const std::string end = GcQueueKey(id, removed_before_us, "");
   ARROW_RETURN_NOT_OK(kv_->ScanAll(GcQueuePrefix(id), "", [&](const kv::KeyValue& kv) -> Result<bool> {
     if (kv.key >= end) return false;  // in removal order: the rest are not due
@@ -636,7 +618,7 @@ Result<std::vector<GcEntry>> TableRegistry::ListDueGc(const TableId& id, int64_t
 }
 
 Status TableRegistry::RemoveGcEntry(const TableId& id, const GcEntry& entry) {
-  for (const std::string& key : {GcQueueKey(id, entry.removed_at_us, entry.id), GcPrefix(id) + entry.id}) {
+  for (const std::string& key : {GcQueueKey(id, entry.removed_at_us, entry.id), LegacyGcKey(id, entry.id)}) {
     kv::Batch batch;
     batch.Require(kv::Precondition::Present(key));
     batch.Delete(key);
