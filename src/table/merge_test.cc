@@ -757,9 +757,9 @@ TEST_F(MergeTest, AnEarlyReturnWaitsForTheStepsInFlight) {
   // returns early with tasks reading its inputs, and must wait for them.
   std::vector<SegmentRecord> inputs;
   for (int i = 0; i < 6; ++i) inputs.push_back(Write(i * 100, i * 100 + 99, settings_));
-  for (auto [failing, open] : {std::pair<size_t, int>{0, 2}, std::pair<size_t, int>{2, 1}}) {
-    SCOPED_TRACE(open == 2 ? "a step fails" : "a footer fails");
-    GatedStore gated(blobs_, inputs[failing].path, open);
+  for (auto [failing, failing_open] : {std::pair<size_t, int>{0, 2}, std::pair<size_t, int>{2, 1}}) {
+    SCOPED_TRACE(failing_open == 2 ? "a step fails" : "a footer fails");
+    GatedStore gated(blobs_, inputs[failing].path, failing_open);
     ThreadPool footers("t-footers", 2, 1 << 20), work("t-work", 2, 1 << 20);
     MergeContext ctx{&gated, &footers, &work, 2, &settings_, &stopping_, 7};
     auto merged = MergeSegments(ctx, table_, inputs, SystemClock().Now(), FileLayout::kFinal);
