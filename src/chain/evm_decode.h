@@ -14,6 +14,8 @@
 // tables need present and well-formed, receipts for exactly its
 // transactions, every receipt and log naming the block's number and hash.
 // Anything else is InvalidArgument naming the block, the field and the value.
+//
+// Thread-safety: pure functions.
 #pragma once
 
 #include <array>
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "chain/evm_hex.h"  // HexQuantity, HexData, HexUint256, Uint256Decimal
 #include "chain/generator.h"
 
 namespace arrow {
@@ -43,16 +46,6 @@ std::shared_ptr<arrow::Schema> LegacyEvmSchema(ChainTable t);
 // nullable. InvalidArgument naming the column if it has one the source does
 // not write, or writes with another type.
 Result<std::shared_ptr<arrow::Schema>> EvmWriteSchema(ChainTable t, const std::shared_ptr<arrow::Schema>& stored);
-
-// "0x1a" -> 26. InvalidArgument unless 0x followed by 1..16 hex digits.
-Result<uint64_t> HexQuantity(const nlohmann::json& v, const std::string& what);
-// "0x00ff" -> bytes. InvalidArgument unless 0x followed by an even number of
-// hex digits, and exactly `size` bytes when size > 0.
-Result<std::string> HexData(const nlohmann::json& v, const std::string& what, size_t size = 0);
-// A quantity of up to 256 bits as 32 big-endian bytes.
-Result<std::array<uint8_t, 32>> HexUint256(const nlohmann::json& v, const std::string& what);
-// 32 big-endian bytes as a decimal number ("0" for zero).
-std::string Uint256Decimal(const std::array<uint8_t, 32>& v);
 
 // One block (eth_getBlockByNumber): with full transaction objects when the
 // transactions table is written, else their hashes; the receipts of its

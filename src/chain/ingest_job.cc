@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "chain/evm_job.h"
+#include "chain/keys.h"
 
 namespace sediment::chain {
 namespace {
@@ -48,8 +49,6 @@ class ChainBatchReader : public arrow::RecordBatchReader {
   uint64_t next_, to_, head_;
   std::shared_ptr<arrow::Schema> schema_;
 };
-
-std::string AnchorKey(const std::string& dataset) { return "j/anchor/" + dataset; }
 
 }  // namespace
 

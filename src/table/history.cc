@@ -8,35 +8,29 @@
 #include <nlohmann/json.hpp>
 
 #include "kv/kv.h"
+#include "table/keys.h"
 
 namespace sediment::table {
 namespace {
 
 using nlohmann::json;
 
-std::string HistPrefix(const TableId& id) { return fmt::format("t/hist/{}/{}/", id.dataset, id.table); }
-std::string PassPrefix(const TableId& id) { return fmt::format("t/pass/{}/{}/", id.dataset, id.table); }
-// Newest first: the key's time runs backwards.
-std::string PassTime(int64_t t_us) {
-  return fmt::format("{:020}", std::numeric_limits<int64_t>::max() - std::max<int64_t>(0, t_us));
-}
-
 }  // namespace
 
 Status TableHistory::RecordAppend(const TableId& id, const SegmentRecord& s) {
   json j = {{"v", 1},         {"t_us", s.created_at_us}, {"bytes", s.bytes}, {"stored", s.stored_bytes},
             {"rows", s.rows}, {"start", s.start},        {"end", s.end}};
-  return kv_->Set(HistPrefix(id) + fmt::format("{:020}-{}", s.created_at_us, s.id), j.dump());
+  return kv_->Set(AppendHistoryKey(id, s.created_at_us, s.id), j.dump());
 }
 
 Result<std::vector<AppendRecord>> TableHistory::AppendHistory(const TableId& id, int64_t since_us,
                                                               const std::string& cursor, size_t limit, bool* has_more) {
   std::vector<AppendRecord> out;
   if (has_more) *has_more = false;
-  std::string from = HistPrefix(id) + fmt::format("{:020}", std::max<int64_t>(0, since_us));
-  if (!cursor.empty()) from = std::max(from, HistPrefix(id) + cursor + std::string(1, '\0'));
+  std::string from = AppendHistoryAt(id, since_us);
+  if (!cursor.empty()) from = std::max(from, AppendHistoryPrefix(id) + cursor + std::string(1, '\0'));
   ARROW_RETURN_NOT_OK(kv_->ScanAll(
-      HistPrefix(id), from,
+      AppendHistoryPrefix(id), from,
       [&](const kv::KeyValue& kv) -> Result<bool> {
         if (out.size() == limit) {
           if (has_more) *has_more = true;
@@ -47,8 +41,8 @@ Result<std::vector<AppendRecord>> TableHistory::AppendHistory(const TableId& id,
           return Status::IOError(fmt::format("{}: malformed append history record", kv.key));
         }
         out.push_back({j.value("t_us", int64_t{0}), j.value("bytes", int64_t{0}), j.value("rows", int64_t{0}),
-                       j.value("start", uint64_t{0}), j.value("end", uint64_t{0}), kv.key.substr(HistPrefix(id).size()),
-                       j.value("stored", int64_t{0})});
+                       j.value("start", uint64_t{0}), j.value("end", uint64_t{0}),
+                       kv.key.substr(AppendHistoryPrefix(id).size()), j.value("stored", int64_t{0})});
         return true;
       },
       std::min<size_t>(limit == SIZE_MAX ? 64 : limit + 1, 8192)));
@@ -56,19 +50,19 @@ Result<std::vector<AppendRecord>> TableHistory::AppendHistory(const TableId& id,
 }
 
 Status TableHistory::PruneHistory(const TableId& id, int64_t before_us) {
-  std::string end = HistPrefix(id) + fmt::format("{:020}", std::max<int64_t>(0, before_us));
+  std::string end = AppendHistoryAt(id, before_us);
   std::vector<std::string> old;
-  ARROW_RETURN_NOT_OK(kv_->ScanAll(HistPrefix(id), "", [&](const kv::KeyValue& kv) -> Result<bool> {
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(AppendHistoryPrefix(id), "", [&](const kv::KeyValue& kv) -> Result<bool> {
     if (kv.key >= end) return false;
     old.push_back(kv.key);
     return true;
   }));
   // Passes run newest first: the old ones are the tail, after those at `before_us` ('~' sorts after "-<server>").
-  ARROW_RETURN_NOT_OK(kv_->ScanAll(PassPrefix(id), PassPrefix(id) + PassTime(before_us) + "~",
-                                   [&](const kv::KeyValue& kv) -> Result<bool> {
-                                     old.push_back(kv.key);
-                                     return true;
-                                   }));
+  ARROW_RETURN_NOT_OK(
+      kv_->ScanAll(PassHistoryPrefix(id), PassHistoryAfter(id, before_us), [&](const kv::KeyValue& kv) -> Result<bool> {
+        old.push_back(kv.key);
+        return true;
+      }));
   for (const auto& k : old) ARROW_RETURN_NOT_OK(kv_->Delete(k));
   return Status::OK();
 }
@@ -93,18 +87,17 @@ Status TableHistory::RecordPass(const TableId& id, const PassRecord& p) {
   if (!p.error.empty()) j["error"] = p.error;
   // Two passes of one table never start in the same microsecond on one
   // server; the server's name keeps two servers' records apart.
-  return kv_->Set(PassPrefix(id) + PassTime(p.t_us) + "-" + p.server,
-                  j.dump(-1, ' ', false, json::error_handler_t::replace));
+  return kv_->Set(PassHistoryKey(id, p.t_us, p.server), j.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 Result<std::vector<PassRecord>> TableHistory::PassHistory(const TableId& id, int64_t since_us,
                                                           const std::string& cursor, size_t limit, bool* has_more) {
   std::vector<PassRecord> out;
   if (has_more) *has_more = false;
-  std::string end = PassPrefix(id) + PassTime(since_us) + "~";  // past every record at since_us
-  std::string from = cursor.empty() ? PassPrefix(id) : PassPrefix(id) + cursor + std::string(1, '\0');
+  std::string end = PassHistoryAfter(id, since_us);  // past every record at since_us
+  std::string from = cursor.empty() ? PassHistoryPrefix(id) : PassHistoryPrefix(id) + cursor + std::string(1, '\0');
   ARROW_RETURN_NOT_OK(kv_->ScanAll(
-      PassPrefix(id), from,
+      PassHistoryPrefix(id), from,
       [&](const kv::KeyValue& kv) -> Result<bool> {
         if (kv.key > end) return false;
         if (out.size() == limit) {
@@ -131,7 +124,7 @@ Result<std::vector<PassRecord>> TableHistory::PassHistory(const TableId& id, int
                               m.value("end", uint64_t{0}), m.value("bytes_in", int64_t{0}),
                               m.value("bytes_out", int64_t{0}), m.value("error", "")});
         }
-        p.cursor = kv.key.substr(PassPrefix(id).size());
+        p.cursor = kv.key.substr(PassHistoryPrefix(id).size());
         out.push_back(std::move(p));
         return true;
       },

@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -83,6 +84,79 @@ class RemoteCountingStore final : public blob::BlobStore {
   std::shared_ptr<blob::BlobStore> inner_;
   std::mutex mu_;
   std::map<std::string, int> opens_;
+};
+
+// Holds every step task's read of its input (a file's second open: the first
+// reads its footer) until the test says the merge has returned, or for
+// kHold, and fails one open of one file once a step's task is held: the merge
+// then fails with tasks in flight. A merge that waits for its tasks returns
+// after kHold; one that did not would return while they are held (seen by
+// in_flight() at its return, and by the tasks themselves once released).
+class GatedStore final : public blob::BlobStore {
+ public:
+  static constexpr std::chrono::milliseconds kHold{200};
+
+  // Fails open number `failing_open` (1: the footer's, 2: a step's) of `failing`.
+  GatedStore(std::shared_ptr<blob::BlobStore> inner, std::string failing, int failing_open)
+      : inner_(std::move(inner)), failing_(std::move(failing)), failing_open_(failing_open) {}
+  Result<std::shared_ptr<arrow::io::OutputStream>> OpenWriter(const std::string& path) override {
+    return inner_->OpenWriter(path);
+  }
+  Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenReader(const std::string& path) override {
+    return inner_->OpenReader(path);
+  }
+  Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenReaderSized(const std::string& path, int64_t size) override {
+    std::unique_lock lock(mu_);
+    const int n = ++opens_[path];
+    if (path == failing_ && n == failing_open_) {
+      // Not before a step's task is held: the failure comes with one in flight.
+      EXPECT_TRUE(cv_.wait_for(lock, std::chrono::seconds(30), [&] { return held_ > 0; }));
+      held_at_failure_ = held_;
+      return Status::IOError("injected failure");
+    }
+    if (n >= 2) {
+      ++held_;
+      cv_.notify_all();
+      cv_.wait_for(lock, kHold, [&] { return returned_; });
+      if (returned_) ++ran_after_return_;
+      --held_;
+    }
+    lock.unlock();
+    return inner_->OpenReaderSized(path, size);
+  }
+  Result<blob::ObjectInfo> Stat(const std::string& path) override { return inner_->Stat(path); }
+  Result<std::vector<blob::ObjectInfo>> List(const std::string& prefix) override { return inner_->List(prefix); }
+  Status Delete(const std::string& path) override { return inner_->Delete(path); }
+  std::string Describe() const override { return inner_->Describe(); }
+
+  // The test calls it once MergeSegments has returned: held tasks go on.
+  void MergeReturned() {
+    std::lock_guard lock(mu_);
+    returned_ = true;
+    cv_.notify_all();
+  }
+  int in_flight() {
+    std::lock_guard lock(mu_);
+    return held_;
+  }
+  int held_at_failure() {
+    std::lock_guard lock(mu_);
+    return held_at_failure_;
+  }
+  int ran_after_return() {
+    std::lock_guard lock(mu_);
+    return ran_after_return_;
+  }
+
+ private:
+  std::shared_ptr<blob::BlobStore> inner_;
+  const std::string failing_;
+  const int failing_open_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, int> opens_;
+  int held_ = 0, held_at_failure_ = 0, ran_after_return_ = 0;
+  bool returned_ = false;
 };
 
 class MergeTest : public ::testing::Test {
@@ -674,6 +748,31 @@ TEST_F(MergeTest, RowCountDisagreeingWithRegistryFailsNamingTheFile) {
   auto merged = Merge({a, b}, 2);
   ASSERT_FALSE(merged.ok());
   EXPECT_NE(merged.status().message().find(b.path), std::string::npos) << merged.status().message();
+}
+
+TEST_F(MergeTest, AnEarlyReturnWaitsForTheStepsInFlight) {
+  // Six inputs of one full row group each: a step each, workers + 1 = 3 of
+  // them in flight. Input 0's step fails, and then input 2's footer (steps 0
+  // and 1 submitted), each while another step's task is held: MergeSegments
+  // returns early with tasks reading its inputs, and must wait for them.
+  std::vector<SegmentRecord> inputs;
+  for (int i = 0; i < 6; ++i) inputs.push_back(Write(i * 100, i * 100 + 99, settings_));
+  for (auto [failing, failing_open] : {std::pair<size_t, int>{0, 2}, std::pair<size_t, int>{2, 1}}) {
+    SCOPED_TRACE(failing_open == 2 ? "a step fails" : "a footer fails");
+    GatedStore gated(blobs_, inputs[failing].path, failing_open);
+    ThreadPool footers("t-footers", 2, 1 << 20), work("t-work", 2, 1 << 20);
+    MergeContext ctx{&gated, &footers, &work, 2, &settings_, &stopping_, 7};
+    auto merged = MergeSegments(ctx, table_, inputs, SystemClock().Now(), FileLayout::kFinal);
+    const int in_flight = gated.in_flight();
+    gated.MergeReturned();
+    work.Shutdown();
+    footers.Shutdown();
+    ASSERT_FALSE(merged.ok());
+    EXPECT_NE(merged.status().message().find(inputs[failing].path), std::string::npos) << merged.status().message();
+    EXPECT_GE(gated.held_at_failure(), 1) << "a step's task was reading when the input failed";
+    EXPECT_EQ(in_flight, 0) << "MergeSegments returned with a task still reading its inputs";
+    EXPECT_EQ(gated.ran_after_return(), 0);
+  }
 }
 
 }  // namespace

@@ -1,18 +1,9 @@
 // TableRegistry: a table's metadata in the KV store — its schema, its live
 // segments and its GC manifest — and the one atomic step that changes them.
 //
-// Keys (see docs/formats.md):
-//   t/tables/<ds>/<t>             table record (schema as Arrow IPC, base64)
-//   t/seg/<ds>/<t>/<start:020>    live segment record, ordered by first block
-//   t/ver/<ds>/<t>                the live set's state: a token replaced by every
-//                                 change, totals, first and last segment (TableState)
-//   t/gcq/<ds>/<t>/<removed:020>-<segment id>  GC manifest entry, in removal order
-//   t/gc/<ds>/<t>/<segment id>    GC manifest entry as written before the queue (still read)
-//   t/lease/<ds>/<t>              which server compacts the table (kv::Lease; TableService)
-//   t/hist/<ds>/<t>/<time:020>-<id>  one record per appended segment, for the simulator's replay
-//   t/pass/<ds>/<t>/<rtime:020>-<n>  one record per compaction pass that merged
-//                                 anything, newest first (rtime = INT64_MAX - time)
-//   t/bh/<ds>/<t>/<block:020>     a block's hash, kept within the reorg window ([writer] max_reorg_depth)
+// Its keys (the table record, live segments, the state record, the GC
+// manifest, block hashes) are built in table/keys.h; docs/formats.md
+// describes the records.
 //
 // Live segments never overlap, so the first block is a unique, ordered key,
 // and the segment holding block b is the floor of b's key (one index

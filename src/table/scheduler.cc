@@ -9,24 +9,23 @@
 #include <vector>
 
 #include "kv/lease.h"
+#include "table/keys.h"
 
 namespace sediment::table {
 
 // ---------------------------------------------------------------- leases
-
-std::string TableLeases::Key(const TableId& id) { return fmt::format("t/lease/{}/{}", id.dataset, id.table); }
 
 Result<bool> TableLeases::Hold(const TableId& id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     taken_.insert(id);  // remembered, so ReleaseAll() releases it
   }
-  kv::Lease lease(kv_, Key(id), server_id_, ttl_);
+  kv::Lease lease(kv_, TableLeaseKey(id), server_id_, ttl_);
   return lease.TryAcquire(clock_->Now());
 }
 
 Result<std::string> TableLeases::Holder(const TableId& id) {
-  kv::Lease lease(kv_, Key(id), server_id_, ttl_);
+  kv::Lease lease(kv_, TableLeaseKey(id), server_id_, ttl_);
   return lease.Holder(clock_->Now());
 }
 
@@ -37,7 +36,7 @@ void TableLeases::ReleaseAll() {
     ids.swap(taken_);
   }
   for (const auto& id : ids) {
-    kv::Lease lease(kv_, Key(id), server_id_, ttl_);
+    kv::Lease lease(kv_, TableLeaseKey(id), server_id_, ttl_);
     Status st = lease.Release();
     if (!st.ok()) spdlog::warn("table {}: cannot release the compaction lease: {}", id.ToString(), st.ToString());
   }

@@ -41,7 +41,6 @@ class TableLeases {
   TableLeases(std::shared_ptr<kv::KvStore> kv, Clock* clock, std::string server_id, Duration ttl)
       : kv_(std::move(kv)), clock_(clock), server_id_(std::move(server_id)), ttl_(ttl) {}
 
-  static std::string Key(const TableId& id);
   // Takes or renews the table's lease; false if another server holds it.
   Result<bool> Hold(const TableId& id);
   // Who holds it now ("" if nobody).

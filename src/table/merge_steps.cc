@@ -1,0 +1,301 @@
+// The merge's steps as worker tasks run them (merge_steps_internal.h).
+#include <arrow/api.h>
+#include <arrow/io/concurrency.h>
+#include <arrow/io/interfaces.h>
+#include <arrow/io/memory.h>
+#include <arrow/util/future.h>
+#include <fmt/format.h>
+#include <parquet/file_reader.h>
+#include <parquet/metadata.h>
+#include <parquet/properties.h>
+#include <parquet/schema.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "table/merge_steps_internal.h"
+#include "table/parquet_guard_internal.h"
+
+namespace sediment::table::merge_internal {
+
+Result<std::shared_ptr<arrow::Buffer>> StepBuffers::Take(int64_t size) {
+  std::unique_ptr<arrow::ResizableBuffer> buffer;
+  {
+    std::lock_guard lock(mu_);
+    auto fits = free_.end(), largest = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      const int64_t c = (*it)->capacity();
+      if (c >= size && (fits == free_.end() || c < (*fits)->capacity())) fits = it;
+      if (largest == free_.end() || c > (*largest)->capacity()) largest = it;
+    }
+    if (fits != free_.end()) {
+      buffer = std::move(*fits);
+      free_.erase(fits);
+    } else {
+      if (largest != free_.end()) {  // too small: its memory goes to the new one
+        free_.erase(largest);
+        --held_;
+      }
+      most_held_ = std::max(most_held_, ++held_);
+    }
+  }
+  if (!buffer) {
+    // Room for a step a little larger than this one: steps vary in size.
+    auto made = arrow::AllocateResizableBuffer(size + size / 8);
+    if (!made.ok()) {
+      std::lock_guard lock(mu_);
+      --held_;
+      return made.status();
+    }
+    buffer = std::move(*made);
+  }
+  ARROW_RETURN_NOT_OK(buffer->Resize(size, /*shrink_to_fit=*/false));
+  return std::shared_ptr<arrow::Buffer>(buffer.release(), [self = shared_from_this()](arrow::Buffer* b) {
+    self->Give(std::unique_ptr<arrow::ResizableBuffer>(static_cast<arrow::ResizableBuffer*>(b)));
+  });
+}
+
+void StepBuffers::Give(std::unique_ptr<arrow::ResizableBuffer> buffer) {
+  std::lock_guard lock(mu_);
+  if (free_.size() < keep_) {
+    free_.push_back(std::move(buffer));  // no allocation: reserved
+  } else {
+    --held_;
+  }
+}
+
+Status StepInputs::Named(size_t input, const Status& st) const {
+  return Status::IOError(fmt::format("{}: {}", (*inputs)[input].path, st.message()));
+}
+
+namespace {
+
+// A file of which only bytes [begin, begin + bytes->size()) were fetched: a
+// row group's column chunks, read in one request. Reads outside fail.
+class FetchedRange final : public arrow::io::internal::RandomAccessFileConcurrencyWrapper<FetchedRange> {
+ public:
+  FetchedRange(std::shared_ptr<arrow::Buffer> bytes, int64_t begin, int64_t size)
+      : bytes_(std::move(bytes)), begin_(begin), size_(size) {}
+  bool closed() const override { return closed_; }
+
+ protected:
+  friend arrow::io::internal::RandomAccessFileConcurrencyWrapper<FetchedRange>;
+  Status DoClose() {
+    closed_ = true;
+    return Status::OK();
+  }
+  Result<int64_t> DoTell() const { return pos_; }
+  Status DoSeek(int64_t position) {
+    pos_ = position;
+    return Status::OK();
+  }
+  Result<int64_t> DoGetSize() { return size_; }
+  Result<std::shared_ptr<arrow::Buffer>> DoReadAt(int64_t position, int64_t nbytes, bool allow_short_read = true) {
+    (void)allow_short_read;
+    if (position < begin_ || position + nbytes > begin_ + bytes_->size()) {
+      return Status::IOError(fmt::format("read of [{}, {}) outside the fetched range [{}, {})", position,
+                                         position + nbytes, begin_, begin_ + bytes_->size()));
+    }
+    return arrow::SliceBuffer(bytes_, position - begin_, nbytes);
+  }
+  Result<int64_t> DoReadAt(int64_t position, int64_t nbytes, bool allow_short_read, void* out) {
+    ARROW_ASSIGN_OR_RAISE(auto b, DoReadAt(position, nbytes, allow_short_read));
+    std::memcpy(out, b->data(), static_cast<size_t>(b->size()));
+    return b->size();
+  }
+  Result<std::shared_ptr<arrow::Buffer>> DoRead(int64_t nbytes) {
+    ARROW_ASSIGN_OR_RAISE(auto b, DoReadAt(pos_, nbytes));
+    pos_ += b->size();
+    return b;
+  }
+  Result<int64_t> DoRead(int64_t nbytes, void* out) {
+    ARROW_ASSIGN_OR_RAISE(int64_t n, DoReadAt(pos_, nbytes, true, out));
+    pos_ += n;
+    return n;
+  }
+
+ private:
+  std::shared_ptr<arrow::Buffer> bytes_;
+  int64_t begin_, size_;
+  int64_t pos_ = 0;
+  bool closed_ = false;
+};
+
+// A row group copied as it is.
+Result<Prepared> ProduceCopy(const StepInputs& in, const Step& step) {
+  const Piece& p = step.pieces.front();
+  const auto& s = (*in.inputs)[p.input];
+  auto file = in.blobs->OpenReaderSized(s.path, s.stored_bytes);
+  if (!file.ok()) return in.Named(p.input, file.status());
+  auto reader = SegmentFileReader::Open(*file, s.path, false, (*in.footers)[p.input], false);
+  if (!reader.ok()) return in.Named(p.input, reader.status());
+  ARROW_ASSIGN_OR_RAISE(auto rg, (*reader)->ReadEncoded(p.row_group));
+  Prepared out;
+  out.row_groups.push_back(std::move(rg));
+  return out;
+}
+
+// One input file of a pages step: opened once, its bytes fetched whole or read by ranges.
+struct PageSource {
+  size_t input = 0;
+  std::shared_ptr<arrow::io::RandomAccessFile> file;
+  arrow::Future<std::shared_ptr<arrow::Buffer>> whole;  // valid if fetched whole
+  std::unique_ptr<parquet::ParquetFileReader> reader;
+};
+
+// Local files read whole go into one buffer, one after another: a read
+// from the page cache needs no other thread.
+Status ReadLocalWholes(const StepInputs& in, const std::vector<size_t>& local_wholes, int64_t local_bytes,
+                       std::vector<PageSource>& sources) {
+  auto taken = in.buffers->Take(local_bytes);
+  if (!taken.ok()) return in.Named(sources[local_wholes.front()].input, taken.status());
+  auto buffer = std::move(*taken);
+  int64_t at = 0;
+  for (size_t k : local_wholes) {
+    const int64_t size = (*in.inputs)[sources[k].input].stored_bytes;
+    auto got = sources[k].file->ReadAt(0, size, buffer->mutable_data() + at);
+    if (got.ok() && *got != size) got = Status::IOError(fmt::format("read {} of its {} bytes", *got, size));
+    if (!got.ok()) return in.Named(sources[k].input, got.status());
+    sources[k].whole =
+        arrow::Future<std::shared_ptr<arrow::Buffer>>::MakeFinished(arrow::SliceBuffer(buffer, at, size));
+    at += size;
+  }
+  return Status::OK();
+}
+
+// Each input of a pages step, opened once: a small file (a head file) fetched
+// whole, with its page index and bloom filters in the same request; a large
+// one read by ranges.
+Status OpenPageSources(const StepInputs& in, const Step& step, std::vector<PageSource>& sources) {
+  std::vector<size_t> local_wholes;  // sources read whole from local files
+  int64_t local_bytes = 0;
+  for (const Piece& p : step.pieces) {
+    if (!sources.empty() && sources.back().input == p.input) continue;
+    const auto& s = (*in.inputs)[p.input];
+    PageSource src;
+    src.input = p.input;
+    if (const auto& whole = (*in.wholes)[p.input]) {  // fetched with its footer
+      src.file = std::make_shared<arrow::io::BufferReader>(whole);
+      sources.push_back(std::move(src));
+      continue;
+    }
+    auto file = in.blobs->OpenReaderSized(s.path, s.stored_bytes);
+    if (!file.ok()) return in.Named(p.input, file.status());
+    src.file = *file;
+    int64_t lo = INT64_MAX, hi = 0;
+    for (const Piece& q : step.pieces) {
+      if (q.input != p.input) continue;
+      auto [b, e] = RowGroupByteRange(*(*in.footers)[p.input]->RowGroup(q.row_group));
+      lo = std::min(lo, b);
+      hi = std::max(hi, e);
+    }
+    if (s.stored_bytes <= std::max<int64_t>(1 << 20, 2 * (hi - lo))) {
+      if (in.blobs->Remote()) {
+        src.whole = src.file->ReadAsync(arrow::io::default_io_context(), 0, s.stored_bytes);
+      } else {
+        local_wholes.push_back(sources.size());
+        local_bytes += s.stored_bytes;
+      }
+    }
+    sources.push_back(std::move(src));
+  }
+  if (!local_wholes.empty()) return ReadLocalWholes(in, local_wholes, local_bytes, sources);
+  return Status::OK();
+}
+
+// Row groups whose data pages become one row group. Each input's bytes are
+// fetched once, all inputs at once (OpenPageSources). Bloom filters of the
+// run are OR-ed or built from their column alone.
+Result<Prepared> ProducePages(const StepInputs& in, const Step& step) {
+  std::vector<PageSource> sources;
+  ARROW_RETURN_NOT_OK(OpenPageSources(in, step, sources));
+  Prepared out;
+  out.run.emplace();
+  std::vector<parquet::ParquetFileReader*> readers;
+  size_t k = 0;
+  for (const Piece& p : step.pieces) {
+    while (sources[k].input != p.input) ++k;
+    PageSource& src = sources[k];
+    if (!src.reader) {
+      if (src.whole.is_valid()) {
+        auto bytes = src.whole.result();
+        if (!bytes.ok()) return in.Named(p.input, bytes.status());
+        src.file = std::make_shared<arrow::io::BufferReader>(*bytes);
+      }
+      auto opened =
+          ParquetGuard((*in.inputs)[p.input].path, [&]() -> Result<std::unique_ptr<parquet::ParquetFileReader>> {
+            return parquet::ParquetFileReader::Open(src.file, parquet::default_reader_properties(),
+                                                    (*in.footers)[p.input]);
+          });
+      if (!opened.ok()) return opened.status();
+      src.reader = std::move(*opened);
+    }
+    auto rg = ReadEncodedRowGroup(src.reader.get(), src.file.get(), p.row_group);
+    if (!rg.ok()) return in.Named(p.input, rg.status());
+    out.run->pieces.push_back(std::move(*rg));
+    readers.push_back(src.reader.get());
+  }
+  const auto* descr = (*in.footers)[step.pieces.front().input]->schema();
+  out.run->bloom_filter.resize(static_cast<size_t>(descr->num_columns()));
+  for (int c = 0; c < descr->num_columns(); ++c) {
+    auto options = in.props->bloom_filter_options(descr->Column(c)->path());
+    if (!options) continue;
+    ARROW_ASSIGN_OR_RAISE(out.run->bloom_filter[c], RunBloomFilter(out.run->pieces, readers, c, *options));
+  }
+  return out;
+}
+
+// Row groups decoded together and encoded again. All are fetched at once,
+// one request each, several in flight, then decoded from memory.
+Result<Prepared> ProduceEncoded(const StepInputs& in, const Step& step) {
+  struct Fetch {
+    std::shared_ptr<arrow::io::RandomAccessFile> file;
+    int64_t begin = 0;
+    arrow::Future<std::shared_ptr<arrow::Buffer>> bytes;
+  };
+  std::vector<Fetch> fetches;
+  for (const Piece& p : step.pieces) {
+    const auto& s = (*in.inputs)[p.input];
+    auto file = in.blobs->OpenReaderSized(s.path, s.stored_bytes);
+    if (!file.ok()) return in.Named(p.input, file.status());
+    auto [begin, end] = RowGroupByteRange(*(*in.footers)[p.input]->RowGroup(p.row_group));
+    fetches.push_back(Fetch{*file, begin, (*file)->ReadAsync(arrow::io::default_io_context(), begin, end - begin)});
+  }
+  std::vector<std::shared_ptr<arrow::Table>> tables;
+  for (size_t k = 0; k < step.pieces.size(); ++k) {
+    const Piece& p = step.pieces[k];
+    const auto& s = (*in.inputs)[p.input];
+    auto bytes = fetches[k].bytes.result();
+    if (!bytes.ok()) return in.Named(p.input, bytes.status());
+    auto window = std::make_shared<FetchedRange>(*bytes, fetches[k].begin,
+                                                 std::max(s.stored_bytes, fetches[k].begin + (*bytes)->size()));
+    auto reader = SegmentFileReader::Open(window, s.path, false, (*in.footers)[p.input], false);
+    if (!reader.ok()) return in.Named(p.input, reader.status());
+    if (Status st = (*reader)->ReadAs(in.schema); !st.ok()) return in.Named(p.input, st);
+    auto t = (*reader)->ReadRowGroup(p.row_group);
+    if (!t.ok()) return in.Named(p.input, t.status());
+    // The table's schema exactly (a file's carries its own metadata).
+    tables.push_back(arrow::Table::Make(in.schema, (*t)->columns(), (*t)->num_rows()));
+  }
+  fetches.clear();
+  ARROW_ASSIGN_OR_RAISE(auto table, arrow::ConcatenateTables(tables));
+  Prepared out;
+  ARROW_ASSIGN_OR_RAISE(out.row_groups, EncodeForSegment(table, *in.settings, in.props));
+  return out;
+}
+
+}  // namespace
+
+Result<Prepared> Produce(const StepInputs& in, const Step& step) {
+  switch (step.kind) {
+    case StepKind::kCopy:
+      return ProduceCopy(in, step);
+    case StepKind::kPages:
+      return ProducePages(in, step);
+    case StepKind::kEncode:
+      return ProduceEncoded(in, step);
+  }
+  return Status::Invalid("unknown step");
+}
+
+}  // namespace sediment::table::merge_internal
