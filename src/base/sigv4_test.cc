@@ -274,6 +274,22 @@ TEST(SigV4Test, SigningKeyMatchesAwsDerivationExample) {
             "c4afb1cc5771d871763a393e44b703571b55cc28424d1a5e86da6ed3c154a4b9");
 }
 
+// The GET Object example of AWS's S3 SigV4 documentation (header-based
+// authentication, bucket examplebucket, 2013-05-24).
+TEST(SigV4Test, S3GetObjectExample) {
+  const Scope scope{"20130524", "us-east-1", "s3"};
+  const std::string canonical =
+      CanonicalRequest("GET", CanonicalUri("/test.txt"), CanonicalQuery({}),
+                       CanonicalizeHeaders({{"host", "examplebucket.s3.amazonaws.com"},
+                                            {"range", "bytes=0-9"},
+                                            {"x-amz-content-sha256", std::string(kEmptySha256)},
+                                            {"x-amz-date", "20130524T000000Z"}}),
+                       kEmptySha256);
+  EXPECT_EQ(Sign(SigningKey("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", scope),
+                 StringToSign("20130524T000000Z", scope, canonical)),
+            "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
+}
+
 TEST(SigV4Test, CanonicalPieces) {
   EXPECT_EQ(CanonicalUri("/bucket/a b+c/ሴ"), "/bucket/a%20b%2Bc/%E1%88%B4");
   EXPECT_EQ(CanonicalQuery({{"prefix", "a+b c"}, {"uploads", ""}, {"a", "x/y"}}), "a=x%2Fy&prefix=a%2Bb%20c&uploads=");

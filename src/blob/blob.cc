@@ -21,6 +21,7 @@
 #include <optional>
 #include <vector>
 
+#include "base/codec.h"
 #include "base/crypto.h"
 #include "base/xml.h"
 #include "blob/s3_sign_internal.h"
@@ -269,7 +270,7 @@ class FsBlobStore final : public BlobStore {
                                          description_, source.Describe()));
     }
     ARROW_RETURN_NOT_OK(ValidateObjectPath(source_path));
-    Query headers = {{"x-amz-copy-source", AwsEncode(from->Full(source_path), /*keep_slash=*/true)}};
+    Query headers = {{"x-amz-copy-source", PercentEncode(from->Full(source_path), PercentSet::kUnreservedAndSlash)}};
     if (range) {
       if (range->first < 0 || range->second < range->first) {
         return InvalidArgument(fmt::format("bad copy range [{}, {}]", range->first, range->second));
