@@ -61,22 +61,14 @@ Result<Target> ParseTarget(const GatewayOptions& o, const httplib::Request& req)
     raw_query = raw.substr(q + 1);
     raw = raw.substr(0, q);
   }
-  ARROW_ASSIGN_OR_RAISE(std::string path, PercentDecode(raw));
-  // The query, decoded ('+' is a space in a query).
-  size_t start = 0;
-  while (start < raw_query.size()) {
-    size_t amp = raw_query.find('&', start);
-    if (amp == std::string::npos) amp = raw_query.size();
-    std::string part = raw_query.substr(start, amp - start);
-    std::replace(part.begin(), part.end(), '+', ' ');
-    size_t eq = part.find('=');
-    ARROW_ASSIGN_OR_RAISE(auto k, PercentDecode(part.substr(0, eq)));
-    std::string v;
-    if (eq != std::string::npos) {
-      ARROW_ASSIGN_OR_RAISE(v, PercentDecode(part.substr(eq + 1)));
-    }
+  auto decoded = PercentDecode(raw);
+  if (!decoded) return InvalidArgument(fmt::format("bad percent-escape in \"{}\"", raw));
+  const std::string path = std::move(*decoded);
+  // The query as the signature check reads it ('+' is a plus: base/codec.h).
+  auto query = DecodeQuery(raw_query);
+  if (!query) return InvalidArgument(fmt::format("bad percent-escape in the query \"{}\"", raw_query));
+  for (auto& [k, v] : *query) {
     if (!k.empty()) t.query.emplace_back(std::move(k), std::move(v));
-    start = amp + 1;
   }
   if (path.empty() || path[0] != '/') return InvalidArgument("request path must start with '/'");
   std::string rest = path.substr(1);
@@ -418,7 +410,9 @@ Result<Target> CopySource(const httplib::Request& req) {
     }
     raw = raw.substr(0, q);
   }
-  ARROW_ASSIGN_OR_RAISE(std::string src, PercentDecode(raw));
+  auto decoded = PercentDecode(raw);
+  if (!decoded) return InvalidArgument(fmt::format("bad percent-escape in \"{}\"", raw));
+  std::string src = std::move(*decoded);
   if (!src.empty() && src[0] == '/') src = src.substr(1);
   Target t;
   size_t a = src.find('/');
