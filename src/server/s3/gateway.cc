@@ -326,8 +326,9 @@ std::string DecodeEncodedWords(const std::string& v) {
       for (size_t k = 0; k < text.size(); ++k) {
         if (text[k] == '_') {
           out.push_back(' ');
-        } else if (text[k] == '=' && k + 2 < text.size()) {
-          out.push_back(static_cast<char>(std::stoi(text.substr(k + 1, 2), nullptr, 16)));
+        } else if (text[k] == '=' && k + 2 < text.size() && HexDigitValue(text[k + 1]) >= 0 &&
+                   HexDigitValue(text[k + 2]) >= 0) {
+          out.push_back(static_cast<char>(HexDigitValue(text[k + 1]) << 4 | HexDigitValue(text[k + 2])));
           k += 2;
         } else {
           out.push_back(text[k]);
