@@ -21,7 +21,6 @@
 #include <optional>
 #include <vector>
 
-#include "base/codec.h"
 #include "base/crypto.h"
 #include "base/xml.h"
 #include "blob/s3_sign_internal.h"
