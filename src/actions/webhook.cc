@@ -11,6 +11,7 @@
 #include "actions/webhook_client_internal.h"
 #include "base/ascii.h"
 #include "base/clock.h"
+#include "base/codec.h"
 
 namespace sediment::actions {
 namespace {
@@ -21,22 +22,6 @@ struct Param {
   std::string name, value;
   bool secret = false;
 };
-
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-namespace {
 
 // query_params: names to a string or a list of strings, {{ ENV.X }} expanded.
 Status QueryParams(const nlohmann::json& p, const ActionsOptions& options, std::vector<Param>* out) {
@@ -99,7 +84,10 @@ Status RunWebhook(const Hook& hook, const HookRecord& record, const HookEnv& env
   ARROW_RETURN_NOT_OK(Headers(p, *env.options, &headers));
   ARROW_ASSIGN_OR_RAISE(WebhookTarget to, ParseWebhookUrl(url));
   std::string qs;
-  for (const auto& q : query) qs += (qs.empty() ? "" : "&") + Escape(q.name) + "=" + Escape(q.value);
+  for (const auto& q : query) {
+    qs += (qs.empty() ? "" : "&") + PercentEncode(q.name, PercentSet::kUnreserved) + "=" +
+          PercentEncode(q.value, PercentSet::kUnreserved);
+  }
   if (!qs.empty()) to.target += (to.target.find('?') == std::string::npos ? "?" : "&") + qs;
 
   const std::string body = EventJson(record, env.action_name, hook.id, ToUnixMicros(env.clock->Now()));

@@ -1,5 +1,6 @@
-// The one home of randomness, encodings, digests and checksums (OpenSSL
-// underneath), so no module grows its own copy.
+// The one home of randomness, digests and checksums (OpenSSL underneath), so
+// no module grows its own copy. Encodings (hex, base64, percent) are in
+// base/codec.h, included here for Digest::FinalHex.
 //
 // Randomness: everything here draws from OpenSSL's CSPRNG (RAND_bytes).
 // Anything anyone could profit from guessing — keys, secrets, session nonces,
@@ -8,18 +9,16 @@
 // only. If the CSPRNG cannot deliver, the process aborts rather than hand out
 // something weaker.
 //
-// Encodings: lower-case hex, standard base64 (RFC 4648 §4). Decoders are
-// strict — one spelling per value — and say no with std::nullopt.
-//
 // Thread-safety: all functions are safe from many threads; a Digest or Hmac
 // object is used by one thread at a time.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
+
+#include "base/codec.h"
 
 namespace sediment {
 
@@ -39,23 +38,6 @@ uint64_t RandomUint64();
 double RandomUniform(double lo, double hi);
 // `n` characters drawn uniformly from `alphabet` (no modulo bias).
 std::string RandomString(size_t n, std::string_view alphabet);
-
-// --- encodings ----------------------------------------------------------------
-
-std::string Hex(std::string_view bytes);
-std::string Hex(const uint8_t* data, size_t n);
-void AppendHex(const uint8_t* data, size_t n, std::string* out);
-// Lower-case hex only (an upper-case digit is refused: one spelling per value).
-std::optional<std::string> HexDecode(std::string_view hex);
-
-std::string Base64(std::string_view bytes);
-// Standard alphabet; '=' padding optional but, if present, correct; nothing
-// else (no whitespace, no URL-safe characters).
-std::optional<std::string> Base64Decode(std::string_view in);
-
-// Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code
-// points past U+10FFFF): paths and metadata must be, to be JSON and S3 keys.
-bool IsUtf8(std::string_view s);
 
 // --- digests --------------------------------------------------------------------
 

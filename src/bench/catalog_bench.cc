@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "auth/auth.h"
+#include "base/codec.h"
 #include "base/crypto.h"
 #include "bench/bench_cmd.h"
 #include "catalog/catalog.h"
@@ -234,7 +235,8 @@ class Bench {
       std::string after;
       int64_t seen = 0;
       while (true) {
-        ARROW_ASSIGN_OR_RAISE(auto body, Http("GET", ls + "&after=" + cli::UrlEncode(after)));
+        ARROW_ASSIGN_OR_RAISE(auto body,
+                              Http("GET", ls + "&after=" + PercentEncode(after, PercentSet::kUnreservedAndSlash)));
         // Only the pagination is parsed: the walk measures the server, not a client's JSON parser.
         auto cut = body.find(R"(,"results":[)");
         if (cut == std::string::npos) return Status::IOError("unexpected listing body");

@@ -3,13 +3,13 @@
 #include <httplib.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <thread>
 #include <utility>
 
 #include "base/ascii.h"
 #include "base/crypto.h"
+#include "base/sigv4.h"
 #include "base/xml.h"
 #include "blob/s3_sign_internal.h"
 
@@ -18,52 +18,28 @@ namespace {
 
 struct SigningTime {
   std::string stamp;  // 20261203T081500Z
-  std::string day;    // 20261203
+  sigv4::Scope scope;
 };
 
-SigningTime TimeOf(std::time_t now) {
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char stamp[20], day[10];
-  std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-  std::strftime(day, sizeof(day), "%Y%m%d", &tm);
-  return {stamp, day};
-}
-
-std::string Scope(const S3Presigner& p, const SigningTime& t) {
-  return fmt::format("{}/{}/s3/aws4_request", t.day, p.region);
+SigningTime TimeOf(const S3Presigner& p, std::time_t now) {
+  std::string stamp = sigv4::AmzDate(now);
+  std::string day = stamp.substr(0, 8);
+  return {std::move(stamp), {std::move(day), p.region, "s3"}};
 }
 
 // The signature of `canonical` (a canonical request) at time `t`.
 std::string Sign(const S3Presigner& p, const SigningTime& t, const std::string& canonical) {
-  const std::string to_sign = fmt::format("AWS4-HMAC-SHA256\n{}\n{}\n{}", t.stamp, Scope(p, t), Sha256Hex(canonical));
-  std::string key = HmacSha256("AWS4" + p.secret, t.day);
-  key = HmacSha256(key, p.region);
-  key = HmacSha256(key, "s3");
-  key = HmacSha256(key, "aws4_request");
-  return Hex(HmacSha256(key, to_sign));
+  return sigv4::Sign(sigv4::SigningKey(p.secret, t.scope), sigv4::StringToSign(t.stamp, t.scope, canonical));
 }
 
-// The host a request for `bucket` goes to, and the path of `key` there.
+// The host a request for `bucket` goes to, and the path of `key` there:
+// encoded as signature V4 wants it, so the path sent is the one signed.
 std::pair<std::string, std::string> HostAndPath(const S3Presigner& p, const std::string& bucket,
                                                 const std::string& key) {
   const std::string endpoint = p.endpoint.empty() ? fmt::format("s3.{}.amazonaws.com", p.region) : p.endpoint;
-  if (p.path_style) return {endpoint, "/" + AwsEncode(bucket, false) + "/" + AwsEncode(key, true)};
-  return {bucket + "." + endpoint, "/" + AwsEncode(key, true)};
+  if (p.path_style) return {endpoint, sigv4::CanonicalUri("/" + bucket + "/" + key)};
+  return {bucket + "." + endpoint, sigv4::CanonicalUri("/" + key)};
 }
-
-// A query string as signature V4 wants it: names and values encoded, sorted.
-std::string CanonicalQuery(const Query& q) {
-  std::vector<std::pair<std::string, std::string>> encoded;
-  for (const auto& [k, v] : q) encoded.emplace_back(AwsEncode(k, false), AwsEncode(v, false));
-  std::sort(encoded.begin(), encoded.end());
-  std::string out;
-  for (const auto& [k, v] : encoded) out += (out.empty() ? "" : "&") + k + "=" + v;
-  return out;
-}
-
-// The payload hash of a request without a body: SHA-256 of no bytes.
-constexpr std::string_view kEmptySha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 std::unique_ptr<httplib::Client> NewClient(const std::string& origin) {
   auto c = std::make_unique<httplib::Client>(origin);
@@ -90,33 +66,22 @@ std::string ErrorCode(const std::string& body) {
 
 }  // namespace
 
-std::string AwsEncode(std::string_view in, bool keep_slash) {
-  std::string out;
-  for (unsigned char c : in) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
-      out += static_cast<char>(c);
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
-
 std::string Presign(const S3Presigner& p, const std::string& bucket, const std::string& key, const std::string& method,
                     int64_t expires, std::time_t now, const Query& extra) {
-  const SigningTime t = TimeOf(now);
+  const SigningTime t = TimeOf(p, now);
   const auto [host, path] = HostAndPath(p, bucket, key);
   Query q = extra;
   q.insert(q.end(), {
-                        {"X-Amz-Algorithm", "AWS4-HMAC-SHA256"},
-                        {"X-Amz-Credential", p.key + "/" + Scope(p, t)},
+                        {"X-Amz-Algorithm", std::string(sigv4::kAlgorithm)},
+                        {"X-Amz-Credential", p.key + "/" + t.scope.ToString()},
                         {"X-Amz-Date", t.stamp},
                         {"X-Amz-Expires", std::to_string(expires)},
                         {"X-Amz-SignedHeaders", "host"},
                     });
   if (!p.session_token.empty()) q.emplace_back("X-Amz-Security-Token", p.session_token);
-  const std::string query = CanonicalQuery(q);
-  const std::string canonical = fmt::format("{}\n{}\n{}\nhost:{}\n\nhost\nUNSIGNED-PAYLOAD", method, path, query, host);
+  const std::string query = sigv4::CanonicalQuery(q);
+  const std::string canonical = sigv4::CanonicalRequest(
+      method, path, query, sigv4::CanonicalizeHeaders({{"host", host}}), sigv4::kUnsignedPayload);
   return fmt::format("{}://{}{}?{}&X-Amz-Signature={}", p.scheme, host, path, query, Sign(p, t, canonical));
 }
 
@@ -154,27 +119,24 @@ void S3Getter::GiveBack(std::unique_ptr<httplib::Client> c) {
 
 Query SignedHeaders(const S3Presigner& p, const std::string& method, const std::string& bucket, const std::string& key,
                     const Query& query, const Query& headers, std::string_view payload_sha256, std::time_t now) {
-  const SigningTime t = TimeOf(now);
+  const SigningTime t = TimeOf(p, now);
   const auto [host, path] = HostAndPath(p, bucket, key);
   Query all = {{"host", host}, {"x-amz-content-sha256", std::string(payload_sha256)}, {"x-amz-date", t.stamp}};
   for (const auto& [k, v] : headers) all.emplace_back(AsciiLower(k), v);
   if (!p.session_token.empty()) all.emplace_back("x-amz-security-token", p.session_token);
   std::sort(all.begin(), all.end());
-  std::string canonical_headers, signed_headers;
-  for (const auto& [k, v] : all) {
-    canonical_headers += k + ":" + v + "\n";
-    signed_headers += (signed_headers.empty() ? "" : ";") + k;
-  }
-  const std::string canonical = fmt::format("{}\n{}\n{}\n{}\n{}\n{}", method, path, CanonicalQuery(query),
-                                            canonical_headers, signed_headers, payload_sha256);
-  all.emplace_back("Authorization", fmt::format("AWS4-HMAC-SHA256 Credential={}/{},SignedHeaders={},Signature={}",
-                                                p.key, Scope(p, t), signed_headers, Sign(p, t, canonical)));
+  const sigv4::CanonicalHeaders headers_signed = sigv4::CanonicalizeHeaders(all);
+  const std::string canonical =
+      sigv4::CanonicalRequest(method, path, sigv4::CanonicalQuery(query), headers_signed, payload_sha256);
+  all.emplace_back("Authorization",
+                   fmt::format("{} Credential={}/{},SignedHeaders={},Signature={}", sigv4::kAlgorithm, p.key,
+                               t.scope.ToString(), headers_signed.signed_headers, Sign(p, t, canonical)));
   return all;
 }
 
 Query SignedGetHeaders(const S3Presigner& p, const std::string& bucket, const std::string& key,
                        const std::string& range, std::time_t now) {
-  return SignedHeaders(p, "GET", bucket, key, {}, {{"range", range}}, kEmptySha256, now);
+  return SignedHeaders(p, "GET", bucket, key, {}, {{"range", range}}, sigv4::kEmptySha256, now);
 }
 
 Result<S3Answer> S3Call(const S3Presigner& p, const std::string& method, const std::string& bucket,
@@ -182,7 +144,7 @@ Result<S3Answer> S3Call(const S3Presigner& p, const std::string& method, const s
   const auto [host, path] = HostAndPath(p, bucket, key);
   httplib::Request req;
   req.method = method;
-  const std::string q = CanonicalQuery(query);
+  const std::string q = sigv4::CanonicalQuery(query);
   req.path = q.empty() ? path : path + "?" + q;
   for (auto& [k, v] : SignedHeaders(p, method, bucket, key, query, headers, Sha256Hex(body), std::time(nullptr))) {
     if (k != "host") req.headers.emplace(k, v);

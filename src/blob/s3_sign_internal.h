@@ -39,9 +39,6 @@ struct S3Presigner {
   bool path_style = true;
 };
 
-// RFC 3986 percent-encoding as S3's signature V4 wants it ('/' kept in paths).
-std::string AwsEncode(std::string_view in, bool keep_slash);
-
 // Name-value pairs: a query's parameters, or headers.
 using Query = std::vector<std::pair<std::string, std::string>>;
 

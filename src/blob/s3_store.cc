@@ -116,7 +116,7 @@ class S3BlobStore final : public FsBlobStore {
                                          description_, source.Describe()));
     }
     ARROW_RETURN_NOT_OK(ValidateObjectPath(source_path));
-    Query headers = {{"x-amz-copy-source", AwsEncode(from->Full(source_path), /*keep_slash=*/true)}};
+    Query headers = {{"x-amz-copy-source", PercentEncode(from->Full(source_path), PercentSet::kUnreservedAndSlash)}};
     if (range) {
       if (range->first < 0 || range->second < range->first) {
         return InvalidArgument(fmt::format("bad copy range [{}, {}]", range->first, range->second));

@@ -4,17 +4,12 @@
 
 #include <string_view>
 
+#include "base/codec.h"
+
 namespace sediment::chain {
 namespace {
 
 using nlohmann::json;
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // The digits after "0x", or InvalidArgument.
 Result<std::string_view> HexDigits(const json& v, const std::string& what) {
@@ -25,7 +20,7 @@ Result<std::string_view> HexDigits(const json& v, const std::string& what) {
   }
   std::string_view digits = std::string_view(s).substr(2);
   for (char c : digits) {
-    if (HexDigit(c) < 0) return InvalidArgument(fmt::format("{}: \"{}\" is not hex", what, s));
+    if (HexDigitValue(c) < 0) return InvalidArgument(fmt::format("{}: \"{}\" is not hex", what, s));
   }
   return digits;
 }
@@ -38,7 +33,7 @@ Result<uint64_t> HexQuantity(const json& v, const std::string& what) {
     return InvalidArgument(fmt::format("{}: {} is not a quantity of at most 64 bits", what, v.dump()));
   }
   uint64_t out = 0;
-  for (char c : digits) out = out << 4 | static_cast<uint64_t>(HexDigit(c));
+  for (char c : digits) out = out << 4 | static_cast<uint64_t>(HexDigitValue(c));
   return out;
 }
 
@@ -49,11 +44,7 @@ Result<std::string> HexData(const json& v, const std::string& what, size_t size)
   if (size > 0 && digits.size() != 2 * size) {
     return InvalidArgument(fmt::format("{}: {} is not {} bytes", what, v.dump(), size));
   }
-  std::string out(digits.size() / 2, '\0');
-  for (size_t i = 0; i < out.size(); ++i) {
-    out[i] = static_cast<char>(HexDigit(digits[2 * i]) << 4 | HexDigit(digits[2 * i + 1]));
-  }
-  return out;
+  return *HexDecode(digits, HexCase::kAny);  // the digits were checked
 }
 
 Result<std::array<uint8_t, 32>> HexUint256(const json& v, const std::string& what) {
@@ -64,7 +55,7 @@ Result<std::array<uint8_t, 32>> HexUint256(const json& v, const std::string& wha
   std::array<uint8_t, 32> out{};
   // From the last digit: digit k from the end goes to byte 31 - k/2.
   for (size_t k = 0; k < digits.size(); ++k) {
-    int d = HexDigit(digits[digits.size() - 1 - k]);
+    int d = HexDigitValue(digits[digits.size() - 1 - k]);
     out[31 - k / 2] |= static_cast<uint8_t>(k % 2 == 0 ? d : d << 4);
   }
   return out;

@@ -5,7 +5,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cctype>
 #include <regex>
 #include <thread>
 
@@ -26,21 +25,6 @@ std::string DescribeError(httplib::Client& c, httplib::Error e) {
     out += v == X509_V_OK ? " (the node's certificate does not name this host)"
                           : fmt::format(" (the node's certificate: {}; set ca_file to the CA that issued it)",
                                         X509_verify_cert_error_string(v));
-  }
-  return out;
-}
-
-// %XX escapes decoded (a password with '@', ':' or '/' is written escaped in a URL).
-std::string PercentDecoded(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() + 0 && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
-        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
-      out.push_back(static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16)));
-      i += 2;
-    } else {
-      out.push_back(s[i]);
-    }
   }
   return out;
 }
@@ -92,12 +76,18 @@ Result<std::unique_ptr<JsonRpcClient>> JsonRpcClient::Make(RpcOptions options) {
     }
     headers.emplace_back(hm[1].str(), hm[2].str());
   }
+  // A user or password with '@', ':' or '/' is written escaped in a URL (RFC 3986 userinfo).
+  auto user = PercentDecode(m[2].str()), password = PercentDecode(m[3].str());
+  if (!user || !password) {
+    return InvalidArgument(fmt::format(
+        "the node url {} has a user or password with a '%' not followed by two hex digits (write '%' as %25)", shown));
+  }
   std::string origin = fmt::format("{}://{}:{}", m[1].str(), m[4].str(), port);
   std::string path = m[6].matched ? m[6].str() : "/";
   std::unique_ptr<JsonRpcClient> c(new JsonRpcClient(std::move(options), std::move(origin), std::move(path)));
   c->shown_url_ = std::move(shown);
-  c->user_ = PercentDecoded(m[2].str());
-  c->password_ = PercentDecoded(m[3].str());
+  c->user_ = std::move(*user);
+  c->password_ = std::move(*password);
   c->headers_ = std::move(headers);
   return c;
 }

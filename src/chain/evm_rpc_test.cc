@@ -137,6 +137,12 @@ TEST(JsonRpcClientTest, HttpsUrlsCredentialsAndHeaders) {
   o.headers = {};
   o.url = "https://u:a%40b%2Fc@rpc.example.com/v3/PROJECTKEY";
   EXPECT_TRUE(JsonRpcClient::Make(o).ok()) << "an escaped password";
+  // RFC 3986: '%' starts an escape and nothing else (it was once kept as written).
+  o.url = "https://u:50%off@rpc.example.com";
+  bad = JsonRpcClient::Make(o);
+  ASSERT_TRUE(IsInvalidArgument(bad.status()));
+  EXPECT_EQ(bad.status().message().find("50%off"), std::string::npos) << "a password is never echoed";
+  EXPECT_NE(bad.status().message().find("%25"), std::string::npos) << bad.status().message();
   o.url = "https://u:ab/cd@rpc.example.com";
   bad = JsonRpcClient::Make(o);
   ASSERT_FALSE(bad.ok());

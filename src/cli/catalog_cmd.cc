@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/codec.h"
 #include "cli/client.h"
 
 namespace sediment::cli {
@@ -109,7 +110,8 @@ void AddRepoCommands(CLI::App& app, Args* A, Registry* R) {
   Command(repo, "list", "List repositories", A, R, [](Client& c) {
     std::string after;
     while (true) {
-      ARROW_ASSIGN_OR_RAISE(auto j, c.Get("/api/v1/repositories?amount=1000&after=" + UrlEncode(after)));
+      ARROW_ASSIGN_OR_RAISE(auto j, c.Get("/api/v1/repositories?amount=1000&after=" +
+                                          PercentEncode(after, PercentSet::kUnreservedAndSlash)));
       for (const auto& r : j["results"]) {
         std::cout << r["id"].get<std::string>() << "\t" << r["storage_namespace"].get<std::string>() << "\n";
       }
@@ -123,8 +125,8 @@ void AddRepoCommands(CLI::App& app, Args* A, Registry* R) {
   auto* rgc =
       Command(repo, "gc", "Delete the repository's files nothing within retention references", A, R, [A](Client& c) {
         std::string q = A->all ? "?dry_run=true" : "?dry_run=false";
-        if (!A->message.empty()) q += "&retention_days=" + UrlEncode(A->message);
-        if (!A->prefix.empty()) q += "&grace_seconds=" + UrlEncode(A->prefix);
+        if (!A->message.empty()) q += "&retention_days=" + PercentEncode(A->message, PercentSet::kUnreservedAndSlash);
+        if (!A->prefix.empty()) q += "&grace_seconds=" + PercentEncode(A->prefix, PercentSet::kUnreservedAndSlash);
         ARROW_ASSIGN_OR_RAISE(auto j, c.Post(RepoPath(*A) + "/gc" + q));
         Print(j);
         return Status::OK();
@@ -194,9 +196,9 @@ void AddObjectCommands(CLI::App& app, Args* A, Registry* R) {
   auto* op = Command(object, "put", "Upload a file to a path on a branch", A, R, [A](Client& c) {
     std::string data;
     ARROW_RETURN_NOT_OK(ReadFile(A->file, &data));
-    ARROW_ASSIGN_OR_RAISE(auto j,
-                          c.Post(RepoPath(*A) + "/branches/" + A->branch + "/objects?path=" + UrlEncode(A->path), data,
-                                 "application/octet-stream"));
+    ARROW_ASSIGN_OR_RAISE(auto j, c.Post(RepoPath(*A) + "/branches/" + A->branch +
+                                             "/objects?path=" + PercentEncode(A->path, PercentSet::kUnreservedAndSlash),
+                                         data, "application/octet-stream"));
     Print(j);
     return Status::OK();
   });
@@ -205,8 +207,8 @@ void AddObjectCommands(CLI::App& app, Args* A, Registry* R) {
   op->add_option("path", A->path)->required();
   op->add_option("file", A->file)->required()->check(CLI::ExistingFile);
   auto* og = Command(object, "get", "Download an object (to stdout or --output)", A, R, [A](Client& c) {
-    ARROW_ASSIGN_OR_RAISE(auto data,
-                          c.GetRaw(RepoPath(*A) + "/refs/" + A->ref + "/objects?path=" + UrlEncode(A->path)));
+    ARROW_ASSIGN_OR_RAISE(auto data, c.GetRaw(RepoPath(*A) + "/refs/" + A->ref + "/objects?path=" +
+                                              PercentEncode(A->path, PercentSet::kUnreservedAndSlash)));
     if (A->output.empty()) {
       std::cout << data;
       return Status::OK();
@@ -220,7 +222,8 @@ void AddObjectCommands(CLI::App& app, Args* A, Registry* R) {
   og->add_option("path", A->path)->required();
   og->add_option("--output,-o", A->output);
   auto* os = Command(object, "stat", "Show an object's entry", A, R, [A](Client& c) {
-    ARROW_ASSIGN_OR_RAISE(auto j, c.Get(RepoPath(*A) + "/refs/" + A->ref + "/objects/stat?path=" + UrlEncode(A->path)));
+    ARROW_ASSIGN_OR_RAISE(auto j, c.Get(RepoPath(*A) + "/refs/" + A->ref + "/objects/stat?path=" +
+                                        PercentEncode(A->path, PercentSet::kUnreservedAndSlash)));
     Print(j);
     return Status::OK();
   });
@@ -230,9 +233,11 @@ void AddObjectCommands(CLI::App& app, Args* A, Registry* R) {
   auto* ol = Command(object, "ls", "List objects (one page, or --all)", A, R, [A](Client& c) {
     std::string after;
     while (true) {
-      ARROW_ASSIGN_OR_RAISE(auto j, c.Get(fmt::format("{}/refs/{}/objects/ls?amount={}&prefix={}&delimiter={}&after={}",
-                                                      RepoPath(*A), A->ref, A->amount, UrlEncode(A->prefix),
-                                                      UrlEncode(A->delimiter), UrlEncode(after))));
+      ARROW_ASSIGN_OR_RAISE(
+          auto j, c.Get(fmt::format("{}/refs/{}/objects/ls?amount={}&prefix={}&delimiter={}&after={}", RepoPath(*A),
+                                    A->ref, A->amount, PercentEncode(A->prefix, PercentSet::kUnreservedAndSlash),
+                                    PercentEncode(A->delimiter, PercentSet::kUnreservedAndSlash),
+                                    PercentEncode(after, PercentSet::kUnreservedAndSlash))));
       for (const auto& o : j["results"]) {
         if (o["path_type"] == "common_prefix") {
           std::cout << o["path"].get<std::string>() << "\n";
@@ -252,7 +257,10 @@ void AddObjectCommands(CLI::App& app, Args* A, Registry* R) {
   ol->add_option("--amount", A->amount)->check(CLI::Range(1, 1000));
   ol->add_flag("--all", A->all, "Follow every page");
   auto* orm = Command(object, "rm", "Delete an object from a branch", A, R, [A](Client& c) {
-    return c.Send("DELETE", RepoPath(*A) + "/branches/" + A->branch + "/objects?path=" + UrlEncode(A->path)).status();
+    return c
+        .Send("DELETE", RepoPath(*A) + "/branches/" + A->branch +
+                            "/objects?path=" + PercentEncode(A->path, PercentSet::kUnreservedAndSlash))
+        .status();
   });
   orm->add_option("repo", A->repo)->required();
   orm->add_option("branch", A->branch)->required();

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
-#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 
@@ -97,18 +96,6 @@ Result<std::string> Client::GetRaw(const std::string& path) {
   auto res = c->Get(path);
   ARROW_RETURN_NOT_OK(FromResponse(base_url_, res));
   return std::move(res->body);
-}
-
-std::string UrlEncode(const std::string& value) {
-  std::string out;
-  for (unsigned char ch : value) {
-    if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~' || ch == '/') {
-      out.push_back(static_cast<char>(ch));
-    } else {
-      out += fmt::format("%{:02X}", ch);
-    }
-  }
-  return out;
 }
 
 Status Client::StreamLines(const std::string& method, const std::string& path,

@@ -52,9 +52,6 @@ class Client {
   std::string access_key_id_, secret_access_key_;
 };
 
-// Percent-encodes a query parameter value.
-std::string UrlEncode(const std::string& value);
-
 // Runs a command body, printing "sediment: <message>" and returning 1 on error.
 int Run(const std::function<Status()>& body);
 

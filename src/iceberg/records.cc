@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/codec.h"
 #include "base/crypto.h"
 #include "iceberg/records_internal.h"
 
@@ -60,8 +61,8 @@ auto Decoding(const char* what, F f) -> decltype(f()) {
 
 std::string TableUuid(const table::TableInfo& info) {
   std::string h = Sha256Hex(fmt::format("{}/{}", info.id.ToString(), info.created_at_us)).substr(0, 32);
-  h[12] = '4';                                                  // version 4 (random-looking)
-  h[16] = "89ab"[std::stoi(h.substr(16, 1), nullptr, 16) & 3];  // the RFC 4122 variant
+  h[12] = '4';                               // version 4 (random-looking)
+  h[16] = "89ab"[HexDigitValue(h[16]) & 3];  // the RFC 4122 variant
   return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" + h.substr(20);
 }
 

@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 
+#include "base/codec.h"
 #include "table/parquet_io.h"
 #include "table/table_service.h"
 
@@ -31,22 +32,13 @@ std::string Trim(std::string s) {
   return s.substr(i);
 }
 
+// The bytes of "0x" followed by hex digits of either case (people write both).
 Result<std::string> FromHex(const std::string& text) {
-  std::string hex = text.substr(2);
+  const std::string_view hex = std::string_view(text).substr(2);
   if (hex.size() % 2 != 0) return InvalidArgument(fmt::format("\"{}\": odd number of hex digits", text));
-  std::string out;
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    auto digit = [](char c) -> int {
-      if (c >= '0' && c <= '9') return c - '0';
-      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-      return -1;
-    };
-    int hi = digit(hex[i]), lo = digit(hex[i + 1]);
-    if (hi < 0 || lo < 0) return InvalidArgument(fmt::format("\"{}\" is not hex", text));
-    out += static_cast<char>(hi * 16 + lo);
-  }
-  return out;
+  auto bytes = HexDecode(hex, HexCase::kAny);
+  if (!bytes) return InvalidArgument(fmt::format("\"{}\" is not hex", text));
+  return std::move(*bytes);
 }
 
 // The filter's value as a scalar of the column's type.

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/codec.h"
 #include "base/crypto.h"
 
 namespace sediment::table {
@@ -114,13 +115,10 @@ std::optional<uint32_t> WriterTagOf(std::string_view name) {
   // <start:09+>-<16 hex>.parquet
   size_t dash = name.find('-');
   if (dash == std::string_view::npos || name.size() < dash + 1 + 16) return std::nullopt;
+  const auto bytes = HexDecode(name.substr(dash + 1, 8));  // lower-case, as written
+  if (!bytes) return std::nullopt;
   uint32_t tag = 0;
-  for (size_t i = dash + 1; i < dash + 9; ++i) {
-    char c = name[i];
-    int v = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
-    if (v < 0) return std::nullopt;
-    tag = (tag << 4) | static_cast<uint32_t>(v);
-  }
+  for (unsigned char b : *bytes) tag = (tag << 8) | b;
   return tag;
 }
 
@@ -129,19 +127,9 @@ Result<std::string> NormalizeHash(std::string_view what, std::string_view hex) {
     return InvalidArgument(
         fmt::format("{} \"{}\" must be 2 to 128 hex digits, an even number", what, hex.substr(0, 140)));
   }
-  std::string out;
-  for (char c : hex) {
-    if (c >= '0' && c <= '9') {
-      out += c;
-    } else if (c >= 'a' && c <= 'f') {
-      out += c;
-    } else if (c >= 'A' && c <= 'F') {
-      out += static_cast<char>(c - 'A' + 'a');
-    } else {
-      return InvalidArgument(fmt::format("{} \"{}\" has a character that is not a hex digit", what, hex));
-    }
-  }
-  return out;
+  const auto bytes = HexDecode(hex, HexCase::kAny);
+  if (!bytes) return InvalidArgument(fmt::format("{} \"{}\" has a character that is not a hex digit", what, hex));
+  return Hex(*bytes);
 }
 
 std::string EncodeGcEntry(const GcEntry& e) {

@@ -10,20 +10,34 @@
 
 namespace sediment::server {
 
+namespace {
+
+// The two sides of "bytes=A-B" as written (either may be empty); nullopt
+// unless the header is that: one range, no list.
+std::optional<std::pair<std::string_view, std::string_view>> RangeSides(std::string_view header) {
+  if (!header.starts_with("bytes=") || header.find(',') != std::string_view::npos) return std::nullopt;
+  const std::string_view spec = header.substr(6);
+  const size_t dash = spec.find('-');
+  if (dash == std::string_view::npos) return std::nullopt;
+  return std::make_pair(spec.substr(0, dash), spec.substr(dash + 1));
+}
+
+// A byte position: a whole decimal number, not negative.
+bool RangeNumber(std::string_view s, int64_t* out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size() && *out >= 0;
+}
+
+}  // namespace
+
 std::optional<ByteRange> ParseByteRange(const std::string& header, int64_t size, bool* unsatisfiable) {
   *unsatisfiable = false;
-  if (header.rfind("bytes=", 0) != 0 || header.find(',') != std::string::npos) return std::nullopt;
-  std::string_view spec = std::string_view(header).substr(6);
-  size_t dash = spec.find('-');
-  if (dash == std::string::npos) return std::nullopt;
-  auto num = [](std::string_view s, int64_t* out) {
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-    return ec == std::errc() && p == s.data() + s.size() && *out >= 0;
-  };
-  std::string_view a = spec.substr(0, dash), b = spec.substr(dash + 1);
+  const auto sides = RangeSides(header);
+  if (!sides) return std::nullopt;
+  const auto [a, b] = *sides;
   int64_t first = 0, last = 0;
   if (a.empty()) {  // the last n bytes
-    if (!num(b, &last) || last == 0) {
+    if (!RangeNumber(b, &last) || last == 0) {
       *unsatisfiable = !b.empty();
       return std::nullopt;
     }
@@ -34,10 +48,10 @@ std::optional<ByteRange> ParseByteRange(const std::string& header, int64_t size,
     }
     return ByteRange{size - n, n};
   }
-  if (!num(a, &first)) return std::nullopt;
+  if (!RangeNumber(a, &first)) return std::nullopt;
   if (b.empty()) {
     last = size - 1;
-  } else if (!num(b, &last) || last < first) {
+  } else if (!RangeNumber(b, &last) || last < first) {
     return std::nullopt;
   }
   if (first >= size) {
@@ -45,6 +59,16 @@ std::optional<ByteRange> ParseByteRange(const std::string& header, int64_t size,
     return std::nullopt;
   }
   last = std::min(last, size - 1);
+  return ByteRange{first, last - first + 1};
+}
+
+std::optional<ByteRange> ParseCopyRange(std::string_view header, int64_t size) {
+  const auto sides = RangeSides(header);
+  int64_t first = 0, last = 0;
+  if (!sides || !RangeNumber(sides->first, &first) || !RangeNumber(sides->second, &last) || last < first ||
+      last >= size) {
+    return std::nullopt;
+  }
   return ByteRange{first, last - first + 1};
 }
 

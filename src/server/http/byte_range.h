@@ -2,13 +2,18 @@
 // known size, for the handlers that serve ranges themselves (the S3 gateway's
 // GetObject, the lakeFS API's GetObject): httplib's own range handling does
 // not clamp a range to the body, so a range past the end would promise bytes
-// that never come.
+// that never come. And the range of a copy ("bytes=first-last" exactly, for
+// S3's x-amz-copy-source-range and the lakeFS API's copy_source range), read
+// by the same parser.
+//
+// Thread-safety: pure functions; StreamObject's provider reads one file.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace arrow::io {
 class RandomAccessFile;
@@ -28,6 +33,11 @@ struct ByteRange {
 // object is served then, as S3 and lakeFS do); `*unsatisfiable` is set when
 // it is one but no byte of it exists (416).
 std::optional<ByteRange> ParseByteRange(const std::string& header, int64_t size, bool* unsatisfiable);
+
+// "bytes=first-last" with 0 <= first <= last < size, as a copy names the part
+// of its source it copies: no suffix or open-ended form, nothing clamped.
+// nullopt otherwise (the caller says which header or field was wrong).
+std::optional<ByteRange> ParseCopyRange(std::string_view header, int64_t size);
 
 // Streams bytes [first, first + length) of `file` as the response body, a
 // megabyte at a time, with headers that keep stored bytes from ever running

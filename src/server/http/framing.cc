@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/ascii.h"
+#include "base/codec.h"
 
 namespace sediment::server {
 namespace {
@@ -33,14 +34,6 @@ std::string_view TrimOws(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
-}
-
-bool IsHex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return c - 'A' + 10;
 }
 
 // The head's lines without their CRLF; "" when a CR or LF stands alone.
@@ -154,9 +147,9 @@ bool ChunkedFraming::Feed(std::string_view bytes) {
     const char c = bytes[i];
     switch (state_) {
       case State::kSize:
-        if (IsHex(c)) {
+        if (const int digit = HexDigitValue(c); digit >= 0) {
           if (++digits_ > 15) return Fail("a chunk size of more than 15 hex digits");
-          size_ = size_ * 16 + static_cast<uint64_t>(HexValue(c));
+          size_ = size_ * 16 + static_cast<uint64_t>(digit);
         } else if (digits_ == 0) {
           return Fail("a chunk size must start with a hex digit (no 0x, sign or space)");
         } else if (c == '\r') {

@@ -500,20 +500,12 @@ Result<int> PartNumber(const std::string& s) {
 
 // "bytes=a-b" (inclusive, within `size` bytes).
 Result<std::pair<int64_t, int64_t>> CopyRange(const std::string& range, int64_t size) {
-  int64_t a = -1, b = -1;
-  const auto dash = range.find('-');
-  bool ok = range.rfind("bytes=", 0) == 0 && dash != std::string::npos;
-  if (ok) {
-    const char* p = range.data();
-    auto [e1, ec1] = std::from_chars(p + 6, p + dash, a);
-    auto [e2, ec2] = std::from_chars(p + dash + 1, p + range.size(), b);
-    ok = ec1 == std::errc() && e1 == p + dash && ec2 == std::errc() && e2 == p + range.size();
-  }
-  if (!ok || a < 0 || b < a || b >= size) {
+  const auto r = ParseCopyRange(range, size);
+  if (!r) {
     return InvalidArgument(fmt::format("copy_source range \"{}\" is not bytes=first-last within the object's {} bytes",
                                        range.substr(0, 64), size));
   }
-  return std::make_pair(a, b);
+  return std::make_pair(r->first, r->first + r->length - 1);
 }
 
 // What the calls on one part share: the upload's target with its address

@@ -157,7 +157,9 @@ Status ListObjects(const Gateway& gw, const Target& t, const Req&, Res& res, con
   if (t.Has("encoding-type") && !url_encode) {
     return S3Error(400, "InvalidArgument", fmt::format("encoding-type \"{}\" must be url", t.Get("encoding-type")));
   }
-  Encode enc = [&](const std::string& s) { return XmlEscape(url_encode ? UriEncode(s, true) : s); };
+  Encode enc = [&](const std::string& s) {
+    return XmlEscape(url_encode ? PercentEncode(s, PercentSet::kUnreservedAndSlash) : s);
+  };
   ARROW_ASSIGN_OR_RAISE(int64_t max_keys, MaxKeys(t, "max-keys"));
   std::string marker =
       v2 ? (t.Has("continuation-token") ? t.Get("continuation-token") : t.Get("start-after")) : t.Get("marker");

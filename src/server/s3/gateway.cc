@@ -61,22 +61,14 @@ Result<Target> ParseTarget(const GatewayOptions& o, const httplib::Request& req)
     raw_query = raw.substr(q + 1);
     raw = raw.substr(0, q);
   }
-  ARROW_ASSIGN_OR_RAISE(std::string path, PercentDecode(raw));
-  // The query, decoded ('+' is a space in a query).
-  size_t start = 0;
-  while (start < raw_query.size()) {
-    size_t amp = raw_query.find('&', start);
-    if (amp == std::string::npos) amp = raw_query.size();
-    std::string part = raw_query.substr(start, amp - start);
-    std::replace(part.begin(), part.end(), '+', ' ');
-    size_t eq = part.find('=');
-    ARROW_ASSIGN_OR_RAISE(auto k, PercentDecode(part.substr(0, eq)));
-    std::string v;
-    if (eq != std::string::npos) {
-      ARROW_ASSIGN_OR_RAISE(v, PercentDecode(part.substr(eq + 1)));
-    }
+  auto decoded = PercentDecode(raw);
+  if (!decoded) return InvalidArgument(fmt::format("bad percent-escape in \"{}\"", raw));
+  const std::string path = std::move(*decoded);
+  // The query as the signature check reads it ('+' is a plus: base/codec.h).
+  auto query = DecodeQuery(raw_query);
+  if (!query) return InvalidArgument(fmt::format("bad percent-escape in the query \"{}\"", raw_query));
+  for (auto& [k, v] : *query) {
     if (!k.empty()) t.query.emplace_back(std::move(k), std::move(v));
-    start = amp + 1;
   }
   if (path.empty() || path[0] != '/') return InvalidArgument("request path must start with '/'");
   std::string rest = path.substr(1);
@@ -334,8 +326,9 @@ std::string DecodeEncodedWords(const std::string& v) {
       for (size_t k = 0; k < text.size(); ++k) {
         if (text[k] == '_') {
           out.push_back(' ');
-        } else if (text[k] == '=' && k + 2 < text.size()) {
-          out.push_back(static_cast<char>(std::stoi(text.substr(k + 1, 2), nullptr, 16)));
+        } else if (text[k] == '=' && k + 2 < text.size() && HexDigitValue(text[k + 1]) >= 0 &&
+                   HexDigitValue(text[k + 2]) >= 0) {
+          out.push_back(static_cast<char>(HexDigitValue(text[k + 1]) << 4 | HexDigitValue(text[k + 2])));
           k += 2;
         } else {
           out.push_back(text[k]);
@@ -418,7 +411,9 @@ Result<Target> CopySource(const httplib::Request& req) {
     }
     raw = raw.substr(0, q);
   }
-  ARROW_ASSIGN_OR_RAISE(std::string src, PercentDecode(raw));
+  auto decoded = PercentDecode(raw);
+  if (!decoded) return InvalidArgument(fmt::format("bad percent-escape in \"{}\"", raw));
+  std::string src = std::move(*decoded);
   if (!src.empty() && src[0] == '/') src = src.substr(1);
   Target t;
   size_t a = src.find('/');

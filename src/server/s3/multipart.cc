@@ -15,6 +15,7 @@
 
 #include "base/crypto.h"
 #include "blob/blob.h"
+#include "server/http/byte_range.h"
 #include "server/lakefs/api_internal.h"
 #include "server/s3/gateway_internal.h"
 
@@ -57,23 +58,14 @@ Result<catalog::MultipartUpload> NamedUpload(const Gateway& gw, const Target& t)
 
 Result<std::optional<std::pair<int64_t, int64_t>>> CopyRange(const std::string& header, int64_t size) {
   if (header.empty()) return std::nullopt;
-  int64_t a = 0, b = 0;
-  std::string spec = header.rfind("bytes=", 0) == 0 ? header.substr(6) : "";
-  size_t dash = spec.find('-');
-  bool ok = dash != std::string::npos;
-  if (ok) {
-    auto r1 = std::from_chars(spec.data(), spec.data() + dash, a);
-    auto r2 = std::from_chars(spec.data() + dash + 1, spec.data() + spec.size(), b);
-    ok = r1.ec == std::errc() && r2.ec == std::errc() && r1.ptr == spec.data() + dash &&
-         r2.ptr == spec.data() + spec.size() && a >= 0 && b >= a && b < size;
-  }
-  if (!ok) {
+  const auto r = ParseCopyRange(header, size);
+  if (!r) {
     return S3Error(400, "InvalidArgument",
                    fmt::format("x-amz-copy-source-range \"{}\" must be bytes=first-last within the {} bytes of the "
                                "source",
                                header, size));
   }
-  return std::make_pair(a, b - a + 1);
+  return std::make_pair(r->first, r->length);
 }
 
 }  // namespace

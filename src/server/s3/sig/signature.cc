@@ -9,12 +9,12 @@
 #include <set>
 
 #include "base/ascii.h"
+#include "base/sigv4.h"
 
 namespace sediment::server::s3 {
 namespace {
 
-constexpr const char* kAlgorithm = "AWS4-HMAC-SHA256";
-constexpr const char* kEmptySha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+constexpr std::string_view kAlgorithm = sigv4::kAlgorithm;
 constexpr int64_t kMaxSkewSeconds = 15 * 60;
 constexpr int64_t kMaxPresignSeconds = 7 * 24 * 3600;
 
@@ -59,53 +59,23 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-// Trimmed, with runs of spaces collapsed to one (V4 canonical header values).
-std::string CanonicalValue(std::string_view v) {
-  v = Trim(v);
-  std::string out;
-  bool space = false;
-  for (char c : v) {
-    if (c == ' ' || c == '\t') {
-      space = true;
-      continue;
-    }
-    if (space && !out.empty()) out.push_back(' ');
-    space = false;
-    out.push_back(c);
-  }
-  return out;
+// The raw query as decoded (name, value) pairs; a bad escape is an error.
+Result<QueryParams> QueryPairs(std::string_view raw) {
+  auto pairs = DecodeQuery(raw);
+  if (!pairs) return InvalidArgument(fmt::format("bad percent-escape in the query \"{}\"", raw.substr(0, 200)));
+  return std::move(*pairs);
 }
 
-// The raw query as decoded (name, value) pairs; nullopt-free: a bad escape is an error.
-Result<std::vector<std::pair<std::string, std::string>>> QueryPairs(std::string_view raw) {
-  std::vector<std::pair<std::string, std::string>> out;
-  size_t start = 0;
-  while (start <= raw.size()) {
-    size_t amp = raw.find('&', start);
-    if (amp == std::string_view::npos) amp = raw.size();
-    std::string_view part = raw.substr(start, amp - start);
-    if (!part.empty()) {
-      size_t eq = part.find('=');
-      ARROW_ASSIGN_OR_RAISE(auto k, PercentDecode(part.substr(0, eq)));
-      std::string v;
-      if (eq != std::string_view::npos) {
-        ARROW_ASSIGN_OR_RAISE(v, PercentDecode(part.substr(eq + 1)));
-      }
-      out.emplace_back(std::move(k), std::move(v));
-    }
-    start = amp + 1;
-  }
-  return out;
-}
+sigv4::Scope ScopeOf(const Signature& sig) { return {sig.date, sig.region, sig.service}; }
 
-std::string QueryValue(const std::vector<std::pair<std::string, std::string>>& q, const std::string& name) {
+std::string QueryValue(const QueryParams& q, const std::string& name) {
   for (const auto& [k, v] : q) {
     if (k == name) return v;
   }
   return "";
 }
 
-bool HasQuery(const std::vector<std::pair<std::string, std::string>>& q, const std::string& name) {
+bool HasQuery(const QueryParams& q, const std::string& name) {
   return std::any_of(q.begin(), q.end(), [&](const auto& p) { return p.first == name; });
 }
 
@@ -142,7 +112,7 @@ Status ParseCredential(std::string_view cred, Signature* sig) {
   sig->date = parts[n - 4];
   sig->region = parts[n - 3];
   sig->service = parts[n - 2];
-  sig->scope = fmt::format("{}/{}/{}/aws4_request", sig->date, sig->region, sig->service);
+  sig->scope = ScopeOf(*sig).ToString();
   if (sig->date.size() != 8) return InvalidArgument(fmt::format("malformed credential date \"{}\"", sig->date));
   return Status::OK();
 }
@@ -171,42 +141,6 @@ Status SetPayload(const std::string& hash, Signature* sig) {
 
 }  // namespace
 
-Result<std::string> PercentDecode(std::string_view in) {
-  std::string out;
-  out.reserve(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out.push_back(in[i]);
-      continue;
-    }
-    int v = 0;
-    if (i + 2 >= in.size()) {
-      return InvalidArgument(fmt::format("bad percent-escape in \"{}\"", std::string(in)));
-    }
-    auto [p, ec] = std::from_chars(in.data() + i + 1, in.data() + i + 3, v, 16);
-    if (ec != std::errc() || p != in.data() + i + 3) {
-      return InvalidArgument(fmt::format("bad percent-escape in \"{}\"", std::string(in)));
-    }
-    out.push_back(static_cast<char>(v));
-    i += 2;
-  }
-  return out;
-}
-
-std::string UriEncode(std::string_view in, bool keep_slash) {
-  std::string out;
-  out.reserve(in.size() * 3 / 2);
-  for (unsigned char c : in) {
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-        c == '.' || c == '~' || (keep_slash && c == '/')) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
-
 std::optional<int64_t> ParseAmzDate(std::string_view s) {
   if (s.size() != 16 || s[8] != 'T' || s[15] != 'Z') return std::nullopt;
   std::tm tm{};
@@ -233,7 +167,7 @@ Result<Signature> ParseV4Header(const WireRequest& req, const std::string& auth)
   Signature sig;
   sig.version = 4;
   // AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=...
-  std::string_view rest = std::string_view(auth).substr(std::strlen(kAlgorithm));
+  std::string_view rest = std::string_view(auth).substr(kAlgorithm.size());
   bool have_cred = false, have_headers = false, have_sig = false;
   for (const auto& field : Split(rest, ',')) {
     std::string_view f = Trim(field);
@@ -259,12 +193,7 @@ Result<Signature> ParseV4Header(const WireRequest& req, const std::string& auth)
     // Clients may sign with Date instead; V4 then wants it in amz form.
     auto t = ParseHttpDate(Header(req, "date"));
     if (!t) return InvalidArgument("a V4-signed request needs an X-Amz-Date or Date header");
-    std::time_t tt = *t;
-    std::tm tm{};
-    gmtime_r(&tt, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof(buf), "%Y%m%dT%H%M%SZ", &tm);
-    sig.amz_date = buf;
+    sig.amz_date = sigv4::AmzDate(static_cast<std::time_t>(*t));
   }
   ARROW_RETURN_NOT_OK(SetPayload(Header(req, "x-amz-content-sha256"), &sig));
   if (Header(req, "x-amz-content-sha256").empty()) {
@@ -274,8 +203,7 @@ Result<Signature> ParseV4Header(const WireRequest& req, const std::string& auth)
 }
 
 // ?X-Amz-Algorithm=...&X-Amz-Credential=...&X-Amz-Signature=...
-Result<Signature> ParseV4Presigned(const WireRequest& req,
-                                   const std::vector<std::pair<std::string, std::string>>& query) {
+Result<Signature> ParseV4Presigned(const WireRequest& req, const QueryParams& query) {
   Signature sig;
   sig.version = 4;
   sig.presigned = true;
@@ -313,7 +241,7 @@ Result<Signature> ParseV2Header(const std::string& auth) {
 }
 
 // ?AWSAccessKeyId=...&Expires=...&Signature=...
-Result<Signature> ParseV2Presigned(const std::vector<std::pair<std::string, std::string>>& query) {
+Result<Signature> ParseV2Presigned(const QueryParams& query) {
   Signature sig;
   sig.version = 2;
   sig.presigned = true;
@@ -343,37 +271,25 @@ Result<Signature> ParseSignature(const WireRequest& req) {
 }
 
 std::string CanonicalRequestV4(const WireRequest& req, const Signature& sig) {
-  std::string out = req.method + "\n";
   // The path, decoded and encoded again by AWS's rules: clients differ in
   // which characters they escape, the signature does not.
   auto path = PercentDecode(req.raw_path);
-  out += UriEncode(path.ok() ? *path : req.raw_path, /*keep_slash=*/true) + "\n";
   auto pairs = QueryPairs(req.raw_query);
-  std::vector<std::pair<std::string, std::string>> encoded;
+  QueryParams query;
   if (pairs.ok()) {
-    for (const auto& [k, v] : *pairs) {
+    for (auto& [k, v] : *pairs) {
       if (sig.presigned && k == "X-Amz-Signature") continue;
-      encoded.emplace_back(UriEncode(k, false), UriEncode(v, false));
+      query.emplace_back(std::move(k), std::move(v));
     }
   }
-  std::sort(encoded.begin(), encoded.end());
-  for (size_t i = 0; i < encoded.size(); ++i) {
-    if (i) out.push_back('&');
-    out += encoded[i].first + "=" + encoded[i].second;
-  }
-  out += "\n";
-  for (const auto& h : sig.signed_headers) out += h + ":" + CanonicalValue(Header(req, h)) + "\n";
-  out += "\n";
-  for (size_t i = 0; i < sig.signed_headers.size(); ++i) out += (i ? ";" : "") + sig.signed_headers[i];
-  out += "\n" + sig.payload_hash;
-  return out;
+  std::vector<std::pair<std::string, std::string>> headers;
+  for (const auto& h : sig.signed_headers) headers.emplace_back(h, Header(req, h));
+  return sigv4::CanonicalRequest(req.method, sigv4::CanonicalUri(path ? *path : req.raw_path),
+                                 sigv4::CanonicalQuery(query), sigv4::CanonicalizeHeaders(headers), sig.payload_hash);
 }
 
 std::string SigningKeyV4(const std::string& secret, const Signature& sig) {
-  std::string k = HmacSha256("AWS4" + secret, sig.date);
-  k = HmacSha256(k, sig.region);
-  k = HmacSha256(k, sig.service);
-  return HmacSha256(k, "aws4_request");
+  return sigv4::SigningKey(secret, ScopeOf(sig));
 }
 
 std::string StringToSignV2(const WireRequest& req, const Signature& sig) {
@@ -451,9 +367,8 @@ Status VerifySignature(const WireRequest& req, const Signature& sig, const std::
                       name));
     }
   }
-  std::string sts =
-      fmt::format("{}\n{}\n{}\n{}", kAlgorithm, sig.amz_date, sig.scope, Sha256Hex(CanonicalRequestV4(req, sig)));
-  std::string want = Hex(HmacSha256(SigningKeyV4(secret, sig), sts));
+  const std::string sts = sigv4::StringToSign(sig.amz_date, ScopeOf(sig), CanonicalRequestV4(req, sig));
+  const std::string want = sigv4::Sign(SigningKeyV4(secret, sig), sts);
   if (!ConstantTimeEquals(want, sig.signature)) return Mismatch("V4");
   return Status::OK();
 }
@@ -493,7 +408,7 @@ Status ChunkedDecoder::ParseHeaderLine(const std::string& line) {
 Status ChunkedDecoder::EndChunk() {
   if (kind_ != PayloadKind::kStreamingSigned) return Status::OK();
   std::string sts = fmt::format("AWS4-HMAC-SHA256-PAYLOAD\n{}\n{}\n{}\n{}\n{}", amz_date_, scope_, prev_signature_,
-                                kEmptySha256, chunk_hash_->FinalHex());
+                                sigv4::kEmptySha256, chunk_hash_->FinalHex());
   std::string want = Hex(HmacSha256(signing_key_, sts));
   if (!ConstantTimeEquals(want, chunk_signature_)) {
     return Unauthorized("SignatureDoesNotMatch: an aws-chunked chunk's signature does not match its data");

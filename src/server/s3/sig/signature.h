@@ -70,14 +70,11 @@ Result<Signature> ParseSignature(const WireRequest& req);
 // "expired" in the message otherwise.
 Status VerifySignature(const WireRequest& req, const Signature& sig, const std::string& secret, int64_t now_unix);
 
-// Pieces, exposed for tests and for ChunkedDecoder.
+// Pieces, exposed for tests and for ChunkedDecoder. The parts SigV4 signers
+// share (key derivation, canonical forms) are base/sigv4.h's.
 std::string CanonicalRequestV4(const WireRequest& req, const Signature& sig);
 std::string StringToSignV2(const WireRequest& req, const Signature& sig);
 std::string SigningKeyV4(const std::string& secret, const Signature& sig);
-// Percent-decoding ('+' stays '+'); InvalidArgument on a bad escape.
-Result<std::string> PercentDecode(std::string_view in);
-// AWS's URI encoding: everything but A-Z a-z 0-9 - _ . ~ (and '/' when `keep_slash`).
-std::string UriEncode(std::string_view in, bool keep_slash);
 // "yyyymmddThhmmssZ" as Unix seconds; nullopt if malformed.
 std::optional<int64_t> ParseAmzDate(std::string_view s);
 // An RFC 1123 HTTP date as Unix seconds; nullopt if malformed.
