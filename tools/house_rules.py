@@ -171,6 +171,8 @@ def kv_findings(tree, counts):
             owner = kv_owner(tok.text)
             if key_file and owner in (None, key_file.group(1)):
                 continue
+            if key_file and re.fullmatch(r"[a-z]{1,4}/", tok.text):
+                continue  # one segment inside a module's own key (actions' runs under "c/ar/<repo>/t/")
             if key_file:
                 detail = f'"{prefix}" belongs to module {owner}: build it in src/{owner}/keys.h, not here'
             else:

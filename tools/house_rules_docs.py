@@ -58,11 +58,15 @@ class _Resolver:
         return any(fnmatch.fnmatchcase(p, token) or fnmatch.fnmatchcase(p, "*/" + token) for p in self.all)
 
     def names_path(self, token):
-        if _NOT_PATH.search(token) or token.startswith(EXTERNAL):
+        if _NOT_PATH.search(token) or token.startswith(EXTERNAL) or _KV_KEY.match(token):
             return False
         if _EXTENSION.search(token) or token.endswith("/"):
             return True
         return "/" in token and token.split("/", 1)[0] in self.top
+
+
+# A KV key or prefix (t/seg/..., c/ar/...): the stores' layout, not a file.
+_KV_KEY = re.compile(r"^[acjt]/[a-z_]+/")
 
 
 def _cells(line):

@@ -144,8 +144,9 @@ def test_every_s3_operation_is_authorized_as_it_declares(catalog_server):
         if op["need"] is None:  # each key is authorized by the handler
             continue
         as_nobody = signed(server, op["method"], url, *nobody, headers)
-        if not (as_nobody.status_code == 403 and "AccessDenied" in as_nobody.text and
-                op["need"]["action"] in as_nobody.text):
+        # A HEAD answer has no body to name the refusal in.
+        named = op["method"] == "HEAD" or ("AccessDenied" in as_nobody.text and op["need"]["action"] in as_nobody.text)
+        if not (as_nobody.status_code == 403 and named):
             failures.append(f"{what}: a user without {op['need']} got {as_nobody.status_code}: {as_nobody.text[:200]}")
         holder = granted_user(api, f"walk-s3-holder-{i}", [op["need"]])
         as_holder = signed(server, op["method"], url, *holder, headers)

@@ -43,7 +43,7 @@ Status CheckIds(const std::string& run, const std::string& hook = "0000_0000") {
 }
 
 // The repository must exist and the caller may read its runs.
-Status AllowRuns(const Context& ctx, const std::string& repo, const std::string& me) {
+Status AllowRuns(const Context& ctx, const std::string& repo, const std::string& /*me*/) {
   ARROW_RETURN_NOT_OK(ctx.cat->GetRepository(repo).status());
   if (ctx.actions == nullptr) return NotFound("actions are not enabled on this server");
   return Status::OK();

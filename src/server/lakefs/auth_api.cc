@@ -23,7 +23,6 @@ json PolicyJson(const Policy& p) {
   return json{{"id", p.id}, {"creation_date", p.creation_date}, {"statement", st}};
 }
 
-std::string GroupArn(const std::string& g) { return "arn:lakefs:auth:::group/" + g; }
 
 // lakeFS's Group: `name` is the id (esti finds groups by name).
 json GroupJson(const Group& g) {
@@ -185,7 +184,7 @@ Status GetCurrentUser(const Context& ctx, const Req&, Res& res, const std::strin
 
 // --- users and credentials -----------------------------------------------------
 
-Status ListUsers(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status ListUsers(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   bool more = false;
   ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
   ARROW_ASSIGN_OR_RAISE(auto users, ctx.auth->ListUsers(page));
@@ -195,7 +194,7 @@ Status ListUsers(const Context& ctx, const Req& req, Res& res, const std::string
   return Status::OK();
 }
 
-Status CreateUser(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status CreateUser(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   ARROW_ASSIGN_OR_RAISE(auto id, Field<std::string>(body, "id"));
   ARROW_ASSIGN_OR_RAISE(auto u, ctx.auth->CreateUser(id));
@@ -203,19 +202,19 @@ Status CreateUser(const Context& ctx, const Req& req, Res& res, const std::strin
   return Status::OK();
 }
 
-Status GetUser(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status GetUser(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_ASSIGN_OR_RAISE(auto u, ctx.auth->GetUser(req.matches[1]));
   ReplyJson(res, 200, UserJson(u));
   return Status::OK();
 }
 
-Status DeleteUser(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status DeleteUser(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_RETURN_NOT_OK(ctx.auth->DeleteUser(req.matches[1]));
   res.status = 204;
   return Status::OK();
 }
 
-Status CreateCredentials(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status CreateCredentials(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_ASSIGN_OR_RAISE(auto c, ctx.auth->CreateCredentials(req.matches[1]));
   ReplyJson(res, 201,
             {{"access_key_id", c.access_key_id},
@@ -224,7 +223,7 @@ Status CreateCredentials(const Context& ctx, const Req& req, Res& res, const std
   return Status::OK();
 }
 
-Status ListCredentials(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status ListCredentials(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   bool more = false;
   ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
   ARROW_ASSIGN_OR_RAISE(auto creds, ctx.auth->ListCredentials(req.matches[1], page));
@@ -237,7 +236,7 @@ Status ListCredentials(const Context& ctx, const Req& req, Res& res, const std::
   return Status::OK();
 }
 
-Status DeleteCredentials(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status DeleteCredentials(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_RETURN_NOT_OK(ctx.auth->DeleteCredentials(req.matches[1], req.matches[2]));
   res.status = 204;
   return Status::OK();
@@ -245,7 +244,7 @@ Status DeleteCredentials(const Context& ctx, const Req& req, Res& res, const std
 
 // --- policies ----------------------------------------------------------------
 
-Status CreatePolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status CreatePolicy(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   Policy p;
   ARROW_ASSIGN_OR_RAISE(p.id, Field<std::string>(body, "id"));
@@ -255,7 +254,7 @@ Status CreatePolicy(const Context& ctx, const Req& req, Res& res, const std::str
   return Status::OK();
 }
 
-Status ListPolicies(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status ListPolicies(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   bool more = false;
   ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
   ARROW_ASSIGN_OR_RAISE(auto ps, ctx.auth->ListPolicies(page));
@@ -263,19 +262,19 @@ Status ListPolicies(const Context& ctx, const Req& req, Res& res, const std::str
   return Status::OK();
 }
 
-Status GetPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status GetPolicy(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_ASSIGN_OR_RAISE(auto p, ctx.auth->GetPolicy(req.matches[1]));
   ReplyJson(res, 200, PolicyJson(p));
   return Status::OK();
 }
 
-Status DeletePolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status DeletePolicy(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_RETURN_NOT_OK(ctx.auth->DeletePolicy(req.matches[1]));
   res.status = 204;
   return Status::OK();
 }
 
-Status ListUserPolicies(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status ListUserPolicies(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   bool more = false;
   ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
   ARROW_ASSIGN_OR_RAISE(auto ps, ctx.auth->ListUserPolicies(req.matches[1], page));
@@ -283,19 +282,19 @@ Status ListUserPolicies(const Context& ctx, const Req& req, Res& res, const std:
   return Status::OK();
 }
 
-Status AttachPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status AttachPolicy(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_RETURN_NOT_OK(ctx.auth->AttachPolicy(req.matches[1], req.matches[2]));
   res.status = 201;
   return Status::OK();
 }
 
-Status DetachPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status DetachPolicy(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_RETURN_NOT_OK(ctx.auth->DetachPolicy(req.matches[1], req.matches[2]));
   res.status = 204;
   return Status::OK();
 }
 
-Status UpdatePolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status UpdatePolicy(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   const std::string id = req.matches[1];
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   ARROW_ASSIGN_OR_RAISE(auto body_id, Field<std::string>(body, "id"));
@@ -312,7 +311,7 @@ Status UpdatePolicy(const Context& ctx, const Req& req, Res& res, const std::str
 
 // --- groups ----------------------------------------------------------------------
 
-Status ListGroups(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status ListGroups(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   bool more = false;
   ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
   ARROW_ASSIGN_OR_RAISE(auto groups, ctx.auth->ListGroups(page));
@@ -322,7 +321,7 @@ Status ListGroups(const Context& ctx, const Req& req, Res& res, const std::strin
   return Status::OK();
 }
 
-Status CreateGroup(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status CreateGroup(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   ARROW_ASSIGN_OR_RAISE(auto id, Field<std::string>(body, "id"));
   std::string description;
@@ -334,19 +333,19 @@ Status CreateGroup(const Context& ctx, const Req& req, Res& res, const std::stri
   return Status::OK();
 }
 
-Status GetGroup(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status GetGroup(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_ASSIGN_OR_RAISE(auto g, ctx.auth->GetGroup(req.matches[1]));
   ReplyJson(res, 200, GroupJson(g));
   return Status::OK();
 }
 
-Status DeleteGroup(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status DeleteGroup(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_RETURN_NOT_OK(ctx.auth->DeleteGroup(req.matches[1]));
   res.status = 204;
   return Status::OK();
 }
 
-Status ListGroupMembers(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status ListGroupMembers(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   bool more = false;
   ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
   ARROW_ASSIGN_OR_RAISE(auto users, ctx.auth->ListGroupMembers(req.matches[1], page));
@@ -356,19 +355,19 @@ Status ListGroupMembers(const Context& ctx, const Req& req, Res& res, const std:
   return Status::OK();
 }
 
-Status AddGroupMember(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status AddGroupMember(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_RETURN_NOT_OK(ctx.auth->AddGroupMember(req.matches[1], req.matches[2]));
   res.status = 201;
   return Status::OK();
 }
 
-Status RemoveGroupMember(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status RemoveGroupMember(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_RETURN_NOT_OK(ctx.auth->RemoveGroupMember(req.matches[1], req.matches[2]));
   res.status = 204;
   return Status::OK();
 }
 
-Status ListGroupPolicies(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status ListGroupPolicies(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   bool more = false;
   ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
   ARROW_ASSIGN_OR_RAISE(auto ps, ctx.auth->ListGroupPolicies(req.matches[1], page));
@@ -376,13 +375,13 @@ Status ListGroupPolicies(const Context& ctx, const Req& req, Res& res, const std
   return Status::OK();
 }
 
-Status AttachGroupPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status AttachGroupPolicy(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_RETURN_NOT_OK(ctx.auth->AttachGroupPolicy(req.matches[1], req.matches[2]));
   res.status = 201;
   return Status::OK();
 }
 
-Status DetachGroupPolicy(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status DetachGroupPolicy(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_RETURN_NOT_OK(ctx.auth->DetachGroupPolicy(req.matches[1], req.matches[2]));
   res.status = 204;
   return Status::OK();
@@ -390,7 +389,7 @@ Status DetachGroupPolicy(const Context& ctx, const Req& req, Res& res, const std
 
 // An ACL is a policy named after the group: reading or setting one needs the
 // group and that policy (as lakeFS checks).
-Status GetGroupAcl(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status GetGroupAcl(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   const std::string group = req.matches[1];
   auto acl = ctx.auth->GetGroupAcl(group);
   if (IsNotFound(acl.status()) && ctx.auth->GetGroup(group).ok()) {
@@ -402,7 +401,7 @@ Status GetGroupAcl(const Context& ctx, const Req& req, Res& res, const std::stri
   return Status::OK();
 }
 
-Status SetGroupAcl(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status SetGroupAcl(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   const std::string group = req.matches[1];
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   ARROW_ASSIGN_OR_RAISE(auto permission, Field<std::string>(body, "permission"));
@@ -411,7 +410,7 @@ Status SetGroupAcl(const Context& ctx, const Req& req, Res& res, const std::stri
   return Status::OK();
 }
 
-Status ListUserGroups(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status ListUserGroups(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   bool more = false;
   ARROW_ASSIGN_OR_RAISE(auto page, PageOf(req, &more));
   ARROW_ASSIGN_OR_RAISE(auto groups, ctx.auth->ListUserGroups(req.matches[1], page));

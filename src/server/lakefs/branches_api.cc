@@ -6,7 +6,7 @@
 
 namespace sediment::server::lakefs {
 
-Status ListBranches(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status ListBranches(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   std::string repo = req.matches[1];
   ARROW_ASSIGN_OR_RAISE(auto o, ListParams(req));
   ARROW_ASSIGN_OR_RAISE(auto page, ctx.cat->ListBranches(repo, o.prefix, o.after, o.amount));
@@ -44,7 +44,7 @@ Status CreateBranch(const Context& ctx, const Req& req, Res& res, const std::str
   return Status::OK();
 }
 
-Status GetBranch(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status GetBranch(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   std::string repo = req.matches[1], name = req.matches[2];
   ARROW_ASSIGN_OR_RAISE(auto b, ctx.cat->GetBranch(repo, name));
   ReplyJson(res, 200, {{"id", b.id}, {"commit_id", b.commit_id}});
@@ -70,7 +70,7 @@ Status DeleteBranch(const Context& ctx, const Req& req, Res& res, const std::str
 }
 
 // Reset: all uncommitted changes, one object, or a common prefix.
-Status ResetBranch(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status ResetBranch(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   std::string repo = req.matches[1], name = req.matches[2];
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   ARROW_ASSIGN_OR_RAISE(auto type, Field<std::string>(body, "type"));
@@ -88,7 +88,7 @@ Status ResetBranch(const Context& ctx, const Req& req, Res& res, const std::stri
   return Status::OK();
 }
 
-Status HardResetBranch(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status HardResetBranch(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   std::string repo = req.matches[1], name = req.matches[2];
   if (!req.has_param("ref")) return InvalidArgument("missing query parameter ref");
   ARROW_RETURN_NOT_OK(ctx.cat->HardReset(repo, name, req.get_param_value("ref")));
@@ -97,7 +97,7 @@ Status HardResetBranch(const Context& ctx, const Req& req, Res& res, const std::
 }
 
 // Staging compaction (spec staging-compaction.md): 202 and run in the background, or 503.
-Status CompactBranch(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status CompactBranch(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   std::string repo = req.matches[1], name = req.matches[2];
   ARROW_RETURN_NOT_OK(ctx.compactor->Submit(repo, name));
   res.status = 202;
@@ -105,7 +105,7 @@ Status CompactBranch(const Context& ctx, const Req& req, Res& res, const std::st
 }
 
 // What the branch holds now (and, beyond lakeFS's shape, how its last compaction went).
-Status GetCompaction(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status GetCompaction(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   std::string repo = req.matches[1], name = req.matches[2];
   ARROW_ASSIGN_OR_RAISE(auto b, ctx.cat->GetBranch(repo, name));
   ARROW_ASSIGN_OR_RAISE(auto last, ctx.compactor->LastStatus(repo, name));
@@ -122,7 +122,7 @@ Status GetCompaction(const Context& ctx, const Req& req, Res& res, const std::st
   return Status::OK();
 }
 
-Status DiffBranch(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status DiffBranch(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   std::string repo = req.matches[1], name = req.matches[2];
   ARROW_ASSIGN_OR_RAISE(auto o, ListParams(req));
   ARROW_ASSIGN_OR_RAISE(auto page, ctx.cat->DiffUncommitted(repo, name, o));

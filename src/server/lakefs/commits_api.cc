@@ -39,7 +39,7 @@ Status Commit(const Context& ctx, const Req& req, Res& res, const std::string& m
   return Status::OK();
 }
 
-Status GetCommit(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status GetCommit(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   std::string repo = req.matches[1];
   ARROW_RETURN_NOT_OK(ctx.cat->GetRepository(repo).status());
   auto r = ctx.cat->ResolveRef(repo, req.matches[2]);
@@ -94,7 +94,7 @@ Result<bool> Touches(const Context& ctx, const std::string& repo, const catalog:
 // objects= / prefixes= (repeatable: commits that changed them against their
 // first parent; limit=true stops at `amount` of them), since= (RFC 3339: stop
 // at the first older commit) and stop_at= (a commit id: the last one listed).
-Status LogCommits(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status LogCommits(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   std::string repo = req.matches[1];
   ARROW_ASSIGN_OR_RAISE(auto amount, AmountParam(req));
   ARROW_ASSIGN_OR_RAISE(bool first_parent, BoolParam(req, "first_parent"));
@@ -154,7 +154,7 @@ Status LogCommits(const Context& ctx, const Req& req, Res& res, const std::strin
   return Status::OK();
 }
 
-Status DiffRefs(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status DiffRefs(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   std::string repo = req.matches[1];
   ARROW_ASSIGN_OR_RAISE(auto o, ListParams(req));
   std::string type = Param(req, "type", "three_dot");

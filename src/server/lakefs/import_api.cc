@@ -81,7 +81,7 @@ Result<std::string> ImportId(const Req& req) {
 
 }  // namespace
 
-Status ImportStatus(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status ImportStatus(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   const std::string repo = req.matches[1], branch = req.matches[2];
   ARROW_ASSIGN_OR_RAISE(auto id, ImportId(req));
   ARROW_ASSIGN_OR_RAISE(auto s, ctx.importer->GetStatus(repo, id));
@@ -99,7 +99,7 @@ Status ImportStatus(const Context& ctx, const Req& req, Res& res, const std::str
   return Status::OK();
 }
 
-Status ImportCancel(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status ImportCancel(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   const std::string repo = req.matches[1], branch = req.matches[2];
   ARROW_ASSIGN_OR_RAISE(auto id, ImportId(req));
   ARROW_RETURN_NOT_OK(ctx.importer->Cancel(repo, id));

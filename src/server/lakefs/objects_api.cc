@@ -183,7 +183,7 @@ Status ReceiveContent(const Req& req, const httplib::ContentReader& reader, arro
 }  // namespace
 
 Status UploadObject(const Context& ctx, const Req& req, Res& res, const httplib::ContentReader& reader,
-                    const std::string& me) {
+                    const std::string& /*me*/) {
   std::string repo_id = req.matches[1], branch = req.matches[2];
   if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
   std::string path = req.get_param_value("path");
@@ -221,7 +221,7 @@ Status UploadObject(const Context& ctx, const Req& req, Res& res, const httplib:
   return Status::OK();
 }
 
-Status DeleteObject(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status DeleteObject(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   std::string repo = req.matches[1], branch = req.matches[2];
   if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
   std::string path = req.get_param_value("path");
@@ -276,7 +276,7 @@ struct ReadTarget {
 // How long a presigned URL this server hands out lasts (lakeFS's default).
 constexpr int64_t kPresignSeconds = 15 * 60;
 
-Result<ReadTarget> ReadableObject(const Context& ctx, const Req& req, const std::string& me) {
+Result<ReadTarget> ReadableObject(const Context& ctx, const Req& req, const std::string& /*me*/) {
   std::string repo_id = req.matches[1], refname = req.matches[2];
   if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
   ReadTarget t;
@@ -292,7 +292,7 @@ Result<ReadTarget> ReadableObject(const Context& ctx, const Req& req, const std:
 // POST .../branches/{branch}/objects/copy?dest_path=: a new object with the
 // source's content and metadata, its own copy of the data (lakeFS's
 // "shallow" copy, sharing the data, is not offered).
-Status CopyObject(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status CopyObject(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   std::string repo_id = req.matches[1], branch = req.matches[2];
   if (!req.has_param("dest_path")) return InvalidArgument("missing query parameter dest_path");
   std::string dest = req.get_param_value("dest_path");
@@ -332,7 +332,7 @@ Status CopyObject(const Context& ctx, const Req& req, Res& res, const std::strin
 
 // GET .../branches/{branch}/staging/backing?path=: where a client may write an
 // object's data itself before linking it (lakectl's direct writes).
-Status GetPhysicalAddress(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status GetPhysicalAddress(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   std::string repo_id = req.matches[1], branch = req.matches[2];
   if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
   std::string path = req.get_param_value("path");
@@ -378,7 +378,7 @@ Result<std::optional<std::pair<int64_t, std::string>>> StoredSizeAndMd5(const ca
 // Nothing stored there yet: the client's size_bytes and checksum, as lakeFS
 // (lakectl's link-same-object abuse test links such addresses); the address
 // is fresh, so the entry can name no one else's data.
-Status LinkPhysicalAddress(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status LinkPhysicalAddress(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   std::string repo_id = req.matches[1], branch = req.matches[2];
   if (!req.has_param("path")) return InvalidArgument("missing query parameter path");
   std::string path = req.get_param_value("path");
@@ -449,7 +449,7 @@ struct UploadTarget {
 
 // The repository, branch and ?path= of a pmpu route, once `me` may write the
 // path; NotImplemented where the namespace cannot take such uploads.
-Result<UploadTarget> UploadTargetOf(const Context& ctx, const Req& req, const std::string& me) {
+Result<UploadTarget> UploadTargetOf(const Context& ctx, const Req& req, const std::string& /*me*/) {
   UploadTarget t;
   const std::string repo_id = req.matches[1];
   t.branch = req.matches[2];

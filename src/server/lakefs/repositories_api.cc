@@ -15,7 +15,7 @@
 
 namespace sediment::server::lakefs {
 
-Status ListRepositories(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status ListRepositories(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_ASSIGN_OR_RAISE(auto o, ListParams(req));
   ARROW_ASSIGN_OR_RAISE(auto page, ctx.cat->ListRepositories(o.prefix, o.after, o.amount));
   json results = json::array();
@@ -88,7 +88,7 @@ Status CreateRepository(const Context& ctx, const Req& req, Res& res, const std:
   return Status::OK();
 }
 
-Status GetRepository(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status GetRepository(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(req.matches[1]));
   ReplyJson(res, 200, RepoJson(repo));
   return Status::OK();
@@ -96,7 +96,7 @@ Status GetRepository(const Context& ctx, const Req& req, Res& res, const std::st
 
 // GET/PUT /repositories/{repo}/settings/branch_protection: [{"pattern": ...}],
 // with an ETag for conditional replacement.
-Status GetBranchProtection(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status GetBranchProtection(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   std::string repo = req.matches[1];
   ARROW_ASSIGN_OR_RAISE(auto got, ctx.cat->GetBranchProtection(repo));
   json rules = json::array();
@@ -106,7 +106,7 @@ Status GetBranchProtection(const Context& ctx, const Req& req, Res& res, const s
   return Status::OK();
 }
 
-Status SetBranchProtection(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status SetBranchProtection(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   std::string repo = req.matches[1];
   json body = json::parse(req.body, nullptr, false);
   if (body.is_discarded() || !body.is_array()) {
@@ -132,13 +132,13 @@ Status ListBranchProtectionRules(const Context& ctx, const Req& req, Res& res, c
   return GetBranchProtection(ctx, req, res, me);
 }
 
-Status BranchProtectionSetAllowed(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status BranchProtectionSetAllowed(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_RETURN_NOT_OK(ctx.cat->GetBranchProtection(req.matches[1]).status());
   res.status = 204;
   return Status::OK();
 }
 
-Status ChangeBranchProtectionRule(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status ChangeBranchProtectionRule(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   std::string repo = req.matches[1];
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   ARROW_ASSIGN_OR_RAISE(auto pattern, Field<std::string>(body, "pattern"));
@@ -153,7 +153,7 @@ Status ChangeBranchProtectionRule(const Context& ctx, const Req& req, Res& res, 
 // fs:ReadRepository; ?presign=true redirects to the object store, where the
 // file made is kept at _lakefs_sst/{type}/{id} (outside _lakefs/, whose files
 // GC reads as ranges; immutable, as the ranges are; GC deletes it with its range).
-Status GetMetadataObject(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status GetMetadataObject(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   const std::string repo_id = req.matches[1], kind = req.matches[2], id = req.matches[3];
   ARROW_ASSIGN_OR_RAISE(bool presign, BoolParam(req, "presign"));
   ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(repo_id));
@@ -192,13 +192,13 @@ Status GetMetadataObject(const Context& ctx, const Req& req, Res& res, const std
 
 // lakeFS's repository metadata: string pairs, read with fs:ReadRepository,
 // changed with fs:UpdateRepository.
-Status GetRepositoryMetadata(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status GetRepositoryMetadata(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_ASSIGN_OR_RAISE(auto repo, ctx.cat->GetRepository(req.matches[1]));
   ReplyJson(res, 200, repo.metadata);
   return Status::OK();
 }
 
-Status SetRepositoryMetadata(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status SetRepositoryMetadata(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   ARROW_ASSIGN_OR_RAISE(auto pairs, Field<json>(body, "metadata"));
   if (!pairs.is_object()) return InvalidArgument("field \"metadata\" must be an object of strings");
@@ -212,7 +212,7 @@ Status SetRepositoryMetadata(const Context& ctx, const Req& req, Res& res, const
   return Status::OK();
 }
 
-Status DeleteRepositoryMetadata(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status DeleteRepositoryMetadata(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   ARROW_ASSIGN_OR_RAISE(auto keys, Field<std::vector<std::string>>(body, "keys"));
   ARROW_RETURN_NOT_OK(ctx.cat->UpdateRepositoryMetadata(req.matches[1], {}, keys));
@@ -220,7 +220,7 @@ Status DeleteRepositoryMetadata(const Context& ctx, const Req& req, Res& res, co
   return Status::OK();
 }
 
-Status DeleteRepository(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status DeleteRepository(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   ARROW_RETURN_NOT_OK(ctx.cat->DeleteRepository(req.matches[1]));
   res.status = 204;
   return Status::OK();
@@ -244,7 +244,7 @@ Result<Duration> DurationParam(const Req& req, const char* name, double unit_sec
 
 // POST /api/v1/repositories/{repo}/gc[?dry_run=true][&retention_days=N][&grace_seconds=N]:
 // collects the repository's unreferenced files now (catalog_gc.h) and reports them.
-Status CollectGarbage(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status CollectGarbage(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   const std::string repo = req.matches[1];
   ARROW_RETURN_NOT_OK(ctx.cat->GetRepository(repo).status());
   catalog::GcOptions o = ctx.collector->defaults();
@@ -268,7 +268,7 @@ Status CollectGarbage(const Context& ctx, const Req& req, Res& res, const std::s
 
 // lakeFS's GC rules (settings/gc_rules, and the same under gc/rules): how long
 // commits keep their objects, by default and per branch; the collector uses them.
-Status GetGcRules(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status GetGcRules(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   const std::string repo = req.matches[1];
   ARROW_ASSIGN_OR_RAISE(auto r, ctx.cat->GetRepository(repo));
   if (!r.gc_rules) return NotFound(fmt::format("repository \"{}\" has no GC rules", repo));
@@ -278,7 +278,7 @@ Status GetGcRules(const Context& ctx, const Req& req, Res& res, const std::strin
   return Status::OK();
 }
 
-Status SetGcRules(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status SetGcRules(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   const std::string repo = req.matches[1];
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   catalog::GcRules rules;
@@ -298,14 +298,14 @@ Status SetGcRules(const Context& ctx, const Req& req, Res& res, const std::strin
   return Status::OK();
 }
 
-Status DeleteGcRules(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status DeleteGcRules(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   const std::string repo = req.matches[1];
   ARROW_RETURN_NOT_OK(ctx.cat->SetGcRules(repo, std::nullopt));
   res.status = 204;
   return Status::OK();
 }
 
-Status GcRulesSetAllowed(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status GcRulesSetAllowed(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   const std::string repo = req.matches[1];
   ARROW_RETURN_NOT_OK(ctx.cat->GetRepository(repo).status());
   res.status = 204;

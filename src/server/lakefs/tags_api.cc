@@ -3,7 +3,7 @@
 
 namespace sediment::server::lakefs {
 
-Status ListTags(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status ListTags(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   std::string repo = req.matches[1];
   ARROW_ASSIGN_OR_RAISE(auto o, ListParams(req));
   ARROW_ASSIGN_OR_RAISE(auto page, ctx.cat->ListTags(repo, o.prefix, o.after, o.amount));
@@ -37,7 +37,7 @@ Status CreateTag(const Context& ctx, const Req& req, Res& res, const std::string
   return Status::OK();
 }
 
-Status GetTag(const Context& ctx, const Req& req, Res& res, const std::string& me) {
+Status GetTag(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   std::string repo = req.matches[1], id = req.matches[2];
   ARROW_ASSIGN_OR_RAISE(auto t, ctx.cat->GetTag(repo, id));
   ReplyJson(res, 200, {{"id", t.id}, {"commit_id", t.commit_id}});

@@ -12,7 +12,6 @@
 namespace sediment::server::s3 {
 namespace {
 
-constexpr const char* kXmlns = R"( xmlns="http://s3.amazonaws.com/doc/2006-03-01/")";
 constexpr int64_t kMaxKeys = 1000;
 constexpr size_t kMaxDeleteKeys = 1000;
 
@@ -62,14 +61,14 @@ Status ListBuckets(const Gateway& gw, const Target& t, const Req&, Res& res, con
   return Status::OK();
 }
 
-Status HeadBucket(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& c) {
+Status HeadBucket(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& /*c*/) {
   ARROW_RETURN_NOT_OK(LoadBucket(gw, t.bucket).status());
   res.status = 200;
   res.set_header("x-amz-bucket-region", gw.options.region);
   return Status::OK();
 }
 
-Status GetBucketLocation(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& c) {
+Status GetBucketLocation(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& /*c*/) {
   ARROW_RETURN_NOT_OK(LoadBucket(gw, t.bucket).status());
   // us-east-1 is written as an empty constraint, as S3 does.
   std::string region = gw.options.region == "us-east-1" ? "" : XmlEscape(gw.options.region);
@@ -77,7 +76,7 @@ Status GetBucketLocation(const Gateway& gw, const Target& t, const Req&, Res& re
   return Status::OK();
 }
 
-Status GetBucketVersioning(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& c) {
+Status GetBucketVersioning(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& /*c*/) {
   ARROW_RETURN_NOT_OK(LoadBucket(gw, t.bucket).status());
   ReplyXml(res, 200, fmt::format("<VersioningConfiguration{}/>", kXmlns));
   return Status::OK();
@@ -147,7 +146,7 @@ Status ListRefEntries(const Gateway& gw, const catalog::Repository& repo, const 
 
 // V1 (marker) and V2 (list-type=2: continuation-token, start-after). Keys are
 // <ref>/<path>; a prefix without '/' lists the branches as common prefixes.
-Status ListObjects(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& c) {
+Status ListObjects(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& /*c*/) {
   bool v2 = t.Get("list-type") == "2";
   if (t.Has("list-type") && !v2 && t.Get("list-type") != "1") {
     return S3Error(400, "InvalidArgument", fmt::format("list-type \"{}\" must be 1 or 2", t.Get("list-type")));
@@ -266,7 +265,7 @@ Status DeleteObjects(const Gateway& gw, const Target& t, const Req& req, Res& re
 
 // PUT /bucket: buckets are repositories, created through the API. Authorized
 // first, so the answer does not tell a stranger whether the repository exists.
-Status CreateBucket(const Gateway& gw, const Target& t, const Req&, Res&, const Caller& c) {
+Status CreateBucket(const Gateway& gw, const Target& t, const Req&, Res&, const Caller& /*c*/) {
   if (!LoadBucket(gw, t.bucket).ok()) {
     return S3Error(501, "NotImplemented",
                    "buckets are repositories: create them through the API (POST /api/v1/repositories)");

@@ -63,6 +63,9 @@ struct Target {
 
 // --- errors -------------------------------------------------------------------
 
+// The S3 XML namespace, as an attribute of a reply's root element.
+inline constexpr const char* kXmlns = R"( xmlns="http://s3.amazonaws.com/doc/2006-03-01/")";
+
 // A Status that replies `code` (an S3 error code) with `http`.
 Status S3Error(int http, std::string code, std::string message);
 // The S3 code and HTTP status for `st`.

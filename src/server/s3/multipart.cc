@@ -22,7 +22,6 @@
 namespace sediment::server::s3 {
 namespace {
 
-constexpr const char* kXmlns = R"( xmlns="http://s3.amazonaws.com/doc/2006-03-01/")";
 constexpr int64_t kMinPartSize = 5 << 20;
 
 std::string PartAddress(const std::string& upload, int number) {
@@ -148,7 +147,7 @@ Status UploadPart(const Gateway& gw, const Target& t, const Req& req, Res& res, 
   return Status::OK();
 }
 
-Status ListParts(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& c) {
+Status ListParts(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& /*c*/) {
   ARROW_RETURN_NOT_OK(LoadBucket(gw, t.bucket).status());
   ARROW_ASSIGN_OR_RAISE(auto u, NamedUpload(gw, t));
   int marker = 0;
@@ -287,7 +286,7 @@ Status CompleteMultipartUpload(const Gateway& gw, const Target& t, const Req& re
   return Status::OK();
 }
 
-Status AbortMultipartUpload(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& c) {
+Status AbortMultipartUpload(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& /*c*/) {
   ARROW_ASSIGN_OR_RAISE(auto repo, LoadBucket(gw, t.bucket));
   ARROW_ASSIGN_OR_RAISE(auto u, NamedUpload(gw, t));
   ARROW_ASSIGN_OR_RAISE(auto parts, gw.cat->ListUploadParts(t.bucket, u.id));
@@ -300,7 +299,7 @@ Status AbortMultipartUpload(const Gateway& gw, const Target& t, const Req&, Res&
   return Status::OK();
 }
 
-Status ListMultipartUploads(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& c) {
+Status ListMultipartUploads(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& /*c*/) {
   ARROW_RETURN_NOT_OK(LoadBucket(gw, t.bucket).status());
   for (const char* unsupported : {"delimiter", "prefix", "encoding-type", "key-marker"}) {
     if (t.Has(unsupported)) {

@@ -69,7 +69,7 @@ void ObjectHeaders(Res& res, const catalog::Entry& e, const std::string& etag) {
 }
 
 // The object a write names must be a path on a branch the caller may write.
-Result<catalog::Repository> WriteTarget(const Gateway& gw, const Target& t, const Caller& c) {
+Result<catalog::Repository> WriteTarget(const Gateway& gw, const Target& t, const Caller& /*c*/) {
   ARROW_RETURN_NOT_OK(catalog::Catalog::ValidatePath(t.path));
   return WritableBranch(gw, t);
 }
@@ -100,7 +100,7 @@ Status Publish(const Gateway& gw, const catalog::Repository& repo, const catalog
 
 }  // namespace
 
-Status GetObject(const Gateway& gw, const Target& t, const Req& req, Res& res, const Caller& c) {
+Status GetObject(const Gateway& gw, const Target& t, const Req& req, Res& res, const Caller& /*c*/) {
   // We serve ranges ourselves (S3's rules differ from httplib's), errors included.
   const_cast<Req&>(req).ranges.clear();
   ARROW_ASSIGN_OR_RAISE(auto repo, LoadBucket(gw, t.bucket));
@@ -246,7 +246,7 @@ Status CopyObject(const Gateway& gw, const Target& t, const Req& req, Res& res, 
   return Status::OK();
 }
 
-Status DeleteObject(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& c) {
+Status DeleteObject(const Gateway& gw, const Target& t, const Req&, Res& res, const Caller& /*c*/) {
   ARROW_RETURN_NOT_OK(catalog::Catalog::ValidatePath(t.path));
   ARROW_RETURN_NOT_OK(WritableBranch(gw, t).status());
   Status st = gw.cat->DeleteEntry(t.bucket, t.ref, t.path);
