@@ -17,7 +17,7 @@ def test_healthcheck_and_metrics(start_server, tmp_path):
     assert r.status_code == 200
     assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
     assert "# TYPE http_requests_total counter" in r.text
-    assert 'http_requests_total{method="GET",route="/api/v1/healthcheck",code="204"} 1' in r.text
+    assert 'http_requests_total{method="GET",route="server Healthcheck",code="204"} 1' in r.text
     assert "sediment_build_info{" in r.text
     # Embedded defaults under the data dir.
     assert (tmp_path / "data" / "kv").is_dir()

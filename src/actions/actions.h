@@ -24,31 +24,21 @@
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "catalog/hooks.h"
 
-namespace sediment::kv {
-class KvStore;
-}
 namespace sediment::catalog {
 class Catalog;
 }
 
+namespace sediment::kv {
+class KvStore;
+}
+
 namespace sediment::actions {
 
-// What a hook learns of the event (lakeFS's HookRecord / webhook body).
-struct HookRecord {
-  std::string event_type;  // one of EventTypes()
-  std::string repository_id;
-  std::string branch_id;
-  std::string source_ref;  // where the action files are read from
-  std::string commit_id;
-  std::string tag_id;
-  std::string merge_source;
-  std::string commit_message;
-  std::string committer;
-  std::map<std::string, std::string> commit_metadata;
-  std::string user;        // who caused the event: Lua's lakefs calls act as them
-  std::string pre_run_id;  // post events: the run of the matching pre event
-};
+// What a hook learns of the event (lakeFS's HookRecord / webhook body): the
+// catalog's event (catalog/hooks.h), which the catalog fires.
+using HookRecord = catalog::HookEvent;
 
 // The 17 event names of lakeFS (prepare-commit, pre-commit, post-commit, ...).
 const std::vector<std::string>& EventTypes();
@@ -120,13 +110,14 @@ struct ActionsOptions {
 
 // A pre-event run that failed: the operation must not happen. `message` is
 // lakeFS's ("<event> hook aborted, run id '<id>': ...").
-class ActionsService {
+// The catalog's hook runner (catalog::Catalog::SetHooks).
+class ActionsService final : public catalog::HookRunner {
  public:
   // InvalidArgument for a bad webhook_allowed_hosts entry or a sandbox
   // program that cannot be run.
   static Result<std::unique_ptr<ActionsService>> Make(catalog::Catalog* catalog, kv::KvStore* kv,
                                                       ActionsOptions options);
-  ~ActionsService();  // finishes queued post-event runs
+  ~ActionsService() override;  // finishes queued post-event runs
   ActionsService(const ActionsService&) = delete;
   ActionsService& operator=(const ActionsService&) = delete;
 
@@ -143,6 +134,11 @@ class ActionsService {
   // Post events: after `commit_id` is known, the pre-run (if any) gets it
   // (post-commit, post-revert); then the post run goes to the background.
   void RunPostAsync(HookRecord record, bool set_pre_run_commit);
+  // catalog::HookRunner: Run and RunPostAsync.
+  Result<std::string> RunPre(const HookRecord& event) override { return Run(event); }
+  void RunPost(HookRecord event, bool set_pre_run_commit) override {
+    RunPostAsync(std::move(event), set_pre_run_commit);
+  }
   // Waits until no post-event run is queued or running (tests).
   void WaitIdle();
 

@@ -26,6 +26,7 @@
 // catalog_merge.cc (merge, revert, cherry-pick), catalog_reset.cc (resets);
 // what they share is in catalog_internal.h.
 #pragma once
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -40,6 +41,7 @@
 #include "base/status.h"
 #include "catalog/committed.h"
 #include "catalog/entry.h"
+#include "catalog/hooks.h"
 #include "catalog/range_store.h"
 #include "catalog/storage_namespace.h"
 
@@ -256,6 +258,9 @@ class Catalog {
   Result<Commit> CommitImport(const std::string& repo, const std::string& branch,
                               const std::map<std::string, Entry>& entries, const std::vector<std::string>& destinations,
                               CommitParams params, const std::string& record, const std::string& guard);
+  // `params` with the import's hooks (pre-commit before the branch moves,
+  // post-commit after) around its own before_publish and after_publish.
+  CommitParams WithImportHooks(const std::string& repo, const std::string& branch, CommitParams params);
   // Where an import may read: `source` (local:// or s3://, a directory or
   // prefix when `prefix`, else one object) checked by the namespace rules
   // (local roots, S3 prefixes, never the server's own files) and neither in
@@ -303,11 +308,19 @@ class Catalog {
   const NamespaceRules& namespace_rules() const { return options_.namespaces; }
 
   // Branches.
-  Result<Branch> CreateBranch(const std::string& repo, const std::string& name, const std::string& source_ref);
+  // The operations below marked "hooked" fire lakeFS's pre- and post-events
+  // (hooks.h; catalog_hooks.cc) around what they do; `user` (or the
+  // committer) is who caused them.
+  void SetHooks(HookRunner* hooks) { hooks_ = hooks; }
+
+  // Hooked.
+  Result<Branch> CreateBranch(const std::string& repo, const std::string& name, const std::string& source_ref,
+                              const std::string& user = "");
   Result<Branch> GetBranch(const std::string& repo, const std::string& name);
   Result<Page<Branch>> ListBranches(const std::string& repo, const std::string& prefix, const std::string& after,
                                     int64_t amount);
-  Status DeleteBranch(const std::string& repo, const std::string& name);
+  // Hooked.
+  Status DeleteBranch(const std::string& repo, const std::string& name, const std::string& user = "");
   // True if the branch has staged entries or a compacted meta-range.
   Result<bool> IsDirty(const std::string& repo, const Branch& branch);
 
@@ -337,6 +350,7 @@ class Catalog {
   Result<Page<ListItem>> ListEntries(const Repository& repo, const std::string& ref, const ListOptions& opts);
 
   // Commits, history, diff, merge.
+  // Hooked (prepare-commit, pre-commit, post-commit).
   Result<Commit> CommitBranch(const std::string& repo, const std::string& branch, const CommitParams& params);
   Result<Commit> GetCommit(const std::string& repo, const std::string& commit_id);
   Result<Page<Commit>> Log(const std::string& repo, const std::string& ref, const std::string& after, int64_t amount,
@@ -345,6 +359,7 @@ class Catalog {
   // three_dot: from the merge base of left and right to right.
   Result<Page<DiffItem>> DiffRefs(const std::string& repo, const std::string& left, const std::string& right,
                                   bool three_dot, const ListOptions& opts);
+  // Hooked: pre-merge once the merge commit exists, before the branch moves to it.
   Result<Commit> Merge(const std::string& repo, const std::string& source_ref, const std::string& dest_branch,
                        const CommitParams& params, MergeStrategy strategy);
   // Revert undoes on `branch` what `ref`'s commit changed from its parent
@@ -352,7 +367,7 @@ class Catalog {
   // CherryPick does it again there, with the commit's message and metadata
   // unless `params` gives others (and lakeFS's cherry-pick-origin and
   // cherry-pick-committer keys). Both need a clean branch, and a change
-  // (unless params.allow_empty, for a revert); a conflict is Conflict.
+  // (unless params.allow_empty, for a revert); a conflict is Conflict. Hooked.
   Result<Commit> Revert(const std::string& repo, const std::string& branch, const std::string& ref, int parent_number,
                         const CommitParams& params);
   Result<Commit> CherryPick(const std::string& repo, const std::string& branch, const std::string& ref,
@@ -417,11 +432,14 @@ class Catalog {
   // Forgets addresses that expired unlinked (catalog GC calls it).
   Status PruneLinkAddresses(const std::string& repo);
 
-  Result<Tag> CreateTag(const std::string& repo, const std::string& id, const std::string& ref, bool force);
+  // Hooked.
+  Result<Tag> CreateTag(const std::string& repo, const std::string& id, const std::string& ref, bool force,
+                        const std::string& user = "");
   Result<Tag> GetTag(const std::string& repo, const std::string& id);
   Result<Page<Tag>> ListTags(const std::string& repo, const std::string& prefix, const std::string& after,
                              int64_t amount);
-  Status DeleteTag(const std::string& repo, const std::string& id);
+  // Hooked.
+  Status DeleteTag(const std::string& repo, const std::string& id, const std::string& user = "");
 
   RangeStore& ranges() { return *ranges_; }
   kv::KvStore& kv() { return *kv_; }
@@ -442,6 +460,21 @@ class Catalog {
   Result<std::unique_ptr<ValueIterator>> View(const Repository& repo, const ResolvedRef& ref);
 
  private:
+  // The operations themselves, hooks aside (catalog_refs.cc, catalog_commit.cc, catalog_merge.cc).
+  Result<Branch> DoCreateBranch(const std::string& repo, const std::string& name, const std::string& source_ref);
+  Status DoDeleteBranch(const std::string& repo, const std::string& name);
+  Result<Commit> DoCommitBranch(const std::string& repo, const std::string& branch, const CommitParams& params);
+  Result<Commit> DoMerge(const std::string& repo, const std::string& source_ref, const std::string& dest_branch,
+                         const CommitParams& params, MergeStrategy strategy);
+  Result<Commit> DoRevert(const std::string& repo, const std::string& branch, const std::string& ref,
+                          int parent_number, const CommitParams& params);
+  Result<Commit> DoCherryPick(const std::string& repo, const std::string& branch, const std::string& ref,
+                              int parent_number, const CommitParams& params);
+  Result<Tag> DoCreateTag(const std::string& repo, const std::string& id, const std::string& ref, bool force);
+  Status DoDeleteTag(const std::string& repo, const std::string& id);
+  // The hook runner, unless none is set or this thread is a hook's own call.
+  HookRunner* Hooks() const;
+
   struct BranchRecord {
     Branch branch;
     std::string raw;  // the stored bytes, for compare-and-swap
@@ -569,6 +602,7 @@ class Catalog {
 
   std::mutex ns_mu_;
   std::map<std::string, Namespace> namespaces_;  // GUARDED_BY(ns_mu_)
+  std::atomic<HookRunner*> hooks_{nullptr};  // SetHooks; null: no hooks
 };
 
 // KV keys, exposed for tests and the staging-compaction code.

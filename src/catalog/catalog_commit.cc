@@ -138,7 +138,7 @@ Result<CompactionResult> Catalog::CompactStaging(const std::string& repo_id, con
 // ---------------------------------------------------------------------------
 // Commit
 
-Result<Commit> Catalog::CommitBranch(const std::string& repo_id, const std::string& branch,
+Result<Commit> Catalog::DoCommitBranch(const std::string& repo_id, const std::string& branch,
                                      const CommitParams& params) {
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
   if (!params.force) ARROW_RETURN_NOT_OK(CheckWritable(repo));

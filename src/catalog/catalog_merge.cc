@@ -145,7 +145,7 @@ Result<Commit> Catalog::CommitChanges(const Repository& repo, const BranchRecord
   return c;
 }
 
-Result<Commit> Catalog::Merge(const std::string& repo_id, const std::string& source_ref, const std::string& dest_branch,
+Result<Commit> Catalog::DoMerge(const std::string& repo_id, const std::string& source_ref, const std::string& dest_branch,
                               const CommitParams& params, MergeStrategy strategy) {
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
   if (!params.force) ARROW_RETURN_NOT_OK(CheckWritable(repo));
@@ -170,12 +170,12 @@ Result<Commit> Catalog::Merge(const std::string& repo_id, const std::string& sou
   return CommitChanges(repo, rec, *changes, std::move(c), nullptr, params.before_publish);
 }
 
-Result<Commit> Catalog::Revert(const std::string& repo_id, const std::string& branch, const std::string& ref,
+Result<Commit> Catalog::DoRevert(const std::string& repo_id, const std::string& branch, const std::string& ref,
                                int parent_number, const CommitParams& params) {
   return ReplayCommit(Replay::kRevert, repo_id, branch, ref, parent_number, params);
 }
 
-Result<Commit> Catalog::CherryPick(const std::string& repo_id, const std::string& branch, const std::string& ref,
+Result<Commit> Catalog::DoCherryPick(const std::string& repo_id, const std::string& branch, const std::string& ref,
                                    int parent_number, const CommitParams& params) {
   return ReplayCommit(Replay::kCherryPick, repo_id, branch, ref, parent_number, params);
 }

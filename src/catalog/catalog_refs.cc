@@ -243,7 +243,7 @@ Result<ResolvedRef> Catalog::ResolveRef(const std::string& repo, const std::stri
 // ---------------------------------------------------------------------------
 // Branches
 
-Result<Branch> Catalog::CreateBranch(const std::string& repo_id, const std::string& name,
+Result<Branch> Catalog::DoCreateBranch(const std::string& repo_id, const std::string& name,
                                      const std::string& source_ref) {
   ARROW_ASSIGN_OR_RAISE(auto repo, LoadRepository(repo_id));
   ARROW_RETURN_NOT_OK(ValidateBranchName(name));
@@ -296,7 +296,7 @@ Result<Page<Branch>> Catalog::ListBranches(const std::string& repo, const std::s
   return out;
 }
 
-Status Catalog::DeleteBranch(const std::string& repo_id, const std::string& name) {
+Status Catalog::DoDeleteBranch(const std::string& repo_id, const std::string& name) {
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
   ARROW_RETURN_NOT_OK(CheckWritable(repo));
   if (name == repo.default_branch) {
@@ -328,7 +328,7 @@ Result<bool> Catalog::IsDirty(const std::string& repo, const Branch& branch) {
 // ---------------------------------------------------------------------------
 // Tags
 
-Result<Tag> Catalog::CreateTag(const std::string& repo_id, const std::string& id, const std::string& ref, bool force) {
+Result<Tag> Catalog::DoCreateTag(const std::string& repo_id, const std::string& id, const std::string& ref, bool force) {
   ARROW_ASSIGN_OR_RAISE(auto repo, LoadRepository(repo_id));
   ARROW_RETURN_NOT_OK(ValidateTagName(id));
   ARROW_ASSIGN_OR_RAISE(auto target, ResolveRef(repo_id, ref));
@@ -363,7 +363,7 @@ Result<Page<Tag>> Catalog::ListTags(const std::string& repo_id, const std::strin
   return out;
 }
 
-Status Catalog::DeleteTag(const std::string& repo_id, const std::string& id) {
+Status Catalog::DoDeleteTag(const std::string& repo_id, const std::string& id) {
   ARROW_RETURN_NOT_OK(GetTag(repo_id, id).status());
   return kv_->Delete(TagKey(repo_id, id));
 }

@@ -82,7 +82,7 @@ Result<std::string> Importer::Start(const std::string& repo, const std::string& 
   job->repo = repo;
   job->branch = branch;
   job->paths = std::move(paths);
-  job->commit = std::move(commit);
+  job->commit = catalog_->WithImportHooks(repo, branch, std::move(commit));
   job->id = RandomHex(10);
   job->key = ImportKey(repo, job->id);
   std::lock_guard<std::mutex> lock(mu_);

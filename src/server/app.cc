@@ -306,6 +306,8 @@ Status App::StartCatalog(const std::string& owner) {
           ? config_.actions.lua_sandbox
           : (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "sediment-lua").string();
   ARROW_ASSIGN_OR_RAISE(actions_, actions::ActionsService::Make(catalog_.get(), kv_.get(), aopts));
+  // Every hooked catalog operation, from any API, runs the repository's actions.
+  catalog_->SetHooks(actions_.get());
   return Status::OK();
 }
 
@@ -361,6 +363,7 @@ void App::Stop() {
   if (tables_) tables_->Stop();
   if (iceberg_) iceberg_->Stop();
   if (importer_) importer_->Stop();
+  if (catalog_) catalog_->SetHooks(nullptr);  // before the actions stop
   if (actions_) actions_->Stop();
   if (catalog_collector_) catalog_collector_->Stop();
   if (staging_compactor_) staging_compactor_->Stop();

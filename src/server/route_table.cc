@@ -21,7 +21,7 @@ namespace {
 std::vector<Route> ServerRoutes(MetricsRegistry* metrics) {
   static const Protocol kServer{"server", ReplyError};
   static const Protocol kIcebergPaths{"iceberg", ReplyIcebergError};
-  auto not_found = [](const Call& c) { return NotFound(fmt::format("no API operation {} {}", c.req.method, c.req.path)); };
+  auto not_found = [](const Call& c) { return NotFound(fmt::format("no route for {} {}", c.req.method, c.req.path)); };
   std::vector<Route> rows = {
       {"GET", "/api/v1/healthcheck", "server Healthcheck", Access::kPublic, {},
        [](const Call& c) {

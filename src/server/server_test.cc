@@ -73,7 +73,7 @@ TEST_F(AppTest, HealthcheckMetricsAndUnknownRoute) {
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
   EXPECT_NE(res->get_header_value("Content-Type").find("text/plain; version=0.0.4"), std::string::npos);
-  EXPECT_NE(res->body.find("http_requests_total{method=\"GET\",route=\"/api/v1/healthcheck\",code=\"204\"} 1"),
+  EXPECT_NE(res->body.find("http_requests_total{method=\"GET\",route=\"server Healthcheck\",code=\"204\"} 1"),
             std::string::npos)
       << res->body;
   EXPECT_NE(res->body.find("sediment_build_info{version="), std::string::npos);

@@ -100,24 +100,4 @@ Status GetRunHookOutput(const Context& ctx, const Req& req, Res& res, const std:
   return Status::OK();
 }
 
-actions::HookRecord HookEvent(const std::string& event, const std::string& repo, const std::string& me) {
-  actions::HookRecord r;
-  r.event_type = event;
-  r.repository_id = repo;
-  r.user = me;
-  return r;
-}
-
-Result<std::string> RunPreHooks(const Context& ctx, const actions::HookRecord& event) {
-  if (ctx.actions == nullptr || InHookCall()) return std::string();
-  return ctx.actions->Run(event);
-}
-
-void RunPostHooks(const Context& ctx, actions::HookRecord event, const std::string& pre_run_id,
-                  bool set_pre_run_commit) {
-  if (ctx.actions == nullptr || InHookCall()) return;
-  event.pre_run_id = pre_run_id;
-  ctx.actions->RunPostAsync(std::move(event), set_pre_run_commit);
-}
-
 }  // namespace sediment::server::lakefs

@@ -235,17 +235,6 @@ void ObjectRoutes(Rows& r) {
   // clang-format on
 }
 
-thread_local bool in_hook_call = false;
-
-// Marks this thread as serving a hook's call while it lives.
-class HookCallScope {
- public:
-  HookCallScope() { in_hook_call = true; }
-  ~HookCallScope() { in_hook_call = false; }
-  HookCallScope(const HookCallScope&) = delete;
-  HookCallScope& operator=(const HookCallScope&) = delete;
-};
-
 // The lakeFS API called in-process as a user (Lua hooks' `lakefs` module):
 // the same route table and handlers, so a call is authorized exactly as the
 // HTTP request would be. A body is read up to kMaxBody.
@@ -264,7 +253,7 @@ class InProcessApi final : public actions::ApiClient {
     Res res;
     Status st;
     {
-      HookCallScope scope;
+      catalog::NoHooksOnThisThread scope;  // a hook's own calls fire no hooks
       st = router_->Dispatch(kLakeFs.name, user, req, res);
     }
     if (!st.ok()) ReplyError(res, LakeFsRefusal(st));
@@ -311,10 +300,6 @@ class InProcessApi final : public actions::ApiClient {
 };
 
 }  // namespace
-
-namespace lakefs {
-bool InHookCall() { return in_hook_call; }
-}  // namespace lakefs
 
 std::vector<Route> LakeFsRoutes(const LakeFsServices& s) {
   auto ctx = std::make_shared<const Context>(

@@ -216,20 +216,6 @@ Status GetRun(const Context& ctx, const Req& req, Res& res, const std::string& m
 Status ListRunHooks(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status GetRunHookOutput(const Context& ctx, const Req& req, Res& res, const std::string& me);
 
-// Whether this thread is serving a hook's in-process API call (lakefs/api.cc):
-// operations a hook performs fire no hooks (a hook could otherwise fire itself).
-bool InHookCall();
-
-// An event of `repo` caused by `me` (lakeFS's committer: the user's name).
-actions::HookRecord HookEvent(const std::string& event, const std::string& repo, const std::string& me);
-// Runs a pre-event's hooks: PreconditionFailed (412) when one fails, and the
-// operation must not happen. The run's id ("" when nothing ran).
-Result<std::string> RunPreHooks(const Context& ctx, const actions::HookRecord& event);
-// Queues a post-event's hooks (after the operation is done and answered);
-// `set_pre_run_commit` gives the pre-event's run the new commit's id.
-void RunPostHooks(const Context& ctx, actions::HookRecord event, const std::string& pre_run_id,
-                  bool set_pre_run_commit);
-
 // lakefs/tags_api.cc
 Status ListTags(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status CreateTag(const Context& ctx, const Req& req, Res& res, const std::string& me);

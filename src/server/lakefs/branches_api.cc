@@ -22,25 +22,9 @@ Status CreateBranch(const Context& ctx, const Req& req, Res& res, const std::str
   ARROW_ASSIGN_OR_RAISE(auto body, Body(req));
   ARROW_ASSIGN_OR_RAISE(auto name, Field<std::string>(body, "name"));
   ARROW_ASSIGN_OR_RAISE(auto source, Field<std::string>(body, "source"));
-  ARROW_RETURN_NOT_OK(catalog::Catalog::ValidateBranchName(name));  // before hooks record it
-  // The hooks read their actions from the source as given (a branch: with its
-  // staged changes); a source that does not resolve is CreateBranch's to report.
-  auto event = HookEvent("pre-create-branch", repo, me);
-  event.branch_id = name;
-  event.source_ref = source;
-  std::string pre_run;
-  if (auto from = ctx.cat->ResolveRef(repo, source); from.ok()) {
-    event.commit_id = from->commit_id;
-    ARROW_ASSIGN_OR_RAISE(pre_run, RunPreHooks(ctx, event));
-  } else if (!IsNotFound(from.status())) {
-    return from.status();
-  }
-  ARROW_ASSIGN_OR_RAISE(auto b, ctx.cat->CreateBranch(repo, name, source));
+  ARROW_ASSIGN_OR_RAISE(auto b, ctx.cat->CreateBranch(repo, name, source, me));
   res.status = 201;
   res.set_content(b.commit_id, "text/html");
-  event.event_type = "post-create-branch";
-  event.commit_id = b.commit_id;
-  RunPostHooks(ctx, std::move(event), pre_run, /*set_pre_run_commit=*/false);
   return Status::OK();
 }
 
@@ -53,19 +37,8 @@ Status GetBranch(const Context& ctx, const Req& req, Res& res, const std::string
 
 Status DeleteBranch(const Context& ctx, const Req& req, Res& res, const std::string& me) {
   std::string repo = req.matches[1], name = req.matches[2];
-  auto event = HookEvent("pre-delete-branch", repo, me);
-  event.branch_id = name;
-  std::string pre_run;
-  if (auto b = ctx.cat->GetBranch(repo, name); b.ok()) {
-    event.source_ref = b->commit_id;
-    ARROW_ASSIGN_OR_RAISE(pre_run, RunPreHooks(ctx, event));
-  } else if (!IsNotFound(b.status())) {
-    return b.status();
-  }  // not found: DeleteBranch says so
-  ARROW_RETURN_NOT_OK(ctx.cat->DeleteBranch(repo, name));
+  ARROW_RETURN_NOT_OK(ctx.cat->DeleteBranch(repo, name, me));
   res.status = 204;
-  event.event_type = "post-delete-branch";
-  RunPostHooks(ctx, std::move(event), pre_run, /*set_pre_run_commit=*/false);
   return Status::OK();
 }
 

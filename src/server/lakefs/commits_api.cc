@@ -23,19 +23,8 @@ Status Commit(const Context& ctx, const Req& req, Res& res, const std::string& m
   }
   ARROW_ASSIGN_OR_RAISE(p.allow_empty, Field<bool>(body, "allow_empty", false));
   ARROW_ASSIGN_OR_RAISE(p.force, Field<bool>(body, "force", false));
-  auto event = HookEvent("prepare-commit", repo, me);
-  event.branch_id = event.source_ref = branch;
-  event.commit_message = p.message;
-  event.committer = p.committer;
-  event.commit_metadata = p.metadata;
-  ARROW_RETURN_NOT_OK(RunPreHooks(ctx, event).status());
-  event.event_type = "pre-commit";
-  ARROW_ASSIGN_OR_RAISE(auto pre_run, RunPreHooks(ctx, event));
   ARROW_ASSIGN_OR_RAISE(auto c, ctx.cat->CommitBranch(repo, branch, p));
   ReplyJson(res, 201, CommitJson(c));
-  event.event_type = "post-commit";
-  event.source_ref = event.commit_id = c.id;
-  RunPostHooks(ctx, std::move(event), pre_run, /*set_pre_run_commit=*/true);
   return Status::OK();
 }
 
@@ -188,30 +177,8 @@ Status Merge(const Context& ctx, const Req& req, Res& res, const std::string& me
   } else if (!strategy_name.empty()) {
     return InvalidArgument(fmt::format("merge strategy \"{}\" must be source-wins or dest-wins", strategy_name));
   }
-  // pre-merge runs once the merge commit exists, before the branch moves to it.
-  auto event = HookEvent("pre-merge", repo, me);
-  event.branch_id = dest;
-  event.merge_source = source;
-  event.committer = p.committer;
-  std::string pre_run;
-  p.before_publish = [&](const catalog::Commit& made) -> Status {
-    if (made.parents.size() >= 2) {
-      event.source_ref = made.parents[1];  // the source commit that was merged
-    } else {                               // a squash merge records only the destination
-      ARROW_ASSIGN_OR_RAISE(auto src, ctx.cat->ResolveRef(repo, source));
-      event.source_ref = src.commit_id;
-    }
-    event.commit_id = made.id;
-    event.commit_message = made.message;
-    event.commit_metadata = made.metadata;
-    ARROW_ASSIGN_OR_RAISE(pre_run, RunPreHooks(ctx, event));
-    return Status::OK();
-  };
   ARROW_ASSIGN_OR_RAISE(auto c, ctx.cat->Merge(repo, source, dest, p, strategy));
   ReplyJson(res, 200, {{"reference", c.id}});
-  event.event_type = "post-merge";
-  event.source_ref = event.commit_id = c.id;
-  RunPostHooks(ctx, std::move(event), pre_run, /*set_pre_run_commit=*/false);
   return Status::OK();
 }
 
@@ -239,24 +206,8 @@ Status RevertBranch(const Context& ctx, const Req& req, Res& res, const std::str
   ARROW_ASSIGN_OR_RAISE(auto ref, Field<std::string>(body, "ref"));
   ARROW_ASSIGN_OR_RAISE(auto pn, Field<int>(body, "parent_number", 0));
   ARROW_ASSIGN_OR_RAISE(auto p, ReplayParams(body, me));
-  auto event = HookEvent("pre-revert", repo, me);
-  event.branch_id = event.source_ref = name;
-  event.committer = p.committer;
-  event.commit_message = p.message;
-  event.commit_metadata = p.metadata;
-  std::string pre_run;
-  if (auto target = ctx.cat->ResolveRef(repo, ref); target.ok()) {
-    if (event.commit_message.empty()) event.commit_message = fmt::format("Revert {}", target->commit_id);
-    ARROW_ASSIGN_OR_RAISE(pre_run, RunPreHooks(ctx, event));
-  } else if (!IsNotFound(target.status())) {
-    return target.status();
-  }  // not found: Revert says so
   ARROW_ASSIGN_OR_RAISE(auto c, ctx.cat->Revert(repo, name, ref, pn, p));
   res.status = 204;
-  event.event_type = "post-revert";
-  event.source_ref = event.commit_id = c.id;
-  event.commit_message = c.message;
-  RunPostHooks(ctx, std::move(event), pre_run, /*set_pre_run_commit=*/true);
   return Status::OK();
 }
 
@@ -266,31 +217,10 @@ Status CherryPick(const Context& ctx, const Req& req, Res& res, const std::strin
   ARROW_ASSIGN_OR_RAISE(auto ref, Field<std::string>(body, "ref"));
   ARROW_ASSIGN_OR_RAISE(auto pn, Field<int>(body, "parent_number", 0));
   ARROW_ASSIGN_OR_RAISE(auto p, ReplayParams(body, me));
-  auto event = HookEvent("pre-cherry-pick", repo, me);
-  event.branch_id = event.source_ref = name;
-  event.committer = p.committer;
-  std::string pre_run;
-  auto picked = ctx.cat->ResolveRef(repo, ref);
-  if (!picked.ok() && !IsNotFound(picked.status())) return picked.status();
-  if (picked.ok()) {  // not found: CherryPick says so
-    auto original = ctx.cat->GetCommit(repo, picked->commit_id);
-    if (original.ok()) {
-      event.commit_message = p.message.empty() ? original->message : p.message;
-      event.commit_metadata = p.metadata.empty() ? original->metadata : p.metadata;
-      event.commit_metadata["cherry-pick-origin"] = original->id;
-      event.commit_metadata["cherry-pick-committer"] = original->committer;
-    }
-    ARROW_ASSIGN_OR_RAISE(pre_run, RunPreHooks(ctx, event));
-  }
   auto c = ctx.cat->CherryPick(repo, name, ref, pn, p);
   if (IsConflict(c.status())) return Conflict("update branch: conflict found");  // lakeFS's words
   ARROW_RETURN_NOT_OK(c.status());
   ReplyJson(res, 201, CommitJson(*c));
-  event.event_type = "post-cherry-pick";
-  event.source_ref = event.commit_id = c->id;
-  event.commit_message = c->message;
-  event.commit_metadata = c->metadata;
-  RunPostHooks(ctx, std::move(event), pre_run, /*set_pre_run_commit=*/false);
   return Status::OK();
 }
 

@@ -43,26 +43,7 @@ Status ImportStart(const Context& ctx, const Req& req, Res& res, const std::stri
     ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ImportFromStorage", "arn:lakefs:fs:::namespace/" + resolved));
     return ctx.Allow(me, "fs:WriteObject", ObjectArn(repo, l.destination));
   };
-  // An import is a commit: its pre-commit hooks run in the job once the commit
-  // is made and before the branch moves (a failure fails the import), its
-  // post-commit hooks after.
-  auto event = std::make_shared<actions::HookRecord>(HookEvent("pre-commit", repo, me));
-  event->branch_id = event->source_ref = branch;
-  event->commit_message = params.message;
-  event->committer = params.committer;
-  event->commit_metadata = params.metadata;
-  auto pre_run = std::make_shared<std::string>();
-  const Context* c = &ctx;
-  params.before_publish = [c, event, pre_run](const catalog::Commit&) -> Status {
-    ARROW_ASSIGN_OR_RAISE(*pre_run, RunPreHooks(*c, *event));
-    return Status::OK();
-  };
-  params.after_publish = [c, event, pre_run](const catalog::Commit& made) {
-    actions::HookRecord post = *event;
-    post.event_type = "post-commit";
-    post.source_ref = post.commit_id = made.id;
-    RunPostHooks(*c, std::move(post), *pre_run, /*set_pre_run_commit=*/true);
-  };
+  // An import is a commit: the catalog runs its hooks (pre-commit, post-commit).
   ARROW_ASSIGN_OR_RAISE(auto id, ctx.importer->Start(repo, branch, std::move(locations), std::move(params), authorize));
   ReplyJson(res, 202, {{"id", id}});
   return Status::OK();

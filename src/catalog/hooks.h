@@ -1,0 +1,66 @@
+// Hooks around the catalog's operations, as lakeFS's actions fire them from
+// graveler, below every API: a commit, merge, revert, cherry-pick, import,
+// branch or tag change made through any API (lakeFS REST, a hook's own Lua
+// calls excepted, the CLI, a benchmark) runs the same pre- and post-events.
+//
+// The catalog builds each event and calls a `HookRunner` (the actions
+// service, src/actions, which reads action files and runs hooks); a failing
+// pre-event stops the operation before it changes anything (or, for merges
+// and imports, after the commit is stored and before the branch moves to it).
+//
+// Thread-safety: HookRunner implementations are called from many threads.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "base/status.h"
+
+namespace sediment::catalog {
+
+// One event of lakeFS's actions (its names: prepare-commit, pre-commit,
+// post-commit, pre-merge, ..., pre-delete-tag).
+struct HookEvent {
+  std::string event_type;
+  std::string repository_id;
+  std::string branch_id;
+  std::string source_ref;  // where the action files are read from
+  std::string commit_id;
+  std::string tag_id;
+  std::string merge_source;
+  std::string commit_message;
+  std::string committer;
+  std::map<std::string, std::string> commit_metadata;
+  std::string user;        // who caused the event: Lua's lakefs calls act as them
+  std::string pre_run_id;  // post events: the run of the matching pre event
+};
+
+class HookRunner {
+ public:
+  virtual ~HookRunner() = default;
+  // Runs a pre-event's hooks: PreconditionFailed when one fails (the
+  // operation must not happen), Busy when no hook slot is free. The run's id
+  // ("" when nothing ran).
+  virtual Result<std::string> RunPre(const HookEvent& event) = 0;
+  // Queues a post-event's hooks (the operation is done); `set_pre_run_commit`
+  // gives the pre-event's run (event.pre_run_id) the new commit's id.
+  virtual void RunPost(HookEvent event, bool set_pre_run_commit) = 0;
+};
+
+// While one lives, this thread's catalog operations fire no hooks: a hook's
+// own calls into the API (Lua's `lakefs` module) would otherwise fire hooks,
+// and so themselves.
+class NoHooksOnThisThread {
+ public:
+  NoHooksOnThisThread();
+  ~NoHooksOnThisThread();
+  NoHooksOnThisThread(const NoHooksOnThisThread&) = delete;
+  NoHooksOnThisThread& operator=(const NoHooksOnThisThread&) = delete;
+
+  static bool Active();
+
+ private:
+  bool outer_;  // nested scopes restore the outer state
+};
+
+}  // namespace sediment::catalog
