@@ -9,13 +9,9 @@ import requests
 from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 
-from conftest import eventually
+from conftest import ADMIN, ADMIN_KEY, ADMIN_SECRET, eventually, set_up_admin
 
 from console_util import browser, shot, wait_for, login  # noqa: F401
-
-KEY = "AKIAIOSFODNN7EXAMPLE"
-SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
-AUTH = (KEY, SECRET)
 
 
 class Catalog:
@@ -27,7 +23,7 @@ class Catalog:
         self.tmp_path = tmp_path
 
     def call(self, method, path, **kw):
-        return requests.request(method, self.url + "/api/v1" + path, auth=AUTH, timeout=30, **kw)
+        return requests.request(method, self.url + "/api/v1" + path, auth=ADMIN, timeout=30, **kw)
 
     def ok(self, method, path, **kw):
         r = self.call(method, path, **kw)
@@ -68,9 +64,7 @@ def catalog(start_server, tmp_path):
     cfg.write_text(f'[catalog]\nlocal_namespace_roots = ["{tmp_path}"]\n')
     server = start_server("--config", str(cfg))
     assert requests.get(server.url + "/api/v1/setup_lakefs", timeout=10).json()["state"] == "not_initialized"
-    r = requests.post(server.url + "/api/v1/setup_lakefs", timeout=10, json={
-        "username": "admin", "key": {"access_key_id": KEY, "secret_access_key": SECRET}})
-    assert r.status_code == 200, r.text
+    set_up_admin(server)
     return Catalog(server, tmp_path)
 
 
@@ -115,7 +109,7 @@ def dialog_gone(driver, dialog_id):
 
 
 def open_console(driver, catalog):
-    login(driver, catalog.url, KEY, SECRET)
+    login(driver, catalog.url, ADMIN_KEY, ADMIN_SECRET)
 
 
 # --- tests -------------------------------------------------------------------
