@@ -11,7 +11,7 @@ from selenium.webdriver.common.by import By
 
 from conftest import ADMIN, ADMIN_KEY, ADMIN_SECRET, eventually, set_up_admin
 
-from console_util import browser, shot, wait_for, login  # noqa: F401
+from console_util import ON_PAGE, browser, shot, wait_for, login  # noqa: F401
 
 
 class Catalog:
@@ -84,11 +84,6 @@ def click(driver, css, text=None, timeout=20):
     eventually(clicked, timeout=timeout, interval=0.1, what=f"a click on {css!r}", retry_on=(WebDriverException,))
 
 
-def wait_until(fn, what, timeout=20):
-    # The page may re-render mid-read (a stale element): look again.
-    return eventually(fn, timeout=timeout, interval=0.1, what=what, retry_on=(Exception,))
-
-
 def fill(driver, css, value):
     el = wait_for(driver, css)
     el.clear()
@@ -105,7 +100,8 @@ def row_paths(driver, table_id):
 
 
 def dialog_gone(driver, dialog_id):
-    wait_until(lambda: not driver.find_elements(By.ID, dialog_id), f"dialog {dialog_id} closed")
+    eventually(lambda: not driver.find_elements(By.ID, dialog_id), timeout=20, what=f"dialog {dialog_id} closed",
+               **ON_PAGE)
 
 
 def open_console(driver, catalog):
@@ -188,8 +184,8 @@ def test_repositories_objects_and_commits(catalog, browser, tmp_path):
     downloads.mkdir()
     d.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
     click(d, "#objects tr[data-path='hello.txt'] button.download")
-    got = wait_until(lambda: (downloads / "hello.txt").exists() and (downloads / "hello.txt").read_bytes(),
-                     "the downloaded file")
+    got = eventually(lambda: (downloads / "hello.txt").exists() and (downloads / "hello.txt").read_bytes(),
+                     timeout=20, what="the downloaded file", **ON_PAGE)
     assert got == b"hello from the browser\n"
 
     # Into the prefix, and page through it with next/previous.
@@ -347,7 +343,8 @@ def test_compaction_and_tags(catalog, browser):
     for i in range(20):
         catalog.upload(f"staged/{i:02d}", f"{i}".encode(), branch="side")
     # The server counts staged mutations in memory and flushes them every second.
-    wait_until(lambda: catalog.compaction("side")["staged_mutations"] >= 20, "the staged count")
+    eventually(lambda: catalog.compaction("side")["staged_mutations"] >= 20, timeout=20, what="the staged count",
+               **ON_PAGE)
     assert catalog.compaction("side")["compacted"] is False
     open_console(d, catalog)
 
@@ -416,8 +413,8 @@ def test_catalog_needs_set_up_first(start_server, browser, tmp_path):
     wait_for(d, "#no-repositories")
     click(d, "#create-repo")
     # The namespace example comes from the server's storage config, under its allowed root.
-    wait_until(lambda: d.find_element(By.ID, "create-repo-dialog-storage_namespace").get_attribute("value")
-               == f"local://{tmp_path}/repo", "the namespace example")
+    eventually(lambda: d.find_element(By.ID, "create-repo-dialog-storage_namespace").get_attribute("value")
+               == f"local://{tmp_path}/repo", timeout=20, what="the namespace example", **ON_PAGE)
     assert requests.get(server.url + "/api/v1/repositories", auth=(key, secret), timeout=10).json()["results"] == []
 
 
