@@ -15,6 +15,10 @@ import requests
 ROOT = Path(__file__).resolve().parent.parent
 BINARY = ROOT / "build" / "sediment"
 LISTENING = re.compile(r"listening on http://([^\s:]+):(\d+)")
+# The admin of the tests' servers (AWS's documented example key pair).
+ADMIN_KEY = "AKIAIOSFODNN7EXAMPLE"
+ADMIN_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+ADMIN = (ADMIN_KEY, ADMIN_SECRET)
 
 
 class Server:
@@ -89,6 +93,17 @@ def eventually(fn, timeout=10.0, interval=0.05, what=None, retry_on=(AssertionEr
         if time.monotonic() >= deadline:
             raise AssertionError(f"not within {timeout} s: {what or getattr(fn, '__name__', fn)}; last: {last}")
         time.sleep(interval)
+
+
+def set_up_admin(server, key=ADMIN_KEY, secret=ADMIN_SECRET):
+    """Sets a new server up (lakeFS's POST /api/v1/setup_lakefs) with an admin named "admin" holding this
+    key pair; returns the credentials the server answered with. The one admin set-up of the tests: a
+    test whose subject is the set-up itself (refused, raced, through the CLI or the console) makes its
+    own request."""
+    r = requests.post(server.url + "/api/v1/setup_lakefs", timeout=30, json={
+        "username": "admin", "key": {"access_key_id": key, "secret_access_key": secret}})
+    assert r.status_code == 200, r.text
+    return r.json()
 
 
 @pytest.fixture

@@ -13,6 +13,9 @@ ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "build" / "test-artifacts" / "console"
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
+# How the browser tests wait (with conftest's eventually): the page may re-render under a read (a stale
+# element), so any error means look again.
+ON_PAGE = {"interval": 0.1, "retry_on": (Exception,)}
 
 
 @pytest.fixture
@@ -57,9 +60,8 @@ def wait_for(driver, css, timeout=20, text=None, visible=True):
             if (not visible or el.is_displayed()) and (text is None or text in el.text):
                 return el
         return None
-    try:  # a stale element (the page re-rendered) is looked for again
-        return eventually(found, timeout=timeout, interval=0.1, retry_on=(Exception,),
-                          what=f"{css!r}{' with ' + repr(text) if text else ''}")
+    try:
+        return eventually(found, timeout=timeout, what=f"{css!r}{' with ' + repr(text) if text else ''}", **ON_PAGE)
     except AssertionError as e:
         raise AssertionError(f"{e}; page text:\n{driver.find_element(By.TAG_NAME, 'body').text[:3000]}") from None
 

@@ -39,13 +39,12 @@ from pathlib import Path
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import eventually  # noqa: E402
+from conftest import ADMIN, eventually  # noqa: E402
 from tables_util import SCHEMA, block_hash, ipc, rows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BINARY = Path(os.environ.get("SEDIMENT_BINARY", ROOT / "build" / "sediment"))
 LISTENING = re.compile(r"listening on http://([^\s:]+):(\d+)")
-ADMIN = ("AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
 TABLE = "/api/v1/datasets/crash/tables/logs"
 REPO = "/api/v1/repositories/repo"
 

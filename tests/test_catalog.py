@@ -12,10 +12,7 @@ from lakefs_sdk import models as m
 from lakefs_sdk.client import LakeFSClient
 from lakefs_sdk.exceptions import ApiException
 
-from conftest import eventually
-
-ADMIN_KEY = "AKIAIOSFODNN7EXAMPLE"
-ADMIN_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+from conftest import ADMIN_KEY, ADMIN_SECRET, eventually, set_up_admin
 
 
 def client_for(url, key, secret):
@@ -41,9 +38,8 @@ def lakefs(start_server, tmp_path, backend):
     server = start_server("--config", str(cfg))
     setup = LakeFSClient(lakefs_sdk.Configuration(host=server.url + "/api/v1"))
     assert setup.internal_api.get_setup_state().state == "not_initialized"
-    creds = setup.internal_api.setup(
-        m.Setup(username="admin", key=m.AccessKeyCredentials(access_key_id=ADMIN_KEY, secret_access_key=ADMIN_SECRET)))
-    assert creds.access_key_id == ADMIN_KEY
+    creds = set_up_admin(server)
+    assert creds["access_key_id"] == ADMIN_KEY
     client = client_for(server.url, ADMIN_KEY, ADMIN_SECRET)
     client.server = server
     if base:
@@ -404,9 +400,7 @@ def test_auto_trigger_from_the_environment(start_server, tmp_path):
     server = start_server(env={"LAKEFS_GRAVELER_COMPACTION_AUTO_TRIGGER": "true",
                                "LAKEFS_GRAVELER_COMPACTION_THRESHOLD": "20",
                                "SEDIMENT_CATALOG_LOCAL_NAMESPACE_ROOTS": str(tmp_path)})
-    setup = LakeFSClient(lakefs_sdk.Configuration(host=server.url + "/api/v1"))
-    setup.internal_api.setup(m.Setup(username="admin", key=m.AccessKeyCredentials(
-        access_key_id=ADMIN_KEY, secret_access_key=ADMIN_SECRET)))
+    set_up_admin(server)
     c = client_for(server.url, ADMIN_KEY, ADMIN_SECRET)
     c.server = server
     c.namespace = lambda name: f"local://{tmp_path}/ns-{name}"
@@ -452,8 +446,7 @@ def test_tables_and_jobs_need_credentials_once_set_up(start_server, tmp_path):
     server = start_server()
     t = "/api/v1/datasets/eth/tables/logs"
     assert server.put(t, data=ipc()).status_code == 201, "open before set-up"
-    LakeFSClient(lakefs_sdk.Configuration(host=server.url + "/api/v1")).internal_api.setup(
-        m.Setup(username="admin", key=m.AccessKeyCredentials(access_key_id=ADMIN_KEY, secret_access_key=ADMIN_SECRET)))
+    set_up_admin(server)
     r = server.get(t)
     assert r.status_code == 401 and "WWW-Authenticate" not in r.headers, "no Basic challenge for a browser to cache"
     assert server.get("/api/v1/jobs").status_code == 401
@@ -596,8 +589,7 @@ def test_concurrent_setups_create_one_admin(start_server):
 # --- storage namespaces: where a repository may keep its files (docs/catalog.md) ---------------------
 
 def admin_client(server):
-    LakeFSClient(lakefs_sdk.Configuration(host=server.url + "/api/v1")).internal_api.setup(
-        m.Setup(username="admin", key=m.AccessKeyCredentials(access_key_id=ADMIN_KEY, secret_access_key=ADMIN_SECRET)))
+    set_up_admin(server)
     c = client_for(server.url, ADMIN_KEY, ADMIN_SECRET)
     c.server = server
     return c

@@ -15,7 +15,7 @@ import requests
 from lakefs_sdk import models as m
 from lakefs_sdk.client import LakeFSClient
 
-from conftest import eventually, ROOT, s3_settings
+from conftest import eventually, ROOT, s3_settings, set_up_admin
 from tables_util import append, ipc
 
 KEY, SECRET = "AKIACLUSTER", "cluster-secret-key"
@@ -63,8 +63,7 @@ def sdk(server):
 def test_catalog_writes_are_visible_through_every_server(cluster):
     servers, prefix = cluster
     a, b, c = servers
-    LakeFSClient(lakefs_sdk.Configuration(host=a.url + "/api/v1")).internal_api.setup(
-        m.Setup(username="admin", key=m.AccessKeyCredentials(access_key_id=KEY, secret_access_key=SECRET)))
+    set_up_admin(a, KEY, SECRET)
     ca, cb, cc = sdk(a), sdk(b), sdk(c)
     ca.repositories_api.create_repository(m.RepositoryCreation(name="shared", storage_namespace=prefix + "/shared"))
     cb.objects_api.upload_object("shared", "main", "x/one", content=b"through b")
@@ -156,8 +155,7 @@ def test_postgres_restart_under_write_load(start_server, tmp_path, own_postgres)
     cfg = tmp_path / "pg.toml"
     cfg.write_text(f'[database]\ntype = "postgres"\npostgres_dsn = "{dsn}"\n')
     server = start_server("--config", str(cfg))
-    LakeFSClient(lakefs_sdk.Configuration(host=server.url + "/api/v1")).internal_api.setup(
-        m.Setup(username="admin", key=m.AccessKeyCredentials(access_key_id=KEY, secret_access_key=SECRET)))
+    set_up_admin(server, KEY, SECRET)
     c = sdk(server)
     c.repositories_api.create_repository(m.RepositoryCreation(name="busy", storage_namespace=f"local://{server.data_dir}/namespaces/ns"))
 

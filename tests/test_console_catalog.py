@@ -9,13 +9,9 @@ import requests
 from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 
-from conftest import eventually
+from conftest import ADMIN, ADMIN_KEY, ADMIN_SECRET, eventually, set_up_admin
 
-from console_util import browser, shot, wait_for, login  # noqa: F401
-
-KEY = "AKIAIOSFODNN7EXAMPLE"
-SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
-AUTH = (KEY, SECRET)
+from console_util import ON_PAGE, browser, shot, wait_for, login  # noqa: F401
 
 
 class Catalog:
@@ -27,7 +23,7 @@ class Catalog:
         self.tmp_path = tmp_path
 
     def call(self, method, path, **kw):
-        return requests.request(method, self.url + "/api/v1" + path, auth=AUTH, timeout=30, **kw)
+        return requests.request(method, self.url + "/api/v1" + path, auth=ADMIN, timeout=30, **kw)
 
     def ok(self, method, path, **kw):
         r = self.call(method, path, **kw)
@@ -68,9 +64,7 @@ def catalog(start_server, tmp_path):
     cfg.write_text(f'[catalog]\nlocal_namespace_roots = ["{tmp_path}"]\n')
     server = start_server("--config", str(cfg))
     assert requests.get(server.url + "/api/v1/setup_lakefs", timeout=10).json()["state"] == "not_initialized"
-    r = requests.post(server.url + "/api/v1/setup_lakefs", timeout=10, json={
-        "username": "admin", "key": {"access_key_id": KEY, "secret_access_key": SECRET}})
-    assert r.status_code == 200, r.text
+    set_up_admin(server)
     return Catalog(server, tmp_path)
 
 
@@ -90,11 +84,6 @@ def click(driver, css, text=None, timeout=20):
     eventually(clicked, timeout=timeout, interval=0.1, what=f"a click on {css!r}", retry_on=(WebDriverException,))
 
 
-def wait_until(fn, what, timeout=20):
-    # The page may re-render mid-read (a stale element): look again.
-    return eventually(fn, timeout=timeout, interval=0.1, what=what, retry_on=(Exception,))
-
-
 def fill(driver, css, value):
     el = wait_for(driver, css)
     el.clear()
@@ -111,11 +100,12 @@ def row_paths(driver, table_id):
 
 
 def dialog_gone(driver, dialog_id):
-    wait_until(lambda: not driver.find_elements(By.ID, dialog_id), f"dialog {dialog_id} closed")
+    eventually(lambda: not driver.find_elements(By.ID, dialog_id), timeout=20, what=f"dialog {dialog_id} closed",
+               **ON_PAGE)
 
 
 def open_console(driver, catalog):
-    login(driver, catalog.url, KEY, SECRET)
+    login(driver, catalog.url, ADMIN_KEY, ADMIN_SECRET)
 
 
 # --- tests -------------------------------------------------------------------
@@ -194,8 +184,8 @@ def test_repositories_objects_and_commits(catalog, browser, tmp_path):
     downloads.mkdir()
     d.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
     click(d, "#objects tr[data-path='hello.txt'] button.download")
-    got = wait_until(lambda: (downloads / "hello.txt").exists() and (downloads / "hello.txt").read_bytes(),
-                     "the downloaded file")
+    got = eventually(lambda: (downloads / "hello.txt").exists() and (downloads / "hello.txt").read_bytes(),
+                     timeout=20, what="the downloaded file", **ON_PAGE)
     assert got == b"hello from the browser\n"
 
     # Into the prefix, and page through it with next/previous.
@@ -353,7 +343,8 @@ def test_compaction_and_tags(catalog, browser):
     for i in range(20):
         catalog.upload(f"staged/{i:02d}", f"{i}".encode(), branch="side")
     # The server counts staged mutations in memory and flushes them every second.
-    wait_until(lambda: catalog.compaction("side")["staged_mutations"] >= 20, "the staged count")
+    eventually(lambda: catalog.compaction("side")["staged_mutations"] >= 20, timeout=20, what="the staged count",
+               **ON_PAGE)
     assert catalog.compaction("side")["compacted"] is False
     open_console(d, catalog)
 
@@ -422,8 +413,8 @@ def test_catalog_needs_set_up_first(start_server, browser, tmp_path):
     wait_for(d, "#no-repositories")
     click(d, "#create-repo")
     # The namespace example comes from the server's storage config, under its allowed root.
-    wait_until(lambda: d.find_element(By.ID, "create-repo-dialog-storage_namespace").get_attribute("value")
-               == f"local://{tmp_path}/repo", "the namespace example")
+    eventually(lambda: d.find_element(By.ID, "create-repo-dialog-storage_namespace").get_attribute("value")
+               == f"local://{tmp_path}/repo", timeout=20, what="the namespace example", **ON_PAGE)
     assert requests.get(server.url + "/api/v1/repositories", auth=(key, secret), timeout=10).json()["results"] == []
 
 

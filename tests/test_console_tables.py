@@ -8,12 +8,9 @@ import requests
 from botocore.config import Config as BotoConfig
 from selenium.webdriver.common.by import By
 
-from conftest import eventually
+from conftest import ADMIN_KEY, ADMIN_SECRET, eventually, set_up_admin
 
 from console_util import browser, login, shot, wait_for  # noqa: F401
-
-KEY = "AKIAIOSFODNN7EXAMPLE"
-SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 
 # The demo's chain, faster; background passes at most once an hour, so the page's button runs the one
 # that shows.
@@ -107,24 +104,22 @@ def test_table_page_shows_a_pass_change_the_histogram(ingesting, browser):
 
 def test_after_setup_the_console_needs_a_key(ingesting, browser):
     server, driver = ingesting, browser
-    r = server.post("/api/v1/setup_lakefs", json={
-        "username": "admin", "key": {"access_key_id": KEY, "secret_access_key": SECRET}})
-    assert r.status_code == 200, r.text
+    set_up_admin(server)
     driver.get(server.url + "/#/tables")
     wait_for(driver, "#login-form")
-    wait_for(driver, "#access-key").send_keys(KEY)
+    wait_for(driver, "#access-key").send_keys(ADMIN_KEY)
     driver.find_element(By.CSS_SELECTOR, "#secret-key").send_keys("not-the-secret")
     driver.find_element(By.CSS_SELECTOR, "#login-submit").click()
     err = wait_for(driver, "#login-error .error")
     assert "check the access key and secret" in err.text
     shot(driver, "login-refused")
     assert driver.execute_script("return sessionStorage.getItem('sediment.credentials')") is None
-    login(driver, server.url, KEY, SECRET)
+    login(driver, server.url, ADMIN_KEY, ADMIN_SECRET)
     assert wait_for(driver, "#who-user").text == "admin"
     wait_for(driver, '#tables tr[data-table="demo.logs"]')  # the tables API took the session
     # The secret is nowhere a script of the page could read it: the session is an HttpOnly cookie.
     stored = driver.execute_script("return JSON.stringify(Object.assign({}, sessionStorage, localStorage))")
-    assert SECRET not in stored and KEY not in stored, stored
+    assert ADMIN_SECRET not in stored and ADMIN_KEY not in stored, stored
     assert "internal_auth_session" not in driver.execute_script("return document.cookie")
     assert any(c["name"] == "internal_auth_session" and c["httpOnly"] for c in driver.get_cookies())
     driver.find_element(By.CSS_SELECTOR, "#logout").click()
@@ -136,18 +131,17 @@ def test_after_setup_the_console_needs_a_key(ingesting, browser):
 
 def test_login_sessions_over_http(ingesting):
     server = ingesting
-    server.post("/api/v1/setup_lakefs", json={
-        "username": "admin", "key": {"access_key_id": KEY, "secret_access_key": SECRET}}).raise_for_status()
-    bad = server.post("/api/v1/auth/login", json={"access_key_id": KEY, "secret_access_key": "nope"})
+    set_up_admin(server)
+    bad = server.post("/api/v1/auth/login", json={"access_key_id": ADMIN_KEY, "secret_access_key": "nope"})
     assert bad.status_code == 401 and "Set-Cookie" not in bad.headers
-    assert server.post("/api/v1/auth/login", json={"access_key_id": KEY}).status_code == 400
-    r = server.post("/api/v1/auth/login", json={"access_key_id": KEY, "secret_access_key": SECRET})
+    assert server.post("/api/v1/auth/login", json={"access_key_id": ADMIN_KEY}).status_code == 400
+    r = server.post("/api/v1/auth/login", json={"access_key_id": ADMIN_KEY, "secret_access_key": ADMIN_SECRET})
     assert r.status_code == 200, r.text
     token = r.json()["token"]
     assert r.json()["token_expiration"] > time.time() + 3600
     cookie = r.headers["Set-Cookie"]
     assert cookie.startswith(f"internal_auth_session={token};") and "HttpOnly" in cookie and "SameSite=Strict" in cookie
-    assert SECRET not in token
+    assert ADMIN_SECRET not in token
 
     jar = {"internal_auth_session": token}
     assert requests.get(server.url + "/api/v1/user", cookies=jar, timeout=10).json()["user"]["id"] == "admin"
@@ -195,9 +189,8 @@ def test_the_console_and_the_gateway_share_the_root(ingesting):
         assert r.status_code == 404 and str(server.data_dir) not in r.text and "/console" not in r.text, bad
 
     # A signed request to / is still S3's ListBuckets.
-    server.post("/api/v1/setup_lakefs", json={
-        "username": "admin", "key": {"access_key_id": KEY, "secret_access_key": SECRET}}).raise_for_status()
-    s3 = boto3.client("s3", endpoint_url=server.url, aws_access_key_id=KEY, aws_secret_access_key=SECRET,
+    set_up_admin(server)
+    s3 = boto3.client("s3", endpoint_url=server.url, aws_access_key_id=ADMIN_KEY, aws_secret_access_key=ADMIN_SECRET,
                       region_name="us-east-1", config=BotoConfig(s3={"addressing_style": "path"}))
     assert s3.list_buckets()["Buckets"] == []
     # Query parameters mean an S3 client, not a browser.

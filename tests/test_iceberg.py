@@ -9,7 +9,7 @@ import uuid
 import pytest
 import requests
 
-from conftest import ROOT, eventually, s3_settings
+from conftest import ROOT, eventually, s3_settings, set_up_admin
 from test_scan_jobs import CONFIG
 
 ENGINES = ROOT / ".venv-engines" / "bin" / "python"
@@ -136,8 +136,7 @@ def test_spark_reads_the_tables_and_agrees_with_pyiceberg(server):
 def test_writes_are_refused_and_reads_need_credentials_after_set_up(server):
     r = requests.post(server.iceberg + "/v1/namespaces/demo/tables", json={"name": "x", "schema": {}}, timeout=10)
     assert r.status_code == 403 and r.json()["error"]["type"] == "ForbiddenException"
-    assert requests.post(server.url + "/api/v1/setup_lakefs", timeout=10, json={
-        "username": "admin", "key": {"access_key_id": ADMIN[0], "secret_access_key": ADMIN[1]}}).status_code == 200
+    set_up_admin(server, *ADMIN)
     r = requests.get(server.iceberg + "/v1/namespaces/demo/tables/blocks", timeout=10)
     assert r.status_code == 401 and r.json()["error"]["type"] == "NotAuthorizedException"
     bad = requests.post(server.iceberg + "/v1/oauth/tokens", timeout=10, data={

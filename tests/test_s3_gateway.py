@@ -16,9 +16,8 @@ import requests
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from conftest import eventually
+from conftest import ADMIN_KEY, ADMIN_SECRET, eventually, set_up_admin
 
-KEY, SECRET = "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 MIB = 1 << 20
 
 
@@ -31,12 +30,10 @@ def gw(start_server, tmp_path, backend):
         settings += f's3_namespace_prefixes = ["{base}"]\n'
     cfg.write_text(backend + settings)
     server = start_server("--config", str(cfg))
-    r = server.post("/api/v1/setup_lakefs", json={
-        "username": "admin", "key": {"access_key_id": KEY, "secret_access_key": SECRET}})
-    assert r.status_code == 200, r.text
+    set_up_admin(server)
     server.namespace = (lambda n: f"{base}/{n}") if base else (lambda n: f"local://{tmp_path}/ns-{n}")
     server.api = lambda method, path, **kw: requests.request(method, server.url + "/api/v1" + path,
-                                                            auth=(KEY, SECRET), timeout=60, **kw)
+                                                            auth=(ADMIN_KEY, ADMIN_SECRET), timeout=60, **kw)
     make_repo(server, "repo1")
     return server
 
@@ -47,7 +44,7 @@ def make_repo(server, name, **extra):
     assert r.status_code == 201, r.text
 
 
-def client(server, key=KEY, secret=SECRET, **cfg):
+def client(server, key=ADMIN_KEY, secret=ADMIN_SECRET, **cfg):
     return boto3.client("s3", endpoint_url=server.url, aws_access_key_id=key, aws_secret_access_key=secret,
                         region_name="us-east-1",
                         config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}, **cfg))
@@ -321,7 +318,8 @@ AWS_CLI = Path(sys.executable).parent / "aws"
 
 
 def test_aws_cli_copies_syncs_and_lists(gw, tmp_path):
-    env = {**os.environ, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_DEFAULT_REGION": "us-east-1",
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": ADMIN_KEY, "AWS_SECRET_ACCESS_KEY": ADMIN_SECRET,
+           "AWS_DEFAULT_REGION": "us-east-1",
            "AWS_CONFIG_FILE": str(tmp_path / "none"), "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none")}
 
     def aws(*args, ok=(0,)):

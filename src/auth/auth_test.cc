@@ -9,13 +9,13 @@
 #include "base/clock.h"
 #include "base/crypto.h"
 #include "base/test_util.h"
-#include "catalog/hooked_kv_testing.h"
+#include "kv/hooked_kv_testing.h"
 #include "kv/kv.h"
 
 namespace sediment::auth {
 namespace {
 
-using sediment::testing::HookedKv;
+using sediment::kv::HookedKv;
 
 std::string Basic(const std::string& key, const std::string& secret) { return "Basic " + Base64(key + ":" + secret); }
 

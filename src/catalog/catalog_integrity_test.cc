@@ -12,8 +12,8 @@
 #include "base/test_util.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_testing.h"
-#include "catalog/hooked_kv_testing.h"
 #include "catalog/staging_compactor.h"
+#include "kv/hooked_kv_testing.h"
 #include "kv/kv.h"
 #include "kv/lease.h"
 
@@ -22,7 +22,7 @@ namespace {
 
 using fixtures::MakeEntry;
 
-using sediment::testing::HookedKv;
+using sediment::kv::HookedKv;
 
 // A write to the staged entry of `path`, in any token.
 HookedKv::KeyMatch StagedPath(const std::string& path) {

@@ -13,7 +13,7 @@
 
 #include "base/test_util.h"
 #include "catalog/catalog_testing.h"
-#include "catalog/hooked_kv_testing.h"
+#include "kv/hooked_kv_testing.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
@@ -34,7 +34,7 @@ std::vector<std::string> Keys(const std::vector<KeyValueEntry>& v) {
 
 using fixtures::MakeEntry;
 
-using sediment::testing::HookedKv;
+using sediment::kv::HookedKv;
 
 TEST(EntryTest, RoundTripAndIdentity) {
   Entry e = MakeEntry("abc", 42);

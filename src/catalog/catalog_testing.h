@@ -15,7 +15,7 @@
 #include "base/test_util.h"
 #include "catalog/catalog.h"
 #include "catalog/entry.h"
-#include "catalog/hooked_kv_testing.h"
+#include "kv/hooked_kv_testing.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog::fixtures {
@@ -100,8 +100,7 @@ class CatalogFixture : public ::testing::Test {
 
   sediment::testing::TempDir dir_;
   // Hooks and read counters unused unless a test sets them.
-  std::shared_ptr<sediment::testing::HookedKv> kv_ =
-      std::make_shared<sediment::testing::HookedKv>(kv::NewMemoryStore());
+  std::shared_ptr<kv::HookedKv> kv_ = std::make_shared<kv::HookedKv>(kv::NewMemoryStore());
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
   std::unique_ptr<Catalog> catalog_;
 

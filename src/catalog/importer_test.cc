@@ -15,7 +15,7 @@
 namespace sediment::catalog {
 namespace {
 
-using sediment::testing::HookedKv;
+using sediment::kv::HookedKv;
 
 class ImporterTest : public fixtures::CatalogFixture {
  protected:

@@ -300,7 +300,7 @@ TEST_F(NamespaceCatalogTest, NamespacesInsideOrAroundAnotherRepositorysAreRefuse
 // outer creation writes, the inner one runs to completion. Only one survives.
 TEST_F(NamespaceCatalogTest, ARepositoryCreatedInsideAnotherAtTheSameMomentIsRefused) {
   Status inner = Status::OK();
-  kv_->BeforeWrite(sediment::testing::HookedKv::Exactly("c/r/outer"),
+  kv_->BeforeWrite(kv::HookedKv::Exactly("c/r/outer"),
                    [&] { inner = Create("inner", "local://" + roots_ + "/a/data"); });
   Status outer = Create("outer", "local://" + roots_ + "/a");
   ASSERT_OK(inner);
@@ -308,7 +308,7 @@ TEST_F(NamespaceCatalogTest, ARepositoryCreatedInsideAnotherAtTheSameMomentIsRef
   EXPECT_TRUE(Contains(outer.message(), "\"inner\"")) << outer.message();
   EXPECT_TRUE(IsNotFound(catalog_->GetRepository("outer").status()));
   // Unrelated creations at the same moment both succeed (the loser retries).
-  kv_->BeforeWrite(sediment::testing::HookedKv::Exactly("c/r/one"), [&] { inner = Create("two", roots_ + "/two"); });
+  kv_->BeforeWrite(kv::HookedKv::Exactly("c/r/one"), [&] { inner = Create("two", roots_ + "/two"); });
   ASSERT_OK(Create("one", roots_ + "/one"));
   ASSERT_OK(inner);
 }

@@ -10,14 +10,14 @@
 #include "base/test_util.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_testing.h"
-#include "catalog/hooked_kv_testing.h"
+#include "kv/hooked_kv_testing.h"
 
 namespace sediment::catalog {
 namespace {
 
 using fixtures::MakeEntry;
 
-using sediment::testing::HookedKv;
+using sediment::kv::HookedKv;
 
 // The parameter: dropped_token_grace in seconds.
 class StagingReadsTest : public fixtures::CatalogFixture, public ::testing::WithParamInterface<double> {

@@ -4,48 +4,19 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-
+#include "kv/lands_but_fails_kv_testing.h"
 #include "table/table_test_fixture_internal.h"
 
 namespace sediment::table {
 namespace {
 
-// A KV store whose next armed batches land but answer Unavailable, as a
-// PostgreSQL that went away right after a COMMIT would after its retries.
-class LandsButFailsKv final : public kv::KvStore {
- public:
-  explicit LandsButFailsKv(std::shared_ptr<kv::KvStore> inner) : inner_(std::move(inner)) {}
-  std::atomic<int> armed{0};
-  Result<std::string> Get(std::string_view k) override { return inner_->Get(k); }
-  Status Set(std::string_view k, std::string_view v) override { return inner_->Set(k, v); }
-  Status Delete(std::string_view k) override { return inner_->Delete(k); }
-  Result<kv::ScanPage> Scan(std::string_view p, std::string_view f, size_t n) override { return inner_->Scan(p, f, n); }
-  Result<std::optional<kv::KeyValue>> Floor(std::string_view p, std::string_view at) override {
-    return inner_->Floor(p, at);
-  }
-  // Only batches that change the live set (t/seg/ keys) are failed.
-  Status Apply(const kv::Batch& b) override {
-    Status st = inner_->Apply(b);
-    bool live_set = false;
-    for (const auto& m : b.mutations) live_set |= m.key.rfind("t/seg/", 0) == 0;
-    if (st.ok() && live_set && armed > 0) {
-      armed--;
-      return Unavailable("the database went away after COMMIT");
-    }
-    return st;
-  }
-  std::string Describe() const override { return "lands-but-fails"; }
-
- private:
-  std::shared_ptr<kv::KvStore> inner_;
-};
+using kv::LandsButFailsKv;
 
 class UnknownOutcomeTest : public TableServiceTest {
  protected:
   void SetUp() override {
     TableServiceTest::SetUp();
-    lying_ = std::make_shared<LandsButFailsKv>(kv_);
+    lying_ = std::make_shared<LandsButFailsKv>(kv_, "t/seg/");  // batches that change the live set
     kv_ = lying_;
     Restart();
   }

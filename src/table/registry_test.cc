@@ -6,42 +6,17 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <random>
 
 #include "base/failpoint.h"
-#include "catalog/hooked_kv_testing.h"
+#include "kv/counting_kv_testing.h"
+#include "kv/hooked_kv_testing.h"
 #include "table/table_test_fixture_internal.h"
 
 namespace sediment::table {
 namespace {
 
-// Counts the records a caller reads: point reads, floor lookups and scanned items.
-class CountingKv final : public kv::KvStore {
- public:
-  explicit CountingKv(std::shared_ptr<kv::KvStore> inner) : inner_(std::move(inner)) {}
-  std::atomic<int64_t> reads{0};
-  Result<std::string> Get(std::string_view k) override {
-    reads++;
-    return inner_->Get(k);
-  }
-  Status Set(std::string_view k, std::string_view v) override { return inner_->Set(k, v); }
-  Status Delete(std::string_view k) override { return inner_->Delete(k); }
-  Result<kv::ScanPage> Scan(std::string_view p, std::string_view f, size_t n) override {
-    auto page = inner_->Scan(p, f, n);
-    if (page.ok()) reads += static_cast<int64_t>(page->items.size()) + 1;
-    return page;
-  }
-  Result<std::optional<kv::KeyValue>> Floor(std::string_view p, std::string_view at) override {
-    reads++;
-    return inner_->Floor(p, at);
-  }
-  Status Apply(const kv::Batch& b) override { return inner_->Apply(b); }
-  std::string Describe() const override { return "counting"; }
-
- private:
-  std::shared_ptr<kv::KvStore> inner_;
-};
+using kv::CountingKv;
 
 class RegistryTest : public TableServiceTest {};
 
@@ -83,7 +58,7 @@ TEST_F(RegistryTest, TheStateFollowsTheLiveSetThroughAppendsReorgsMergesGcAndRes
 // A change that lands between another's read of the state and its batch:
 // both land (the second is applied to the new state), and the state adds up.
 TEST_F(RegistryTest, AChangeBesideAnotherIsAppliedOnTheNewState) {
-  auto hooked = std::make_shared<testing::HookedKv>(kv_);
+  auto hooked = std::make_shared<kv::HookedKv>(kv_);
   kv_ = hooked;
   Restart();
   Create();
@@ -92,7 +67,7 @@ TEST_F(RegistryTest, AChangeBesideAnotherIsAppliedOnTheNewState) {
   TableRegistry reg(hooked);
   // Just before the next append's batch, a swap of the first two files lands.
   bool swapped = false;
-  hooked->BeforeWrite(testing::HookedKv::Prefix("t/seg/eth/logs/00000000000000000006"), [&] {
+  hooked->BeforeWrite(kv::HookedKv::Prefix("t/seg/eth/logs/00000000000000000006"), [&] {
     SegmentRecord merged = live[0];
     merged.id = NewSegmentId(0);
     merged.path = TableRegistry::SegmentPath(id_, merged.id);

@@ -3,11 +3,10 @@ sources it may read are confined: never a repository's namespace (its own or ano
 read past the other repository's policies, and point at files its GC deletes), never outside the
 namespace roots, never through a symbolic link out of the tree; and only with fs:ImportFromStorage."""
 import os
-import time
 
 import requests
 
-from security.util import ADMIN, create_repo, create_user, upload
+from security.util import ADMIN, create_repo, create_user, eventually, upload
 
 SECRET = b"the victim's secret"
 
@@ -19,12 +18,11 @@ def start_import(api, repo, source, destination="in/", kind="common_prefix"):
 
 
 def wait(api, repo, iid):
-    for _ in range(100):
+    """The import's status once it has ended."""
+    def ended():
         s = api("GET", f"/repositories/{repo}/branches/main/import", params={"id": iid}).json()
-        if s.get("completed") or s.get("error"):
-            return s
-        time.sleep(0.1)
-    raise AssertionError("the import did not end")
+        return s if s.get("completed") or s.get("error") else None
+    return eventually(ended, timeout=10, interval=0.1, what=f"import {iid} to end")
 
 
 def test_an_import_cannot_read_a_repository_namespace(catalog_server, tmp_path):

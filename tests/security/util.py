@@ -1,5 +1,5 @@
-"""Helpers of the adversarial suite: waiting for a condition, setting up users and repositories, raw
-HTTP, snapshots of stored state, and the files the suite leaves in build/test-artifacts/security/."""
+"""Helpers of the adversarial suite: setting up users and repositories, raw HTTP, snapshots of stored
+state, and the files the suite leaves in build/test-artifacts/security/."""
 import base64
 import os
 import select
@@ -11,16 +11,12 @@ import boto3
 import requests
 from botocore.config import Config
 
-from conftest import ROOT, eventually  # noqa: F401 - re-exported for the suite
+# The admin, its set-up and the one wait of the tests (tests/conftest.py), re-exported for the suite.
+from conftest import ADMIN, ADMIN_KEY, ADMIN_SECRET, ROOT, eventually, set_up_admin  # noqa: F401
 
-ADMIN_KEY = "AKIAIOSFODNN7EXAMPLE"
-ADMIN_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
-ADMIN = (ADMIN_KEY, ADMIN_SECRET)
 ARTIFACTS = ROOT / "build" / "test-artifacts" / "security"
 MIB = 1 << 20
 
-
-# --- waiting ----------------------------------------------------------------------------------------
 
 # --- results ----------------------------------------------------------------------------------------
 
@@ -56,12 +52,6 @@ def write_config(tmp_path, extra=""):
     cfg = tmp_path / "sediment.toml"
     cfg.write_text(f'[catalog]\nlocal_namespace_roots = ["{tmp_path}"]\n' + extra)
     return cfg
-
-
-def set_up_admin(server):
-    r = requests.post(server.url + "/api/v1/setup_lakefs", timeout=30, json={
-        "username": "admin", "key": {"access_key_id": ADMIN_KEY, "secret_access_key": ADMIN_SECRET}})
-    assert r.status_code == 200, r.text
 
 
 class Api:

@@ -3,7 +3,7 @@
 // points: "just before the first write to a key matching P, run A" (A is
 // typically the racing operation, run to completion), or "fail the first write
 // to a key matching P" (an interrupted operation). Test-only; header-only so the
-// catalog and server tests can share it.
+// tests of every module over a KvStore (catalog, auth, table) can share it.
 //
 // A write is a Set, SetIf, Delete, or an Apply with a mutation on the key. Each
 // hook fires once and is disarmed before its action runs, so the action's own
@@ -25,13 +25,13 @@
 
 #include "kv/kv.h"
 
-namespace sediment::testing {
+namespace sediment::kv {
 
-class HookedKv : public kv::KvStore {
+class HookedKv : public KvStore {
  public:
   using KeyMatch = std::function<bool(const std::string& key)>;
 
-  explicit HookedKv(std::shared_ptr<kv::KvStore> inner) : inner_(std::move(inner)) {}
+  explicit HookedKv(std::shared_ptr<KvStore> inner) : inner_(std::move(inner)) {}
 
   // Runs `action` once, just before the first write to a key `match` accepts.
   void BeforeWrite(KeyMatch match, std::function<void()> action) {
@@ -115,15 +115,15 @@ class HookedKv : public kv::KvStore {
     ARROW_RETURN_NOT_OK(Fire({std::string(key)}));
     return inner_->Delete(key);
   }
-  Result<kv::ScanPage> Scan(std::string_view prefix, std::string_view from, size_t limit) override {
+  Result<ScanPage> Scan(std::string_view prefix, std::string_view from, size_t limit) override {
     BeforeReading(prefix);
     return inner_->Scan(prefix, from, limit);
   }
-  Result<std::optional<kv::KeyValue>> Floor(std::string_view prefix, std::string_view at) override {
+  Result<std::optional<KeyValue>> Floor(std::string_view prefix, std::string_view at) override {
     BeforeReading(prefix);
     return inner_->Floor(prefix, at);
   }
-  Status Apply(const kv::Batch& batch) override {
+  Status Apply(const Batch& batch) override {
     std::vector<std::string> keys;
     for (const auto& m : batch.mutations) keys.push_back(m.key);
     ARROW_RETURN_NOT_OK(Fire(keys));
@@ -157,7 +157,7 @@ class HookedKv : public kv::KvStore {
     return Status::OK();
   }
 
-  std::shared_ptr<kv::KvStore> inner_;
+  std::shared_ptr<KvStore> inner_;
   std::mutex mu_;
   std::vector<Hook> hooks_;       // GUARDED_BY(mu_)
   std::vector<Hook> read_hooks_;  // GUARDED_BY(mu_)
@@ -168,4 +168,4 @@ class HookedKv : public kv::KvStore {
   std::vector<ReadCounter> read_counters_;  // GUARDED_BY(mu_)
 };
 
-}  // namespace sediment::testing
+}  // namespace sediment::kv
