@@ -168,7 +168,7 @@ def test_bad_object_input_is_rejected_and_nothing_is_written(lakefs):
 
     def upload_refused():  # the server has seen the cut-off body end (its 400 is counted)
         metrics = requests.get(c.server.url + "/metrics", timeout=10).text
-        return any(line.startswith('http_requests_total{method="POST"') and '/objects",code="400"' in line
+        return any(line.startswith('http_requests_total{method="POST"') and 'route="lakefs UploadObject",code="400"' in line
                    for line in metrics.splitlines())
     eventually(upload_refused, what="the server to refuse the cut-off upload")
     assert status_of(c.objects_api.stat_object, "repo1", "main", "cut.bin") == 404
