@@ -1,7 +1,7 @@
 // The console's shell: credentials, the API helper, DOM helpers, the router.
-// Pages live in tables.js, catalog.js and jobs.js; each exports route
-// handlers that render into an element. Everything goes through the server's
-// own APIs with the logged-in key (HTTP Basic), as the CLI and SDKs do.
+// Pages live in tables.js, catalog.js (its tabs in catalog/) and jobs.js; each
+// exports route handlers that render into an element. Everything goes through
+// the server's own APIs with the logged-in key (HTTP Basic), as the CLI and SDKs do.
 import * as tables from "./tables.js";
 import * as catalog from "./catalog.js";
 import * as jobs from "./jobs.js";

@@ -2,7 +2,7 @@
 """Checks the house rules that scripts/test.sh enforces before it builds (docs/building.md, "House
 rules the test command checks"). Standard library only; about a second on this tree.
 
-  file-lines      a non-test source file over 600 lines (C++ .h/.cc under src/, console/*.js)
+  file-lines      a non-test source file over 600 lines (C++ .h/.cc under src/, .js under console/)
   function-lines  a function over 80 lines in those files, unless the allow-list names it as a
                   data table (a route, option or column table) with a reason
   kv-key          a KV key literal in C++ outside its module's key file, src/<module>/keys.h or keys.cc
