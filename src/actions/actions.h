@@ -114,7 +114,8 @@ struct ActionsOptions {
 class ActionsService final : public catalog::HookRunner {
  public:
   // InvalidArgument for a bad webhook_allowed_hosts entry or a sandbox
-  // program that cannot be run.
+  // program that cannot be run. Registers the runs' keys with `catalog`
+  // (Catalog::AddRepositoryKeyOwner), so it comes before catalog->Start(true).
   static Result<std::unique_ptr<ActionsService>> Make(catalog::Catalog* catalog, kv::KvStore* kv,
                                                       ActionsOptions options);
   ~ActionsService() override;  // finishes queued post-event runs

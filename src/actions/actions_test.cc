@@ -12,9 +12,12 @@
 
 #include "actions/action.h"
 #include "actions/actions_fixture_test.h"
+#include "actions/keys.h"
 #include "base/test_util.h"
 #include "blob/blob.h"
 #include "catalog/catalog_testing.h"
+#include "catalog/keys.h"
+#include "kv/hooked_kv_testing.h"
 
 namespace sediment::actions {
 namespace {
@@ -314,13 +317,40 @@ TEST_F(ActionsTest, RunsListNewestFirstByBranchAndByCommitAndPostRunsGiveThePreR
   EXPECT_EQ(page.items[1].commit_id, "c0ffee");
 }
 
+// Whether the KV store holds any record of runs of repository `repo`.
+bool HasRunRecords(kv::KvStore& kv, const std::string& repo) {
+  for (const auto& p : RepositoryKeyPrefixes(repo)) {
+    auto page = kv.Scan(p, "", 1);
+    EXPECT_TRUE(page.ok()) << page.status().ToString();
+    if (!page.ok() || !page->items.empty()) return true;
+  }
+  return false;
+}
+
+// The catalog spells no key of ours: it deletes what ActionsService::Make
+// registered (Catalog::AddRepositoryKeyOwner).
 TEST_F(ActionsTest, RunsGoWithTheirRepository) {
   PutLuaAction("a.yaml", "pre-commit", "print(1)");
   ASSERT_OK(service_->Run(Record("pre-commit")).status());
+  ASSERT_TRUE(HasRunRecords(*kv_, "repo"));
   ASSERT_OK(catalog_->DeleteRepository("repo"));
+  EXPECT_FALSE(HasRunRecords(*kv_, "repo"));
   CreateRepo(dir_.Sub("ns2"));
   ASSERT_OK_AND_ASSIGN(auto page, service_->ListRuns("repo", "", "", "", 100));
   EXPECT_TRUE(page.items.empty());
+}
+
+TEST_F(ActionsTest, RunsGoWithTheirRepositoryWhenItsCleanupIsFinishedInTheBackground) {
+  PutLuaAction("a.yaml", "pre-commit", "print(1)");
+  ASSERT_OK(service_->Run(Record("pre-commit")).status());
+  // Cut off at the runs, after the catalog's own records.
+  kv_->FailWrite(kv::HookedKv::Prefix(RepositoryKeyPrefixes("repo")[0]),
+                 Status::IOError("injected: store unavailable"));
+  ASSERT_OK(catalog_->DeleteRepository("repo"));
+  ASSERT_TRUE(HasRunRecords(*kv_, "repo")) << "the cleanup was not cut off";
+  ASSERT_OK(catalog_->DropDeadTokens());  // the background pass
+  EXPECT_FALSE(HasRunRecords(*kv_, "repo"));
+  EXPECT_TRUE(IsNotFound(kv_->Get(catalog::RepoDeletionKey("repo")).status())) << "the deletion is not finished";
 }
 
 TEST_F(ActionsTest, RunIdsSortNewestFirst) {

@@ -357,6 +357,8 @@ Result<std::unique_ptr<ActionsService>> ActionsService::Make(catalog::Catalog* c
         fmt::format("the Lua sandbox program {} cannot be run: {}", options.lua_sandbox, std::strerror(errno)));
   }
   if (!options.clock) options.clock = SystemClock::Default();
+  // Deleting a repository deletes its runs: the catalog asks for their prefixes.
+  ARROW_RETURN_NOT_OK(catalog->AddRepositoryKeyOwner("actions", &RepositoryKeyPrefixes));
   std::unique_ptr<ActionsService> s(new ActionsService());
   s->impl_ = std::make_unique<Impl>(catalog, kv, std::move(options), std::move(policy));
   return s;

@@ -11,6 +11,7 @@
 #include "base/metrics.h"
 #include "base/wildcard.h"
 #include "catalog/catalog_internal.h"
+#include "catalog/keys.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
@@ -53,10 +54,6 @@ Result<bool> HasStagedEntries(kv::KvStore& kv, const Branch& branch, StagedProbe
 
 }  // namespace internal
 
-std::string RepoKey(const std::string& repo) { return "c/r/" + repo; }
-std::string BranchKey(const std::string& repo, const std::string& branch) { return "c/b/" + repo + "/" + branch; }
-std::string StagingPrefix(const std::string& token) { return "c/s/" + token + "/"; }
-
 Catalog::Catalog(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<Clock> clock, CatalogOptions options)
     : kv_(std::move(kv)), clock_(std::move(clock)), options_(std::move(options)) {}
 
@@ -65,6 +62,11 @@ Catalog::~Catalog() { Stop(); }
 Status Catalog::Start(bool background) {
   ARROW_ASSIGN_OR_RAISE(ranges_, RangeStore::Open(options_.cache_dir, options_.cache_bytes, options_.ranges));
   if (background) {
+    {
+      // From now on a deletion's cleanup may run: every module's prefixes must be known (AddRepositoryKeyOwner).
+      std::lock_guard<std::mutex> lock(key_owners_.mu);
+      key_owners_.closed = true;
+    }
     dropper_ = std::make_unique<PeriodicTask>("catalog-drop", std::chrono::seconds(2), [this] {
       Status st = DropDeadTokens();
       if (!st.ok()) spdlog::warn("catalog: dropping dead staging tokens failed (will retry): {}", st.ToString());
@@ -82,14 +84,18 @@ void Catalog::Stop() {
 
 Status Catalog::DropDeadTokens() {
   // Repository deletions cut off before their cleanup finished (it queues their tokens).
-  ARROW_ASSIGN_OR_RAISE(auto deletions, kv_->Scan("c/rd/", "", 100));
-  for (const auto& item : deletions.items) ARROW_RETURN_NOT_OK(FinishRepositoryDeletion(item.key.substr(5)));
+  const std::string deletions_prefix = RepoDeletionsPrefix();
+  ARROW_ASSIGN_OR_RAISE(auto deletions, kv_->Scan(deletions_prefix, "", 100));
+  for (const auto& item : deletions.items) {
+    ARROW_RETURN_NOT_OK(FinishRepositoryDeletion(item.key.substr(deletions_prefix.size())));
+  }
   // A retired token stays readable for dropped_token_grace: a reader that
   // loaded the branch just before a commit or compaction swapped still reads
   // it. The grace runs from the dropper's first sight of the record, which it
   // stamps (records are written without a time by every retiring batch).
   std::vector<kv::KeyValue> records;
-  ARROW_RETURN_NOT_OK(kv_->ScanAll("c/d/", "", [&](const kv::KeyValue& item) -> Result<bool> {
+  const std::string drops_prefix = DropsPrefix();
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(drops_prefix, "", [&](const kv::KeyValue& item) -> Result<bool> {
     records.push_back(item);
     return true;
   }));
@@ -106,7 +112,7 @@ Status Catalog::DropDeadTokens() {
     } else if (now_us - seen_us < grace_us) {
       continue;
     }
-    std::string token = item.key.substr(4);
+    std::string token = item.key.substr(drops_prefix.size());
     ARROW_RETURN_NOT_OK(internal::DeletePrefix(*kv_, StagingPrefix(token)));
     SEDIMENT_FAILPOINT("catalog.tokens.after_drop");
     // A writer that re-queued the token meanwhile (its late entry) keeps the record for the next round.

@@ -265,6 +265,12 @@ class Catalog {
   // Called after a branch is deleted (branch "" : every branch of a deleted repository).
   using BranchGoneListener = std::function<void(const std::string& repo, const std::string& branch)>;
   void SetBranchGoneListener(BranchGoneListener listener) { on_branch_gone_ = std::move(listener); }
+  // A module keeping records of a repository under KV prefixes of its own
+  // (actions' runs) names them, so deleting the repository deletes them too; a
+  // module registered again is replaced. Refused after Start(true): the
+  // background cleanup of deleted repositories may have left them behind.
+  using KeyOwner = std::function<std::vector<std::string>(const std::string& repo)>;
+  Status AddRepositoryKeyOwner(std::string module, KeyOwner prefixes);
 
   // Tags.
   // Multipart uploads: their records (c/mp/<repo>/<id>[/<part>]). The caller
@@ -463,6 +469,12 @@ class Catalog {
   LogCursors log_cursors_;
   MutationListener on_mutation_;       // set before serving; read-only afterwards
   BranchGoneListener on_branch_gone_;  // set before serving; read-only afterwards
+  // The modules' prefixes of a repository's records (AddRepositoryKeyOwner).
+  struct KeyOwners {
+    std::mutex mu;
+    std::map<std::string, KeyOwner> by_module;  // GUARDED_BY(mu)
+    bool closed = false;                        // GUARDED_BY(mu): Start(true) ran
+  } key_owners_;
   std::function<void()> after_commit_seal_;
 
   std::mutex commits_mu_;
@@ -472,10 +484,5 @@ class Catalog {
   std::map<std::string, Namespace> namespaces_;  // GUARDED_BY(ns_mu_)
   std::atomic<HookRunner*> hooks_{nullptr};  // SetHooks; null: no hooks
 };
-
-// KV keys, exposed for tests and the staging-compaction code.
-std::string RepoKey(const std::string& repo);
-std::string BranchKey(const std::string& repo, const std::string& branch);
-std::string StagingPrefix(const std::string& token);
 
 }  // namespace sediment::catalog

@@ -14,13 +14,13 @@
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
 #include "catalog/committed.h"
+#include "catalog/keys.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
 
 using internal::BranchJson;
 using internal::ClampAmount;
-using internal::DropKey;
 using internal::kCasRetries;
 
 // ---------------------------------------------------------------------------

@@ -11,6 +11,7 @@
 #include "blob/blob.h"
 #include "catalog/catalog.h"
 #include "catalog/entry.h"
+#include "catalog/keys.h"
 #include "catalog/range_store.h"
 #include "kv/lease.h"
 
@@ -98,7 +99,7 @@ class GcRun {
   // Only its objects' data follows retention.
   Status MarkCommitMetadata() {
     std::vector<std::string> ids;
-    std::string prefix = "c/c/" + repo_ + "/";
+    std::string prefix = CommitsPrefix(repo_);
     ARROW_RETURN_NOT_OK(kv_->ScanAll(prefix, "", [&](const kv::KeyValue& e) -> Result<bool> {
       ids.push_back(e.key.substr(prefix.size()));
       return true;
@@ -333,7 +334,7 @@ void CatalogCollector::Tick() {
 
 Result<GcReport> CatalogCollector::Run(const std::string& repo, const GcOptions& options) {
   // One collection per repository at a time, across servers.
-  kv::Lease lease(kv_, "c/gcl/" + repo, owner_ + "#" + std::to_string(reinterpret_cast<uintptr_t>(this)),
+  kv::Lease lease(kv_, GcLeaseKey(repo), owner_ + "#" + std::to_string(reinterpret_cast<uintptr_t>(this)),
                   std::chrono::hours(1));
   ARROW_ASSIGN_OR_RAISE(bool mine, lease.TryAcquire(clock_->Now()));
   if (!mine) return Busy(fmt::format("a garbage collection of repository \"{}\" is running; retry later", repo));

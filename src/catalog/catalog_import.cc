@@ -20,13 +20,12 @@
 #include "catalog/catalog.h"
 #include "catalog/catalog_refs_internal.h"
 #include "catalog/iterator.h"
+#include "catalog/keys.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
 
 using refs_internal::LocationOf;
-using refs_internal::NamespaceKey;
-using refs_internal::RetiredNamespaceKey;
 
 Result<NamespaceLocation> Catalog::CheckImportSource(const Repository& repo, const std::string& source, bool prefix) {
   // lakeFS's rule, on the strings as written (its clients expect these words)...

@@ -12,6 +12,7 @@
 #include "base/test_util.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_testing.h"
+#include "catalog/keys.h"
 #include "catalog/staging_compactor.h"
 #include "kv/hooked_kv_testing.h"
 #include "kv/kv.h"
@@ -321,6 +322,54 @@ TEST_F(CatalogIntegrityTest, DeleteRepositoryCutOffAfterItDecidesIsInvisibleAndT
   ASSERT_OK(catalog_->DropDeadTokens());
   for (const auto& t : tokens) EXPECT_TRUE(KeysUnder(StagingPrefix(t)).empty()) << t;
   EXPECT_TRUE(KeysUnder("c/d/").empty());
+}
+
+// Another module's records of a repository (actions' runs: src/actions) go
+// with it, through the prefixes the module names; another repository's stay.
+TEST_F(CatalogIntegrityTest, DeleteRepositoryDeletesWhatOtherModulesKeepOfIt) {
+  ASSERT_OK(catalog_->AddRepositoryKeyOwner(
+      "other", [](const std::string& repo) { return std::vector<std::string>{"x/o/" + repo + "/"}; }));
+  ASSERT_OK(kv_->Set("x/o/repo/1", "a"));
+  ASSERT_OK(kv_->Set("x/o/repo2/1", "b"));
+  ASSERT_OK(catalog_->DeleteRepository("repo"));
+  EXPECT_TRUE(KeysUnder("x/o/repo/").empty());
+  EXPECT_EQ(KeysUnder("x/o/repo2/"), std::vector<std::string>{"x/o/repo2/1"});
+  EXPECT_TRUE(KeysUnder(RepoDeletionsPrefix()).empty());
+}
+
+// A prefix that does not hold the repository's name as a whole component
+// could take another repository's records (or every key): the cleanup
+// refuses it and deletes nothing of it; the deletion stays pending until the
+// module names a right one.
+TEST_F(CatalogIntegrityTest, AnOwnersPrefixThatIsNotTheRepositorysDeletesNothing) {
+  ASSERT_OK(kv_->Set("x/o/repo2/1", "b"));
+  for (const std::string bad : {"", "x/o/", "x/o/repo", "x/o/repo2/"}) {
+    ASSERT_OK(
+        catalog_->AddRepositoryKeyOwner("other", [bad](const std::string&) { return std::vector<std::string>{bad}; }));
+    if (catalog_->GetRepository("repo").ok()) ASSERT_OK(catalog_->DeleteRepository("repo"));
+    Status st = catalog_->DropDeadTokens();
+    EXPECT_FALSE(st.ok()) << "\"" << bad << "\"";
+    EXPECT_NE(st.message().find("module other"), std::string::npos) << st.message();
+    EXPECT_EQ(KeysUnder("x/o/"), std::vector<std::string>{"x/o/repo2/1"});
+    EXPECT_TRUE(kv_->Get(RepoDeletionKey("repo")).ok()) << "the deletion finished without the module's records";
+  }
+  ASSERT_OK(catalog_->AddRepositoryKeyOwner(
+      "other", [](const std::string& repo) { return std::vector<std::string>{"x/o/" + repo + "/"}; }));
+  ASSERT_OK(catalog_->DropDeadTokens());
+  EXPECT_TRUE(IsNotFound(kv_->Get(RepoDeletionKey("repo")).status()));
+  EXPECT_EQ(KeysUnder("x/o/"), std::vector<std::string>{"x/o/repo2/1"});
+}
+
+// The background cleanup may finish a deletion at any moment once started: a
+// module naming its prefixes after that could have had records left behind.
+TEST_F(CatalogIntegrityTest, KeyOwnersRegisterBeforeTheBackgroundCleanupStarts) {
+  auto owner = [](const std::string& repo) { return std::vector<std::string>{"x/o/" + repo + "/"}; };
+  auto quiet = NewCatalog(Options(), /*background=*/false);
+  EXPECT_OK(quiet->AddRepositoryKeyOwner("other", owner));  // no background cleanup runs
+  auto running = NewCatalog(Options(), /*background=*/true);
+  Status st = running->AddRepositoryKeyOwner("other", owner);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("before Catalog::Start"), std::string::npos) << st.message();
 }
 
 TEST_F(CatalogIntegrityTest, ABranchCreatedWhileItsRepositoryIsDeletedLeavesNothing) {

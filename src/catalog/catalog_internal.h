@@ -1,8 +1,8 @@
 // What the files implementing class Catalog share (catalog.cc, catalog_refs.cc,
 // catalog_staging.cc, catalog_reads.cc, catalog_commit.cc, catalog_diff.cc,
-// catalog_merge.cc, catalog_reset.cc): the branch record format, KV keys used
-// by more than one of them, the compare-and-swap budget, and the delimited
-// pager behind ListEntries and the diffs. Private to src/catalog.
+// catalog_merge.cc, catalog_reset.cc): the branch record format, the
+// compare-and-swap budget, and the delimited pager behind ListEntries and the
+// diffs (their KV keys are keys.h's). Private to src/catalog.
 //
 // Thread-safety: pure functions, except those taking a kv::KvStore, which are
 // as safe as the store.
@@ -17,6 +17,7 @@
 #include "base/crypto.h"
 #include "catalog/catalog.h"
 #include "catalog/entry.h"
+#include "catalog/keys.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog::internal {
@@ -26,9 +27,7 @@ constexpr int kCasRetries = 20;
 
 inline std::string NewToken() { return RandomHex(16); }
 
-// c/d/<token>: a staging token for the background dropper to delete.
-inline std::string DropKey(const std::string& token) { return "c/d/" + token; }
-// A drop record's value: "" when a batch retires the token, then
+// A drop record's value (DropKey): "" when a batch retires the token, then
 // {"v":1,"seen_us":…} once the dropper has seen it (the grace runs from there).
 inline std::string DropRecord(int64_t seen_us) { return fmt::format("{{\"v\":1,\"seen_us\":{}}}", seen_us); }
 // The time a drop record was first seen, or -1 if not yet (or unreadable).
@@ -39,22 +38,6 @@ inline int64_t DropRecordTime(const std::string& value) {
   const char* end = value.data() + value.size() - 1;
   auto [p, ec] = std::from_chars(value.data() + kPrefix.size(), end, t);
   return ec == std::errc() && p == end ? t : -1;
-}
-
-// c/rd/<repo>: a repository whose deletion is decided and whose bulk cleanup is
-// not finished (catalog_refs.cc); its value names the deletion.
-inline std::string RepoDeletionKey(const std::string& repo) { return "c/rd/" + repo; }
-
-// The staging-compaction bookkeeping of a branch (staging_compactor.cc): the
-// mutation counter, the last compaction's status and the compaction lease.
-inline std::string CounterKey(const std::string& repo, const std::string& branch) {
-  return "c/m/" + repo + "/" + branch;
-}
-inline std::string StatusKey(const std::string& repo, const std::string& branch) {
-  return "c/cs/" + repo + "/" + branch;
-}
-inline std::string LeaseKey(const std::string& repo, const std::string& branch) {
-  return "c/cl/" + repo + "/" + branch;
 }
 
 // The branch record, version 1 (docs/formats.md). Defined in catalog_refs.cc.

@@ -9,15 +9,13 @@
 
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
+#include "catalog/keys.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
 namespace {
 
 using nlohmann::json;
-
-std::string LinkPrefix(const std::string& repo) { return "c/la/" + repo + "/"; }
-std::string LinkKey(const std::string& repo, const std::string& address) { return LinkPrefix(repo) + address; }
 
 Status NotIssued(const std::string& address, const std::string& why) {
   return InvalidArgument(fmt::format(
@@ -38,7 +36,8 @@ Result<std::string> Catalog::IssueLinkAddress(const Repository& repo, const std:
   int64_t expires = ToUnixMicros(clock_->Now() + ttl.value_or(options_.link_address_ttl)) / 1000000;
   json record = {{"branch", branch}, {"path", path}, {"expires", expires}};
   kv::Batch b;
-  b.Require(kv::Precondition::Absent(LinkKey(repo.id, address))).Put(LinkKey(repo.id, address), record.dump());
+  b.Require(kv::Precondition::Absent(LinkAddressKey(repo.id, address)))
+      .Put(LinkAddressKey(repo.id, address), record.dump());
   ARROW_RETURN_NOT_OK(kv_->Apply(b));
   return address;
 }
@@ -52,7 +51,7 @@ Status Catalog::ClaimLinkAddress(const std::string& repo, const std::string& bra
                                  const std::string& address) {
   ARROW_ASSIGN_OR_RAISE(std::string raw, LinkRecord(repo, branch, path, address));
   kv::Batch b;
-  b.Require(kv::Precondition::Equals(LinkKey(repo, address), raw)).Delete(LinkKey(repo, address));
+  b.Require(kv::Precondition::Equals(LinkAddressKey(repo, address), raw)).Delete(LinkAddressKey(repo, address));
   Status st = kv_->Apply(b);
   if (IsPreconditionFailed(st)) return NotIssued(address, "it was linked already");
   return st;
@@ -60,7 +59,7 @@ Status Catalog::ClaimLinkAddress(const std::string& repo, const std::string& bra
 
 Result<std::string> Catalog::LinkRecord(const std::string& repo, const std::string& branch, const std::string& path,
                                         const std::string& address) {
-  auto raw = kv_->Get(LinkKey(repo, address));
+  auto raw = kv_->Get(LinkAddressKey(repo, address));
   if (IsNotFound(raw.status()))
     return NotIssued(address, "it was not issued by this repository, or was linked already");
   ARROW_RETURN_NOT_OK(raw.status());
@@ -80,7 +79,7 @@ Result<std::string> Catalog::LinkRecord(const std::string& repo, const std::stri
 Status Catalog::PruneLinkAddresses(const std::string& repo) {
   int64_t now = ToUnixMicros(clock_->Now()) / 1000000;
   std::vector<kv::KeyValue> expired;
-  ARROW_RETURN_NOT_OK(kv_->ScanAll(LinkPrefix(repo), "", [&](const kv::KeyValue& item) -> Result<bool> {
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(LinkAddressesPrefix(repo), "", [&](const kv::KeyValue& item) -> Result<bool> {
     json j = json::parse(item.value, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("expires") || !j["expires"].is_number_integer() ||
         j["expires"].get<int64_t>() <= now) {

@@ -7,6 +7,7 @@
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
 #include "catalog/committed.h"
+#include "catalog/keys.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {

@@ -10,6 +10,7 @@
 #include "base/crypto.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
+#include "catalog/keys.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
@@ -18,12 +19,6 @@ namespace {
 using nlohmann::json;
 
 constexpr int kMaxPartNumber = 10000;
-
-std::string UploadKey(const std::string& repo, const std::string& id) { return "c/mp/" + repo + "/" + id; }
-std::string PartsPrefix(const std::string& repo, const std::string& id) { return UploadKey(repo, id) + "/"; }
-std::string PartKey(const std::string& repo, const std::string& id, int number) {
-  return fmt::format("{}{:05d}", PartsPrefix(repo, id), number);
-}
 
 Result<MultipartUpload> ParseUpload(const std::string& id, const std::string& raw) {
   try {
@@ -83,7 +78,7 @@ Result<std::optional<std::string>> Catalog::PutUploadPart(const std::string& rep
   if (part.number < 1 || part.number > kMaxPartNumber) {
     return InvalidArgument(fmt::format("part number {} is out of range 1-{}", part.number, kMaxPartNumber));
   }
-  std::string key = PartKey(repo, id, part.number);
+  std::string key = UploadPartKey(repo, id, part.number);
   json j = {
       {"n", part.number}, {"etag", part.etag}, {"size", part.size}, {"address", part.address}, {"mtime", part.mtime}};
   for (int attempt = 0; attempt < 20; ++attempt) {
@@ -114,8 +109,8 @@ Result<Page<UploadedPart>> Catalog::ListUploadParts(const std::string& repo, con
                                                     int64_t amount) {
   ARROW_RETURN_NOT_OK(GetMultipartUpload(repo, id).status());
   Page<UploadedPart> page;
-  std::string prefix = PartsPrefix(repo, id);
-  std::string from = after > 0 ? PartKey(repo, id, after) + '\0' : prefix;
+  std::string prefix = UploadPartsPrefix(repo, id);
+  std::string from = after > 0 ? UploadPartKey(repo, id, after) + '\0' : prefix;
   size_t want = amount > 0 ? static_cast<size_t>(amount) : SIZE_MAX;
   while (page.items.size() < want) {
     size_t left = want - page.items.size();
@@ -137,7 +132,7 @@ Result<Page<UploadedPart>> Catalog::ListUploadParts(const std::string& repo, con
 Result<Page<MultipartUpload>> Catalog::ListMultipartUploads(const std::string& repo, const std::string& after,
                                                             int64_t amount) {
   Page<MultipartUpload> page;
-  std::string prefix = "c/mp/" + repo + "/";
+  std::string prefix = UploadsPrefix(repo);
   std::string from = after.empty() ? prefix : UploadKey(repo, after) + '\x01';
   int64_t want = internal::ClampAmount(amount);
   while (static_cast<int64_t>(page.items.size()) < want) {
@@ -162,7 +157,7 @@ Status Catalog::DeleteMultipartUpload(const std::string& repo, const std::string
   // Parts are at most 10,000: one batch takes them all with the upload.
   kv::Batch b;
   b.Require(kv::Precondition::Present(UploadKey(repo, id))).Delete(UploadKey(repo, id));
-  std::string prefix = PartsPrefix(repo, id), from = prefix;
+  std::string prefix = UploadPartsPrefix(repo, id), from = prefix;
   while (true) {
     ARROW_ASSIGN_OR_RAISE(auto scan, kv_->Scan(prefix, from, 1000));
     for (const auto& kv : scan.items) {

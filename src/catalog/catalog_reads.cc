@@ -5,6 +5,7 @@
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
 #include "catalog/committed.h"
+#include "catalog/keys.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
@@ -54,7 +55,7 @@ Result<std::optional<std::string>> Catalog::LookupOnBranch(const Repository& rep
   if (include_current) tokens.push_back(branch.staging_token);
   tokens.insert(tokens.end(), branch.sealed_tokens.begin(), branch.sealed_tokens.end());
   for (const auto& t : tokens) {
-    auto v = kv_->Get(StagingPrefix(t) + path);
+    auto v = kv_->Get(StagedEntryKey(t, path));
     if (v.ok()) {
       if (v->empty()) return std::nullopt;  // a tombstone hides what is below
       return std::move(*v);

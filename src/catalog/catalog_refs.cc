@@ -12,6 +12,7 @@
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
 #include "catalog/catalog_refs_internal.h"
+#include "catalog/keys.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
@@ -49,11 +50,9 @@ Result<Branch> ParseBranch(const std::string& name, const std::string& raw) {
 using internal::BranchJson;
 using internal::ClampAmount;
 using internal::DeletePrefixWhile;
-using internal::DropKey;
 using internal::kCasRetries;
 using internal::NewToken;
 using internal::ParseBranch;
-using internal::RepoDeletionKey;
 
 using namespace refs_internal;  // NOLINT: the helpers of this file
 
@@ -216,7 +215,7 @@ Result<ResolvedRef> Catalog::ResolveRef(const std::string& repo, const std::stri
     static const std::regex hex("^[0-9a-f]{4,64}$");
     if (std::regex_match(ref, hex)) {
       ARROW_ASSIGN_OR_RAISE(auto page, kv_->Scan(CommitKey(repo, ref), "", 2));
-      if (page.items.size() == 1) out.commit_id = page.items[0].key.substr(CommitKey(repo, "").size());
+      if (page.items.size() == 1) out.commit_id = page.items[0].key.substr(CommitsPrefix(repo).size());
       if (page.items.size() > 1) return InvalidArgument(fmt::format("ambiguous commit prefix \"{}\"", ref));
     }
   }
@@ -285,7 +284,7 @@ Result<Branch> Catalog::GetBranch(const std::string& repo, const std::string& na
 Result<Page<Branch>> Catalog::ListBranches(const std::string& repo, const std::string& prefix, const std::string& after,
                                            int64_t amount) {
   ARROW_RETURN_NOT_OK(GetRepository(repo).status());
-  std::string kprefix = BranchKey(repo, "");
+  std::string kprefix = BranchesPrefix(repo);
   ARROW_ASSIGN_OR_RAISE(auto keys, ListKeys(*kv_, kprefix, prefix, after, ClampAmount(amount)));
   Page<Branch> out;
   out.has_more = keys.has_more;
@@ -306,9 +305,9 @@ Status Catalog::DoDeleteBranch(const std::string& repo_id, const std::string& na
   kv::Batch batch;
   batch.Require(kv::Precondition::Equals(BranchKey(repo_id, name), rec.raw))
       .Delete(BranchKey(repo_id, name))
-      .Delete(internal::CounterKey(repo_id, name))
-      .Delete(internal::StatusKey(repo_id, name))
-      .Delete(internal::LeaseKey(repo_id, name));
+      .Delete(MutationCounterKey(repo_id, name))
+      .Delete(CompactionStatusKey(repo_id, name))
+      .Delete(CompactionLeaseKey(repo_id, name));
   batch.Put(DropKey(rec.branch.staging_token), "");
   for (const auto& t : rec.branch.sealed_tokens) batch.Put(DropKey(t), "");
   Status st = kv_->Apply(batch);
@@ -355,7 +354,7 @@ Result<Tag> Catalog::GetTag(const std::string& repo_id, const std::string& id) {
 Result<Page<Tag>> Catalog::ListTags(const std::string& repo_id, const std::string& prefix, const std::string& after,
                                     int64_t amount) {
   ARROW_RETURN_NOT_OK(GetRepository(repo_id).status());
-  std::string kprefix = TagKey(repo_id, "");
+  std::string kprefix = TagsPrefix(repo_id);
   ARROW_ASSIGN_OR_RAISE(auto keys, ListKeys(*kv_, kprefix, prefix, after, ClampAmount(amount)));
   Page<Tag> out;
   out.has_more = keys.has_more;

@@ -1,6 +1,6 @@
 // Helpers shared by the refs files of the catalog (catalog_refs.cc,
-// catalog_repositories.cc): record keys, JSON shapes, namespace spelling.
-// Private to src/catalog.
+// catalog_repositories.cc): JSON shapes, namespace spelling (their KV keys
+// are keys.h's). Private to src/catalog.
 #pragma once
 
 #include <fmt/format.h>
@@ -19,13 +19,6 @@ using nlohmann::json;
 inline constexpr int64_t kMaxPathBytes = 1024;
 // The largest N of a ref's "~N" or "^N".
 inline constexpr int64_t kMaxAncestorCount = 1'000'000;
-
-inline std::string NamespaceKey(const std::string& ns) { return "c/n/" + ns; }
-// A deleted repository's namespace -> its id: kept while its files are there,
-// so nobody imports them (docs/security.md); dropped when they are gone.
-inline std::string RetiredNamespaceKey(const std::string& ns) { return "c/nr/" + ns; }
-inline std::string CommitKey(const std::string& repo, const std::string& id) { return "c/c/" + repo + "/" + id; }
-inline std::string TagKey(const std::string& repo, const std::string& id) { return "c/t/" + repo + "/" + id; }
 
 inline json RepoJson(const Repository& r) {
   json j = {{"version", 1},

@@ -14,6 +14,7 @@
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
 #include "catalog/catalog_refs_internal.h"
+#include "catalog/keys.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
@@ -21,11 +22,9 @@ namespace sediment::catalog {
 using internal::BranchJson;
 using internal::ClampAmount;
 using internal::DeletePrefixWhile;
-using internal::DropKey;
 using internal::kCasRetries;
 using internal::NewToken;
 using internal::ParseBranch;
-using internal::RepoDeletionKey;
 using nlohmann::json;
 using namespace refs_internal;  // NOLINT: the shared helpers
 
@@ -63,11 +62,6 @@ Status Catalog::CheckNamespaceFree(const std::string& ns, const NamespaceLocatio
   }
   return Status::OK();
 }
-
-namespace {
-// Moved by every repository creation (CreateRepository).
-constexpr const char* kNamespaceEpochKey = "c/ne";
-}  // namespace
 
 Result<Repository> Catalog::CreateRepository(const std::string& id, const std::string& storage_namespace,
                                              const std::string& default_branch_in, bool read_only) {
@@ -126,15 +120,15 @@ Result<Repository> Catalog::CreateRepository(const std::string& id, const std::s
 // batch reads). The one that loses checks again, and retries if still free.
 Status Catalog::ApplyNewRepository(const kv::Batch& batch, const std::string& ns, const NamespaceLocation& where,
                                    const std::function<Status()>& conflict, const std::string& id) {
+  const std::string epoch_key = NamespaceEpochKey();
   for (int attempt = 0; attempt < kCasRetries; ++attempt) {
-    auto epoch = kv_->Get(kNamespaceEpochKey);
+    auto epoch = kv_->Get(epoch_key);
     if (!epoch.ok() && !IsNotFound(epoch.status())) return epoch.status();
     ARROW_RETURN_NOT_OK(conflict());
     ARROW_RETURN_NOT_OK(CheckNamespaceFree(ns, where));  // after the epoch is read
     kv::Batch b = batch;
-    b.Require(epoch.ok() ? kv::Precondition::Equals(kNamespaceEpochKey, *epoch)
-                         : kv::Precondition::Absent(kNamespaceEpochKey))
-        .Put(kNamespaceEpochKey, RandomHex(8));
+    b.Require(epoch.ok() ? kv::Precondition::Equals(epoch_key, *epoch) : kv::Precondition::Absent(epoch_key))
+        .Put(epoch_key, RandomHex(8));
     Status st = kv_->Apply(b);
     if (!IsPreconditionFailed(st)) return st;
     if (kv_->Get(RepoDeletionKey(id)).ok()) {
@@ -180,11 +174,12 @@ Result<Repository> Catalog::GetRepository(const std::string& id) {
 
 Result<Page<Repository>> Catalog::ListRepositories(const std::string& prefix, const std::string& after,
                                                    int64_t amount) {
-  ARROW_ASSIGN_OR_RAISE(auto keys, ListKeys(*kv_, "c/r/", prefix, after, ClampAmount(amount)));
+  const std::string repositories = RepositoriesPrefix();
+  ARROW_ASSIGN_OR_RAISE(auto keys, ListKeys(*kv_, repositories, prefix, after, ClampAmount(amount)));
   Page<Repository> out;
   out.has_more = keys.has_more;
   for (const auto& kv : keys.items) {
-    ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(kv.key.substr(4)));
+    ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(kv.key.substr(repositories.size())));
     out.items.push_back(std::move(repo));
   }
   return out;
@@ -205,13 +200,13 @@ Status Catalog::DeleteRepository(const std::string& id) {
         .Delete(NamespaceKey(LocationOf(rec.repo)))
         .Put(RetiredNamespaceKey(LocationOf(rec.repo)), id)
         .Put(RepoDeletionKey(id), RandomHex(8));
-    ARROW_RETURN_NOT_OK(kv_->ScanAll(BranchKey(id, ""), "", [&](const kv::KeyValue& item) -> Result<bool> {
+    ARROW_RETURN_NOT_OK(kv_->ScanAll(BranchesPrefix(id), "", [&](const kv::KeyValue& item) -> Result<bool> {
       ARROW_ASSIGN_OR_RAISE(auto b, ParseBranch(item.key, item.value));
       batch.Require(kv::Precondition::Equals(item.key, item.value)).Delete(item.key).Put(DropKey(b.staging_token), "");
       for (const auto& t : b.sealed_tokens) batch.Put(DropKey(t), "");
       return true;
     }));
-    ARROW_RETURN_NOT_OK(kv_->ScanAll(TagKey(id, ""), "", [&](const kv::KeyValue& item) -> Result<bool> {
+    ARROW_RETURN_NOT_OK(kv_->ScanAll(TagsPrefix(id), "", [&](const kv::KeyValue& item) -> Result<bool> {
       batch.Delete(item.key);
       return true;
     }));
@@ -233,10 +228,42 @@ Status Catalog::DeleteRepository(const std::string& id) {
   return Status::OK();
 }
 
+Status Catalog::AddRepositoryKeyOwner(std::string module, KeyOwner prefixes) {
+  std::lock_guard<std::mutex> lock(key_owners_.mu);
+  if (key_owners_.closed) {
+    return Status::Invalid(fmt::format(
+        "module {} names its repository keys after the catalog's background cleanup started: it must do so before "
+        "Catalog::Start, or a deleted repository's records of it could be left behind",
+        module));
+  }
+  key_owners_.by_module[std::move(module)] = std::move(prefixes);
+  return Status::OK();
+}
+
 Status Catalog::FinishRepositoryDeletion(const std::string& id) {
   auto deletion = kv_->Get(RepoDeletionKey(id));
   if (IsNotFound(deletion.status())) return Status::OK();
   ARROW_RETURN_NOT_OK(deletion.status());
+  // Tags, commits, the staging-compaction bookkeeping (counters, last status,
+  // leases), multipart uploads, link addresses, imports (a job still running
+  // finds its record gone and commits nothing: Catalog::CommitImport), then
+  // what other modules keep of the repository (actions' runs).
+  std::vector<std::string> prefixes = RepositoryKeyPrefixes(id);
+  {
+    std::lock_guard<std::mutex> lock(key_owners_.mu);
+    for (const auto& [module, owned] : key_owners_.by_module) {
+      for (std::string& p : owned(id)) {
+        // Anything else could name other repositories' records, or every key.
+        if (!p.ends_with("/") || p.find("/" + id + "/") == std::string::npos) {
+          return Status::Invalid(
+              fmt::format("module {} names \"{}\" as a prefix of repository \"{}\"'s keys: it "
+                          "must end in '/' and hold the repository's name as a component",
+                          module, p, id));
+        }
+        prefixes.push_back(std::move(p));
+      }
+    }
+  }
   // Every batch requires this deletion still pending: once another cleanup has
   // finished it (and the name may be in use again), this one deletes nothing.
   const auto still = kv::Precondition::Equals(RepoDeletionKey(id), *deletion);
@@ -251,7 +278,7 @@ Status Catalog::FinishRepositoryDeletion(const std::string& id) {
   }
   // Branches created while the deletion was decided: their tokens go to the dropper too.
   for (int failures = 0;;) {
-    ARROW_ASSIGN_OR_RAISE(auto page, kv_->Scan(BranchKey(id, ""), "", 1000));
+    ARROW_ASSIGN_OR_RAISE(auto page, kv_->Scan(BranchesPrefix(id), "", 1000));
     if (page.items.empty()) break;
     kv::Batch batch;
     batch.Require(still);
@@ -268,12 +295,8 @@ Status Catalog::FinishRepositoryDeletion(const std::string& id) {
       return Busy(fmt::format("branches of deleted repository \"{}\" kept changing; the cleanup will retry", id));
     }
   }
-  // Tags, commits, the staging-compaction bookkeeping (counters, last status,
-  // leases), multipart uploads, link addresses, imports (a job still
-  // running finds its record gone and commits nothing: Catalog::CommitImport)
-  // and action runs (actions/service.cc writes them).
-  for (const auto& p : {"c/t/", "c/c/", "c/m/", "c/cs/", "c/cl/", "c/mp/", "c/la/", "c/imp/", "c/ar/"}) {
-    Status st = DeletePrefixWhile(*kv_, p + id + "/", still);
+  for (const auto& p : prefixes) {
+    Status st = DeletePrefixWhile(*kv_, p, still);
     if (finished_elsewhere(st)) return Status::OK();
     ARROW_RETURN_NOT_OK(st);
   }

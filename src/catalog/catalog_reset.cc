@@ -6,12 +6,12 @@
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
 #include "catalog/committed.h"
+#include "catalog/keys.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
 
 using internal::BranchJson;
-using internal::DropKey;
 using internal::kCasRetries;
 using internal::NewToken;
 

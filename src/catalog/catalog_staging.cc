@@ -10,6 +10,7 @@
 #include "base/failpoint.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
+#include "catalog/keys.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
@@ -47,7 +48,7 @@ Status Catalog::WriteStaged(const std::string& repo_id, const std::string& branc
 }
 
 Status Catalog::QueueDrop(const std::string& token) {
-  ARROW_RETURN_NOT_OK(kv_->Set(internal::DropKey(token), ""));
+  ARROW_RETURN_NOT_OK(kv_->Set(DropKey(token), ""));
   if (dropper_) dropper_->Trigger();
   return Status::OK();
 }
@@ -69,7 +70,7 @@ Status Catalog::PutEntry(const Repository& repo, const std::string& branch, cons
   if (if_absent) {
     ARROW_RETURN_NOT_OK(PutIfAbsent(repo, branch, path, value, &token));
   } else {
-    auto write = [&](const Branch& b) { return kv_->Set(StagingPrefix(b.staging_token) + path, value); };
+    auto write = [&](const Branch& b) { return kv_->Set(StagedEntryKey(b.staging_token, path), value); };
     ARROW_RETURN_NOT_OK(WriteStaged(repo_id, branch, write, "write", &token));
   }
   if (on_mutation_) on_mutation_(repo_id, branch, token, 1);
@@ -88,7 +89,7 @@ Status Catalog::PutIfAbsent(const Repository& repo, const std::string& branch, c
   };
   for (int i = 0; i < internal::kCasRetries; ++i) {
     ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo.id, branch));
-    std::string key = StagingPrefix(rec.branch.staging_token) + path;
+    std::string key = StagedEntryKey(rec.branch.staging_token, path);
     auto staged = kv_->Get(key);
     kv::Batch batch;
     batch.Require(kv::Precondition::Equals(BranchKey(repo.id, branch), rec.raw));
@@ -121,7 +122,7 @@ Status Catalog::PutEntries(const std::string& repo_id, const std::string& branch
     auto write = [&](const Branch& b) {
       kv::Batch batch;
       for (size_t j = start; j < end; ++j) {
-        batch.Put(StagingPrefix(b.staging_token) + entries[j].first, EncodeEntry(entries[j].second));
+        batch.Put(StagedEntryKey(b.staging_token, entries[j].first), EncodeEntry(entries[j].second));
       }
       return kv_->Apply(batch);
     };
@@ -156,7 +157,7 @@ Result<int64_t> Catalog::DeleteEntries(const std::string& repo_id, const std::st
     auto e = GetEntry(repo_id, branch, p);
     if (IsNotFound(e.status())) continue;
     ARROW_RETURN_NOT_OK(e.status());
-    auto write = [&](const Branch& b) { return kv_->Set(StagingPrefix(b.staging_token) + p, ""); };
+    auto write = [&](const Branch& b) { return kv_->Set(StagedEntryKey(b.staging_token, p), ""); };
     std::string landed;
     if (Status st = WriteStaged(repo_id, branch, write, "delete", &landed); !st.ok()) {
       report();  // the deletes before this one landed

@@ -13,6 +13,7 @@
 
 #include "base/test_util.h"
 #include "catalog/catalog_testing.h"
+#include "catalog/keys.h"
 #include "kv/hooked_kv_testing.h"
 #include "kv/kv.h"
 

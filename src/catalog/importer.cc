@@ -10,18 +10,13 @@
 
 #include "base/crypto.h"
 #include "blob/blob.h"
+#include "catalog/keys.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-namespace {
-
-std::string ImportKey(const std::string& repo, const std::string& id) { return "c/imp/" + repo + "/" + id; }
-
-}  // namespace
 
 struct Importer::Job {
   std::string repo, branch, id, key;
@@ -209,8 +204,8 @@ void Importer::Run(std::shared_ptr<Job> job) {
   }
   Result<Commit> commit = Status::IOError("not committed");
   try {
-    commit =
-        catalog_->CommitImport(job->repo, job->branch, entries, destinations, job->commit, job->key, job->key + "/end");
+    commit = catalog_->CommitImport(job->repo, job->branch, entries, destinations, job->commit, job->key,
+                                    ImportEndKey(job->repo, job->id));
   } catch (const std::exception& e) {
     commit = Status::IOError(e.what());
   }
@@ -332,7 +327,7 @@ Result<ImportStatus> Importer::GetStatus(const std::string& repo, const std::str
   s.error = j.value("error", "");
   // The end marker decides: a commit made whose record was not updated yet
   // (or whose server stopped right after) is completed; a cancel is a cancel.
-  auto end = kv_->Get(key + "/end");
+  auto end = kv_->Get(ImportEndKey(repo, id));
   if (end.ok() && end->rfind("committed:", 0) == 0 && !s.completed) {
     s.completed = true;
     s.commit_id = end->substr(10);
@@ -353,7 +348,7 @@ Result<ImportStatus> Importer::GetStatus(const std::string& repo, const std::str
 // (Catalog::CommitImport). Then the record says "Canceled", and the job,
 // which reads it every second, writes no more.
 Status Importer::Cancel(const std::string& repo, const std::string& id) {
-  const std::string key = ImportKey(repo, id), end = key + "/end";
+  const std::string key = ImportKey(repo, id), end = ImportEndKey(repo, id);
   auto raw = kv_->Get(key);
   if (IsNotFound(raw.status())) return NotFound(fmt::format("import \"{}\" not found", id));
   ARROW_RETURN_NOT_OK(raw.status());

@@ -14,6 +14,7 @@
 #include "base/test_util.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_testing.h"
+#include "catalog/keys.h"
 #include "catalog/staging_compactor.h"
 #include "kv/kv.h"
 #include "kv/lease.h"

@@ -12,6 +12,7 @@
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
 #include "catalog/entry.h"
+#include "catalog/keys.h"
 #include "kv/kv.h"
 #include "kv/lease.h"
 
@@ -20,10 +21,6 @@ namespace sediment::catalog {
 using nlohmann::json;
 
 namespace {
-
-using internal::CounterKey;
-using internal::LeaseKey;
-using internal::StatusKey;
 
 const char* OutcomeName(CompactionOutcome o) {
   switch (o) {
@@ -73,10 +70,11 @@ Status StagingCompactor::RecheckCounters() {
   for (const auto& [labels, gauge] : StagedGauge().Series()) {
     if (IsNotFound(CounterEpoch(labels[0], labels[1]).status())) StagedGauge().Remove(labels);
   }
-  return kv_->ScanAll("c/m/", "", [&](const kv::KeyValue& item) -> Result<bool> {
+  const std::string counters = MutationCountersPrefix();
+  return kv_->ScanAll(counters, "", [&](const kv::KeyValue& item) -> Result<bool> {
     auto j = json::parse(item.value, nullptr, false);
     if (j.is_discarded() || j.value("count", int64_t{0}) < options_.threshold) return true;
-    std::string rest = item.key.substr(4);
+    std::string rest = item.key.substr(counters.size());
     auto slash = rest.find('/');
     if (slash == std::string::npos) return true;
     std::string repo = rest.substr(0, slash), branch = rest.substr(slash + 1);
@@ -135,7 +133,7 @@ Result<std::string> StagingCompactor::CounterEpoch(const std::string& repo, cons
 }
 
 Result<int64_t> StagingCompactor::StagedMutations(const std::string& repo, const std::string& branch) {
-  auto raw = kv_->Get(CounterKey(repo, branch));
+  auto raw = kv_->Get(MutationCounterKey(repo, branch));
   if (IsNotFound(raw.status())) return 0;
   ARROW_RETURN_NOT_OK(raw.status());
   auto j = json::parse(*raw, nullptr, false);
@@ -167,7 +165,7 @@ Status StagingCompactor::Flush() {
         }
         ARROW_RETURN_NOT_OK(b.status());
         const std::string epoch = EpochOf(*b);
-        auto raw = kv_->Get(CounterKey(repo, branch));
+        auto raw = kv_->Get(MutationCounterKey(repo, branch));
         std::optional<std::string> expected;
         // Writes into a token folded since (committed or compacted) are not staged any more.
         count = 0;
@@ -185,9 +183,9 @@ Status StagingCompactor::Flush() {
         // Only while the branch exists: a count must not outlive a deleted branch.
         kv::Batch batch;
         batch.Require(kv::Precondition::Present(catalog::BranchKey(repo, branch)))
-            .Require(expected ? kv::Precondition::Equals(CounterKey(repo, branch), *expected)
-                              : kv::Precondition::Absent(CounterKey(repo, branch)))
-            .Put(CounterKey(repo, branch), json{{"epoch", epoch}, {"count", count}}.dump());
+            .Require(expected ? kv::Precondition::Equals(MutationCounterKey(repo, branch), *expected)
+                              : kv::Precondition::Absent(MutationCounterKey(repo, branch)))
+            .Put(MutationCounterKey(repo, branch), json{{"epoch", epoch}, {"count", count}}.dump());
         Status set = kv_->Apply(batch);
         if (!IsPreconditionFailed(set)) return set;
       }
@@ -246,17 +244,17 @@ Status StagingCompactor::WriteStatus(const std::string& repo, const std::string&
   // Only while the branch exists: DeleteBranch removes the status with the branch.
   kv::Batch batch;
   batch.Require(kv::Precondition::Present(catalog::BranchKey(repo, branch)))
-      .Put(StatusKey(repo, branch), json{{"state", st.state},
-                                         {"started_us", st.started_us},
-                                         {"finished_us", st.finished_us},
-                                         {"message", st.message}}
-                                        .dump());
+      .Put(CompactionStatusKey(repo, branch), json{{"state", st.state},
+                                                   {"started_us", st.started_us},
+                                                   {"finished_us", st.finished_us},
+                                                   {"message", st.message}}
+                                                  .dump());
   Status s = kv_->Apply(batch);
   return IsPreconditionFailed(s) ? Status::OK() : s;
 }
 
 Result<CompactionStatus> StagingCompactor::LastStatus(const std::string& repo, const std::string& branch) {
-  auto raw = kv_->Get(StatusKey(repo, branch));
+  auto raw = kv_->Get(CompactionStatusKey(repo, branch));
   if (IsNotFound(raw.status())) return CompactionStatus{};
   ARROW_RETURN_NOT_OK(raw.status());
   auto j = json::parse(*raw, nullptr, false);
@@ -267,7 +265,7 @@ Result<CompactionStatus> StagingCompactor::LastStatus(const std::string& repo, c
 
 Status StagingCompactor::Run(const std::string& repo, const std::string& branch) {
   // A lease per run (not per server), so two runs in one process exclude each other too.
-  kv::Lease lease(kv_, LeaseKey(repo, branch), options_.owner + "#" + RandomHex(4), options_.lease_ttl);
+  kv::Lease lease(kv_, CompactionLeaseKey(repo, branch), options_.owner + "#" + RandomHex(4), options_.lease_ttl);
   ARROW_ASSIGN_OR_RAISE(bool held, lease.TryAcquire(clock_->Now()));
   if (!held) {
     auto holder = lease.Holder(clock_->Now());
@@ -294,7 +292,7 @@ Status StagingCompactor::Run(const std::string& repo, const std::string& branch)
   status.finished_us = ToUnixMicros(clock_->Now());
   if (result.ok() && result->outcome == CompactionOutcome::kNothingToDo) {
     // Nothing staged (e.g. reset since it was counted): a stale count must not trigger again.
-    (void)kv_->Delete(CounterKey(repo, branch));
+    (void)kv_->Delete(MutationCounterKey(repo, branch));
   }
   if (result.ok()) {
     status.message = fmt::format("{} entries folded, {} ranges written, {} reused", result->staged_entries,

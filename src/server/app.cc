@@ -269,21 +269,6 @@ Status App::StartCatalog(const std::string& owner) {
                                     "Passes of the background drop of retired staging tokens, failed or not.")
                            .With({});
   catalog_ = std::make_unique<catalog::Catalog>(kv_, clock_, copts);
-  ARROW_RETURN_NOT_OK(catalog_->Start());
-  catalog::StagingCompactorOptions sopts;
-  sopts.auto_trigger = config_.graveler.compaction.auto_trigger;
-  sopts.threshold = config_.graveler.compaction.threshold;
-  sopts.workers = static_cast<int>(config_.graveler.compaction.workers);
-  sopts.owner = owner;
-  staging_compactor_ = std::make_unique<catalog::StagingCompactor>(catalog_.get(), kv_, clock_, &metrics_, sopts);
-  ARROW_RETURN_NOT_OK(staging_compactor_->Start());
-  catalog_collector_ =
-      std::make_unique<catalog::CatalogCollector>(catalog_.get(), kv_, clock_, &metrics_, identity_->id());
-  catalog::GcOptions gc;
-  gc.retention = SecondsToDuration(config_.catalog.gc_retention_days * 86400);
-  gc.grace = SecondsToDuration(config_.catalog.gc_grace);
-  catalog_collector_->Start(SecondsToDuration(config_.catalog.gc_interval), gc);
-  importer_ = std::make_unique<catalog::Importer>(catalog_.get(), kv_, clock_);
   actions::ActionsOptions aopts;
   aopts.clock = clock_;
   aopts.enabled = config_.actions.enabled;
@@ -305,9 +290,25 @@ Status App::StartCatalog(const std::string& owner) {
       !config_.actions.lua_sandbox.empty()
           ? config_.actions.lua_sandbox
           : (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "sediment-lua").string();
+  // Before the catalog starts: the actions name their keys for repository deletion, whose cleanup may run at once.
   ARROW_ASSIGN_OR_RAISE(actions_, actions::ActionsService::Make(catalog_.get(), kv_.get(), aopts));
   // Every hooked catalog operation, from any API, runs the repository's actions.
   catalog_->SetHooks(actions_.get());
+  ARROW_RETURN_NOT_OK(catalog_->Start());
+  catalog::StagingCompactorOptions sopts;
+  sopts.auto_trigger = config_.graveler.compaction.auto_trigger;
+  sopts.threshold = config_.graveler.compaction.threshold;
+  sopts.workers = static_cast<int>(config_.graveler.compaction.workers);
+  sopts.owner = owner;
+  staging_compactor_ = std::make_unique<catalog::StagingCompactor>(catalog_.get(), kv_, clock_, &metrics_, sopts);
+  ARROW_RETURN_NOT_OK(staging_compactor_->Start());
+  catalog_collector_ =
+      std::make_unique<catalog::CatalogCollector>(catalog_.get(), kv_, clock_, &metrics_, identity_->id());
+  catalog::GcOptions gc;
+  gc.retention = SecondsToDuration(config_.catalog.gc_retention_days * 86400);
+  gc.grace = SecondsToDuration(config_.catalog.gc_grace);
+  catalog_collector_->Start(SecondsToDuration(config_.catalog.gc_interval), gc);
+  importer_ = std::make_unique<catalog::Importer>(catalog_.get(), kv_, clock_);
   return Status::OK();
 }
 
