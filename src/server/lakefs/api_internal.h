@@ -74,6 +74,15 @@ json RepoJson(const catalog::Repository& r);
 json CommitJson(const catalog::Commit& c);
 json DiffJson(const catalog::DiffItem& d);
 json Pagination(bool has_more, const std::string& next, size_t results, int64_t max_per_page);
+// Where an entry's data is, as lakeFS answers it: an imported object's address
+// as it is, the repository's own data under its storage namespace (local://
+// when the namespace names no scheme).
+std::string PhysicalAddress(const catalog::Repository& repo, const std::string& address);
+// An object's ObjectStats.
+json ObjectJson(const catalog::Repository& repo, const std::string& path, const catalog::Entry& e);
+
+// How long a presigned URL this server hands out lasts (lakeFS's default).
+inline constexpr int64_t kPresignSeconds = 15 * 60;
 
 // A lakeFS list response: {"pagination": {...}, "results": [...]}.
 void ReplyPage(httplib::Response& res, json results, bool has_more, const std::string& next, int64_t max_per_page);
@@ -184,22 +193,28 @@ Status CompactBranch(const Context& ctx, const Req& req, Res& res, const std::st
 Status GetCompaction(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status DiffBranch(const Context& ctx, const Req& req, Res& res, const std::string& me);
 
-// lakefs/objects_api.cc
+// lakefs/objects_api.cc: objects whose data passes through the server (upload, copy) and deletes.
 Status UploadObject(const Context& ctx, const Req& req, Res& res, const httplib::ContentReader& reader,
                     const std::string& me);
+Status CopyObject(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status DeleteObject(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status DeleteObjects(const Context& ctx, const Req& req, Res& res, const std::string& me);
+
+// lakefs/objects_read_api.cc: download, stat, listing.
 Status GetObject(const Context& ctx, const Req& req, Res& res, const std::string& me);
-Status CopyObject(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status StatObject(const Context& ctx, const Req& req, Res& res, const std::string& me);
+Status ListObjects(const Context& ctx, const Req& req, Res& res, const std::string& me);
+
+// lakefs/links_api.cc: an address the client writes to itself, then links (.../staging/backing).
 Status GetPhysicalAddress(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status LinkPhysicalAddress(const Context& ctx, const Req& req, Res& res, const std::string& me);
+
+// lakefs/presign_multipart_api.cc: presigned multipart uploads (.../staging/pmpu).
 Status CreatePresignMultipartUpload(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status UploadPart(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status UploadPartCopy(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status CompletePresignMultipartUpload(const Context& ctx, const Req& req, Res& res, const std::string& me);
 Status AbortPresignMultipartUpload(const Context& ctx, const Req& req, Res& res, const std::string& me);
-Status StatObject(const Context& ctx, const Req& req, Res& res, const std::string& me);
-Status ListObjects(const Context& ctx, const Req& req, Res& res, const std::string& me);
 
 // lakefs/commits_api.cc: commits, log, diff, merge, revert, cherry-pick.
 Status RevertBranch(const Context& ctx, const Req& req, Res& res, const std::string& me);

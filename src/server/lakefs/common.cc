@@ -58,6 +58,20 @@ json Pagination(bool has_more, const std::string& next, size_t results, int64_t 
           {"max_per_page", max_per_page}};
 }
 
+std::string PhysicalAddress(const catalog::Repository& repo, const std::string& address) {
+  if (address.find("://") != std::string::npos) return address;
+  std::string ns = repo.storage_namespace;
+  if (ns.find("://") == std::string::npos) ns = "local://" + ns;
+  return ns + "/" + address;
+}
+
+json ObjectJson(const catalog::Repository& repo, const std::string& path, const catalog::Entry& e) {
+  return {
+      {"path", path},           {"path_type", "object"},         {"physical_address", PhysicalAddress(repo, e.address)},
+      {"checksum", e.checksum}, {"size_bytes", e.size},          {"mtime", e.mtime},
+      {"metadata", e.metadata}, {"content_type", e.content_type}};
+}
+
 void ReplyPage(httplib::Response& res, json results, bool has_more, const std::string& next, int64_t max_per_page) {
   size_t n = results.size();
   ReplyJson(res, 200, {{"pagination", Pagination(has_more, next, n, max_per_page)}, {"results", std::move(results)}});
