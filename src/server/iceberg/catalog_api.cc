@@ -36,10 +36,8 @@ struct IcebergApi {
 
 namespace {
 
-
 void ReplyModel(Res& res, int code, const std::string& type, const std::string& message) {
-  res.status = code;
-  res.set_content(json{{"error", {{"message", message}, {"type", type}, {"code", code}}}}.dump(), "application/json");
+  ReplyJson(res, code, {{"error", {{"message", message}, {"type", type}, {"code", code}}}});
 }
 
 // The datasets (namespaces) that have tables, in name order.
@@ -64,8 +62,7 @@ Status GetConfig(IcebergApi*, const Req&, Res& res) {
 }
 
 void ReplyOAuthError(Res& res, int code, const std::string& error, const std::string& description) {
-  res.status = code;
-  res.set_content(json{{"error", error}, {"error_description", description}}.dump(), "application/json");
+  ReplyJson(res, code, {{"error", error}, {"error_description", description}});
 }
 
 // OAuth2 client credentials (RFC 6749 4.4) with a lakeFS access key: in the

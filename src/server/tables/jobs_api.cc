@@ -35,27 +35,22 @@ json JobJson(const chain::JobStatus& s) {
           {"last_error", s.last_error}};
 }
 
-void Reply(httplib::Response& res, const json& j) {
-  res.status = 200;
-  res.set_content(j.dump(), "application/json");
-}
-
 Status ListJobs(chain::JobManager* jobs, const httplib::Request&, httplib::Response& res) {
   json out = json::array();
   for (const auto& s : jobs->List()) out.push_back(JobJson(s));
-  Reply(res, {{"jobs", out}});
+  ReplyJson(res, 200, {{"jobs", out}});
   return Status::OK();
 }
 
 Status StartJob(chain::JobManager* jobs, const httplib::Request& req, httplib::Response& res) {
   ARROW_ASSIGN_OR_RAISE(auto s, jobs->StartJob(req.matches[1].str()));
-  Reply(res, JobJson(s));
+  ReplyJson(res, 200, JobJson(s));
   return Status::OK();
 }
 
 Status StopJob(chain::JobManager* jobs, const httplib::Request& req, httplib::Response& res) {
   ARROW_ASSIGN_OR_RAISE(auto s, jobs->StopJob(req.matches[1].str()));
-  Reply(res, JobJson(s));
+  ReplyJson(res, 200, JobJson(s));
   return Status::OK();
 }
 
