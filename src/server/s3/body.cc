@@ -58,85 +58,108 @@ class BodyChecksum {
   uint32_t crc_ = 0;
 };
 
-}  // namespace
+// The x-amz-checksum-* the body must match: named in a header (its value
+// known now) or announced in x-amz-trailer (its value arrives after the body).
+struct ExpectedChecksum {
+  std::unique_ptr<BodyChecksum> checksum;  // null: the request asks for none
+  std::string want;                        // base64; empty until a trailer gives it
+  std::string trailer;                     // x-amz-trailer, lower case
+};
 
-Result<ReceivedBody> ReceiveBody(const httplib::Request& req, const httplib::ContentReader& reader,
-                                 const Caller& caller, arrow::io::OutputStream* out) {
-  ReceivedBody rb;
-  Digest md5(DigestKind::kMd5), sha256(DigestKind::kSha256);
-  const Signature& sig = caller.sig;
-  bool chunked = sig.payload == PayloadKind::kStreamingSigned || sig.payload == PayloadKind::kStreamingUnsignedTrailer;
-  // A checksum named in a header (value known now) or announced as a trailer.
-  std::unique_ptr<BodyChecksum> checksum;
-  std::string checksum_want;
+Result<ExpectedChecksum> ExpectedChecksumOf(const httplib::Request& req) {
+  ExpectedChecksum c;
   for (const auto& [k, v] : req.headers) {
     std::string lower = AsciiLower(k);
     if (lower.rfind("x-amz-checksum-", 0) == 0 && lower != "x-amz-checksum-algorithm" &&
         lower != "x-amz-checksum-type") {
-      ARROW_ASSIGN_OR_RAISE(checksum, BodyChecksum::Make(lower.substr(15)));
-      checksum_want = v;
+      ARROW_ASSIGN_OR_RAISE(c.checksum, BodyChecksum::Make(lower.substr(15)));
+      c.want = v;
     }
   }
-  std::string trailer = AsciiLower(req.get_header_value("x-amz-trailer"));
-  if (!checksum && trailer.rfind("x-amz-checksum-", 0) == 0) {
-    ARROW_ASSIGN_OR_RAISE(checksum, BodyChecksum::Make(trailer.substr(15)));
+  c.trailer = AsciiLower(req.get_header_value("x-amz-trailer"));
+  if (!c.checksum && c.trailer.rfind("x-amz-checksum-", 0) == 0) {
+    ARROW_ASSIGN_OR_RAISE(c.checksum, BodyChecksum::Make(c.trailer.substr(15)));
   }
+  return c;
+}
+
+// The end of an aws-chunked body of `size` decoded bytes: the final chunk (and
+// trailer) arrived, x-amz-decoded-content-length agrees, and a checksum
+// announced as a trailer takes the trailer's value.
+Status FinishChunked(const httplib::Request& req, const ChunkedDecoder& decoder, int64_t size,
+                     ExpectedChecksum* expect) {
+  ARROW_RETURN_NOT_OK(decoder.Finish());
+  std::string decoded_len = req.get_header_value("x-amz-decoded-content-length");
+  if (!decoded_len.empty() && decoded_len != std::to_string(size)) {
+    return S3Error(400, "IncompleteBody",
+                   fmt::format("x-amz-decoded-content-length says {} bytes, the body held {}", decoded_len, size));
+  }
+  if (expect->checksum && expect->want.empty()) {
+    auto it = decoder.trailers().find("x-amz-checksum-" + expect->checksum->algorithm());
+    if (it == decoder.trailers().end()) {
+      return S3Error(400, "InvalidRequest",
+                     fmt::format("x-amz-trailer announced {} but the body had no such trailer", expect->trailer));
+    }
+    expect->want = it->second;
+  }
+  return Status::OK();
+}
+
+// The body's digests against what the request says of them: the signed
+// SHA-256 (a hashed payload), Content-MD5 and the x-amz-checksum-*.
+Status CheckDigests(const httplib::Request& req, const Signature& sig, Digest& sha256, const std::string& raw_md5,
+                    const ExpectedChecksum& expect) {
+  if (sig.payload == PayloadKind::kHashed && sha256.FinalHex() != sig.payload_hash) {
+    return S3Error(400, "XAmzContentSHA256Mismatch",
+                   "the x-amz-content-sha256 you signed does not match the body's SHA-256");
+  }
+  std::string content_md5 = req.get_header_value("Content-MD5");
+  if (!content_md5.empty() && Base64Decode(content_md5) != std::optional<std::string>(raw_md5)) {
+    return S3Error(400, "BadDigest", "the Content-MD5 you specified does not match the body");
+  }
+  if (expect.checksum) {
+    std::string got = expect.checksum->Base64Value();
+    if (got != expect.want) {
+      return S3Error(400, "BadDigest",
+                     fmt::format("the x-amz-checksum-{} you specified ({}) does not match the body's ({})",
+                                 expect.checksum->algorithm(), expect.want, got));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<ReceivedBody> ReceiveBody(const httplib::Request& req, const httplib::ContentReader& reader,
+                                 const Caller& caller, arrow::io::OutputStream* out) {
+  const Signature& sig = caller.sig;
+  ARROW_ASSIGN_OR_RAISE(ExpectedChecksum expect, ExpectedChecksumOf(req));
   std::optional<ChunkedDecoder> decoder;
-  if (chunked) {
+  if (sig.payload == PayloadKind::kStreamingSigned || sig.payload == PayloadKind::kStreamingUnsignedTrailer) {
     decoder.emplace(sig.payload, sig.payload == PayloadKind::kStreamingSigned ? SigningKeyV4(caller.secret, sig) : "",
                     sig);
   }
-  Status st;
+  ReceivedBody rb;
+  Digest md5(DigestKind::kMd5), sha256(DigestKind::kSha256);
   auto sink = [&](const char* d, size_t n) -> Status {
     md5.Update(d, n);
-    if (checksum) checksum->Update(d, n);
+    if (expect.checksum) expect.checksum->Update(d, n);
     rb.size += static_cast<int64_t>(n);
     return out->Write(d, static_cast<int64_t>(n));
   };
+  Status st;
   bool complete = reader([&](const char* d, size_t n) {
     if (sig.payload == PayloadKind::kHashed) sha256.Update(d, n);
     st = decoder ? decoder->Feed(d, n, sink) : sink(d, n);
     return st.ok();
   });
-  auto fail = [&](Status s) -> Status {
-    (void)out->Abort();
-    return s;
-  };
-  if (!st.ok()) return fail(st);
-  if (!complete) return fail(S3Error(400, "IncompleteBody", "the request body ended early; nothing was stored"));
-  if (decoder) {
-    ARROW_RETURN_NOT_OK(decoder->Finish().ok() ? Status::OK() : fail(decoder->Finish()));
-    std::string decoded_len = req.get_header_value("x-amz-decoded-content-length");
-    if (!decoded_len.empty() && decoded_len != std::to_string(rb.size)) {
-      return fail(
-          S3Error(400, "IncompleteBody",
-                  fmt::format("x-amz-decoded-content-length says {} bytes, the body held {}", decoded_len, rb.size)));
-    }
-    if (checksum && checksum_want.empty()) {
-      auto it = decoder->trailers().find("x-amz-checksum-" + checksum->algorithm());
-      if (it == decoder->trailers().end()) {
-        return fail(S3Error(400, "InvalidRequest",
-                            fmt::format("x-amz-trailer announced {} but the body had no such trailer", trailer)));
-      }
-      checksum_want = it->second;
-    }
-  }
-  if (sig.payload == PayloadKind::kHashed && sha256.FinalHex() != sig.payload_hash) {
-    return fail(S3Error(400, "XAmzContentSHA256Mismatch",
-                        "the x-amz-content-sha256 you signed does not match the body's SHA-256"));
-  }
+  if (st.ok() && !complete) st = S3Error(400, "IncompleteBody", "the request body ended early; nothing was stored");
+  if (st.ok() && decoder) st = FinishChunked(req, *decoder, rb.size, &expect);
   std::string raw_md5 = md5.Final();
-  std::string content_md5 = req.get_header_value("Content-MD5");
-  if (!content_md5.empty() && Base64Decode(content_md5) != std::optional<std::string>(raw_md5)) {
-    return fail(S3Error(400, "BadDigest", "the Content-MD5 you specified does not match the body"));
-  }
-  if (checksum) {
-    std::string got = checksum->Base64Value();
-    if (got != checksum_want) {
-      return fail(S3Error(400, "BadDigest",
-                          fmt::format("the x-amz-checksum-{} you specified ({}) does not match the body's ({})",
-                                      checksum->algorithm(), checksum_want, got)));
-    }
+  if (st.ok()) st = CheckDigests(req, sig, sha256, raw_md5, expect);
+  if (!st.ok()) {
+    (void)out->Abort();  // nothing is published
+    return st;
   }
   rb.md5_hex = Hex(raw_md5);
   return rb;

@@ -186,17 +186,11 @@ Status ListParts(const Gateway& gw, const Target& t, const Req&, Res& res, const
   return Status::OK();
 }
 
-Status CompleteMultipartUpload(const Gateway& gw, const Target& t, const Req& req, Res& res, const Reader& body,
-                               const Caller& c) {
-  bool if_absent = false;
-  if (req.has_header("If-Match")) return S3Error(501, "NotImplemented", "If-Match on a write is not supported");
-  std::string inm = req.get_header_value("If-None-Match");
-  if (!inm.empty() && inm != "*") return S3Error(501, "NotImplemented", "If-None-Match supports only \"*\"");
-  if_absent = inm == "*";
-  ARROW_ASSIGN_OR_RAISE(auto repo, WritableBranch(gw, t));
-  ARROW_ASSIGN_OR_RAISE(auto u, NamedUpload(gw, t));
+namespace {
 
-  ARROW_ASSIGN_OR_RAISE(std::string xml, ReceiveSmallBody(req, body, c, 4 << 20));
+// The parts a CompleteMultipartUpload document lists: number and ETag
+// (unquoted), in ascending order of number, at least one.
+Result<std::vector<std::pair<int, std::string>>> ListedParts(const std::string& xml) {
   pugi::xml_document doc;
   auto parsed = doc.load_buffer(xml.data(), xml.size());
   pugi::xml_node root = doc.child("CompleteMultipartUpload");
@@ -218,9 +212,13 @@ Status CompleteMultipartUpload(const Gateway& gw, const Target& t, const Req& re
     wanted.emplace_back(n, etag);
   }
   if (wanted.empty()) return S3Error(400, "MalformedXML", "the request lists no parts");
-  ARROW_ASSIGN_OR_RAISE(auto stored, gw.cat->ListUploadParts(t.bucket, u.id));
-  std::map<int, catalog::UploadedPart> by_number;
-  for (auto& p : stored.items) by_number[p.number] = std::move(p);
+  return wanted;
+}
+
+// The stored part each listed one names (by number and ETag), in the listed
+// order; every part but the last must be at least kMinPartSize.
+Result<std::vector<const catalog::UploadedPart*>> ChosenParts(const std::vector<std::pair<int, std::string>>& wanted,
+                                                              const std::map<int, catalog::UploadedPart>& by_number) {
   std::vector<const catalog::UploadedPart*> chosen;
   for (size_t i = 0; i < wanted.size(); ++i) {
     auto it = by_number.find(wanted[i].first);
@@ -235,12 +233,13 @@ Status CompleteMultipartUpload(const Gateway& gw, const Target& t, const Req& re
     }
     chosen.push_back(&it->second);
   }
-  if (if_absent && gw.cat->GetEntry(t.bucket, t.ref, t.path).ok()) {
-    return S3Error(412, "PreconditionFailed", fmt::format("\"{}\" exists (If-None-Match: *)", t.key));
-  }
+  return chosen;
+}
 
-  // Stream the parts into the object's data file.
-  ARROW_ASSIGN_OR_RAISE(auto ns, gw.cat->RepositoryNamespace(repo));
+// Streams the chosen parts, in order, into one new data file of the
+// namespace: the entry to stage, with the upload's content type and metadata.
+Result<catalog::Entry> AssembleParts(const catalog::Namespace& ns, const catalog::MultipartUpload& u,
+                                     const std::vector<const catalog::UploadedPart*>& chosen) {
   catalog::Entry e;
   e.address = catalog::NewDataAddress(std::time(nullptr));
   e.content_type = u.content_type;
@@ -262,6 +261,30 @@ Status CompleteMultipartUpload(const Gateway& gw, const Target& t, const Req& re
   ARROW_RETURN_NOT_OK(out->Close());
   e.checksum = Hex(Md5(md5s));
   e.mtime = std::time(nullptr);
+  return e;
+}
+
+}  // namespace
+
+Status CompleteMultipartUpload(const Gateway& gw, const Target& t, const Req& req, Res& res, const Reader& body,
+                               const Caller& c) {
+  if (req.has_header("If-Match")) return S3Error(501, "NotImplemented", "If-Match on a write is not supported");
+  std::string inm = req.get_header_value("If-None-Match");
+  if (!inm.empty() && inm != "*") return S3Error(501, "NotImplemented", "If-None-Match supports only \"*\"");
+  const bool if_absent = inm == "*";
+  ARROW_ASSIGN_OR_RAISE(auto repo, WritableBranch(gw, t));
+  ARROW_ASSIGN_OR_RAISE(auto u, NamedUpload(gw, t));
+  ARROW_ASSIGN_OR_RAISE(std::string xml, ReceiveSmallBody(req, body, c, 4 << 20));
+  ARROW_ASSIGN_OR_RAISE(auto wanted, ListedParts(xml));
+  ARROW_ASSIGN_OR_RAISE(auto stored, gw.cat->ListUploadParts(t.bucket, u.id));
+  std::map<int, catalog::UploadedPart> by_number;
+  for (auto& p : stored.items) by_number[p.number] = std::move(p);
+  ARROW_ASSIGN_OR_RAISE(auto chosen, ChosenParts(wanted, by_number));
+  if (if_absent && gw.cat->GetEntry(t.bucket, t.ref, t.path).ok()) {
+    return S3Error(412, "PreconditionFailed", fmt::format("\"{}\" exists (If-None-Match: *)", t.key));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto ns, gw.cat->RepositoryNamespace(repo));
+  ARROW_ASSIGN_OR_RAISE(catalog::Entry e, AssembleParts(ns, u, chosen));
   // Only one completion may publish: the one that removes the upload's records.
   Status claimed = gw.cat->DeleteMultipartUpload(t.bucket, u.id);
   if (!claimed.ok()) {
