@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <charconv>
 #include <ctime>
 #include <set>
 
@@ -50,6 +51,81 @@ void QuotedHex(const uint8_t* p, int64_t n, std::string* out) {
   out->push_back('"');
 }
 
+void Value(const arrow::Array& a, int64_t i, std::string* out);
+
+// An integer in decimal, written in place (no string of its own).
+template <typename ArrayType>
+void AppendInteger(const arrow::Array& a, int64_t i, std::string* out) {
+  char buf[24];
+  out->append(buf, std::to_chars(buf, buf + sizeof buf, static_cast<const ArrayType&>(a).Value(i)).ptr);
+}
+
+void AppendList(const arrow::Array& a, int64_t i, std::string* out) {
+  const auto& l = static_cast<const arrow::ListArray&>(a);
+  out->push_back('[');
+  for (int32_t k = l.value_offset(i); k < l.value_offset(i + 1); ++k) {
+    if (k > l.value_offset(i)) out->push_back(',');
+    Value(*l.values(), k, out);
+  }
+  out->push_back(']');
+}
+
+void AppendStruct(const arrow::Array& a, int64_t i, std::string* out) {
+  const auto& st = static_cast<const arrow::StructArray&>(a);
+  out->push_back('{');
+  for (int f = 0; f < st.num_fields(); ++f) {
+    if (f > 0) out->push_back(',');
+    out->append("\"" + JsonEscape(st.type()->field(f)->name()) + "\":");
+    Value(*st.field(f), i, out);
+  }
+  out->push_back('}');
+}
+
+// RFC 3339 in UTC, with as many fraction digits as the unit has.
+void AppendTimestamp(const arrow::Array& a, int64_t i, std::string* out) {
+  const auto& type = static_cast<const arrow::TimestampType&>(*a.type());
+  const int64_t v = static_cast<const arrow::TimestampArray&>(a).Value(i);
+  int digits = 0;
+  int64_t per_second = 1;
+  switch (type.unit()) {
+    case arrow::TimeUnit::SECOND:
+      break;
+    case arrow::TimeUnit::MILLI:
+      digits = 3, per_second = 1000;
+      break;
+    case arrow::TimeUnit::MICRO:
+      digits = 6, per_second = 1000000;
+      break;
+    case arrow::TimeUnit::NANO:
+      digits = 9, per_second = 1000000000;
+      break;
+  }
+  int64_t seconds = v / per_second, fraction = v % per_second;
+  if (fraction < 0) seconds -= 1, fraction += per_second;
+  std::time_t t = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  out->append("\"").append(buf);
+  if (fraction != 0) out->append(fmt::format(".{:0{}}", fraction, digits));
+  out->append(type.timezone().empty() ? "\"" : "Z\"");
+}
+
+// Any other type, through Arrow's scalar: floating point as a number, the rest as a string.
+void AppendScalar(const arrow::Array& a, int64_t i, std::string* out) {
+  auto scalar = a.GetScalar(i);
+  std::string text = scalar.ok() ? (*scalar)->ToString() : "?";
+  if (arrow::is_floating(a.type_id())) {
+    out->append(text);
+  } else {
+    out->append("\"" + JsonEscape(text) + "\"");
+  }
+}
+
+// Row `i` of column `a` as JSON, appended to `out`. Called per value of a JSON
+// lines scan: one switch on the type id (no virtual call), and numbers need no
+// allocation.
 void Value(const arrow::Array& a, int64_t i, std::string* out) {
   if (a.IsNull(i)) {
     out->append("null");
@@ -57,29 +133,21 @@ void Value(const arrow::Array& a, int64_t i, std::string* out) {
   }
   switch (a.type_id()) {
     case arrow::Type::UINT8:
-      out->append(std::to_string(static_cast<const arrow::UInt8Array&>(a).Value(i)));
-      return;
+      return AppendInteger<arrow::UInt8Array>(a, i, out);
     case arrow::Type::UINT16:
-      out->append(std::to_string(static_cast<const arrow::UInt16Array&>(a).Value(i)));
-      return;
+      return AppendInteger<arrow::UInt16Array>(a, i, out);
     case arrow::Type::UINT32:
-      out->append(std::to_string(static_cast<const arrow::UInt32Array&>(a).Value(i)));
-      return;
+      return AppendInteger<arrow::UInt32Array>(a, i, out);
     case arrow::Type::UINT64:
-      out->append(std::to_string(static_cast<const arrow::UInt64Array&>(a).Value(i)));
-      return;
+      return AppendInteger<arrow::UInt64Array>(a, i, out);
     case arrow::Type::INT8:
-      out->append(std::to_string(static_cast<const arrow::Int8Array&>(a).Value(i)));
-      return;
+      return AppendInteger<arrow::Int8Array>(a, i, out);
     case arrow::Type::INT16:
-      out->append(std::to_string(static_cast<const arrow::Int16Array&>(a).Value(i)));
-      return;
+      return AppendInteger<arrow::Int16Array>(a, i, out);
     case arrow::Type::INT32:
-      out->append(std::to_string(static_cast<const arrow::Int32Array&>(a).Value(i)));
-      return;
+      return AppendInteger<arrow::Int32Array>(a, i, out);
     case arrow::Type::INT64:
-      out->append(std::to_string(static_cast<const arrow::Int64Array&>(a).Value(i)));
-      return;
+      return AppendInteger<arrow::Int64Array>(a, i, out);
     case arrow::Type::BOOL:
       out->append(static_cast<const arrow::BooleanArray&>(a).Value(i) ? "true" : "false");
       return;
@@ -98,67 +166,14 @@ void Value(const arrow::Array& a, int64_t i, std::string* out) {
       QuotedHex(f.GetValue(i), f.byte_width(), out);
       return;
     }
-    case arrow::Type::LIST: {
-      const auto& l = static_cast<const arrow::ListArray&>(a);
-      out->push_back('[');
-      for (int32_t k = l.value_offset(i); k < l.value_offset(i + 1); ++k) {
-        if (k > l.value_offset(i)) out->push_back(',');
-        Value(*l.values(), k, out);
-      }
-      out->push_back(']');
-      return;
-    }
-    case arrow::Type::STRUCT: {
-      const auto& st = static_cast<const arrow::StructArray&>(a);
-      out->push_back('{');
-      for (int f = 0; f < st.num_fields(); ++f) {
-        if (f > 0) out->push_back(',');
-        out->append("\"" + JsonEscape(st.type()->field(f)->name()) + "\":");
-        Value(*st.field(f), i, out);
-      }
-      out->push_back('}');
-      return;
-    }
-    case arrow::Type::TIMESTAMP: {
-      // RFC 3339 in UTC, with as many fraction digits as the unit has.
-      const auto& type = static_cast<const arrow::TimestampType&>(*a.type());
-      const int64_t v = static_cast<const arrow::TimestampArray&>(a).Value(i);
-      int digits = 0;
-      int64_t per_second = 1;
-      switch (type.unit()) {
-        case arrow::TimeUnit::SECOND:
-          break;
-        case arrow::TimeUnit::MILLI:
-          digits = 3, per_second = 1000;
-          break;
-        case arrow::TimeUnit::MICRO:
-          digits = 6, per_second = 1000000;
-          break;
-        case arrow::TimeUnit::NANO:
-          digits = 9, per_second = 1000000000;
-          break;
-      }
-      int64_t seconds = v / per_second, fraction = v % per_second;
-      if (fraction < 0) seconds -= 1, fraction += per_second;
-      std::time_t t = static_cast<std::time_t>(seconds);
-      std::tm tm{};
-      gmtime_r(&t, &tm);
-      char buf[64];
-      std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-      out->append("\"").append(buf);
-      if (fraction != 0) out->append(fmt::format(".{:0{}}", fraction, digits));
-      out->append(type.timezone().empty() ? "\"" : "Z\"");
-      return;
-    }
-    default: {
-      auto scalar = a.GetScalar(i);
-      std::string text = scalar.ok() ? (*scalar)->ToString() : "?";
-      if (arrow::is_floating(a.type_id())) {
-        out->append(text);
-      } else {
-        out->append("\"" + JsonEscape(text) + "\"");
-      }
-    }
+    case arrow::Type::LIST:
+      return AppendList(a, i, out);
+    case arrow::Type::STRUCT:
+      return AppendStruct(a, i, out);
+    case arrow::Type::TIMESTAMP:
+      return AppendTimestamp(a, i, out);
+    default:
+      return AppendScalar(a, i, out);
   }
 }
 
