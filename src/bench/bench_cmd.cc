@@ -200,6 +200,84 @@ double ProcessCpuSeconds() {
   return secs(ru.ru_utime) + secs(ru.ru_stime);
 }
 
+// What the compaction passes of `ingest --compact` did, summed over the run.
+struct CompactionTotals {
+  double cpu = 0, wall = 0;
+  int64_t passes = 0, merges = 0, merged_bytes = 0, final_merges = 0;
+  MergeStats made;
+};
+
+// One compaction pass over every table; an error names a merge that failed.
+Status CompactEveryTable(table::TableService& tables, CompactionTotals* totals) {
+  ARROW_ASSIGN_OR_RAISE(auto list, tables.ListTables());
+  for (const auto& t : list) {
+    ARROW_ASSIGN_OR_RAISE(auto pass, tables.CompactNow(t.id));
+    totals->passes++;
+    for (const auto& m : pass.merges) {
+      if (!m.output) return Status::IOError(fmt::format("a merge of {} failed: {}", t.id.ToString(), m.error));
+      totals->merges++;
+      totals->merged_bytes += m.input_stored_bytes;
+      totals->made.row_groups_copied += m.stats.row_groups_copied;
+      totals->made.row_groups_from_pages += m.stats.row_groups_from_pages;
+      totals->made.row_groups_reencoded += m.stats.row_groups_reencoded;
+      totals->final_merges += m.final ? 1 : 0;
+    }
+  }
+  return Status::OK();
+}
+
+// What was appended: per table, its rows, stored bytes and live files' sizes; and the sums.
+struct AppendTotals {
+  json per_table = json::object();
+  int64_t rows = 0, stored = 0;
+};
+
+Result<AppendTotals> AppendedToEveryTable(table::TableService& tables) {
+  AppendTotals totals;
+  ARROW_ASSIGN_OR_RAISE(auto list, tables.ListTables());
+  for (const auto& t : list) {
+    ARROW_ASSIGN_OR_RAISE(auto appends, tables.AppendHistory(t.id));
+    int64_t rows = 0, stored = 0;
+    for (const auto& a : appends) {
+      rows += a.rows;
+      stored += a.stored_bytes;
+    }
+    ARROW_ASSIGN_OR_RAISE(auto live, tables.LiveSegments(t.id));
+    json sizes = json::array();
+    for (const auto& s : live.segments) sizes.push_back(s.stored_bytes);
+    totals.per_table[t.id.table] = {
+        {"appended_rows", rows}, {"appended_stored_bytes", stored}, {"live_stored_bytes", sizes}};
+    totals.rows += rows;
+    totals.stored += stored;
+  }
+  return totals;
+}
+
+// The line `ingest` prints: segments and head; with --compact, what appends and passes cost.
+json IngestReport(const BenchFlags& f, const chain::JobStatus& status, const AppendTotals& appended, double append_cpu,
+                  const CompactionTotals& c) {
+  const double gib = static_cast<double>(appended.stored) / static_cast<double>(1ll << 30);
+  json out{{"segments", status.segments_written}, {"head", status.head ? *status.head : 0}};
+  if (f.compact) {
+    out.update({{"appended_rows", appended.rows},
+                {"appended_stored_bytes", appended.stored},
+                {"append_cpu_seconds", append_cpu},
+                {"compaction_cpu_seconds", c.cpu},
+                {"compaction_wall_seconds", c.wall},
+                {"compaction_cpu_seconds_per_gib_appended", gib > 0 ? c.cpu / gib : 0.0},
+                {"passes", c.passes},
+                {"merges", c.merges},
+                {"merged_input_stored_bytes", c.merged_bytes},
+                {"final_merges", c.final_merges},
+                {"row_groups",
+                 {{"copied", c.made.row_groups_copied},
+                  {"from_pages", c.made.row_groups_from_pages},
+                  {"reencoded", c.made.row_groups_reencoded}}},
+                {"tables", appended.per_table}});
+  }
+  return out;
+}
+
 // A table written the way a job writes at the chain's head: one small segment
 // per table per poll. With --compact, a compaction pass over each table after
 // every poll (the clock moves a second per block, so files age through the
@@ -225,9 +303,8 @@ Status Ingest(const BenchFlags& f) {
   job.block_time = 1;
   job.txs_per_block = f.txs_per_block;
   chain::IngestJob ingest(job, config.worker, &tables, *kv, clock, &metrics);
-  double append_cpu = 0, compact_cpu = 0, compact_wall = 0;
-  int64_t passes = 0, merges = 0, merged_bytes = 0, final_merges = 0;
-  MergeStats made;
+  double append_cpu = 0;
+  CompactionTotals compaction;
   for (int64_t i = 0; i <= f.segments; ++i) {  // the first poll only fixes the chain's clock
     clock->AdvanceSeconds(static_cast<double>(f.blocks_per_segment));
     double c0 = ProcessCpuSeconds();
@@ -236,62 +313,13 @@ Status Ingest(const BenchFlags& f) {
     append_cpu += c1 - c0;
     if (!f.compact) continue;
     auto w0 = std::chrono::steady_clock::now();
-    ARROW_ASSIGN_OR_RAISE(auto list, tables.ListTables());
-    for (const auto& t : list) {
-      ARROW_ASSIGN_OR_RAISE(auto pass, tables.CompactNow(t.id));
-      passes++;
-      for (const auto& m : pass.merges) {
-        if (!m.output) return Status::IOError(fmt::format("a merge of {} failed: {}", t.id.ToString(), m.error));
-        merges++;
-        merged_bytes += m.input_stored_bytes;
-        made.row_groups_copied += m.stats.row_groups_copied;
-        made.row_groups_from_pages += m.stats.row_groups_from_pages;
-        made.row_groups_reencoded += m.stats.row_groups_reencoded;
-        final_merges += m.final ? 1 : 0;
-      }
-    }
-    compact_cpu += ProcessCpuSeconds() - c1;
-    compact_wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+    ARROW_RETURN_NOT_OK(CompactEveryTable(tables, &compaction));
+    compaction.cpu += ProcessCpuSeconds() - c1;
+    compaction.wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
   }
-  json per_table = json::object();
-  int64_t appended_rows = 0, appended_stored = 0;
-  ARROW_ASSIGN_OR_RAISE(auto list, tables.ListTables());
-  for (const auto& t : list) {
-    ARROW_ASSIGN_OR_RAISE(auto appends, tables.AppendHistory(t.id));
-    int64_t rows = 0, stored = 0;
-    for (const auto& a : appends) {
-      rows += a.rows;
-      stored += a.stored_bytes;
-    }
-    ARROW_ASSIGN_OR_RAISE(auto live, tables.LiveSegments(t.id));
-    json sizes = json::array();
-    for (const auto& s : live.segments) sizes.push_back(s.stored_bytes);
-    per_table[t.id.table] = {{"appended_rows", rows}, {"appended_stored_bytes", stored}, {"live_stored_bytes", sizes}};
-    appended_rows += rows;
-    appended_stored += stored;
-  }
+  ARROW_ASSIGN_OR_RAISE(auto appended, AppendedToEveryTable(tables));
   tables.Stop();
-  auto status = ingest.Describe();
-  const double gib = static_cast<double>(appended_stored) / static_cast<double>(1ll << 30);
-  json out{{"segments", status.segments_written}, {"head", status.head ? *status.head : 0}};
-  if (f.compact) {
-    out.update({{"appended_rows", appended_rows},
-                {"appended_stored_bytes", appended_stored},
-                {"append_cpu_seconds", append_cpu},
-                {"compaction_cpu_seconds", compact_cpu},
-                {"compaction_wall_seconds", compact_wall},
-                {"compaction_cpu_seconds_per_gib_appended", gib > 0 ? compact_cpu / gib : 0.0},
-                {"passes", passes},
-                {"merges", merges},
-                {"merged_input_stored_bytes", merged_bytes},
-                {"final_merges", final_merges},
-                {"row_groups",
-                 {{"copied", made.row_groups_copied},
-                  {"from_pages", made.row_groups_from_pages},
-                  {"reencoded", made.row_groups_reencoded}}},
-                {"tables", per_table}});
-  }
-  std::cout << out.dump() << "\n";
+  std::cout << IngestReport(f, ingest.Describe(), appended, append_cpu, compaction).dump() << "\n";
   return Status::OK();
 }
 
