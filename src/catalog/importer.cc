@@ -136,18 +136,7 @@ Result<bool> UpdateRecord(kv::KvStore* kv, Clock* clock, const std::string& key,
 }  // namespace
 
 void Importer::Run(std::shared_ptr<Job> job) {
-  // The heartbeat: update_time moves every second while the job runs, and a
-  // cancel recorded meanwhile is seen within a second.
-  std::thread heartbeat([this, job] {
-    std::unique_lock<std::mutex> lock(job->mu);
-    while (!job->done) {
-      job->wake.wait_for(lock, std::chrono::seconds(1));
-      if (job->done) break;
-      if (stopping_) job->cancelled = true;
-      auto going = UpdateRecord(kv_.get(), clock_.get(), job->key, job->ingested, nullptr);
-      if (going.ok() && !*going) job->cancelled = true;
-    }
-  });
+  std::thread heartbeat([this, job] { Heartbeat(*job); });
   auto end_heartbeat = [&] {
     {
       std::lock_guard<std::mutex> lock(job->mu);
@@ -161,11 +150,6 @@ void Importer::Run(std::shared_ptr<Job> job) {
     std::function<void()> end;
     ~EndHeartbeat() { end(); }
   } guard{end_heartbeat};
-  auto fail = [&](const std::string& message) {
-    std::lock_guard<std::mutex> lock(job->mu);
-    (void)UpdateRecord(kv_.get(), clock_.get(), job->key, job->ingested,
-                       [&](json& j) { j["error"] = "import error: " + message; });
-  };
   std::map<std::string, Entry> entries;
   Status st;
   try {
@@ -176,60 +160,159 @@ void Importer::Run(std::shared_ptr<Job> job) {
   if (!st.ok()) {
     end_heartbeat();
     if (stopping_) {
-      fail("the server stopped while importing");
+      RecordError(*job, "the server stopped while importing");
     } else if (!job->cancelled) {
-      fail(st.message());
+      RecordError(*job, st.message());
     }
     return;
   }
+  // The count is recorded before the commit: once the end marker says
+  // committed, GetStatus reports completed from the record as it is.
+  if (!job->cancelled) RecordProgress(*job);
   if (job->cancelled) {
     end_heartbeat();
     return;
   }
-  {
-    // The count is recorded before the commit: once the end marker says
-    // committed, GetStatus reports completed from the record as it is.
-    std::lock_guard<std::mutex> lock(job->mu);
-    auto going = UpdateRecord(kv_.get(), clock_.get(), job->key, job->ingested, nullptr);
-    if (going.ok() && !*going) job->cancelled = true;
-  }
-  if (job->cancelled) {
-    end_heartbeat();
-    return;
-  }
-  // A prefix's destination is replaced as a whole; an object's, by that object.
-  std::vector<std::string> destinations;
-  for (const auto& p : job->paths) {
-    if (p.type == "common_prefix") destinations.push_back(p.destination);
-  }
-  Result<Commit> commit = Status::IOError("not committed");
-  try {
-    commit = catalog_->CommitImport(job->repo, job->branch, entries, destinations, job->commit, job->key,
-                                    ImportEndKey(job->repo, job->id));
-  } catch (const std::exception& e) {
-    commit = Status::IOError(e.what());
-  }
+  Result<Commit> commit = CommitWalked(*job, entries);
   end_heartbeat();
-  if (commit.status().IsCancelled()) {
-    // A cancel won the race to the end marker: nothing was committed.
-  } else if (!commit.ok()) {
-    fail(commit.status().message());
-  } else {
-    std::lock_guard<std::mutex> lock(job->mu);
-    auto done = UpdateRecord(kv_.get(), clock_.get(), job->key, job->ingested, [&](json& j) {
-      j["completed"] = true;
-      j["commit_id"] = commit->id;
-      j["metarange_id"] = commit->meta_range_id;
-    });
-    if (!done.ok())
-      spdlog::error("import {} of {}: recording its end failed: {}", job->id, job->repo, done.status().ToString());
-    spdlog::info("import {} into {}/{}: {} object(s), commit {}", job->id, job->repo, job->branch, entries.size(),
-                 commit->id);
+  RecordEnd(*job, commit, entries.size());
+}
+
+// The heartbeat: update_time moves every second while the job runs, and a
+// cancel recorded meanwhile is seen within a second.
+void Importer::Heartbeat(Job& job) {
+  std::unique_lock<std::mutex> lock(job.mu);
+  while (!job.done) {
+    job.wake.wait_for(lock, std::chrono::seconds(1));
+    if (job.done) break;
+    if (stopping_) job.cancelled = true;
+    auto going = UpdateRecord(kv_.get(), clock_.get(), job.key, job.ingested, nullptr);
+    if (going.ok() && !*going) job.cancelled = true;
   }
 }
 
+void Importer::RecordProgress(Job& job) {
+  std::lock_guard<std::mutex> lock(job.mu);
+  auto going = UpdateRecord(kv_.get(), clock_.get(), job.key, job.ingested, nullptr);
+  if (going.ok() && !*going) job.cancelled = true;
+}
+
+void Importer::RecordError(Job& job, const std::string& message) {
+  std::lock_guard<std::mutex> lock(job.mu);
+  (void)UpdateRecord(kv_.get(), clock_.get(), job.key, job.ingested,
+                     [&](json& j) { j["error"] = "import error: " + message; });
+}
+
+Result<Commit> Importer::CommitWalked(Job& job, const std::map<std::string, Entry>& entries) {
+  // A prefix's destination is replaced as a whole; an object's, by that object.
+  std::vector<std::string> destinations;
+  for (const auto& p : job.paths) {
+    if (p.type == "common_prefix") destinations.push_back(p.destination);
+  }
+  try {
+    return catalog_->CommitImport(job.repo, job.branch, entries, destinations, job.commit, job.key,
+                                  ImportEndKey(job.repo, job.id));
+  } catch (const std::exception& e) {
+    return Status::IOError(e.what());
+  }
+}
+
+void Importer::RecordEnd(Job& job, const Result<Commit>& commit, size_t objects) {
+  if (commit.status().IsCancelled()) return;  // a cancel won the race to the end marker: nothing was committed
+  if (!commit.ok()) {
+    RecordError(job, commit.status().message());
+    return;
+  }
+  std::lock_guard<std::mutex> lock(job.mu);
+  auto done = UpdateRecord(kv_.get(), clock_.get(), job.key, job.ingested, [&](json& j) {
+    j["completed"] = true;
+    j["commit_id"] = commit->id;
+    j["metarange_id"] = commit->meta_range_id;
+  });
+  if (!done.ok()) {
+    spdlog::error("import {} of {}: recording its end failed: {}", job.id, job.repo, done.status().ToString());
+  }
+  spdlog::info("import {} into {}/{}: {} object(s), commit {}", job.id, job.repo, job.branch, objects, commit->id);
+}
+
+namespace {
+
+// Adds an object a walk found, at `path` on the branch.
+using AddEntry = std::function<Status(const std::string& path, Entry e)>;
+
+// A local source: one file, or every file under a directory.
+Status WalkLocal(Catalog* catalog, const ImportLocation& p, const NamespaceLocation& where, const AddEntry& add) {
+  if (p.type != "common_prefix") {
+    ARROW_ASSIGN_OR_RAISE(auto e, catalog->ImportLocalFile(where.path));
+    return add(p.destination, std::move(e));
+  }
+  const fs::path root(where.path);
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(root, ec))) {
+    return NotFound(fmt::format("creating object-store walker on path {}: no such directory", p.path));
+  }
+  // Names starting with '.' are skipped; symbolic links are not followed
+  // (and every file is opened through real directories only, whatever
+  // changes during the walk: Catalog::ImportLocalFile).
+  const std::string root_slash = where.path + "/";
+  for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    std::error_code entry_ec;
+    const auto name = it->path().filename().string();
+    const auto status = it->symlink_status(entry_ec);
+    if (entry_ec) continue;  // gone meanwhile
+    if (!name.empty() && name[0] == '.') {
+      if (fs::is_directory(status)) it.disable_recursion_pending();
+      continue;
+    }
+    if (!fs::is_regular_file(status)) continue;
+    const std::string full = it->path().string();
+    if (full.compare(0, root_slash.size(), root_slash) != 0) continue;
+    auto e = catalog->ImportLocalFile(full);
+    if (IsNotFound(e.status())) continue;  // removed during the walk
+    if (!e.ok()) return Status::IOError(fmt::format("{}: {}", full, e.status().message()));
+    ARROW_RETURN_NOT_OK(add(p.destination + full.substr(root_slash.size()), std::move(*e)));
+  }
+  if (ec) return Status::IOError(fmt::format("walking {}: {}", p.path, ec.message()));
+  return Status::OK();
+}
+
+// An S3 source: one object, or every key under a prefix.
+Status WalkS3(Catalog* catalog, const ImportLocation& p, const NamespaceLocation& where, const AddEntry& add) {
+  // The bucket, and the key prefix as written (a string prefix, as S3's).
+  const auto slash = where.path.find('/');
+  const std::string bucket = where.path.substr(0, slash);
+  const std::string after_bucket = p.path.substr(p.path.find("://") + 3 + bucket.size());
+  const std::string key_prefix = after_bucket.empty() ? "" : after_bucket.substr(1);
+  ARROW_ASSIGN_OR_RAISE(auto store, blob::OpenBlobStore("s3://" + bucket, catalog->s3_config()));
+  auto s3_entry = [&](const blob::ObjectInfo& info) {
+    Entry e;
+    e.address = "s3://" + bucket + "/" + info.path;
+    e.size = info.size;
+    e.mtime = ToUnixMicros(info.mtime) / 1000000;
+    // The listing gives no ETag: the object's identity is its address,
+    // size and time (docs/lakefs-compat.md, "Import").
+    e.checksum = Hex(Md5(fmt::format("{}|{}|{}", e.address, e.size, ToUnixMicros(info.mtime))));
+    e.content_type = "application/octet-stream";
+    return e;
+  };
+  if (p.type != "common_prefix") {
+    ARROW_ASSIGN_OR_RAISE(auto info, store->Stat(key_prefix));
+    return add(p.destination, s3_entry(info));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto listed, store->List(key_prefix));
+  for (const auto& info : listed) {
+    // A string prefix may reach past the location checked: each key is held to the S3 prefixes.
+    if (!catalog->S3Allowed("s3://" + bucket + "/" + info.path)) continue;
+    ARROW_RETURN_NOT_OK(add(p.destination + info.path.substr(key_prefix.size()), s3_entry(info)));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Status Importer::Walk(Job& job, std::map<std::string, Entry>* entries) {
-  auto add = [&](const std::string& key, Entry e) -> Status {
+  AddEntry add = [&](const std::string& key, Entry e) -> Status {
     if (Status st = Catalog::ValidatePath(key); !st.ok()) {
       return InvalidArgument(fmt::format("object path \"{}\" (from {}): {}", key, e.address, st.message()));
     }
@@ -239,73 +322,9 @@ Status Importer::Walk(Job& job, std::map<std::string, Entry>* entries) {
     return Status::OK();
   };
   for (size_t i = 0; i < job.paths.size(); ++i) {
-    const auto& p = job.paths[i];
-    const auto& where = job.where[i];
-    const bool prefix = p.type == "common_prefix";
-    if (where.kind == NamespaceKind::kLocal) {
-      if (!prefix) {
-        ARROW_ASSIGN_OR_RAISE(auto e, catalog_->ImportLocalFile(where.path));
-        ARROW_RETURN_NOT_OK(add(p.destination, std::move(e)));
-        continue;
-      }
-      const fs::path root(where.path);
-      std::error_code ec;
-      if (!fs::is_directory(fs::symlink_status(root, ec))) {
-        return NotFound(fmt::format("creating object-store walker on path {}: no such directory", p.path));
-      }
-      // Names starting with '.' are skipped; symbolic links are not followed
-      // (and every file is opened through real directories only, whatever
-      // changes during the walk: Catalog::ImportLocalFile).
-      const std::string root_slash = where.path + "/";
-      for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
-           !ec && it != end; it.increment(ec)) {
-        std::error_code entry_ec;
-        const auto name = it->path().filename().string();
-        const auto status = it->symlink_status(entry_ec);
-        if (entry_ec) continue;  // gone meanwhile
-        if (!name.empty() && name[0] == '.') {
-          if (fs::is_directory(status)) it.disable_recursion_pending();
-          continue;
-        }
-        if (!fs::is_regular_file(status)) continue;
-        const std::string full = it->path().string();
-        if (full.compare(0, root_slash.size(), root_slash) != 0) continue;
-        auto e = catalog_->ImportLocalFile(full);
-        if (IsNotFound(e.status())) continue;  // removed during the walk
-        if (!e.ok()) return Status::IOError(fmt::format("{}: {}", full, e.status().message()));
-        ARROW_RETURN_NOT_OK(add(p.destination + full.substr(root_slash.size()), std::move(*e)));
-      }
-      if (ec) return Status::IOError(fmt::format("walking {}: {}", p.path, ec.message()));
-      continue;
-    }
-    // S3: the bucket, and the key prefix as written (a string prefix, as S3's).
-    const auto slash = where.path.find('/');
-    const std::string bucket = where.path.substr(0, slash);
-    const std::string after_bucket = p.path.substr(p.path.find("://") + 3 + bucket.size());
-    const std::string key_prefix = after_bucket.empty() ? "" : after_bucket.substr(1);
-    ARROW_ASSIGN_OR_RAISE(auto store, blob::OpenBlobStore("s3://" + bucket, catalog_->s3_config()));
-    auto s3_entry = [&](const blob::ObjectInfo& info) {
-      Entry e;
-      e.address = "s3://" + bucket + "/" + info.path;
-      e.size = info.size;
-      e.mtime = ToUnixMicros(info.mtime) / 1000000;
-      // The listing gives no ETag: the object's identity is its address,
-      // size and time (docs/lakefs-compat.md, "Import").
-      e.checksum = Hex(Md5(fmt::format("{}|{}|{}", e.address, e.size, ToUnixMicros(info.mtime))));
-      e.content_type = "application/octet-stream";
-      return e;
-    };
-    if (!prefix) {
-      ARROW_ASSIGN_OR_RAISE(auto info, store->Stat(key_prefix));
-      ARROW_RETURN_NOT_OK(add(p.destination, s3_entry(info)));
-      continue;
-    }
-    ARROW_ASSIGN_OR_RAISE(auto listed, store->List(key_prefix));
-    for (const auto& info : listed) {
-      // A string prefix may reach past the location checked: each key is held to the S3 prefixes.
-      if (!catalog_->S3Allowed("s3://" + bucket + "/" + info.path)) continue;
-      ARROW_RETURN_NOT_OK(add(p.destination + info.path.substr(key_prefix.size()), s3_entry(info)));
-    }
+    const NamespaceLocation& where = job.where[i];
+    ARROW_RETURN_NOT_OK(where.kind == NamespaceKind::kLocal ? WalkLocal(catalog_, job.paths[i], where, add)
+                                                            : WalkS3(catalog_, job.paths[i], where, add));
   }
   return Status::OK();
 }

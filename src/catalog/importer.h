@@ -76,8 +76,20 @@ class Importer {
 
  private:
   struct Job;
+  // A job's life on its thread: walk the sources, record the count, commit,
+  // record the end; a heartbeat thread runs beside it.
   void Run(std::shared_ptr<Job> job);
+  // Every second until the job is done: the record's progress, and whether it says cancelled.
+  void Heartbeat(Job& job);
+  // The record's progress now; job.cancelled set if the record says cancelled.
+  void RecordProgress(Job& job);
+  void RecordError(Job& job, const std::string& message);
+  // An entry per object of the job's sources, at its destination path.
   Status Walk(Job& job, std::map<std::string, Entry>* entries);
+  // The entries, in one commit that replaces each prefix destination as a whole.
+  Result<Commit> CommitWalked(Job& job, const std::map<std::string, Entry>& entries);
+  // The record after the commit: completed with its ids, or the error (nothing for a cancel that won).
+  void RecordEnd(Job& job, const Result<Commit>& commit, size_t objects);
 
   Catalog* catalog_;
   std::shared_ptr<kv::KvStore> kv_;
