@@ -135,110 +135,152 @@ std::string ChainGenerator::BlockHashHex(uint64_t block, uint64_t head) const {
   return Hex(h.data(), h.size());
 }
 
+namespace {
+
+// The builders of one table's rows: block_num, then the schema's other
+// fields in order (u64(0) is the second field), and the scratch space the
+// row writers share.
+struct RowBuilders {
+  arrow::UInt64Builder block_num{arrow::default_memory_pool()};
+  std::vector<std::unique_ptr<arrow::ArrayBuilder>> cols;
+  uint8_t buf[32];
+  std::string bytes;
+
+  Status Init(const arrow::Schema& schema) {
+    for (int i = 1; i < schema.num_fields(); ++i) {
+      std::unique_ptr<arrow::ArrayBuilder> b;
+      ARROW_RETURN_NOT_OK(arrow::MakeBuilder(arrow::default_memory_pool(), schema.field(i)->type(), &b));
+      cols.push_back(std::move(b));
+    }
+    return Status::OK();
+  }
+  arrow::UInt64Builder* u64(int i) { return static_cast<arrow::UInt64Builder*>(cols[i].get()); }
+  arrow::UInt32Builder* u32(int i) { return static_cast<arrow::UInt32Builder*>(cols[i].get()); }
+  arrow::FixedSizeBinaryBuilder* fsb(int i) { return static_cast<arrow::FixedSizeBinaryBuilder*>(cols[i].get()); }
+  arrow::BinaryBuilder* bin(int i) { return static_cast<arrow::BinaryBuilder*>(cols[i].get()); }
+
+  Result<std::shared_ptr<arrow::RecordBatch>> Finish(const std::shared_ptr<arrow::Schema>& schema) {
+    std::vector<std::shared_ptr<arrow::Array>> arrays(cols.size() + 1);
+    ARROW_RETURN_NOT_OK(block_num.Finish(&arrays[0]));
+    for (size_t i = 0; i < cols.size(); ++i) ARROW_RETURN_NOT_OK(cols[i]->Finish(&arrays[i + 1]));
+    int64_t rows = arrays[0]->length();
+    return arrow::RecordBatch::Make(schema, rows, arrays);
+  }
+};
+
+// The row writers below draw from the block's or the transaction's Rng in a
+// fixed order: that order is the generator's output, so it must not change.
+
+// A row of blocks; `rng` is the block's.
+Status AppendBlock(RowBuilders& r, uint64_t seed, uint64_t b, const Hash32& h, const Hash32& p, int64_t txs, Rng& rng) {
+  ARROW_RETURN_NOT_OK(r.block_num.Append(b));
+  ARROW_RETURN_NOT_OK(r.fsb(0)->Append(h.data()));
+  ARROW_RETURN_NOT_OK(r.fsb(1)->Append(p.data()));
+  ARROW_RETURN_NOT_OK(r.u64(2)->Append(1'600'000'000 + b * 12));
+  PoolBytes(seed, kAddressPool, rng.Below(50), r.buf, 20);
+  ARROW_RETURN_NOT_OK(r.fsb(3)->Append(r.buf));
+  uint64_t limit = 30'000'000;
+  ARROW_RETURN_NOT_OK(r.u64(4)->Append(limit / 4 + rng.Below(limit * 3 / 4)));
+  ARROW_RETURN_NOT_OK(r.u64(5)->Append(limit));
+  ARROW_RETURN_NOT_OK(r.u64(6)->Append(1'000'000'000 + rng.Below(50'000'000'000ull)));
+  ARROW_RETURN_NOT_OK(r.u32(7)->Append(static_cast<uint32_t>(txs)));
+  return Status::OK();
+}
+
+// A row of transactions: transaction `t` of block `b`; `tx_rng` is the transaction's.
+Status AppendTransaction(RowBuilders& r, uint64_t seed, uint64_t b, int64_t t, Rng& tx_rng) {
+  uint8_t* buf = r.buf;
+  std::string& bytes = r.bytes;
+  ARROW_RETURN_NOT_OK(r.block_num.Append(b));
+  ARROW_RETURN_NOT_OK(r.u32(0)->Append(static_cast<uint32_t>(t)));
+  tx_rng.Fill(buf, 32);
+  ARROW_RETURN_NOT_OK(r.fsb(1)->Append(buf));
+  PoolBytes(seed, kAddressPool, tx_rng.Below(1000), buf, 20);
+  ARROW_RETURN_NOT_OK(r.fsb(2)->Append(buf));
+  if (tx_rng.Uniform() < 0.01) {
+    ARROW_RETURN_NOT_OK(r.fsb(3)->AppendNull());  // contract creation
+  } else {
+    PoolBytes(seed, kAddressPool, tx_rng.Below(1000), buf, 20);
+    ARROW_RETURN_NOT_OK(r.fsb(3)->Append(buf));
+  }
+  ARROW_RETURN_NOT_OK(r.u64(4)->Append(tx_rng.Uniform() < 0.6 ? 0 : tx_rng.Below(1ull << 60)));
+  ARROW_RETURN_NOT_OK(r.u64(5)->Append(21000 + tx_rng.Below(300'000)));
+  ARROW_RETURN_NOT_OK(r.u64(6)->Append(1'000'000'000 + tx_rng.Below(100'000'000'000ull)));
+  // input: empty for transfers, a selector and ABI words for calls, now and then large.
+  double kind = tx_rng.Uniform();
+  if (kind < 0.3) {
+    bytes.clear();
+  } else {
+    int64_t words = kind > 0.99 ? 64 + static_cast<int64_t>(tx_rng.Below(256)) : tx_rng.Geometric(3);
+    AbiWords(tx_rng, words, &bytes);
+    tx_rng.Fill(buf, 4);
+    bytes.insert(0, reinterpret_cast<const char*>(buf), 4);
+  }
+  ARROW_RETURN_NOT_OK(r.bin(7)->Append(bytes));
+  return Status::OK();
+}
+
+// The `logs` rows of logs of transaction `t` of block `b`, numbered from *log_index on.
+Status AppendLogs(RowBuilders& r, uint64_t seed, uint64_t b, int64_t t, int64_t logs, Rng& tx_rng,
+                  uint32_t* log_index) {
+  uint8_t* buf = r.buf;
+  std::string& bytes = r.bytes;
+  for (int64_t l = 0; l < logs; ++l) {
+    ARROW_RETURN_NOT_OK(r.block_num.Append(b));
+    ARROW_RETURN_NOT_OK(r.u32(0)->Append(static_cast<uint32_t>(t)));
+    ARROW_RETURN_NOT_OK(r.u32(1)->Append((*log_index)++));
+    PoolBytes(seed, kAddressPool, tx_rng.Below(200), buf, 20);
+    ARROW_RETURN_NOT_OK(r.fsb(2)->Append(buf));
+    int64_t topics = static_cast<int64_t>(tx_rng.Below(5));
+    for (int64_t k = 0; k < 4; ++k) {
+      if (k >= topics) {
+        ARROW_RETURN_NOT_OK(r.fsb(3 + k)->AppendNull());
+      } else if (k == 0) {
+        PoolBytes(seed, kTopicPool, tx_rng.Below(50), buf, 32);
+        ARROW_RETURN_NOT_OK(r.fsb(3)->Append(buf));
+      } else {
+        std::memset(buf, 0, 12);
+        PoolBytes(seed, kAddressPool, tx_rng.Below(1000), buf + 12, 20);
+        ARROW_RETURN_NOT_OK(r.fsb(3 + k)->Append(buf));
+      }
+    }
+    AbiWords(tx_rng, tx_rng.Uniform() < 0.02 ? 16 + tx_rng.Geometric(30) : tx_rng.Geometric(2), &bytes);
+    ARROW_RETURN_NOT_OK(r.bin(7)->Append(bytes));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Result<std::shared_ptr<arrow::RecordBatch>> ChainGenerator::Generate(ChainTable table, uint64_t from, uint64_t to,
                                                                      uint64_t head) const {
   if (to < from || to > head)
     return InvalidArgument(fmt::format("bad block range [{}, {}] at head {}", from, to, head));
   const uint64_t seed = options_.seed;
-  auto pool = arrow::default_memory_pool();
-  arrow::UInt64Builder block_num(pool);
-  std::vector<std::unique_ptr<arrow::ArrayBuilder>> cols;
   auto schema = TableSchema(table);
-  for (int i = 1; i < schema->num_fields(); ++i) {
-    std::unique_ptr<arrow::ArrayBuilder> b;
-    ARROW_RETURN_NOT_OK(arrow::MakeBuilder(pool, schema->field(i)->type(), &b));
-    cols.push_back(std::move(b));
-  }
-  auto u64 = [&](int i) { return static_cast<arrow::UInt64Builder*>(cols[i].get()); };
-  auto u32 = [&](int i) { return static_cast<arrow::UInt32Builder*>(cols[i].get()); };
-  auto fsb = [&](int i) { return static_cast<arrow::FixedSizeBinaryBuilder*>(cols[i].get()); };
-  auto bin = [&](int i) { return static_cast<arrow::BinaryBuilder*>(cols[i].get()); };
-  uint8_t buf[32];
-  std::string bytes;
-
+  RowBuilders rows;
+  ARROW_RETURN_NOT_OK(rows.Init(*schema));
   for (uint64_t b = from; b <= to; ++b) {
     uint32_t version = Version(b, head);
     Rng block_rng(Key(seed, kBlock, b, version));
     int64_t spread = options_.txs_per_block * 3 / 10;
     int64_t txs = options_.txs_per_block - spread + static_cast<int64_t>(block_rng.Below(2 * spread + 1));
     if (table == ChainTable::kBlocks) {
-      Hash32 h = BlockHash(b, head);
-      Hash32 p = BlockHash(b - 1, head);
-      ARROW_RETURN_NOT_OK(block_num.Append(b));
-      ARROW_RETURN_NOT_OK(fsb(0)->Append(h.data()));
-      ARROW_RETURN_NOT_OK(fsb(1)->Append(p.data()));
-      ARROW_RETURN_NOT_OK(u64(2)->Append(1'600'000'000 + b * 12));
-      PoolBytes(seed, kAddressPool, block_rng.Below(50), buf, 20);
-      ARROW_RETURN_NOT_OK(fsb(3)->Append(buf));
-      uint64_t limit = 30'000'000;
-      ARROW_RETURN_NOT_OK(u64(4)->Append(limit / 4 + block_rng.Below(limit * 3 / 4)));
-      ARROW_RETURN_NOT_OK(u64(5)->Append(limit));
-      ARROW_RETURN_NOT_OK(u64(6)->Append(1'000'000'000 + block_rng.Below(50'000'000'000ull)));
-      ARROW_RETURN_NOT_OK(u32(7)->Append(static_cast<uint32_t>(txs)));
+      ARROW_RETURN_NOT_OK(AppendBlock(rows, seed, b, BlockHash(b, head), BlockHash(b - 1, head), txs, block_rng));
       continue;
     }
     uint32_t log_index = 0;
     for (int64_t t = 0; t < txs; ++t) {
       Rng tx_rng(Key(seed, kTable, Key(b, version, t)));
-      int64_t logs = tx_rng.Geometric(options_.logs_per_tx);
+      int64_t logs = tx_rng.Geometric(options_.logs_per_tx);  // drawn for every table: the draws after it follow
       if (table == ChainTable::kTransactions) {
-        ARROW_RETURN_NOT_OK(block_num.Append(b));
-        ARROW_RETURN_NOT_OK(u32(0)->Append(static_cast<uint32_t>(t)));
-        tx_rng.Fill(buf, 32);
-        ARROW_RETURN_NOT_OK(fsb(1)->Append(buf));
-        PoolBytes(seed, kAddressPool, tx_rng.Below(1000), buf, 20);
-        ARROW_RETURN_NOT_OK(fsb(2)->Append(buf));
-        if (tx_rng.Uniform() < 0.01) {
-          ARROW_RETURN_NOT_OK(fsb(3)->AppendNull());  // contract creation
-        } else {
-          PoolBytes(seed, kAddressPool, tx_rng.Below(1000), buf, 20);
-          ARROW_RETURN_NOT_OK(fsb(3)->Append(buf));
-        }
-        ARROW_RETURN_NOT_OK(u64(4)->Append(tx_rng.Uniform() < 0.6 ? 0 : tx_rng.Below(1ull << 60)));
-        ARROW_RETURN_NOT_OK(u64(5)->Append(21000 + tx_rng.Below(300'000)));
-        ARROW_RETURN_NOT_OK(u64(6)->Append(1'000'000'000 + tx_rng.Below(100'000'000'000ull)));
-        // input: empty for transfers, a selector and ABI words for calls, now and then large.
-        double kind = tx_rng.Uniform();
-        if (kind < 0.3) {
-          bytes.clear();
-        } else {
-          int64_t words = kind > 0.99 ? 64 + static_cast<int64_t>(tx_rng.Below(256)) : tx_rng.Geometric(3);
-          AbiWords(tx_rng, words, &bytes);
-          tx_rng.Fill(buf, 4);
-          bytes.insert(0, reinterpret_cast<const char*>(buf), 4);
-        }
-        ARROW_RETURN_NOT_OK(bin(7)->Append(bytes));
-        continue;
-      }
-      for (int64_t l = 0; l < logs; ++l) {  // kLogs
-        ARROW_RETURN_NOT_OK(block_num.Append(b));
-        ARROW_RETURN_NOT_OK(u32(0)->Append(static_cast<uint32_t>(t)));
-        ARROW_RETURN_NOT_OK(u32(1)->Append(log_index++));
-        PoolBytes(seed, kAddressPool, tx_rng.Below(200), buf, 20);
-        ARROW_RETURN_NOT_OK(fsb(2)->Append(buf));
-        int64_t topics = static_cast<int64_t>(tx_rng.Below(5));
-        for (int64_t k = 0; k < 4; ++k) {
-          if (k >= topics) {
-            ARROW_RETURN_NOT_OK(fsb(3 + k)->AppendNull());
-          } else if (k == 0) {
-            PoolBytes(seed, kTopicPool, tx_rng.Below(50), buf, 32);
-            ARROW_RETURN_NOT_OK(fsb(3)->Append(buf));
-          } else {
-            std::memset(buf, 0, 12);
-            PoolBytes(seed, kAddressPool, tx_rng.Below(1000), buf + 12, 20);
-            ARROW_RETURN_NOT_OK(fsb(3 + k)->Append(buf));
-          }
-        }
-        AbiWords(tx_rng, tx_rng.Uniform() < 0.02 ? 16 + tx_rng.Geometric(30) : tx_rng.Geometric(2), &bytes);
-        ARROW_RETURN_NOT_OK(bin(7)->Append(bytes));
+        ARROW_RETURN_NOT_OK(AppendTransaction(rows, seed, b, t, tx_rng));
+      } else {
+        ARROW_RETURN_NOT_OK(AppendLogs(rows, seed, b, t, logs, tx_rng, &log_index));
       }
     }
   }
-  std::vector<std::shared_ptr<arrow::Array>> arrays(cols.size() + 1);
-  ARROW_RETURN_NOT_OK(block_num.Finish(&arrays[0]));
-  for (size_t i = 0; i < cols.size(); ++i) ARROW_RETURN_NOT_OK(cols[i]->Finish(&arrays[i + 1]));
-  int64_t rows = arrays[0]->length();
-  return arrow::RecordBatch::Make(schema, rows, arrays);
+  return rows.Finish(schema);
 }
 
 }  // namespace sediment::chain
