@@ -42,8 +42,8 @@
 #include "catalog/committed.h"
 #include "catalog/entry.h"
 #include "catalog/hooks.h"
-#include "catalog/records.h"
 #include "catalog/range_store.h"
+#include "catalog/records.h"
 #include "catalog/storage_namespace.h"
 
 namespace sediment {
@@ -205,6 +205,21 @@ class Catalog {
   // The same, for a repository record the caller already read.
   Status PutEntry(const Repository& repo, const std::string& branch, const std::string& path, const Entry& entry,
                   bool if_absent = false, bool force = false);
+  // PutEntry for data the caller has just written at entry.address in the
+  // repository's namespace for this entry alone (an upload, or bytes copied
+  // for it; never data another entry may share). When staging fails, the data
+  // is deleted if, and only if, no staging write was issued and the failure is
+  // a refusal: the path is invalid (InvalidArgument), the repository is
+  // read-only or the branch protected (Forbidden), the branch does not exist
+  // (NotFound), or the path exists under `if_absent` (PreconditionFailed).
+  // Then no entry can name the data. Once a staging write was issued the data
+  // is kept, whatever the error, because a staged entry may already name it:
+  // the write may have landed before an I/O error, in a token a commit sealed
+  // meanwhile (Busy after the retries), or just before the branch was deleted
+  // (NotFound, and a commit may have taken the entry first). Data kept that
+  // nothing names is catalog GC's to delete, as after any other error.
+  Status PutUploadedEntry(const Repository& repo, const std::string& branch, const std::string& path,
+                          const Entry& entry, bool if_absent = false, bool force = false);
   // Stages many entries at once (imports, benchmarks): atomic KV batches of up
   // to 1,000, each re-checked against a concurrent seal like PutEntry.
   Status PutEntries(const std::string& repo, const std::string& branch,
@@ -340,8 +355,8 @@ class Catalog {
   Result<Commit> DoCommitBranch(const std::string& repo, const std::string& branch, const CommitParams& params);
   Result<Commit> DoMerge(const std::string& repo, const std::string& source_ref, const std::string& dest_branch,
                          const CommitParams& params, MergeStrategy strategy);
-  Result<Commit> DoRevert(const std::string& repo, const std::string& branch, const std::string& ref,
-                          int parent_number, const CommitParams& params);
+  Result<Commit> DoRevert(const std::string& repo, const std::string& branch, const std::string& ref, int parent_number,
+                          const CommitParams& params);
   Result<Commit> DoCherryPick(const std::string& repo, const std::string& branch, const std::string& ref,
                               int parent_number, const CommitParams& params);
   Result<Tag> DoCreateTag(const std::string& repo, const std::string& id, const std::string& ref, bool force);
@@ -375,9 +390,14 @@ class Catalog {
   Status QueueDrop(const std::string& token);
   // One pass of ResetPath on the branch as loaded (see catalog_reset.cc).
   Status ResetPathOn(const Repository& repo, const Branch& branch, const std::string& path, bool prefix);
-  // PutEntry with if_absent: one atomic check-and-write on the current token.
+  // PutEntry's work; `*wrote` is set once a staging write was issued (it may
+  // have landed, whatever the answer).
+  Status StageEntry(const Repository& repo, const std::string& branch, const std::string& path, const Entry& entry,
+                    bool if_absent, bool force, bool* wrote);
+  // PutEntry with if_absent: one atomic check-and-write on the current token;
+  // `*wrote` as StageEntry's (a batch refused by its preconditions wrote nothing).
   Status PutIfAbsent(const Repository& repo, const std::string& branch, const std::string& path,
-                     const std::string& value, std::string* token);
+                     const std::string& value, std::string* token, bool* wrote);
   // The encoded entry of `path` on `branch` (tokens, then its base meta-range),
   // nullopt if absent or deleted. Skips the current token unless `include_current`.
   Result<std::optional<std::string>> LookupOnBranch(const Repository& repo, const Branch& branch,
@@ -482,7 +502,7 @@ class Catalog {
 
   std::mutex ns_mu_;
   std::map<std::string, Namespace> namespaces_;  // GUARDED_BY(ns_mu_)
-  std::atomic<HookRunner*> hooks_{nullptr};  // SetHooks; null: no hooks
+  std::atomic<HookRunner*> hooks_{nullptr};      // SetHooks; null: no hooks
 };
 
 }  // namespace sediment::catalog

@@ -1,4 +1,6 @@
-// Catalog, staged writes: PutEntry, PutEntries, DeleteEntry and DeleteEntries.
+// Catalog, staged writes: PutEntry (and PutUploadedEntry, the one rule for
+// when data written for a refused entry is deleted), PutEntries, DeleteEntry
+// and DeleteEntries.
 // Writes never touch the branch record; each goes to the current staging token
 // and is re-checked against a concurrent seal (WriteStaged), except a write
 // if absent, which requires the branch record unchanged in its batch.
@@ -8,6 +10,7 @@
 
 #include "base/executor.h"
 #include "base/failpoint.h"
+#include "blob/blob.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
 #include "catalog/keys.h"
@@ -61,6 +64,23 @@ Status Catalog::PutEntry(const std::string& repo_id, const std::string& branch, 
 
 Status Catalog::PutEntry(const Repository& repo, const std::string& branch, const std::string& path, const Entry& entry,
                          bool if_absent, bool force) {
+  bool wrote = false;
+  return StageEntry(repo, branch, path, entry, if_absent, force, &wrote);
+}
+
+Status Catalog::PutUploadedEntry(const Repository& repo, const std::string& branch, const std::string& path,
+                                 const Entry& entry, bool if_absent, bool force) {
+  bool wrote = false;
+  Status st = StageEntry(repo, branch, path, entry, if_absent, force, &wrote);
+  const bool refused = IsInvalidArgument(st) || IsForbidden(st) || IsNotFound(st) || IsPreconditionFailed(st);
+  if (!wrote && refused) {
+    if (auto ns = RepositoryNamespace(repo); ns.ok()) (void)(*ns)->Delete(entry.address);
+  }
+  return st;
+}
+
+Status Catalog::StageEntry(const Repository& repo, const std::string& branch, const std::string& path,
+                           const Entry& entry, bool if_absent, bool force, bool* wrote) {
   const std::string& repo_id = repo.id;
   ARROW_RETURN_NOT_OK(ValidatePath(path));
   if (!force) ARROW_RETURN_NOT_OK(CheckWritable(repo));
@@ -68,9 +88,12 @@ Status Catalog::PutEntry(const Repository& repo, const std::string& branch, cons
   std::string value = EncodeEntry(entry);
   std::string token;
   if (if_absent) {
-    ARROW_RETURN_NOT_OK(PutIfAbsent(repo, branch, path, value, &token));
+    ARROW_RETURN_NOT_OK(PutIfAbsent(repo, branch, path, value, &token, wrote));
   } else {
-    auto write = [&](const Branch& b) { return kv_->Set(StagedEntryKey(b.staging_token, path), value); };
+    auto write = [&](const Branch& b) {
+      *wrote = true;
+      return kv_->Set(StagedEntryKey(b.staging_token, path), value);
+    };
     ARROW_RETURN_NOT_OK(WriteStaged(repo_id, branch, write, "write", &token));
   }
   if (on_mutation_) on_mutation_(repo_id, branch, token, 1);
@@ -83,7 +106,7 @@ Status Catalog::PutEntry(const Repository& repo, const std::string& branch, cons
 // write that loses either race re-reads and checks again; no re-check after the
 // write is needed, since it cannot land in a token that was sealed meanwhile.
 Status Catalog::PutIfAbsent(const Repository& repo, const std::string& branch, const std::string& path,
-                            const std::string& value, std::string* token) {
+                            const std::string& value, std::string* token, bool* wrote) {
   auto exists = [&] {
     return PreconditionFailed(fmt::format("object \"{}\" already exists on branch \"{}\"", path, branch));
   };
@@ -106,7 +129,10 @@ Status Catalog::PutIfAbsent(const Repository& repo, const std::string& branch, c
     batch.Put(key, value);
     Status st = kv_->Apply(batch);
     if (st.ok()) *token = rec.branch.staging_token;
-    if (!IsPreconditionFailed(st)) return st;
+    if (!IsPreconditionFailed(st)) {
+      *wrote = true;
+      return st;
+    }
   }
   return Busy(fmt::format("branch \"{}\" kept changing; retry the write of \"{}\"", branch, path));
 }

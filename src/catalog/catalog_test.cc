@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "base/test_util.h"
+#include "blob/blob.h"
 #include "catalog/catalog_testing.h"
 #include "catalog/keys.h"
 #include "kv/hooked_kv_testing.h"
@@ -581,6 +582,42 @@ TEST_F(CatalogTest, LinkAddressesLinkOnceWhereIssuedUntilTheyExpire) {
   ASSERT_OK(catalog_->ClaimLinkAddress("repo", "main", "public/w", d));
   clock_->Advance(std::chrono::hours(23));
   EXPECT_TRUE(IsInvalidArgument(catalog_->CheckLinkAddress("repo", "main", "public/big", upload)));
+}
+
+// PutUploadedEntry deletes data written for an entry that staging refused
+// before it wrote anything, and keeps it once a staging write was issued: the
+// entry may be staged, and a commit may have taken it.
+TEST_F(CatalogTest, UploadedDataIsDeletedOnlyWhenNothingWasStaged) {
+  // Stages an entry for freshly written data; whether the data is still stored.
+  auto upload = [&](const std::string& branch, const std::string& path, bool if_absent, Status* st) {
+    auto repo = catalog_->GetRepository("repo");
+    auto ns = catalog_->RepositoryNamespace(*repo);
+    Entry e = MakeEntry("up");
+    e.address = NewDataAddress(0);
+    EXPECT_OK((*ns)->Put(e.address, "up"));
+    *st = catalog_->PutUploadedEntry(*repo, branch, path, e, if_absent);
+    return (*ns)->Stat(e.address).ok();
+  };
+  Status st;
+  EXPECT_FALSE(upload("main", "", false, &st));
+  EXPECT_TRUE(IsInvalidArgument(st)) << st.ToString();
+  EXPECT_FALSE(upload("nope", "a", false, &st));
+  EXPECT_TRUE(IsNotFound(st)) << st.ToString();
+  EXPECT_FALSE(upload("nope", "a", /*if_absent=*/true, &st));
+  EXPECT_TRUE(IsNotFound(st)) << st.ToString();
+  EXPECT_TRUE(upload("main", "a", false, &st));
+  ASSERT_OK(st);
+  EXPECT_FALSE(upload("main", "a", /*if_absent=*/true, &st));
+  EXPECT_TRUE(IsPreconditionFailed(st)) << st.ToString();
+  ASSERT_OK(catalog_->SetBranchProtection("repo", {"guarded"}, std::nullopt));
+  EXPECT_FALSE(upload("guarded", "a", false, &st));
+  EXPECT_TRUE(IsForbidden(st)) << st.ToString();
+  // The branch deleted between the staged write and its re-check: NotFound,
+  // but the entry was written (a commit could have sealed it first).
+  ASSERT_OK(catalog_->CreateBranch("repo", "doomed", "main").status());
+  kv_->BeforeWrite(HookedKv::Prefix("c/s/"), [&] { EXPECT_OK(catalog_->DeleteBranch("repo", "doomed")); });
+  EXPECT_TRUE(upload("doomed", "b", false, &st));
+  EXPECT_TRUE(IsNotFound(st)) << st.ToString();
 }
 
 // Cherry-pick replays one commit's change onto another branch; revert undoes

@@ -105,16 +105,7 @@ Status UploadObject(const Context& ctx, const Req& req, Res& res, const httplib:
   e.mtime = std::time(nullptr);
   e.metadata = UserMetadata(req);
   SEDIMENT_FAILPOINT("catalog.upload.after_data");
-  Status put = ctx.cat->PutEntry(repo, branch, path, e, if_none_match == "*", force);
-  if (!put.ok()) {
-    // Only an answer that proves nothing was staged frees the data; after any
-    // other error the entry may have landed, and catalog GC takes the data
-    // once nothing references it.
-    if (IsPreconditionFailed(put) || IsForbidden(put) || IsInvalidArgument(put) || IsNotFound(put)) {
-      (void)ns->Delete(e.address);
-    }
-    return put;
-  }
+  ARROW_RETURN_NOT_OK(ctx.cat->PutUploadedEntry(repo, branch, path, e, if_none_match == "*", force));
   ReplyJson(res, 201, ObjectJson(repo, path, e));
   return Status::OK();
 }
@@ -151,11 +142,8 @@ Status CopyObject(const Context& ctx, const Req& req, Res& res, const std::strin
     e.address = address;
   }
   e.mtime = std::time(nullptr);
-  Status put = ctx.cat->PutEntry(repo, branch, dest, e, /*if_absent=*/false, force);
-  if (!put.ok()) {
-    if (copied && (IsForbidden(put) || IsInvalidArgument(put) || IsNotFound(put))) (void)ns->Delete(e.address);
-    return put;
-  }
+  ARROW_RETURN_NOT_OK(copied ? ctx.cat->PutUploadedEntry(repo, branch, dest, e, /*if_absent=*/false, force)
+                             : ctx.cat->PutEntry(repo, branch, dest, e, /*if_absent=*/false, force));
   ReplyJson(res, 201, ObjectJson(repo, dest, e));
   return Status::OK();
 }

@@ -292,14 +292,9 @@ Status CompleteMultipartUpload(const Gateway& gw, const Target& t, const Req& re
     if (IsNotFound(claimed)) return S3Error(404, "NoSuchUpload", claimed.message());
     return claimed;
   }
-  Status put = gw.cat->PutEntry(repo, t.ref, t.path, e, if_absent);
-  if (!put.ok()) {
-    if (IsPreconditionFailed(put) || IsForbidden(put) || IsInvalidArgument(put) || IsNotFound(put)) {
-      (void)ns->Delete(e.address);
-    }
-    if (IsPreconditionFailed(put)) return S3Error(412, "PreconditionFailed", fmt::format("\"{}\" exists", t.key));
-    return put;
-  }
+  Status put = gw.cat->PutUploadedEntry(repo, t.ref, t.path, e, if_absent);
+  if (IsPreconditionFailed(put)) return S3Error(412, "PreconditionFailed", fmt::format("\"{}\" exists", t.key));
+  ARROW_RETURN_NOT_OK(put);
   for (const auto& [num, p] : by_number) (void)ns->Delete(p.address);
   std::string etag = fmt::format("{}-{}", e.checksum, chosen.size());
   ReplyXml(res, 200,

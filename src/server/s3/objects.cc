@@ -82,18 +82,14 @@ Status CheckIfNoneMatch(const Req& req, bool* if_absent) {
   return Status::OK();
 }
 
-// Stages `e` at the target; frees e's data if the answer proves nothing was staged.
-Status Publish(const Gateway& gw, const catalog::Repository& repo, const catalog::Namespace& ns, const Target& t,
-               const catalog::Entry& e, bool if_absent) {
+// Stages `e`, whose data this request wrote, at the target (the catalog
+// deletes the data if nothing was staged: Catalog::PutUploadedEntry).
+Status Publish(const Gateway& gw, const catalog::Repository& repo, const Target& t, const catalog::Entry& e,
+               bool if_absent) {
   SEDIMENT_FAILPOINT("catalog.upload.after_data");
-  Status put = gw.cat->PutEntry(repo, t.ref, t.path, e, if_absent);
-  if (!put.ok()) {
-    if (IsPreconditionFailed(put) || IsForbidden(put) || IsInvalidArgument(put) || IsNotFound(put)) {
-      (void)ns->Delete(e.address);
-    }
-    if (IsPreconditionFailed(put)) {
-      return S3Error(412, "PreconditionFailed", fmt::format("\"{}\" exists (If-None-Match: *)", t.key));
-    }
+  Status put = gw.cat->PutUploadedEntry(repo, t.ref, t.path, e, if_absent);
+  if (IsPreconditionFailed(put)) {
+    return S3Error(412, "PreconditionFailed", fmt::format("\"{}\" exists (If-None-Match: *)", t.key));
   }
   return put;
 }
@@ -181,7 +177,7 @@ Status PutObject(const Gateway& gw, const Target& t, const Req& req, Res& res, c
   e.checksum = got.md5_hex;
   e.mtime = std::time(nullptr);
   e.metadata = AmzMetadata(req);
-  ARROW_RETURN_NOT_OK(Publish(gw, repo, ns, t, e, if_absent));
+  ARROW_RETURN_NOT_OK(Publish(gw, repo, t, e, if_absent));
   res.status = 200;
   res.set_header("ETag", "\"" + e.checksum + "\"");
   return Status::OK();
@@ -232,7 +228,7 @@ Status CopyObject(const Gateway& gw, const Target& t, const Req& req, Res& res, 
   bool if_absent = false;
   ARROW_RETURN_NOT_OK(CheckIfNoneMatch(req, &if_absent));
   if (src.bucket != t.bucket && owned) {
-    ARROW_RETURN_NOT_OK(Publish(gw, repo, ns, t, e, if_absent));
+    ARROW_RETURN_NOT_OK(Publish(gw, repo, t, e, if_absent));
   } else {
     Status put = gw.cat->PutEntry(repo, t.ref, t.path, e, if_absent);
     if (IsPreconditionFailed(put)) return S3Error(412, "PreconditionFailed", fmt::format("\"{}\" exists", t.key));
