@@ -36,8 +36,10 @@ std::vector<Route> ServerRoutes(MetricsRegistry* metrics) {
        },
        &kServer},
   };
+  // Only under /api/v1/: another /api/ path (an endpoint URL with a typo) keeps
+  // the server's plain-text 404, which lakectl doctor reads as "wrong endpoint".
   for (const char* method : {"GET", "POST", "PUT", "DELETE", "PATCH"}) {
-    rows.push_back({method, "/api/{rest:.*}", "server NotFound", Access::kPublic, {}, not_found, &kServer});
+    rows.push_back({method, "/api/v1/{rest:.*}", "server NotFound", Access::kPublic, {}, not_found, &kServer});
     rows.push_back({method, "/iceberg/v1/{rest:.*}", "iceberg NotFound", Access::kPublic, {}, not_found, &kIcebergPaths});
   }
   return rows;
