@@ -116,7 +116,8 @@ std::string ExpandResource(const std::string& resource_template, const CompiledP
 // handlers. One per server (the API port; a [gateway] port has only S3).
 class Router {
  public:
-  explicit Router(auth::AuthService* auth) : auth_(auth) {}
+  explicit Router(auth::AuthService* auth);
+  ~Router();
 
   void Add(std::vector<Route> routes);
   const std::vector<Route>& routes() const { return routes_; }
@@ -150,6 +151,8 @@ class Router {
   auth::AuthService* auth_;
   std::vector<Route> routes_;
   std::vector<CompiledPath> compiled_;  // routes_[i]'s, filled by Register
+  struct Matchers;                      // compiled_[i].regex as std::regex, for Dispatch (router.cc)
+  std::unique_ptr<Matchers> matchers_;
   std::atomic<bool> set_up_{false};     // the catalog was set up (cannot be undone)
 };
 

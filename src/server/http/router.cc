@@ -106,6 +106,13 @@ std::string ExpandResource(const std::string& resource, const CompiledPath& path
   return out;
 }
 
+struct Router::Matchers {
+  std::vector<std::regex> regexes;
+};
+
+Router::Router(auth::AuthService* auth) : auth_(auth), matchers_(std::make_unique<Matchers>()) {}
+Router::~Router() = default;
+
 void Router::Add(std::vector<Route> routes) {
   for (Route& r : routes) routes_.push_back(std::move(r));
 }
@@ -148,9 +155,11 @@ void Router::Serve(const Route& route, const CompiledPath& path, const httplib::
 
 Status Router::Register(HttpServer* http) {
   compiled_.clear();
+  matchers_->regexes.clear();
   for (const Route& r : routes_) {
     if (r.protocol == nullptr || !r.handler) return Status::Invalid(fmt::format("route {} is incomplete", r.operation));
     ARROW_ASSIGN_OR_RAISE(auto compiled, CompilePath(r.path));
+    matchers_->regexes.emplace_back(compiled.regex);
     compiled_.push_back(std::move(compiled));
   }
   for (size_t i = 0; i < routes_.size(); ++i) {
@@ -178,7 +187,7 @@ Status Router::Dispatch(const std::string& protocol, const std::string& user, ht
         route.method != req.method) {
       continue;
     }
-    if (!std::regex_match(req.path, req.matches, std::regex(compiled_[i].regex))) continue;
+    if (!std::regex_match(req.path, req.matches, matchers_->regexes[i])) continue;
     ARROW_RETURN_NOT_OK(Authorize(route, compiled_[i], req, user));
     return route.handler(Call{req, res, user, nullptr});
   }

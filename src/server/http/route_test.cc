@@ -1,0 +1,70 @@
+// The route table's templates: paths compiled to the regex their rows match,
+// and permission resources filled from a request (route.h).
+#include "server/http/route.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <regex>
+
+namespace sediment::server {
+namespace {
+
+httplib::Request Matched(const CompiledPath& path, const std::string& target) {
+  httplib::Request req;
+  req.path = target;
+  EXPECT_TRUE(std::regex_match(req.path, req.matches, std::regex(path.regex))) << path.regex << " " << target;
+  return req;
+}
+
+TEST(RouteTest, APathTemplateMatchesOneSegmentPerParameterAndLiteralTextExactly) {
+  auto path = CompilePath("/api/v1/repositories/{repository}/branches/{branch}");
+  ASSERT_TRUE(path.ok());
+  EXPECT_EQ(path->params, (std::vector<std::string>{"repository", "branch"}));
+  auto req = Matched(*path, "/api/v1/repositories/r1/branches/b.x");
+  EXPECT_EQ(req.matches[1].str(), "r1");
+  EXPECT_EQ(req.matches[2].str(), "b.x");
+  std::smatch m;
+  std::string nested = "/api/v1/repositories/r1/branches/b/x";
+  EXPECT_FALSE(std::regex_match(nested, m, std::regex(path->regex))) << "a parameter is one segment";
+  auto dots = CompilePath("/a.b/{x}");
+  ASSERT_TRUE(dots.ok());
+  std::string other = "/aXb/1";
+  EXPECT_FALSE(std::regex_match(other, m, std::regex(dots->regex))) << "'.' in a template is literal";
+}
+
+TEST(RouteTest, AParameterMayNameItsOwnPattern) {
+  auto path = CompilePath("/r/{repository:[^/]*}/x/{file:.+}");
+  ASSERT_TRUE(path.ok());
+  auto req = Matched(*path, "/r//x/a/b.js");
+  EXPECT_EQ(req.matches[1].str(), "");
+  EXPECT_EQ(req.matches[2].str(), "a/b.js");
+}
+
+TEST(RouteTest, AMalformedTemplateIsRefusedNamingIt) {
+  for (const char* bad : {"/a/{x", "/a/x}", "/a/{}/b", "/a/{:.*}"}) {
+    auto path = CompilePath(bad);
+    ASSERT_FALSE(path.ok()) << bad;
+    EXPECT_NE(path.status().message().find(bad), std::string::npos) << path.status().message();
+  }
+}
+
+TEST(RouteTest, AResourceIsFilledFromThePathTheQueryAndTheBody) {
+  auto path = CompilePath("/repositories/{repository}/branches/{branch}");
+  ASSERT_TRUE(path.ok());
+  auto req = Matched(*path, "/repositories/lake/branches/dev");
+  req.params.emplace("path", "a/b.txt");
+  req.body = R"({"name": "feature", "id": 7})";
+  EXPECT_EQ(ExpandResource("arn:lakefs:fs:::repository/{repository}/branch/{branch}", *path, req),
+            "arn:lakefs:fs:::repository/lake/branch/dev");
+  EXPECT_EQ(ExpandResource("arn:x:::{repository}/object/{?path}", *path, req), "arn:x:::lake/object/a/b.txt");
+  EXPECT_EQ(ExpandResource("arn:x:::{repository}/branch/{body.name}", *path, req), "arn:x:::lake/branch/feature");
+  // Absent or not a string: empty, so the policy decides on the resource without it.
+  EXPECT_EQ(ExpandResource("arn:x:::{body.id}/{?none}/{body.missing}", *path, req), "arn:x:::///");
+  req.body = "not json";
+  EXPECT_EQ(ExpandResource("arn:x:::{body.name}", *path, req), "arn:x:::");
+  EXPECT_EQ(ExpandResource("*", *path, req), "*");
+}
+
+}  // namespace
+}  // namespace sediment::server
