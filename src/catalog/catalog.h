@@ -42,12 +42,11 @@
 #include "catalog/committed.h"
 #include "catalog/entry.h"
 #include "catalog/hooks.h"
-#include "catalog/records.h"
 #include "catalog/range_store.h"
+#include "catalog/records.h"
 #include "catalog/storage_namespace.h"
 
 namespace sediment {
-class PeriodicTask;
 class CounterMetric;
 class MetricsRegistry;
 namespace kv {
@@ -64,6 +63,7 @@ namespace sediment::catalog {
 
 struct GcOptions;
 struct GcReport;
+class StagingManager;
 
 struct CatalogOptions {
   std::string cache_dir;
@@ -317,6 +317,8 @@ class Catalog {
 
   RangeStore& ranges() { return *ranges_; }
   kv::KvStore& kv() { return *kv_; }
+  // The staging area (staged entries and retired tokens); GC reads it.
+  StagingManager& staging() { return *staging_; }
   // Finishes the cleanup of deleted repositories and drops dead staging tokens
   // now (the background task does it periodically).
   Status DropDeadTokens();
@@ -340,8 +342,8 @@ class Catalog {
   Result<Commit> DoCommitBranch(const std::string& repo, const std::string& branch, const CommitParams& params);
   Result<Commit> DoMerge(const std::string& repo, const std::string& source_ref, const std::string& dest_branch,
                          const CommitParams& params, MergeStrategy strategy);
-  Result<Commit> DoRevert(const std::string& repo, const std::string& branch, const std::string& ref,
-                          int parent_number, const CommitParams& params);
+  Result<Commit> DoRevert(const std::string& repo, const std::string& branch, const std::string& ref, int parent_number,
+                          const CommitParams& params);
   Result<Commit> DoCherryPick(const std::string& repo, const std::string& branch, const std::string& ref,
                               int parent_number, const CommitParams& params);
   Result<Tag> DoCreateTag(const std::string& repo, const std::string& id, const std::string& ref, bool force);
@@ -371,8 +373,6 @@ class Catalog {
   Status WriteStaged(const std::string& repo, const std::string& branch,
                      const std::function<Status(const Branch& branch)>& write, const char* what,
                      std::string* token = nullptr);
-  // Queues `token` for the background dropper.
-  Status QueueDrop(const std::string& token);
   // One pass of ResetPath on the branch as loaded (see catalog_reset.cc).
   Status ResetPathOn(const Repository& repo, const Branch& branch, const std::string& path, bool prefix);
   // PutEntry with if_absent: one atomic check-and-write on the current token.
@@ -421,7 +421,6 @@ class Catalog {
                             bool* raced_compaction);
   Result<std::shared_ptr<const MetaRange>> CommitMetaRange(const Repository& repo, const std::string& commit_id);
   Result<std::shared_ptr<const MetaRange>> BaseMetaRange(const Repository& repo, const Branch& branch);
-  std::unique_ptr<ValueIterator> StagingView(const Branch& branch, bool include_current = true);
   Result<std::string> StoreCommit(const std::string& repo, Commit* commit);
   Result<std::string> MergeBase(const std::string& repo, const std::string& a, const std::string& b);
   // The changes that turn dest into dest + (source - base), streamed in key
@@ -456,7 +455,7 @@ class Catalog {
   std::shared_ptr<Clock> clock_;
   CatalogOptions options_;
   std::unique_ptr<RangeStore> ranges_;
-  std::unique_ptr<PeriodicTask> dropper_;
+  std::unique_ptr<StagingManager> staging_;  // staged entries, retired tokens, the dropper
   // Where `log` pages stop: (repo, head, last listed commit, first_parent) ->
   // the commits the walk would look at next. A page that starts after one
   // resumes there instead of walking again from the head; exact, since
@@ -482,7 +481,7 @@ class Catalog {
 
   std::mutex ns_mu_;
   std::map<std::string, Namespace> namespaces_;  // GUARDED_BY(ns_mu_)
-  std::atomic<HookRunner*> hooks_{nullptr};  // SetHooks; null: no hooks
+  std::atomic<HookRunner*> hooks_{nullptr};      // SetHooks; null: no hooks
 };
 
 }  // namespace sediment::catalog

@@ -15,6 +15,7 @@
 #include "catalog/catalog_internal.h"
 #include "catalog/committed.h"
 #include "catalog/keys.h"
+#include "catalog/staging_manager.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
@@ -43,7 +44,7 @@ Result<std::shared_ptr<const MetaRange>> Catalog::FoldSealed(const Repository& r
                                                              ApplyStats* stats) {
   ARROW_ASSIGN_OR_RAISE(auto base, BaseMetaRange(repo, sealed));
   ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
-  auto changes = StagingView(sealed, /*include_current=*/false);
+  auto changes = staging_->View(sealed, /*include_current=*/false);
   return ApplyChanges(*ranges_, ns, base, *changes, stats);
 }
 
@@ -74,10 +75,10 @@ Result<Catalog::SwapResult> Catalog::SwapFolded(const std::string& repo_id, cons
     kv::Batch batch;
     batch.Require(kv::Precondition::Equals(BranchKey(repo_id, branch), now.raw))
         .Put(BranchKey(repo_id, branch), BranchJson(next));
-    for (const auto& t : folded) batch.Put(DropKey(t), "");
+    for (const auto& t : folded) StagingManager::Retire(&batch, t);
     Status st = kv_->Apply(batch);
     if (st.ok()) {
-      if (dropper_) dropper_->Trigger();
+      staging_->TriggerDrop();
       result.branch = std::move(next);
       return result;
     }
@@ -96,8 +97,7 @@ Result<CompactionResult> Catalog::CompactStaging(const std::string& repo_id, con
   if (repo.read_only) return Forbidden(fmt::format("repository \"{}\" is read-only: it is never compacted", repo_id));
   CompactionResult result;
   ARROW_ASSIGN_OR_RAISE(auto probe, LoadBranch(repo_id, branch));
-  ARROW_ASSIGN_OR_RAISE(bool staged,
-                        internal::HasStagedEntries(*kv_, probe.branch, internal::StagedProbe::kEveryToken));
+  ARROW_ASSIGN_OR_RAISE(bool staged, staging_->HasStagedEntries(probe.branch, StagedProbe::kEveryToken));
   if (!staged) {
     result.meta_range_id = probe.branch.compacted_meta_range_id;
     return result;
@@ -139,7 +139,7 @@ Result<CompactionResult> Catalog::CompactStaging(const std::string& repo_id, con
 // Commit
 
 Result<Commit> Catalog::DoCommitBranch(const std::string& repo_id, const std::string& branch,
-                                     const CommitParams& params) {
+                                       const CommitParams& params) {
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
   if (!params.force) ARROW_RETURN_NOT_OK(CheckWritable(repo));
   ARROW_RETURN_NOT_OK(CheckProtection(repo, branch, /*commit=*/true));

@@ -7,6 +7,7 @@
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
 #include "catalog/committed.h"
+#include "catalog/staging_manager.h"
 
 namespace sediment::catalog {
 
@@ -41,7 +42,7 @@ Result<Page<DiffItem>> Catalog::DiffUncommitted(const std::string& repo_id, cons
   ARROW_ASSIGN_OR_RAISE(auto commit_mr, CommitMetaRange(repo, rec.branch.commit_id));
   // Candidates: every staged key, plus every key the compacted meta-range changed.
   std::vector<std::unique_ptr<ValueIterator>> sources;
-  sources.push_back(StagingView(rec.branch));
+  sources.push_back(staging_->View(rec.branch));
   if (!rec.branch.compacted_meta_range_id.empty()) {
     ARROW_ASSIGN_OR_RAISE(auto compacted, ranges_->LoadMetaRange(ns, rec.branch.compacted_meta_range_id));
     sources.push_back(DiffAsChanges(DiffMetaRanges(*ranges_, ns, commit_mr, compacted)));

@@ -13,6 +13,7 @@
 #include "catalog/entry.h"
 #include "catalog/keys.h"
 #include "catalog/range_store.h"
+#include "catalog/staging_manager.h"
 #include "kv/lease.h"
 
 namespace sediment::catalog {
@@ -184,10 +185,8 @@ class GcRun {
       std::vector<std::string> tokens = b.sealed_tokens;
       tokens.push_back(b.staging_token);
       for (const auto& t : tokens) {
-        ARROW_RETURN_NOT_OK(kv_->ScanAll(StagingPrefix(t), "", [&](const kv::KeyValue& e) -> Result<bool> {
-          ARROW_RETURN_NOT_OK(MarkAddress(&m_, e.value));
-          return true;
-        }));
+        ARROW_RETURN_NOT_OK(
+            catalog_->staging().ForEachStaged(t, [&](const std::string& value) { return MarkAddress(&m_, value); }));
       }
       auto own = branch_oldest_kept_s_.find(b.id);
       ARROW_RETURN_NOT_OK(

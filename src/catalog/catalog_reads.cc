@@ -5,8 +5,7 @@
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
 #include "catalog/committed.h"
-#include "catalog/keys.h"
-#include "kv/kv.h"
+#include "catalog/staging_manager.h"
 
 namespace sediment::catalog {
 
@@ -25,14 +24,6 @@ Result<std::shared_ptr<const MetaRange>> Catalog::BaseMetaRange(const Repository
   return CommitMetaRange(repo, branch.commit_id);
 }
 
-std::unique_ptr<ValueIterator> Catalog::StagingView(const Branch& branch, bool include_current) {
-  std::vector<std::unique_ptr<ValueIterator>> sources;
-  if (include_current) sources.push_back(NewKvPrefixIterator(kv_, StagingPrefix(branch.staging_token)));
-  for (const auto& t : branch.sealed_tokens) sources.push_back(NewKvPrefixIterator(kv_, StagingPrefix(t)));
-  if (sources.empty()) return NewVectorIterator({});
-  return NewCombinedIterator(std::move(sources));
-}
-
 Result<std::unique_ptr<ValueIterator>> Catalog::View(const Repository& repo, const ResolvedRef& ref) {
   ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
   if (!ref.branch) {
@@ -41,7 +32,7 @@ Result<std::unique_ptr<ValueIterator>> Catalog::View(const Repository& repo, con
   }
   ARROW_ASSIGN_OR_RAISE(auto mr, BaseMetaRange(repo, *ref.branch));
   std::vector<std::unique_ptr<ValueIterator>> sources;
-  sources.push_back(StagingView(*ref.branch));
+  sources.push_back(staging_->View(*ref.branch));
   sources.push_back(ranges_->NewIterator(ns, mr));
   return NewTombstoneFilter(NewCombinedIterator(std::move(sources)));
 }
@@ -51,16 +42,10 @@ Result<std::unique_ptr<ValueIterator>> Catalog::View(const Repository& repo, con
 
 Result<std::optional<std::string>> Catalog::LookupOnBranch(const Repository& repo, const Branch& branch,
                                                            const std::string& path, bool include_current) {
-  std::vector<std::string> tokens;
-  if (include_current) tokens.push_back(branch.staging_token);
-  tokens.insert(tokens.end(), branch.sealed_tokens.begin(), branch.sealed_tokens.end());
-  for (const auto& t : tokens) {
-    auto v = kv_->Get(StagedEntryKey(t, path));
-    if (v.ok()) {
-      if (v->empty()) return std::nullopt;  // a tombstone hides what is below
-      return std::move(*v);
-    }
-    if (!IsNotFound(v.status())) return v.status();
+  ARROW_ASSIGN_OR_RAISE(auto staged, staging_->Lookup(branch, path, include_current));
+  if (staged) {
+    if (staged->empty()) return std::nullopt;  // a tombstone hides what is below
+    return std::move(*staged);
   }
   ARROW_ASSIGN_OR_RAISE(auto mr, BaseMetaRange(repo, branch));
   ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));

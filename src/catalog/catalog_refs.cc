@@ -13,6 +13,7 @@
 #include "catalog/catalog_internal.h"
 #include "catalog/catalog_refs_internal.h"
 #include "catalog/keys.h"
+#include "catalog/staging_manager.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
@@ -243,7 +244,7 @@ Result<ResolvedRef> Catalog::ResolveRef(const std::string& repo, const std::stri
 // Branches
 
 Result<Branch> Catalog::DoCreateBranch(const std::string& repo_id, const std::string& name,
-                                     const std::string& source_ref) {
+                                       const std::string& source_ref) {
   ARROW_ASSIGN_OR_RAISE(auto repo, LoadRepository(repo_id));
   ARROW_RETURN_NOT_OK(ValidateBranchName(name));
   ARROW_ASSIGN_OR_RAISE(auto src, ResolveRef(repo_id, source_ref));
@@ -308,12 +309,12 @@ Status Catalog::DoDeleteBranch(const std::string& repo_id, const std::string& na
       .Delete(MutationCounterKey(repo_id, name))
       .Delete(CompactionStatusKey(repo_id, name))
       .Delete(CompactionLeaseKey(repo_id, name));
-  batch.Put(DropKey(rec.branch.staging_token), "");
-  for (const auto& t : rec.branch.sealed_tokens) batch.Put(DropKey(t), "");
+  StagingManager::Retire(&batch, rec.branch.staging_token);
+  for (const auto& t : rec.branch.sealed_tokens) StagingManager::Retire(&batch, t);
   Status st = kv_->Apply(batch);
   if (IsPreconditionFailed(st)) return Conflict(fmt::format("branch \"{}\" changed while deleting; retry", name));
   ARROW_RETURN_NOT_OK(st);
-  if (dropper_) dropper_->Trigger();
+  staging_->TriggerDrop();
   if (on_branch_gone_) on_branch_gone_(repo_id, name);
   return Status::OK();
 }
@@ -321,13 +322,14 @@ Status Catalog::DoDeleteBranch(const std::string& repo_id, const std::string& na
 Result<bool> Catalog::IsDirty(const std::string& repo, const Branch& branch) {
   (void)repo;
   if (!branch.compacted_meta_range_id.empty()) return true;
-  return internal::HasStagedEntries(*kv_, branch, internal::StagedProbe::kStopAtFirst);
+  return staging_->HasStagedEntries(branch, StagedProbe::kStopAtFirst);
 }
 
 // ---------------------------------------------------------------------------
 // Tags
 
-Result<Tag> Catalog::DoCreateTag(const std::string& repo_id, const std::string& id, const std::string& ref, bool force) {
+Result<Tag> Catalog::DoCreateTag(const std::string& repo_id, const std::string& id, const std::string& ref,
+                                 bool force) {
   ARROW_ASSIGN_OR_RAISE(auto repo, LoadRepository(repo_id));
   ARROW_RETURN_NOT_OK(ValidateTagName(id));
   ARROW_ASSIGN_OR_RAISE(auto target, ResolveRef(repo_id, ref));

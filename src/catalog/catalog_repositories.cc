@@ -15,6 +15,7 @@
 #include "catalog/catalog_internal.h"
 #include "catalog/catalog_refs_internal.h"
 #include "catalog/keys.h"
+#include "catalog/staging_manager.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
@@ -202,8 +203,9 @@ Status Catalog::DeleteRepository(const std::string& id) {
         .Put(RepoDeletionKey(id), RandomHex(8));
     ARROW_RETURN_NOT_OK(kv_->ScanAll(BranchesPrefix(id), "", [&](const kv::KeyValue& item) -> Result<bool> {
       ARROW_ASSIGN_OR_RAISE(auto b, ParseBranch(item.key, item.value));
-      batch.Require(kv::Precondition::Equals(item.key, item.value)).Delete(item.key).Put(DropKey(b.staging_token), "");
-      for (const auto& t : b.sealed_tokens) batch.Put(DropKey(t), "");
+      batch.Require(kv::Precondition::Equals(item.key, item.value)).Delete(item.key);
+      StagingManager::Retire(&batch, b.staging_token);
+      for (const auto& t : b.sealed_tokens) StagingManager::Retire(&batch, t);
       return true;
     }));
     ARROW_RETURN_NOT_OK(kv_->ScanAll(TagsPrefix(id), "", [&](const kv::KeyValue& item) -> Result<bool> {
@@ -217,7 +219,7 @@ Status Catalog::DeleteRepository(const std::string& id) {
       return Busy(fmt::format("repository \"{}\" kept changing while being deleted; retry", id));
     }
   }
-  if (dropper_) dropper_->Trigger();
+  staging_->TriggerDrop();
   if (on_branch_gone_) on_branch_gone_(id, "");
   // The repository is deleted; what remains is cleanup, which the background task retries.
   Status cleanup = FinishRepositoryDeletion(id);
@@ -284,8 +286,9 @@ Status Catalog::FinishRepositoryDeletion(const std::string& id) {
     batch.Require(still);
     for (const auto& item : page.items) {
       ARROW_ASSIGN_OR_RAISE(auto b, ParseBranch(item.key, item.value));
-      batch.Require(kv::Precondition::Equals(item.key, item.value)).Delete(item.key).Put(DropKey(b.staging_token), "");
-      for (const auto& t : b.sealed_tokens) batch.Put(DropKey(t), "");
+      batch.Require(kv::Precondition::Equals(item.key, item.value)).Delete(item.key);
+      StagingManager::Retire(&batch, b.staging_token);
+      for (const auto& t : b.sealed_tokens) StagingManager::Retire(&batch, t);
     }
     Status st = kv_->Apply(batch);
     if (finished_elsewhere(st)) return Status::OK();
@@ -305,7 +308,7 @@ Status Catalog::FinishRepositoryDeletion(const std::string& id) {
   Status st = kv_->Apply(done);
   if (IsPreconditionFailed(st)) return Status::OK();
   ARROW_RETURN_NOT_OK(st);
-  if (dropper_) dropper_->Trigger();
+  staging_->TriggerDrop();
   return Status::OK();
 }
 
