@@ -8,6 +8,7 @@
 
 #include "base/metrics.h"
 #include "base/wildcard.h"
+#include "catalog/committed_manager.h"
 #include "catalog/keys.h"
 #include "catalog/staging_manager.h"
 #include "kv/kv.h"
@@ -17,12 +18,13 @@ namespace sediment::catalog {
 Catalog::Catalog(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<Clock> clock, CatalogOptions options)
     : kv_(std::move(kv)), clock_(std::move(clock)), options_(std::move(options)) {
   staging_ = std::make_unique<StagingManager>(kv_, clock_, options_.dropped_token_grace);
+  committed_ = std::make_unique<CommittedManager>(options_.s3);
 }
 
 Catalog::~Catalog() { Stop(); }
 
 Status Catalog::Start(bool background) {
-  ARROW_ASSIGN_OR_RAISE(ranges_, RangeStore::Open(options_.cache_dir, options_.cache_bytes, options_.ranges));
+  ARROW_RETURN_NOT_OK(committed_->Open(options_.cache_dir, options_.cache_bytes, options_.ranges));
   if (background) {
     {
       // From now on a deletion's cleanup may run: every module's prefixes must be known (AddRepositoryKeyOwner).
@@ -39,6 +41,8 @@ Status Catalog::Start(bool background) {
 }
 
 void Catalog::Stop() { staging_->StopDropper(); }
+
+RangeStore& Catalog::ranges() { return committed_->ranges(); }
 
 Status Catalog::DropDeadTokens() {
   // Repository deletions cut off before their cleanup finished (it queues their tokens).

@@ -64,6 +64,7 @@ namespace sediment::catalog {
 struct GcOptions;
 struct GcReport;
 class StagingManager;
+class CommittedManager;
 
 struct CatalogOptions {
   std::string cache_dir;
@@ -315,10 +316,12 @@ class Catalog {
   // Hooked.
   Status DeleteTag(const std::string& repo, const std::string& id, const std::string& user = "");
 
-  RangeStore& ranges() { return *ranges_; }
+  RangeStore& ranges();
   kv::KvStore& kv() { return *kv_; }
   // The staging area (staged entries and retired tokens); GC reads it.
   StagingManager& staging() { return *staging_; }
+  // The committed data (meta-ranges, the range cache, namespaces); GC reads it.
+  CommittedManager& committed() { return *committed_; }
   // Finishes the cleanup of deleted repositories and drops dead staging tokens
   // now (the background task does it periodically).
   Status DropDeadTokens();
@@ -423,11 +426,8 @@ class Catalog {
   Result<std::shared_ptr<const MetaRange>> BaseMetaRange(const Repository& repo, const Branch& branch);
   Result<std::string> StoreCommit(const std::string& repo, Commit* commit);
   Result<std::string> MergeBase(const std::string& repo, const std::string& a, const std::string& b);
-  // The changes that turn dest into dest + (source - base), streamed in key
-  // order from the two diffs (memory does not grow with them). Conflict on a
-  // path changed differently on both sides, unless `strategy` settles it:
-  // with kNone a first pass over the diffs looks for conflicts and changes
-  // (*any_change) before anything is written.
+  // The changes that turn dest into dest + (source - base), between the three
+  // commits' meta-ranges (CommittedManager::ThreeWay).
   Result<std::unique_ptr<ValueIterator>> ThreeWay(const Repository& repo, const std::string& base,
                                                   const std::string& source, const std::string& dest,
                                                   MergeStrategy strategy, bool* any_change);
@@ -454,8 +454,8 @@ class Catalog {
   std::shared_ptr<kv::KvStore> kv_;
   std::shared_ptr<Clock> clock_;
   CatalogOptions options_;
-  std::unique_ptr<RangeStore> ranges_;
-  std::unique_ptr<StagingManager> staging_;  // staged entries, retired tokens, the dropper
+  std::unique_ptr<CommittedManager> committed_;  // meta-ranges, the range cache, the namespaces' stores
+  std::unique_ptr<StagingManager> staging_;      // staged entries, retired tokens, the dropper
   // Where `log` pages stop: (repo, head, last listed commit, first_parent) ->
   // the commits the walk would look at next. A page that starts after one
   // resumes there instead of walking again from the head; exact, since
@@ -478,10 +478,7 @@ class Catalog {
 
   std::mutex commits_mu_;
   std::unordered_map<std::string, Commit> commits_;  // GUARDED_BY(commits_mu_), "<repo>/<id>"
-
-  std::mutex ns_mu_;
-  std::map<std::string, Namespace> namespaces_;  // GUARDED_BY(ns_mu_)
-  std::atomic<HookRunner*> hooks_{nullptr};      // SetHooks; null: no hooks
+  std::atomic<HookRunner*> hooks_{nullptr};          // SetHooks; null: no hooks
 };
 
 }  // namespace sediment::catalog

@@ -13,7 +13,7 @@
 #include "base/failpoint.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
-#include "catalog/committed.h"
+#include "catalog/committed_manager.h"
 #include "catalog/keys.h"
 #include "catalog/staging_manager.h"
 #include "kv/kv.h"
@@ -45,7 +45,7 @@ Result<std::shared_ptr<const MetaRange>> Catalog::FoldSealed(const Repository& r
   ARROW_ASSIGN_OR_RAISE(auto base, BaseMetaRange(repo, sealed));
   ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
   auto changes = staging_->View(sealed, /*include_current=*/false);
-  return ApplyChanges(*ranges_, ns, base, *changes, stats);
+  return committed_->Apply(ns, base, *changes, stats);
 }
 
 Result<Catalog::SwapResult> Catalog::SwapFolded(const std::string& repo_id, const std::string& branch,

@@ -6,7 +6,7 @@
 
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
-#include "catalog/committed.h"
+#include "catalog/committed_manager.h"
 #include "catalog/staging_manager.h"
 
 namespace sediment::catalog {
@@ -44,10 +44,10 @@ Result<Page<DiffItem>> Catalog::DiffUncommitted(const std::string& repo_id, cons
   std::vector<std::unique_ptr<ValueIterator>> sources;
   sources.push_back(staging_->View(rec.branch));
   if (!rec.branch.compacted_meta_range_id.empty()) {
-    ARROW_ASSIGN_OR_RAISE(auto compacted, ranges_->LoadMetaRange(ns, rec.branch.compacted_meta_range_id));
-    sources.push_back(DiffAsChanges(DiffMetaRanges(*ranges_, ns, commit_mr, compacted)));
+    ARROW_ASSIGN_OR_RAISE(auto compacted, committed_->LoadMetaRange(ns, rec.branch.compacted_meta_range_id));
+    sources.push_back(DiffAsChanges(committed_->Diff(ns, commit_mr, compacted)));
   }
-  auto diff = NewLookupDiff(NewCombinedIterator(std::move(sources)), ranges_->NewIterator(ns, commit_mr));
+  auto diff = NewLookupDiff(NewCombinedIterator(std::move(sources)), committed_->NewIterator(ns, commit_mr));
   return CollectDiff(*diff, opts);
 }
 
@@ -87,13 +87,13 @@ Result<Page<DiffItem>> Catalog::DiffRefs(const std::string& repo_id, const std::
   ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
   ARROW_ASSIGN_OR_RAISE(auto lmr, CommitMetaRange(repo, l.commit_id));
   ARROW_ASSIGN_OR_RAISE(auto rmr, CommitMetaRange(repo, r.commit_id));
-  auto diff = DiffMetaRanges(*ranges_, ns, lmr, rmr);
+  auto diff = committed_->Diff(ns, lmr, rmr);
   if (!three_dot) return CollectDiff(*diff, opts);
   // Three dots: what the right side changed since the merge base, compared
   // with the left side (an object both sides changed alike is no change).
   ARROW_ASSIGN_OR_RAISE(auto base, MergeBase(repo_id, l.commit_id, r.commit_id));
   ARROW_ASSIGN_OR_RAISE(auto bmr, CommitMetaRange(repo, base));
-  auto compare = NewCompareIterator(std::move(diff), ranges_->NewIterator(ns, bmr));
+  auto compare = NewCompareIterator(std::move(diff), committed_->NewIterator(ns, bmr));
   return CollectDiff(*compare, opts);
 }
 

@@ -10,6 +10,7 @@
 #include "base/failpoint.h"
 #include "blob/blob.h"
 #include "catalog/catalog.h"
+#include "catalog/committed_manager.h"
 #include "catalog/entry.h"
 #include "catalog/keys.h"
 #include "catalog/range_store.h"
@@ -266,7 +267,7 @@ Result<GcReport> CollectGarbage(Catalog* catalog, const std::string& repo_id, co
     oldest_kept_s = days_ago(repo.gc_rules->default_retention_days);
     for (const auto& [branch, days] : repo.gc_rules->branches) branch_oldest_kept_s[branch] = days_ago(days);
   }
-  GcRun run(catalog, repo_id, ns, catalog->ranges_.get(), catalog->kv_.get(), options, oldest_kept_s,
+  GcRun run(catalog, repo_id, ns, &catalog->committed().ranges(), catalog->kv_.get(), options, oldest_kept_s,
             std::move(branch_oldest_kept_s));
   // Storage time decides "young", whatever clock drives retention; list first,
   // so everything written after the listing is simply not a candidate.

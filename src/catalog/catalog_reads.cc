@@ -4,7 +4,7 @@
 
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
-#include "catalog/committed.h"
+#include "catalog/committed_manager.h"
 #include "catalog/staging_manager.h"
 
 namespace sediment::catalog {
@@ -12,15 +12,11 @@ namespace sediment::catalog {
 Result<std::shared_ptr<const MetaRange>> Catalog::CommitMetaRange(const Repository& repo,
                                                                   const std::string& commit_id) {
   ARROW_ASSIGN_OR_RAISE(auto c, GetCommit(repo.id, commit_id));
-  ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
-  return ranges_->LoadMetaRange(ns, c.meta_range_id);
+  return committed_->LoadMetaRange(repo, c.meta_range_id);
 }
 
 Result<std::shared_ptr<const MetaRange>> Catalog::BaseMetaRange(const Repository& repo, const Branch& branch) {
-  if (!branch.compacted_meta_range_id.empty()) {
-    ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
-    return ranges_->LoadMetaRange(ns, branch.compacted_meta_range_id);
-  }
+  if (!branch.compacted_meta_range_id.empty()) return committed_->LoadMetaRange(repo, branch.compacted_meta_range_id);
   return CommitMetaRange(repo, branch.commit_id);
 }
 
@@ -28,12 +24,12 @@ Result<std::unique_ptr<ValueIterator>> Catalog::View(const Repository& repo, con
   ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
   if (!ref.branch) {
     ARROW_ASSIGN_OR_RAISE(auto mr, CommitMetaRange(repo, ref.commit_id));
-    return ranges_->NewIterator(ns, mr);
+    return committed_->NewIterator(ns, mr);
   }
   ARROW_ASSIGN_OR_RAISE(auto mr, BaseMetaRange(repo, *ref.branch));
   std::vector<std::unique_ptr<ValueIterator>> sources;
   sources.push_back(staging_->View(*ref.branch));
-  sources.push_back(ranges_->NewIterator(ns, mr));
+  sources.push_back(committed_->NewIterator(ns, mr));
   return NewTombstoneFilter(NewCombinedIterator(std::move(sources)));
 }
 
@@ -49,7 +45,7 @@ Result<std::optional<std::string>> Catalog::LookupOnBranch(const Repository& rep
   }
   ARROW_ASSIGN_OR_RAISE(auto mr, BaseMetaRange(repo, branch));
   ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
-  return ranges_->Get(ns, *mr, path);
+  return committed_->Get(ns, *mr, path);
 }
 
 Result<Entry> Catalog::GetEntry(const std::string& repo_id, const std::string& ref, const std::string& path) {
@@ -62,7 +58,7 @@ Result<Entry> Catalog::GetEntry(const std::string& repo_id, const std::string& r
   } else {
     ARROW_ASSIGN_OR_RAISE(auto mr, CommitMetaRange(repo, resolved.commit_id));
     ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
-    ARROW_ASSIGN_OR_RAISE(v, ranges_->Get(ns, *mr, path));
+    ARROW_ASSIGN_OR_RAISE(v, committed_->Get(ns, *mr, path));
   }
   if (!v) return NotFound(fmt::format("object \"{}\" not found at \"{}\"", path, ref));
   return DecodeEntry(*v);

@@ -14,6 +14,7 @@
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
 #include "catalog/catalog_refs_internal.h"
+#include "catalog/committed_manager.h"
 #include "catalog/keys.h"
 #include "catalog/staging_manager.h"
 #include "kv/kv.h"
@@ -32,15 +33,7 @@ using namespace refs_internal;  // NOLINT: the shared helpers
 // ---------------------------------------------------------------------------
 // Repositories
 
-Result<Namespace> Catalog::RepositoryNamespace(const Repository& repo) {
-  const std::string& location = LocationOf(repo);
-  std::lock_guard<std::mutex> lock(ns_mu_);
-  auto it = namespaces_.find(location);
-  if (it != namespaces_.end()) return it->second;
-  ARROW_ASSIGN_OR_RAISE(auto store, blob::OpenBlobStore(location, options_.s3));
-  namespaces_[location] = store;
-  return store;
-}
+Result<Namespace> Catalog::RepositoryNamespace(const Repository& repo) { return committed_->RepositoryNamespace(repo); }
 
 Status Catalog::CheckNamespaceFree(const std::string& ns, const NamespaceLocation& where) {
   for (const auto& outer : where.Ancestors()) {

@@ -5,7 +5,7 @@
 #include "base/executor.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
-#include "catalog/committed.h"
+#include "catalog/committed_manager.h"
 #include "catalog/keys.h"
 #include "catalog/staging_manager.h"
 #include "kv/kv.h"
@@ -68,10 +68,10 @@ Status Catalog::ResetPathOn(const Repository& repo, const Branch& b, const std::
   std::vector<std::unique_ptr<ValueIterator>> below;
   below.push_back(staging_->View(b, /*include_current=*/false));
   if (!b.compacted_meta_range_id.empty()) {
-    ARROW_ASSIGN_OR_RAISE(auto compacted, ranges_->LoadMetaRange(ns, b.compacted_meta_range_id));
-    below.push_back(DiffAsChanges(DiffMetaRanges(*ranges_, ns, commit_mr, compacted)));
+    ARROW_ASSIGN_OR_RAISE(auto compacted, committed_->LoadMetaRange(ns, b.compacted_meta_range_id));
+    below.push_back(DiffAsChanges(committed_->Diff(ns, commit_mr, compacted)));
   }
-  auto diff = NewLookupDiff(NewCombinedIterator(std::move(below)), ranges_->NewIterator(ns, commit_mr));
+  auto diff = NewLookupDiff(NewCombinedIterator(std::move(below)), committed_->NewIterator(ns, commit_mr));
   diff->SeekGE(path);
   return staging_->StageLeft(b.staging_token, *diff, in_scope);
 }
