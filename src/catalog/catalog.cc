@@ -10,6 +10,7 @@
 #include "base/wildcard.h"
 #include "catalog/committed_manager.h"
 #include "catalog/keys.h"
+#include "catalog/ref_manager.h"
 #include "catalog/staging_manager.h"
 #include "kv/kv.h"
 
@@ -19,6 +20,7 @@ Catalog::Catalog(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<Clock> clock, 
     : kv_(std::move(kv)), clock_(std::move(clock)), options_(std::move(options)) {
   staging_ = std::make_unique<StagingManager>(kv_, clock_, options_.dropped_token_grace);
   committed_ = std::make_unique<CommittedManager>(options_.s3);
+  refs_ = std::make_unique<RefManager>(kv_);
 }
 
 Catalog::~Catalog() { Stop(); }

@@ -1,6 +1,5 @@
-// What the files implementing class Catalog share (catalog.cc, catalog_refs.cc,
-// catalog_staging.cc, catalog_reads.cc, catalog_commit.cc, catalog_diff.cc,
-// catalog_merge.cc, catalog_reset.cc): the branch record format, the
+// What the files implementing class Catalog and its managers share
+// (catalog*.cc, ref_manager*.cc): the branch record format, the
 // compare-and-swap budget, and the delimited pager behind ListEntries and the
 // diffs (their KV keys are keys.h's; the staging helpers, DeletePrefix among
 // them, staging_manager.h's). Private to src/catalog.
@@ -28,7 +27,7 @@ constexpr int kCasRetries = 20;
 
 inline std::string NewToken() { return RandomHex(16); }
 
-// The branch record, version 1 (docs/formats.md). Defined in catalog_refs.cc.
+// The branch record, version 1 (docs/formats.md). Defined in ref_manager.cc.
 std::string BranchJson(const Branch& b);
 Result<Branch> ParseBranch(const std::string& name, const std::string& raw);
 

@@ -9,6 +9,7 @@
 #include "catalog/catalog_internal.h"
 #include "catalog/committed_manager.h"
 #include "catalog/keys.h"
+#include "catalog/ref_manager.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
@@ -35,7 +36,7 @@ Result<std::unique_ptr<ValueIterator>> Catalog::ThreeWay(const Repository& repo,
 }
 
 Result<Catalog::BranchRecord> Catalog::RequireClean(const Repository& repo, const std::string& branch) {
-  ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo.id, branch));
+  ARROW_ASSIGN_OR_RAISE(auto rec, refs_->LoadBranch(repo.id, branch));
   ARROW_ASSIGN_OR_RAISE(bool dirty, IsDirty(repo.id, rec.branch));
   if (dirty) return DirtyBranch(branch);
   return rec;
@@ -56,7 +57,7 @@ Result<Commit> Catalog::CommitChanges(const Repository& repo, const BranchRecord
   }
   c.generation += 1;
   if (c.creation_date == 0) c.creation_date = ToUnixMicros(clock_->Now()) / 1000000;
-  ARROW_RETURN_NOT_OK(StoreCommit(repo.id, &c).status());
+  ARROW_RETURN_NOT_OK(refs_->StoreCommit(repo.id, &c).status());
   if (before) ARROW_RETURN_NOT_OK(before(c));
   Branch next = rec.branch;
   next.commit_id = c.id;
@@ -78,7 +79,7 @@ Result<Commit> Catalog::DoMerge(const std::string& repo_id, const std::string& s
   if (!params.force) ARROW_RETURN_NOT_OK(CheckWritable(repo));
   ARROW_ASSIGN_OR_RAISE(auto src, ResolveRef(repo_id, source_ref));
   ARROW_ASSIGN_OR_RAISE(auto rec, RequireClean(repo, dest_branch));
-  ARROW_ASSIGN_OR_RAISE(auto base, MergeBase(repo_id, src.commit_id, rec.branch.commit_id));
+  ARROW_ASSIGN_OR_RAISE(auto base, refs_->MergeBase(repo_id, src.commit_id, rec.branch.commit_id));
   if (base == src.commit_id && !params.allow_empty) {
     return NoChanges(fmt::format("\"{}\" is already merged into \"{}\"", source_ref, dest_branch));
   }

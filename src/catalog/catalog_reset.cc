@@ -7,6 +7,7 @@
 #include "catalog/catalog_internal.h"
 #include "catalog/committed_manager.h"
 #include "catalog/keys.h"
+#include "catalog/ref_manager.h"
 #include "catalog/staging_manager.h"
 #include "kv/kv.h"
 
@@ -21,7 +22,7 @@ Status Catalog::ResetBranch(const std::string& repo_id, const std::string& branc
   ARROW_RETURN_NOT_OK(CheckWritable(repo));
   ARROW_RETURN_NOT_OK(CheckProtection(repo, branch, /*commit=*/false));
   for (int i = 0; i < kCasRetries; ++i) {
-    ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo_id, branch));
+    ARROW_ASSIGN_OR_RAISE(auto rec, refs_->LoadBranch(repo_id, branch));
     Branch next = rec.branch;
     next.staging_token = NewToken();
     next.sealed_tokens.clear();

@@ -11,6 +11,7 @@
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
 #include "catalog/keys.h"
+#include "catalog/ref_manager.h"
 #include "catalog/staging_manager.h"
 #include "kv/kv.h"
 
@@ -19,12 +20,12 @@ namespace sediment::catalog {
 Status Catalog::WriteStaged(const std::string& repo_id, const std::string& branch,
                             const std::function<Status(const Branch& branch)>& write, const char* what,
                             std::string* token) {
-  ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo_id, branch));
+  ARROW_ASSIGN_OR_RAISE(auto rec, refs_->LoadBranch(repo_id, branch));
   for (int i = 0; i < internal::kCasRetries; ++i) {
     const Branch& wrote_on = rec.branch;
     ARROW_RETURN_NOT_OK(write(wrote_on));
     SEDIMENT_FAILPOINT("catalog.stage.after_write");
-    auto now = LoadBranch(repo_id, branch);
+    auto now = refs_->LoadBranch(repo_id, branch);
     if (IsNotFound(now.status())) {
       // Deleted meanwhile: the write may have landed after its token was dropped.
       ARROW_RETURN_NOT_OK(staging_->QueueDrop(wrote_on.staging_token));
@@ -83,7 +84,7 @@ Status Catalog::PutIfAbsent(const Repository& repo, const std::string& branch, c
     return PreconditionFailed(fmt::format("object \"{}\" already exists on branch \"{}\"", path, branch));
   };
   for (int i = 0; i < internal::kCasRetries; ++i) {
-    ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo.id, branch));
+    ARROW_ASSIGN_OR_RAISE(auto rec, refs_->LoadBranch(repo.id, branch));
     std::string key = StagedEntryKey(rec.branch.staging_token, path);
     auto staged = kv_->Get(key);
     kv::Batch batch;
