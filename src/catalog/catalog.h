@@ -18,13 +18,26 @@
 //
 // Thread-safety: all methods are safe to call from many threads and servers.
 //
-// The implementation is split by job: catalog.cc (start/stop, dropping dead
-// tokens), catalog_refs.cc (names, repositories, branches, commit records,
-// refs, tags), catalog_staging.cc (staged writes), catalog_reads.cc (views,
-// GetEntry, ListEntries), catalog_commit.cc (commit, log and the seal/fold/swap
-// steps shared with CompactStaging), catalog_diff.cc (diffs, merge base),
-// catalog_merge.cc (merge, revert, cherry-pick), catalog_reset.cc (resets);
-// what they share is in catalog_internal.h.
+// State lives in three managers, as in lakeFS's graveler, each with its own
+// header: RefManager (ref_manager.h: repository, branch, commit and tag
+// records, ResolveRef, the commit graph; the commit cache and log cursors),
+// StagingManager (staging_manager.h: staged entries in tokens, retired tokens
+// and the background dropper) and CommittedManager (committed_manager.h: the
+// range store, the namespaces' blob stores, meta-ranges applied, diffed and
+// merged). The Catalog owns them and composes them for what spans them: a
+// commit or compaction seals (refs), folds (staging into committed) and swaps
+// (refs, retiring tokens in the same batch); merges, resets, repository
+// creation and deletion likewise. It keeps what is the facade's own: options,
+// hooks, listeners and the modules' repository key owners.
+//
+// The facade's implementation is split by job: catalog.cc (start/stop, the
+// background pass), catalog_refs.cc (names, calls the refs answer alone,
+// branch deletion), catalog_repositories.cc (repository life cycle and rules),
+// catalog_staging.cc (staged writes), catalog_reads.cc (views, GetEntry,
+// ListEntries), catalog_commit.cc (commit and the seal/fold/swap steps shared
+// with CompactStaging), catalog_diff.cc (diffs), catalog_merge.cc (merge,
+// revert, cherry-pick), catalog_reset.cc (resets); what they share is in
+// catalog_internal.h.
 #pragma once
 #include <atomic>
 #include <functional>
@@ -33,7 +46,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "base/clock.h"
@@ -47,7 +59,6 @@
 #include "catalog/storage_namespace.h"
 
 namespace sediment {
-class PeriodicTask;
 class CounterMetric;
 class MetricsRegistry;
 namespace kv {
@@ -62,8 +73,11 @@ class RandomAccessFile;
 
 namespace sediment::catalog {
 
-struct GcOptions;
-struct GcReport;
+class StagingManager;
+class CommittedManager;
+class RefManager;
+struct BranchRecord;
+struct RepositoryRecord;
 
 struct CatalogOptions {
   std::string cache_dir;
@@ -330,8 +344,15 @@ class Catalog {
   // Hooked.
   Status DeleteTag(const std::string& repo, const std::string& id, const std::string& user = "");
 
-  RangeStore& ranges() { return *ranges_; }
+  RangeStore& ranges();
   kv::KvStore& kv() { return *kv_; }
+  // The staging area (staged entries and retired tokens); GC reads it.
+  StagingManager& staging() { return *staging_; }
+  // The committed data (meta-ranges, the range cache, namespaces); GC reads it.
+  CommittedManager& committed() { return *committed_; }
+  // The records of repositories, branches, commits and tags; GC reads them.
+  RefManager& refs() { return *refs_; }
+  Clock& clock() { return *clock_; }
   // Finishes the cleanup of deleted repositories and drops dead staging tokens
   // now (the background task does it periodically).
   Status DropDeadTokens();
@@ -364,19 +385,9 @@ class Catalog {
   // The hook runner, unless none is set or this thread is a hook's own call.
   HookRunner* Hooks() const;
 
-  struct BranchRecord {
-    Branch branch;
-    std::string raw;  // the stored bytes, for compare-and-swap
-  };
-  struct RepositoryRecord {
-    Repository repo;
-    std::string raw;  // the stored bytes, a precondition of refs created in it
-  };
-  Result<RepositoryRecord> LoadRepository(const std::string& id);
-  // Rewrites the repository record with what `change` makes of it, on the
-  // condition that it is still as read (read again and retried if not).
-  Status UpdateRepository(const std::string& id, const std::function<Status(Repository*)>& change);
-  Result<BranchRecord> LoadBranch(const std::string& repo, const std::string& name);
+  // A record and its stored bytes, for compare-and-swap (ref_manager.h).
+  using BranchRecord = catalog::BranchRecord;
+  using RepositoryRecord = catalog::RepositoryRecord;
   // Runs `write(branch)`, which writes into branch.staging_token, then re-loads
   // the branch: if a commit or compaction sealed that token, or the branch moved
   // to another commit, meanwhile, writes again on the branch as it is now. A
@@ -386,8 +397,6 @@ class Catalog {
   Status WriteStaged(const std::string& repo, const std::string& branch,
                      const std::function<Status(const Branch& branch)>& write, const char* what,
                      std::string* token = nullptr);
-  // Queues `token` for the background dropper.
-  Status QueueDrop(const std::string& token);
   // One pass of ResetPath on the branch as loaded (see catalog_reset.cc).
   Status ResetPathOn(const Repository& repo, const Branch& branch, const std::string& path, bool prefix);
   // PutEntry's work; `*wrote` is set once a staging write was issued (it may
@@ -402,9 +411,6 @@ class Catalog {
   // nullopt if absent or deleted. Skips the current token unless `include_current`.
   Result<std::optional<std::string>> LookupOnBranch(const Repository& repo, const Branch& branch,
                                                     const std::string& path, bool include_current);
-  // Why creating a branch or tag named `name` failed its preconditions.
-  enum class RefKind { kBranch, kTag };
-  Status RefCollision(const std::string& repo, const std::string& name, RefKind creating);
   // Conflict if `where` is, contains or lies inside another repository's
   // namespace (c/n/ keys), or already holds an object (storage_namespace.h, rule 4).
   Status CheckNamespaceFree(const std::string& ns, const NamespaceLocation& where);
@@ -441,14 +447,8 @@ class Catalog {
                             bool* raced_compaction);
   Result<std::shared_ptr<const MetaRange>> CommitMetaRange(const Repository& repo, const std::string& commit_id);
   Result<std::shared_ptr<const MetaRange>> BaseMetaRange(const Repository& repo, const Branch& branch);
-  std::unique_ptr<ValueIterator> StagingView(const Branch& branch, bool include_current = true);
-  Result<std::string> StoreCommit(const std::string& repo, Commit* commit);
-  Result<std::string> MergeBase(const std::string& repo, const std::string& a, const std::string& b);
-  // The changes that turn dest into dest + (source - base), streamed in key
-  // order from the two diffs (memory does not grow with them). Conflict on a
-  // path changed differently on both sides, unless `strategy` settles it:
-  // with kNone a first pass over the diffs looks for conflicts and changes
-  // (*any_change) before anything is written.
+  // The changes that turn dest into dest + (source - base), between the three
+  // commits' meta-ranges (CommittedManager::ThreeWay).
   Result<std::unique_ptr<ValueIterator>> ThreeWay(const Repository& repo, const std::string& base,
                                                   const std::string& source, const std::string& dest,
                                                   MergeStrategy strategy, bool* any_change);
@@ -469,26 +469,16 @@ class Catalog {
   Result<std::string> LinkRecord(const std::string& repo, const std::string& branch, const std::string& path,
                                  const std::string& address);
 
-  // Garbage collection (catalog_gc.cc) reads the range files and staging directly.
-  friend Result<GcReport> CollectGarbage(Catalog* catalog, const std::string& repo, const GcOptions& options);
-
+  // Shared with the managers: the facade writes the atomic batches that span
+  // them (a swap that retires tokens, a repository's creation and deletion).
   std::shared_ptr<kv::KvStore> kv_;
   std::shared_ptr<Clock> clock_;
   CatalogOptions options_;
-  std::unique_ptr<RangeStore> ranges_;
-  std::unique_ptr<PeriodicTask> dropper_;
-  // Where `log` pages stop: (repo, head, last listed commit, first_parent) ->
-  // the commits the walk would look at next. A page that starts after one
-  // resumes there instead of walking again from the head; exact, since
-  // commits never change. Bounded; a miss (another server, evicted) walks.
-  struct LogCursors {
-    std::mutex mu;
-    std::unordered_map<std::string, std::vector<std::string>> frontier;  // GUARDED_BY(mu)
-    std::vector<std::string> order;                                      // GUARDED_BY(mu): FIFO eviction
-  };
-  LogCursors log_cursors_;
-  MutationListener on_mutation_;       // set before serving; read-only afterwards
-  BranchGoneListener on_branch_gone_;  // set before serving; read-only afterwards
+  std::unique_ptr<CommittedManager> committed_;  // meta-ranges, the range cache, the namespaces' stores
+  std::unique_ptr<StagingManager> staging_;      // staged entries, retired tokens, the dropper
+  std::unique_ptr<RefManager> refs_;             // repository, branch, commit and tag records; the commit graph
+  MutationListener on_mutation_;                 // set before serving; read-only afterwards
+  BranchGoneListener on_branch_gone_;            // set before serving; read-only afterwards
   // The modules' prefixes of a repository's records (AddRepositoryKeyOwner).
   struct KeyOwners {
     std::mutex mu;
@@ -496,13 +486,7 @@ class Catalog {
     bool closed = false;                        // GUARDED_BY(mu): Start(true) ran
   } key_owners_;
   std::function<void()> after_commit_seal_;
-
-  std::mutex commits_mu_;
-  std::unordered_map<std::string, Commit> commits_;  // GUARDED_BY(commits_mu_), "<repo>/<id>"
-
-  std::mutex ns_mu_;
-  std::map<std::string, Namespace> namespaces_;  // GUARDED_BY(ns_mu_)
-  std::atomic<HookRunner*> hooks_{nullptr};      // SetHooks; null: no hooks
+  std::atomic<HookRunner*> hooks_{nullptr};  // SetHooks; null: no hooks
 };
 
 }  // namespace sediment::catalog

@@ -1,5 +1,5 @@
-// Catalog, commit: CommitBranch, CompactStaging, Log, and the three steps both
-// of the first two take — seal the staging token (new writes go to a fresh
+// Catalog, commit: CommitBranch, CompactStaging, and the three steps both
+// take — seal the staging token (new writes go to a fresh
 // one), fold the sealed tokens into the branch's base meta-range, and swap the
 // result onto the branch unless a commit, compaction or reset moved it.
 #include <fmt/format.h>
@@ -7,14 +7,15 @@
 #include <algorithm>
 #include <queue>
 #include <set>
-#include <unordered_set>
 
 #include "base/executor.h"
 #include "base/failpoint.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
-#include "catalog/committed.h"
+#include "catalog/committed_manager.h"
 #include "catalog/keys.h"
+#include "catalog/ref_manager.h"
+#include "catalog/staging_manager.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
@@ -28,7 +29,7 @@ using internal::kCasRetries;
 
 Result<Catalog::BranchRecord> Catalog::Seal(const std::string& repo_id, const std::string& branch) {
   for (int i = 0;; ++i) {
-    ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo_id, branch));
+    ARROW_ASSIGN_OR_RAISE(auto rec, refs_->LoadBranch(repo_id, branch));
     Branch next = rec.branch;
     next.sealed_tokens.insert(next.sealed_tokens.begin(), rec.branch.staging_token);
     next.staging_token = internal::NewToken();
@@ -43,8 +44,8 @@ Result<std::shared_ptr<const MetaRange>> Catalog::FoldSealed(const Repository& r
                                                              ApplyStats* stats) {
   ARROW_ASSIGN_OR_RAISE(auto base, BaseMetaRange(repo, sealed));
   ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
-  auto changes = StagingView(sealed, /*include_current=*/false);
-  return ApplyChanges(*ranges_, ns, base, *changes, stats);
+  auto changes = staging_->View(sealed, /*include_current=*/false);
+  return committed_->Apply(ns, base, *changes, stats);
 }
 
 Result<Catalog::SwapResult> Catalog::SwapFolded(const std::string& repo_id, const std::string& branch,
@@ -53,7 +54,7 @@ Result<Catalog::SwapResult> Catalog::SwapFolded(const std::string& repo_id, cons
   std::set<std::string> folded(sealed.sealed_tokens.begin(), sealed.sealed_tokens.end());
   SwapResult result;
   for (int i = 0; i < attempts; ++i) {
-    ARROW_ASSIGN_OR_RAISE(auto now, LoadBranch(repo_id, branch));
+    ARROW_ASSIGN_OR_RAISE(auto now, refs_->LoadBranch(repo_id, branch));
     result.branch = now.branch;
     size_t still_sealed = 0;
     for (const auto& t : now.branch.sealed_tokens) still_sealed += folded.count(t);
@@ -74,10 +75,10 @@ Result<Catalog::SwapResult> Catalog::SwapFolded(const std::string& repo_id, cons
     kv::Batch batch;
     batch.Require(kv::Precondition::Equals(BranchKey(repo_id, branch), now.raw))
         .Put(BranchKey(repo_id, branch), BranchJson(next));
-    for (const auto& t : folded) batch.Put(DropKey(t), "");
+    for (const auto& t : folded) StagingManager::Retire(&batch, t);
     Status st = kv_->Apply(batch);
     if (st.ok()) {
-      if (dropper_) dropper_->Trigger();
+      staging_->TriggerDrop();
       result.branch = std::move(next);
       return result;
     }
@@ -95,9 +96,8 @@ Result<CompactionResult> Catalog::CompactStaging(const std::string& repo_id, con
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
   if (repo.read_only) return Forbidden(fmt::format("repository \"{}\" is read-only: it is never compacted", repo_id));
   CompactionResult result;
-  ARROW_ASSIGN_OR_RAISE(auto probe, LoadBranch(repo_id, branch));
-  ARROW_ASSIGN_OR_RAISE(bool staged,
-                        internal::HasStagedEntries(*kv_, probe.branch, internal::StagedProbe::kEveryToken));
+  ARROW_ASSIGN_OR_RAISE(auto probe, refs_->LoadBranch(repo_id, branch));
+  ARROW_ASSIGN_OR_RAISE(bool staged, staging_->HasStagedEntries(probe.branch, StagedProbe::kEveryToken));
   if (!staged) {
     result.meta_range_id = probe.branch.compacted_meta_range_id;
     return result;
@@ -139,7 +139,7 @@ Result<CompactionResult> Catalog::CompactStaging(const std::string& repo_id, con
 // Commit
 
 Result<Commit> Catalog::DoCommitBranch(const std::string& repo_id, const std::string& branch,
-                                     const CommitParams& params) {
+                                       const CommitParams& params) {
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
   if (!params.force) ARROW_RETURN_NOT_OK(CheckWritable(repo));
   ARROW_RETURN_NOT_OK(CheckProtection(repo, branch, /*commit=*/true));
@@ -160,7 +160,7 @@ Result<Commit> Catalog::CommitOnce(const Repository& repo, const std::string& br
                                    bool* raced_compaction) {
   const std::string& repo_id = repo.id;
   // 1. Seal: new writes go to a fresh token from here on.
-  ARROW_ASSIGN_OR_RAISE(auto probe, LoadBranch(repo_id, branch));
+  ARROW_ASSIGN_OR_RAISE(auto probe, refs_->LoadBranch(repo_id, branch));
   ARROW_ASSIGN_OR_RAISE(bool dirty, IsDirty(repo_id, probe.branch));
   if (!dirty && !params.allow_empty) {
     return InvalidArgument("commit: no changes");  // lakeFS's words (lakectl shows them as they are)
@@ -186,7 +186,7 @@ Result<Commit> Catalog::CommitOnce(const Repository& repo, const std::string& br
   c.meta_range_id = mr->id;
   c.metadata = params.metadata;
   c.generation = parent.generation + 1;
-  ARROW_RETURN_NOT_OK(StoreCommit(repo_id, &c).status());
+  ARROW_RETURN_NOT_OK(refs_->StoreCommit(repo_id, &c).status());
   SEDIMENT_FAILPOINT("catalog.commit.after_fold");
   auto update = [&](Branch* next) {
     next->commit_id = c.id;
@@ -202,93 +202,6 @@ Result<Commit> Catalog::CommitOnce(const Repository& repo, const std::string& br
   // succeed); a reset (do not commit what it dropped); or a lost race.
   if (swap.outcome == SwapOutcome::kCompactionMoved) *raced_compaction = true;
   return Conflict(fmt::format("branch \"{}\" changed during the commit; its changes are still staged, retry", branch));
-}
-
-// ---------------------------------------------------------------------------
-// History
-
-namespace {
-
-constexpr size_t kLogCursors = 4096;
-
-std::string LogCursorKey(const std::string& repo, const std::string& head, const std::string& after,
-                         bool first_parent) {
-  return fmt::format("{}\n{}\n{}\n{}", repo, head, after, first_parent ? 1 : 0);
-}
-
-}  // namespace
-
-Result<Page<Commit>> Catalog::Log(const std::string& repo_id, const std::string& ref, const std::string& after,
-                                  int64_t amount_in, bool first_parent) {
-  ARROW_RETURN_NOT_OK(GetRepository(repo_id).status());
-  ARROW_ASSIGN_OR_RAISE(auto resolved, ResolveRef(repo_id, ref));
-  int64_t amount = ClampAmount(amount_in);
-  // Newest generation first, then newest date: a topological order of the
-  // history (a parent's generation is below its children's), so the walk
-  // lists every commit after all of its descendants.
-  auto cmp = [](const Commit& a, const Commit& b) {
-    if (a.generation != b.generation) return a.generation < b.generation;
-    if (a.creation_date != b.creation_date) return a.creation_date < b.creation_date;
-    return a.id < b.id;
-  };
-  std::vector<Commit> heap;  // a max-heap by cmp: the next commit to list on top
-  std::unordered_set<std::string> seen;
-  auto push = [&](const std::string& id) -> Status {
-    if (!seen.insert(id).second) return Status::OK();
-    ARROW_ASSIGN_OR_RAISE(auto c, GetCommit(repo_id, id));
-    heap.push_back(std::move(c));
-    std::push_heap(heap.begin(), heap.end(), cmp);
-    return Status::OK();
-  };
-  // Resume where the previous page stopped, if this server saw it stop.
-  bool emitting = after.empty();
-  if (!emitting) {
-    std::lock_guard<std::mutex> lock(log_cursors_.mu);
-    auto it = log_cursors_.frontier.find(LogCursorKey(repo_id, resolved.commit_id, after, first_parent));
-    if (it != log_cursors_.frontier.end()) {
-      emitting = true;
-      for (const auto& id : it->second) seen.insert(id);
-    }
-  }
-  if (emitting && !after.empty()) {
-    std::vector<std::string> frontier(seen.begin(), seen.end());
-    seen.clear();
-    for (const auto& id : frontier) ARROW_RETURN_NOT_OK(push(id));
-  } else {
-    ARROW_RETURN_NOT_OK(push(resolved.commit_id));
-  }
-  Page<Commit> out;
-  while (!heap.empty()) {
-    if (emitting && static_cast<int64_t>(out.items.size()) == amount) {
-      out.has_more = true;
-      break;
-    }
-    std::pop_heap(heap.begin(), heap.end(), cmp);
-    Commit c = std::move(heap.back());
-    heap.pop_back();
-    size_t n_parents = first_parent ? std::min<size_t>(1, c.parents.size()) : c.parents.size();
-    for (size_t i = 0; i < n_parents; ++i) ARROW_RETURN_NOT_OK(push(c.parents[i]));
-    if (!emitting) {
-      if (c.id == after) emitting = true;
-      continue;
-    }
-    out.items.push_back(std::move(c));
-  }
-  if (out.has_more && !out.items.empty()) {
-    // What the walk looks at next: the next page starts there.
-    std::vector<std::string> frontier;
-    for (const auto& c : heap) frontier.push_back(c.id);
-    std::string key = LogCursorKey(repo_id, resolved.commit_id, out.items.back().id, first_parent);
-    std::lock_guard<std::mutex> lock(log_cursors_.mu);
-    if (log_cursors_.frontier.emplace(key, std::move(frontier)).second) {
-      log_cursors_.order.push_back(key);
-      if (log_cursors_.order.size() > kLogCursors) {
-        log_cursors_.frontier.erase(log_cursors_.order.front());
-        log_cursors_.order.erase(log_cursors_.order.begin());
-      }
-    }
-  }
-  return out;
 }
 
 }  // namespace sediment::catalog

@@ -1,12 +1,12 @@
-// Catalog, diffs: DiffUncommitted, DiffRefs and the merge base of two commits.
+// Catalog, diffs: DiffUncommitted and DiffRefs (the merge base of a three-dot
+// diff is RefManager::MergeBase's).
 #include <fmt/format.h>
-
-#include <queue>
-#include <unordered_set>
 
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
-#include "catalog/committed.h"
+#include "catalog/committed_manager.h"
+#include "catalog/ref_manager.h"
+#include "catalog/staging_manager.h"
 
 namespace sediment::catalog {
 
@@ -36,46 +36,18 @@ Result<Page<DiffItem>> Catalog::CollectDiff(DiffIterator& diff, const ListOption
 Result<Page<DiffItem>> Catalog::DiffUncommitted(const std::string& repo_id, const std::string& branch,
                                                 const ListOptions& opts) {
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
-  ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo_id, branch));
+  ARROW_ASSIGN_OR_RAISE(auto rec, refs_->LoadBranch(repo_id, branch));
   ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
   ARROW_ASSIGN_OR_RAISE(auto commit_mr, CommitMetaRange(repo, rec.branch.commit_id));
   // Candidates: every staged key, plus every key the compacted meta-range changed.
   std::vector<std::unique_ptr<ValueIterator>> sources;
-  sources.push_back(StagingView(rec.branch));
+  sources.push_back(staging_->View(rec.branch));
   if (!rec.branch.compacted_meta_range_id.empty()) {
-    ARROW_ASSIGN_OR_RAISE(auto compacted, ranges_->LoadMetaRange(ns, rec.branch.compacted_meta_range_id));
-    sources.push_back(DiffAsChanges(DiffMetaRanges(*ranges_, ns, commit_mr, compacted)));
+    ARROW_ASSIGN_OR_RAISE(auto compacted, committed_->LoadMetaRange(ns, rec.branch.compacted_meta_range_id));
+    sources.push_back(DiffAsChanges(committed_->Diff(ns, commit_mr, compacted)));
   }
-  auto diff = NewLookupDiff(NewCombinedIterator(std::move(sources)), ranges_->NewIterator(ns, commit_mr));
+  auto diff = NewLookupDiff(NewCombinedIterator(std::move(sources)), committed_->NewIterator(ns, commit_mr));
   return CollectDiff(*diff, opts);
-}
-
-Result<std::string> Catalog::MergeBase(const std::string& repo, const std::string& a, const std::string& b) {
-  std::unordered_set<std::string> ancestors;
-  std::vector<std::string> stack = {a};
-  while (!stack.empty()) {
-    std::string id = stack.back();
-    stack.pop_back();
-    if (!ancestors.insert(id).second) continue;
-    ARROW_ASSIGN_OR_RAISE(auto c, GetCommit(repo, id));
-    for (const auto& p : c.parents) stack.push_back(p);
-  }
-  auto cmp = [](const Commit& x, const Commit& y) { return x.generation < y.generation; };
-  std::priority_queue<Commit, std::vector<Commit>, decltype(cmp)> queue(cmp);
-  std::unordered_set<std::string> seen = {b};
-  ARROW_ASSIGN_OR_RAISE(auto head, GetCommit(repo, b));
-  queue.push(std::move(head));
-  while (!queue.empty()) {
-    Commit c = queue.top();
-    queue.pop();
-    if (ancestors.count(c.id)) return c.id;
-    for (const auto& p : c.parents) {
-      if (!seen.insert(p).second) continue;
-      ARROW_ASSIGN_OR_RAISE(auto pc, GetCommit(repo, p));
-      queue.push(std::move(pc));
-    }
-  }
-  return NotFound(fmt::format("commits {} and {} have no common ancestor", a, b));
 }
 
 Result<Page<DiffItem>> Catalog::DiffRefs(const std::string& repo_id, const std::string& left, const std::string& right,
@@ -86,13 +58,13 @@ Result<Page<DiffItem>> Catalog::DiffRefs(const std::string& repo_id, const std::
   ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
   ARROW_ASSIGN_OR_RAISE(auto lmr, CommitMetaRange(repo, l.commit_id));
   ARROW_ASSIGN_OR_RAISE(auto rmr, CommitMetaRange(repo, r.commit_id));
-  auto diff = DiffMetaRanges(*ranges_, ns, lmr, rmr);
+  auto diff = committed_->Diff(ns, lmr, rmr);
   if (!three_dot) return CollectDiff(*diff, opts);
   // Three dots: what the right side changed since the merge base, compared
   // with the left side (an object both sides changed alike is no change).
-  ARROW_ASSIGN_OR_RAISE(auto base, MergeBase(repo_id, l.commit_id, r.commit_id));
+  ARROW_ASSIGN_OR_RAISE(auto base, refs_->MergeBase(repo_id, l.commit_id, r.commit_id));
   ARROW_ASSIGN_OR_RAISE(auto bmr, CommitMetaRange(repo, base));
-  auto compare = NewCompareIterator(std::move(diff), ranges_->NewIterator(ns, bmr));
+  auto compare = NewCompareIterator(std::move(diff), committed_->NewIterator(ns, bmr));
   return CollectDiff(*compare, opts);
 }
 

@@ -10,9 +10,12 @@
 #include "base/failpoint.h"
 #include "blob/blob.h"
 #include "catalog/catalog.h"
+#include "catalog/committed_manager.h"
 #include "catalog/entry.h"
 #include "catalog/keys.h"
 #include "catalog/range_store.h"
+#include "catalog/ref_manager.h"
+#include "catalog/staging_manager.h"
 #include "kv/lease.h"
 
 namespace sediment::catalog {
@@ -83,13 +86,12 @@ class GcRun {
  public:
   // `oldest_kept_s`: commits created before it lose their objects, unless
   // `branch_oldest_kept_s` gives the branch they are reached from its own.
-  GcRun(Catalog* catalog, std::string repo, Namespace ns, RangeStore* ranges, kv::KvStore* kv, const GcOptions& options,
+  GcRun(Catalog* catalog, std::string repo, Namespace ns, RangeStore* ranges, const GcOptions& options,
         int64_t oldest_kept_s, std::map<std::string, int64_t> branch_oldest_kept_s)
       : catalog_(catalog),
         repo_(std::move(repo)),
         ns_(std::move(ns)),
         ranges_(ranges),
-        kv_(kv),
         options_(options),
         oldest_kept_s_(oldest_kept_s),
         branch_oldest_kept_s_(std::move(branch_oldest_kept_s)) {}
@@ -98,12 +100,7 @@ class GcRun {
   // keeps it): a branch or tag made later from any commit id still opens.
   // Only its objects' data follows retention.
   Status MarkCommitMetadata() {
-    std::vector<std::string> ids;
-    std::string prefix = CommitsPrefix(repo_);
-    ARROW_RETURN_NOT_OK(kv_->ScanAll(prefix, "", [&](const kv::KeyValue& e) -> Result<bool> {
-      ids.push_back(e.key.substr(prefix.size()));
-      return true;
-    }));
+    ARROW_ASSIGN_OR_RAISE(std::vector<std::string> ids, catalog_->refs().CommitIds(repo_));
     for (const auto& id : ids) {
       ARROW_ASSIGN_OR_RAISE(Commit c, catalog_->GetCommit(repo_, id));
       if (c.meta_range_id.empty()) continue;
@@ -184,10 +181,8 @@ class GcRun {
       std::vector<std::string> tokens = b.sealed_tokens;
       tokens.push_back(b.staging_token);
       for (const auto& t : tokens) {
-        ARROW_RETURN_NOT_OK(kv_->ScanAll(StagingPrefix(t), "", [&](const kv::KeyValue& e) -> Result<bool> {
-          ARROW_RETURN_NOT_OK(MarkAddress(&m_, e.value));
-          return true;
-        }));
+        ARROW_RETURN_NOT_OK(
+            catalog_->staging().ForEachStaged(t, [&](const std::string& value) { return MarkAddress(&m_, value); }));
       }
       auto own = branch_oldest_kept_s_.find(b.id);
       ARROW_RETURN_NOT_OK(
@@ -247,7 +242,6 @@ class GcRun {
   const std::string repo_;
   const Namespace ns_;
   RangeStore* const ranges_;
-  kv::KvStore* const kv_;
   const GcOptions options_;
   const int64_t oldest_kept_s_;
   const std::map<std::string, int64_t> branch_oldest_kept_s_;
@@ -259,7 +253,7 @@ class GcRun {
 Result<GcReport> CollectGarbage(Catalog* catalog, const std::string& repo_id, const GcOptions& options) {
   ARROW_ASSIGN_OR_RAISE(Repository repo, catalog->GetRepository(repo_id));
   ARROW_ASSIGN_OR_RAISE(Namespace ns, catalog->RepositoryNamespace(repo));
-  const TimePoint now = catalog->clock_->Now();
+  const TimePoint now = catalog->clock().Now();
   int64_t oldest_kept_s = ToUnixMicros(now - options.retention) / 1000000;
   std::map<std::string, int64_t> branch_oldest_kept_s;
   if (options.use_repository_rules && repo.gc_rules) {
@@ -267,7 +261,7 @@ Result<GcReport> CollectGarbage(Catalog* catalog, const std::string& repo_id, co
     oldest_kept_s = days_ago(repo.gc_rules->default_retention_days);
     for (const auto& [branch, days] : repo.gc_rules->branches) branch_oldest_kept_s[branch] = days_ago(days);
   }
-  GcRun run(catalog, repo_id, ns, catalog->ranges_.get(), catalog->kv_.get(), options, oldest_kept_s,
+  GcRun run(catalog, repo_id, ns, &catalog->committed().ranges(), options, oldest_kept_s,
             std::move(branch_oldest_kept_s));
   // Storage time decides "young", whatever clock drives retention; list first,
   // so everything written after the listing is simply not a candidate.

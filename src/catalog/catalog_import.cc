@@ -21,6 +21,7 @@
 #include "catalog/catalog_refs_internal.h"
 #include "catalog/iterator.h"
 #include "catalog/keys.h"
+#include "catalog/ref_manager.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {

@@ -1,8 +1,8 @@
-// What the files implementing class Catalog share (catalog.cc, catalog_refs.cc,
-// catalog_staging.cc, catalog_reads.cc, catalog_commit.cc, catalog_diff.cc,
-// catalog_merge.cc, catalog_reset.cc): the branch record format, the
+// What the files implementing class Catalog and its managers share
+// (catalog*.cc, ref_manager*.cc): the branch record format, the
 // compare-and-swap budget, and the delimited pager behind ListEntries and the
-// diffs (their KV keys are keys.h's). Private to src/catalog.
+// diffs (their KV keys are keys.h's; the staging helpers, DeletePrefix among
+// them, staging_manager.h's). Private to src/catalog.
 //
 // Thread-safety: pure functions, except those taking a kv::KvStore, which are
 // as safe as the store.
@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <optional>
 #include <string>
 
@@ -18,6 +17,7 @@
 #include "catalog/catalog.h"
 #include "catalog/entry.h"
 #include "catalog/keys.h"
+#include "catalog/staging_manager.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog::internal {
@@ -27,20 +27,7 @@ constexpr int kCasRetries = 20;
 
 inline std::string NewToken() { return RandomHex(16); }
 
-// A drop record's value (DropKey): "" when a batch retires the token, then
-// {"v":1,"seen_us":…} once the dropper has seen it (the grace runs from there).
-inline std::string DropRecord(int64_t seen_us) { return fmt::format("{{\"v\":1,\"seen_us\":{}}}", seen_us); }
-// The time a drop record was first seen, or -1 if not yet (or unreadable).
-inline int64_t DropRecordTime(const std::string& value) {
-  constexpr std::string_view kPrefix = "{\"v\":1,\"seen_us\":";
-  if (value.rfind(kPrefix, 0) != 0 || value.back() != '}') return -1;
-  int64_t t = -1;
-  const char* end = value.data() + value.size() - 1;
-  auto [p, ec] = std::from_chars(value.data() + kPrefix.size(), end, t);
-  return ec == std::errc() && p == end ? t : -1;
-}
-
-// The branch record, version 1 (docs/formats.md). Defined in catalog_refs.cc.
+// The branch record, version 1 (docs/formats.md). Defined in ref_manager.cc.
 std::string BranchJson(const Branch& b);
 Result<Branch> ParseBranch(const std::string& name, const std::string& raw);
 
@@ -51,21 +38,6 @@ inline int64_t ClampAmount(int64_t amount) {
   if (amount <= 0) return 100;
   return std::min<int64_t>(amount, 1000);
 }
-
-// Deletes every key under `prefix`, in batches. Defined in catalog.cc.
-Status DeletePrefix(kv::KvStore& kv, const std::string& prefix);
-// The same, each batch only while `still` holds; PreconditionFailed (having
-// deleted some batches, or none) once it does not.
-Status DeletePrefixWhile(kv::KvStore& kv, const std::string& prefix, const kv::Precondition& still);
-
-enum class StagedProbe {
-  kStopAtFirst,  // IsDirty: return at the first token that holds an entry
-  kEveryToken,   // CompactStaging: probe every token, then answer
-};
-// True if any of the branch's tokens — the sealed ones, then the current one —
-// holds a staged entry or tombstone. Ignores a compacted meta-range. Defined in
-// catalog.cc.
-Result<bool> HasStagedEntries(kv::KvStore& kv, const Branch& branch, StagedProbe probe);
 
 // Where a listing page starts: the prefix, or just past `after` — past all of it
 // when a delimited page ended on a common prefix. nullopt if nothing can follow.

@@ -1,13 +1,15 @@
 // Catalog, three-way changes: Merge, Revert and CherryPick, each applied to a
-// clean branch's commit as a new commit.
+// clean branch's commit as a new commit (the changes themselves are
+// CommittedManager::ThreeWay's).
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
-#include "catalog/committed.h"
+#include "catalog/committed_manager.h"
 #include "catalog/keys.h"
+#include "catalog/ref_manager.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
@@ -23,67 +25,6 @@ Status DirtyBranch(const std::string& branch) {
 
 }  // namespace
 
-namespace {
-
-// The changes of a three-way merge, one at a time: every key source changed
-// since base, except where dest changed it too (the same way: nothing to do;
-// another way: source's value if source wins, else skipped and, with kNone,
-// counted as a conflict).
-class ThreeWayChanges final : public ValueIterator {
- public:
-  ThreeWayChanges(std::unique_ptr<DiffIterator> source, std::unique_ptr<DiffIterator> dest, MergeStrategy strategy)
-      : sd_(std::move(source)), dd_(std::move(dest)), strategy_(strategy) {}
-
-  bool Next() override {
-    if (!started_) {
-      started_ = true;
-      d_ok_ = dd_->Next();
-    }
-    for (bool s_ok = sd_->Next(); s_ok; s_ok = sd_->Next()) {
-      while (d_ok_ && dd_->key() < sd_->key()) d_ok_ = dd_->Next();
-      if (!d_ok_ || dd_->key() != sd_->key()) return true;
-      bool same = SameObject(sd_->right(), dd_->right());
-      d_ok_ = dd_->Next();
-      if (same) continue;
-      if (strategy_ == MergeStrategy::kSourceWins) return true;
-      if (strategy_ == MergeStrategy::kNone) {
-        if (conflict_sample_.size() < 5) conflict_sample_.push_back(sd_->key());
-        conflicts_++;
-      }
-    }
-    return false;
-  }
-  void SeekGE(std::string_view) override { error_ = Status::NotImplemented("three-way changes are read in order"); }
-  const std::string& key() const override { return sd_->key(); }
-  const std::string& value() const override { return sd_->right(); }
-  Status status() const override {
-    if (!error_.ok()) return error_;
-    ARROW_RETURN_NOT_OK(sd_->status());
-    return dd_->status();
-  }
-
-  int64_t conflicts() const { return conflicts_; }
-  Status ConflictError() const {
-    std::string list;
-    for (size_t i = 0; i < conflict_sample_.size(); ++i) list += (i ? ", " : "") + conflict_sample_[i];
-    if (conflicts_ > static_cast<int64_t>(conflict_sample_.size())) {
-      list += fmt::format(" and {} more", conflicts_ - static_cast<int64_t>(conflict_sample_.size()));
-    }
-    return Conflict(fmt::format("conflict: {} path(s) changed on both sides: {}", conflicts_, list));
-  }
-
- private:
-  std::unique_ptr<DiffIterator> sd_, dd_;
-  const MergeStrategy strategy_;
-  bool started_ = false;
-  bool d_ok_ = false;
-  int64_t conflicts_ = 0;
-  std::vector<std::string> conflict_sample_;  // the first few
-  Status error_;
-};
-
-}  // namespace
-
 Result<std::unique_ptr<ValueIterator>> Catalog::ThreeWay(const Repository& repo, const std::string& base,
                                                          const std::string& source, const std::string& dest,
                                                          MergeStrategy strategy, bool* any_change) {
@@ -91,25 +32,11 @@ Result<std::unique_ptr<ValueIterator>> Catalog::ThreeWay(const Repository& repo,
   ARROW_ASSIGN_OR_RAISE(auto base_mr, CommitMetaRange(repo, base));
   ARROW_ASSIGN_OR_RAISE(auto src_mr, CommitMetaRange(repo, source));
   ARROW_ASSIGN_OR_RAISE(auto dst_mr, CommitMetaRange(repo, dest));
-  auto open = [&] {
-    return std::make_unique<ThreeWayChanges>(DiffMetaRanges(*ranges_, ns, base_mr, src_mr),
-                                             DiffMetaRanges(*ranges_, ns, base_mr, dst_mr), strategy);
-  };
-  *any_change = true;  // not known without a pass; merges with a strategy allow an empty commit
-  if (strategy == MergeStrategy::kNone) {
-    // Conflicts are found before anything is written, in a pass of their own.
-    auto check = open();
-    int64_t changes = 0;
-    while (check->Next()) changes++;
-    ARROW_RETURN_NOT_OK(check->status());
-    if (check->conflicts() > 0) return check->ConflictError();
-    *any_change = changes > 0;
-  }
-  return std::unique_ptr<ValueIterator>(open());
+  return committed_->ThreeWay(ns, base_mr, src_mr, dst_mr, strategy, any_change);
 }
 
 Result<Catalog::BranchRecord> Catalog::RequireClean(const Repository& repo, const std::string& branch) {
-  ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo.id, branch));
+  ARROW_ASSIGN_OR_RAISE(auto rec, refs_->LoadBranch(repo.id, branch));
   ARROW_ASSIGN_OR_RAISE(bool dirty, IsDirty(repo.id, rec.branch));
   if (dirty) return DirtyBranch(branch);
   return rec;
@@ -120,8 +47,8 @@ Result<Commit> Catalog::CommitChanges(const Repository& repo, const BranchRecord
                                       const std::function<Status(const Commit&)>& before) {
   ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
   ARROW_ASSIGN_OR_RAISE(auto head, GetCommit(repo.id, rec.branch.commit_id));
-  ARROW_ASSIGN_OR_RAISE(auto head_mr, ranges_->LoadMetaRange(ns, head.meta_range_id));
-  ARROW_ASSIGN_OR_RAISE(auto mr, ApplyChanges(*ranges_, ns, head_mr, changes));
+  ARROW_ASSIGN_OR_RAISE(auto head_mr, committed_->LoadMetaRange(ns, head.meta_range_id));
+  ARROW_ASSIGN_OR_RAISE(auto mr, committed_->Apply(ns, head_mr, changes));
   c.meta_range_id = mr->id;
   c.generation = head.generation;
   for (const auto& p : c.parents) {
@@ -130,7 +57,7 @@ Result<Commit> Catalog::CommitChanges(const Repository& repo, const BranchRecord
   }
   c.generation += 1;
   if (c.creation_date == 0) c.creation_date = ToUnixMicros(clock_->Now()) / 1000000;
-  ARROW_RETURN_NOT_OK(StoreCommit(repo.id, &c).status());
+  ARROW_RETURN_NOT_OK(refs_->StoreCommit(repo.id, &c).status());
   if (before) ARROW_RETURN_NOT_OK(before(c));
   Branch next = rec.branch;
   next.commit_id = c.id;
@@ -146,13 +73,13 @@ Result<Commit> Catalog::CommitChanges(const Repository& repo, const BranchRecord
   return c;
 }
 
-Result<Commit> Catalog::DoMerge(const std::string& repo_id, const std::string& source_ref, const std::string& dest_branch,
-                              const CommitParams& params, MergeStrategy strategy) {
+Result<Commit> Catalog::DoMerge(const std::string& repo_id, const std::string& source_ref,
+                                const std::string& dest_branch, const CommitParams& params, MergeStrategy strategy) {
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
   if (!params.force) ARROW_RETURN_NOT_OK(CheckWritable(repo));
   ARROW_ASSIGN_OR_RAISE(auto src, ResolveRef(repo_id, source_ref));
   ARROW_ASSIGN_OR_RAISE(auto rec, RequireClean(repo, dest_branch));
-  ARROW_ASSIGN_OR_RAISE(auto base, MergeBase(repo_id, src.commit_id, rec.branch.commit_id));
+  ARROW_ASSIGN_OR_RAISE(auto base, refs_->MergeBase(repo_id, src.commit_id, rec.branch.commit_id));
   if (base == src.commit_id && !params.allow_empty) {
     return NoChanges(fmt::format("\"{}\" is already merged into \"{}\"", source_ref, dest_branch));
   }
@@ -172,12 +99,12 @@ Result<Commit> Catalog::DoMerge(const std::string& repo_id, const std::string& s
 }
 
 Result<Commit> Catalog::DoRevert(const std::string& repo_id, const std::string& branch, const std::string& ref,
-                               int parent_number, const CommitParams& params) {
+                                 int parent_number, const CommitParams& params) {
   return ReplayCommit(Replay::kRevert, repo_id, branch, ref, parent_number, params);
 }
 
 Result<Commit> Catalog::DoCherryPick(const std::string& repo_id, const std::string& branch, const std::string& ref,
-                                   int parent_number, const CommitParams& params) {
+                                     int parent_number, const CommitParams& params) {
   return ReplayCommit(Replay::kCherryPick, repo_id, branch, ref, parent_number, params);
 }
 

@@ -4,45 +4,32 @@
 
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
-#include "catalog/committed.h"
-#include "catalog/keys.h"
-#include "kv/kv.h"
+#include "catalog/committed_manager.h"
+#include "catalog/staging_manager.h"
 
 namespace sediment::catalog {
 
 Result<std::shared_ptr<const MetaRange>> Catalog::CommitMetaRange(const Repository& repo,
                                                                   const std::string& commit_id) {
   ARROW_ASSIGN_OR_RAISE(auto c, GetCommit(repo.id, commit_id));
-  ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
-  return ranges_->LoadMetaRange(ns, c.meta_range_id);
+  return committed_->LoadMetaRange(repo, c.meta_range_id);
 }
 
 Result<std::shared_ptr<const MetaRange>> Catalog::BaseMetaRange(const Repository& repo, const Branch& branch) {
-  if (!branch.compacted_meta_range_id.empty()) {
-    ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
-    return ranges_->LoadMetaRange(ns, branch.compacted_meta_range_id);
-  }
+  if (!branch.compacted_meta_range_id.empty()) return committed_->LoadMetaRange(repo, branch.compacted_meta_range_id);
   return CommitMetaRange(repo, branch.commit_id);
-}
-
-std::unique_ptr<ValueIterator> Catalog::StagingView(const Branch& branch, bool include_current) {
-  std::vector<std::unique_ptr<ValueIterator>> sources;
-  if (include_current) sources.push_back(NewKvPrefixIterator(kv_, StagingPrefix(branch.staging_token)));
-  for (const auto& t : branch.sealed_tokens) sources.push_back(NewKvPrefixIterator(kv_, StagingPrefix(t)));
-  if (sources.empty()) return NewVectorIterator({});
-  return NewCombinedIterator(std::move(sources));
 }
 
 Result<std::unique_ptr<ValueIterator>> Catalog::View(const Repository& repo, const ResolvedRef& ref) {
   ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
   if (!ref.branch) {
     ARROW_ASSIGN_OR_RAISE(auto mr, CommitMetaRange(repo, ref.commit_id));
-    return ranges_->NewIterator(ns, mr);
+    return committed_->NewIterator(ns, mr);
   }
   ARROW_ASSIGN_OR_RAISE(auto mr, BaseMetaRange(repo, *ref.branch));
   std::vector<std::unique_ptr<ValueIterator>> sources;
-  sources.push_back(StagingView(*ref.branch));
-  sources.push_back(ranges_->NewIterator(ns, mr));
+  sources.push_back(staging_->View(*ref.branch));
+  sources.push_back(committed_->NewIterator(ns, mr));
   return NewTombstoneFilter(NewCombinedIterator(std::move(sources)));
 }
 
@@ -51,20 +38,14 @@ Result<std::unique_ptr<ValueIterator>> Catalog::View(const Repository& repo, con
 
 Result<std::optional<std::string>> Catalog::LookupOnBranch(const Repository& repo, const Branch& branch,
                                                            const std::string& path, bool include_current) {
-  std::vector<std::string> tokens;
-  if (include_current) tokens.push_back(branch.staging_token);
-  tokens.insert(tokens.end(), branch.sealed_tokens.begin(), branch.sealed_tokens.end());
-  for (const auto& t : tokens) {
-    auto v = kv_->Get(StagedEntryKey(t, path));
-    if (v.ok()) {
-      if (v->empty()) return std::nullopt;  // a tombstone hides what is below
-      return std::move(*v);
-    }
-    if (!IsNotFound(v.status())) return v.status();
+  ARROW_ASSIGN_OR_RAISE(auto staged, staging_->Lookup(branch, path, include_current));
+  if (staged) {
+    if (staged->empty()) return std::nullopt;  // a tombstone hides what is below
+    return std::move(*staged);
   }
   ARROW_ASSIGN_OR_RAISE(auto mr, BaseMetaRange(repo, branch));
   ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
-  return ranges_->Get(ns, *mr, path);
+  return committed_->Get(ns, *mr, path);
 }
 
 Result<Entry> Catalog::GetEntry(const std::string& repo_id, const std::string& ref, const std::string& path) {
@@ -77,7 +58,7 @@ Result<Entry> Catalog::GetEntry(const std::string& repo_id, const std::string& r
   } else {
     ARROW_ASSIGN_OR_RAISE(auto mr, CommitMetaRange(repo, resolved.commit_id));
     ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
-    ARROW_ASSIGN_OR_RAISE(v, ranges_->Get(ns, *mr, path));
+    ARROW_ASSIGN_OR_RAISE(v, committed_->Get(ns, *mr, path));
   }
   if (!v) return NotFound(fmt::format("object \"{}\" not found at \"{}\"", path, ref));
   return DecodeEntry(*v);

@@ -1,6 +1,7 @@
-// Helpers shared by the refs files of the catalog (catalog_refs.cc,
-// catalog_repositories.cc): JSON shapes, namespace spelling (their KV keys
-// are keys.h's). Private to src/catalog.
+// Helpers shared by the refs files of the catalog (ref_manager.cc,
+// ref_manager_history.cc, catalog_refs.cc, catalog_repositories.cc): JSON
+// shapes, namespace spelling (their KV keys are keys.h's). Private to
+// src/catalog.
 #pragma once
 
 #include <fmt/format.h>

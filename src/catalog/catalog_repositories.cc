@@ -1,6 +1,7 @@
 // Catalog, repositories: their namespaces (checked before anything is
-// written), creation, listing, and deletion in one deciding batch with a
-// cleanup that finishes even if cut off.
+// written), creation, deletion in one deciding batch with a cleanup that
+// finishes even if cut off, and the rules kept in the record (protection, GC,
+// metadata; written through RefManager::UpdateRepository).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -14,7 +15,10 @@
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
 #include "catalog/catalog_refs_internal.h"
+#include "catalog/committed_manager.h"
 #include "catalog/keys.h"
+#include "catalog/ref_manager.h"
+#include "catalog/staging_manager.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
@@ -31,15 +35,7 @@ using namespace refs_internal;  // NOLINT: the shared helpers
 // ---------------------------------------------------------------------------
 // Repositories
 
-Result<Namespace> Catalog::RepositoryNamespace(const Repository& repo) {
-  const std::string& location = LocationOf(repo);
-  std::lock_guard<std::mutex> lock(ns_mu_);
-  auto it = namespaces_.find(location);
-  if (it != namespaces_.end()) return it->second;
-  ARROW_ASSIGN_OR_RAISE(auto store, blob::OpenBlobStore(location, options_.s3));
-  namespaces_[location] = store;
-  return store;
-}
+Result<Namespace> Catalog::RepositoryNamespace(const Repository& repo) { return committed_->RepositoryNamespace(repo); }
 
 Status Catalog::CheckNamespaceFree(const std::string& ns, const NamespaceLocation& where) {
   for (const auto& outer : where.Ancestors()) {
@@ -138,53 +134,6 @@ Status Catalog::ApplyNewRepository(const kv::Batch& batch, const std::string& ns
   return Conflict(fmt::format("repository \"{}\": too many repositories created at the same moment; retry", id));
 }
 
-Result<Catalog::RepositoryRecord> Catalog::LoadRepository(const std::string& id) {
-  ARROW_RETURN_NOT_OK(ValidateRepositoryName(id));
-  auto raw = kv_->Get(RepoKey(id));
-  if (IsNotFound(raw.status())) return NotFound("repository not found");  // lakeFS's words; the request names it
-  ARROW_RETURN_NOT_OK(raw.status());
-  try {
-    auto j = json::parse(*raw);
-    Repository repo{id,
-                    j.at("storage_namespace").get<std::string>(),
-                    j.at("default_branch").get<std::string>(),
-                    j.at("creation_date").get<int64_t>(),
-                    j.value("read_only", false),
-                    j.value("location", ""),
-                    {}};
-    if (repo.location.empty()) repo.location = repo.storage_namespace;
-    repo.protected_branches = j.value("protected_branches", std::vector<std::string>{});
-    repo.metadata = j.value("metadata", std::map<std::string, std::string>{});
-    if (j.contains("gc_rules")) {
-      GcRules rules;
-      rules.default_retention_days = j["gc_rules"].at("default_retention_days").get<int64_t>();
-      rules.branches = j["gc_rules"].value("branches", std::map<std::string, int64_t>{});
-      repo.gc_rules = std::move(rules);
-    }
-    return RepositoryRecord{std::move(repo), std::move(*raw)};
-  } catch (const std::exception& e) {
-    return Status::IOError(fmt::format("corrupt repository record {}: {}", id, e.what()));
-  }
-}
-
-Result<Repository> Catalog::GetRepository(const std::string& id) {
-  ARROW_ASSIGN_OR_RAISE(auto rec, LoadRepository(id));
-  return std::move(rec.repo);
-}
-
-Result<Page<Repository>> Catalog::ListRepositories(const std::string& prefix, const std::string& after,
-                                                   int64_t amount) {
-  const std::string repositories = RepositoriesPrefix();
-  ARROW_ASSIGN_OR_RAISE(auto keys, ListKeys(*kv_, repositories, prefix, after, ClampAmount(amount)));
-  Page<Repository> out;
-  out.has_more = keys.has_more;
-  for (const auto& kv : keys.items) {
-    ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(kv.key.substr(repositories.size())));
-    out.items.push_back(std::move(repo));
-  }
-  return out;
-}
-
 // Deciding is one atomic batch: the repository record (as read), its namespace,
 // every branch (as read; its tokens queued for the dropper) and tag, and a
 // deletion record c/rd/<repo>. From then on the repository is gone for every
@@ -193,7 +142,7 @@ Result<Page<Repository>> Catalog::ListRepositories(const std::string& prefix, co
 // the name finishes it.
 Status Catalog::DeleteRepository(const std::string& id) {
   for (int attempt = 0;; ++attempt) {
-    ARROW_ASSIGN_OR_RAISE(auto rec, LoadRepository(id));
+    ARROW_ASSIGN_OR_RAISE(auto rec, refs_->LoadRepository(id));
     kv::Batch batch;
     batch.Require(kv::Precondition::Equals(RepoKey(id), rec.raw))
         .Delete(RepoKey(id))
@@ -202,8 +151,9 @@ Status Catalog::DeleteRepository(const std::string& id) {
         .Put(RepoDeletionKey(id), RandomHex(8));
     ARROW_RETURN_NOT_OK(kv_->ScanAll(BranchesPrefix(id), "", [&](const kv::KeyValue& item) -> Result<bool> {
       ARROW_ASSIGN_OR_RAISE(auto b, ParseBranch(item.key, item.value));
-      batch.Require(kv::Precondition::Equals(item.key, item.value)).Delete(item.key).Put(DropKey(b.staging_token), "");
-      for (const auto& t : b.sealed_tokens) batch.Put(DropKey(t), "");
+      batch.Require(kv::Precondition::Equals(item.key, item.value)).Delete(item.key);
+      StagingManager::Retire(&batch, b.staging_token);
+      for (const auto& t : b.sealed_tokens) StagingManager::Retire(&batch, t);
       return true;
     }));
     ARROW_RETURN_NOT_OK(kv_->ScanAll(TagsPrefix(id), "", [&](const kv::KeyValue& item) -> Result<bool> {
@@ -217,7 +167,7 @@ Status Catalog::DeleteRepository(const std::string& id) {
       return Busy(fmt::format("repository \"{}\" kept changing while being deleted; retry", id));
     }
   }
-  if (dropper_) dropper_->Trigger();
+  staging_->TriggerDrop();
   if (on_branch_gone_) on_branch_gone_(id, "");
   // The repository is deleted; what remains is cleanup, which the background task retries.
   Status cleanup = FinishRepositoryDeletion(id);
@@ -272,10 +222,7 @@ Status Catalog::FinishRepositoryDeletion(const std::string& id) {
     auto now = kv_->Get(RepoDeletionKey(id));
     return IsNotFound(now.status()) || (now.ok() && *now != *deletion);
   };
-  {
-    std::lock_guard<std::mutex> lock(commits_mu_);
-    std::erase_if(commits_, [&](const auto& c) { return c.first.rfind(id + "/", 0) == 0; });
-  }
+  refs_->ForgetCommits(id);
   // Branches created while the deletion was decided: their tokens go to the dropper too.
   for (int failures = 0;;) {
     ARROW_ASSIGN_OR_RAISE(auto page, kv_->Scan(BranchesPrefix(id), "", 1000));
@@ -284,8 +231,9 @@ Status Catalog::FinishRepositoryDeletion(const std::string& id) {
     batch.Require(still);
     for (const auto& item : page.items) {
       ARROW_ASSIGN_OR_RAISE(auto b, ParseBranch(item.key, item.value));
-      batch.Require(kv::Precondition::Equals(item.key, item.value)).Delete(item.key).Put(DropKey(b.staging_token), "");
-      for (const auto& t : b.sealed_tokens) batch.Put(DropKey(t), "");
+      batch.Require(kv::Precondition::Equals(item.key, item.value)).Delete(item.key);
+      StagingManager::Retire(&batch, b.staging_token);
+      for (const auto& t : b.sealed_tokens) StagingManager::Retire(&batch, t);
     }
     Status st = kv_->Apply(batch);
     if (finished_elsewhere(st)) return Status::OK();
@@ -305,7 +253,7 @@ Status Catalog::FinishRepositoryDeletion(const std::string& id) {
   Status st = kv_->Apply(done);
   if (IsPreconditionFailed(st)) return Status::OK();
   ARROW_RETURN_NOT_OK(st);
-  if (dropper_) dropper_->Trigger();
+  staging_->TriggerDrop();
   return Status::OK();
 }
 
@@ -314,23 +262,10 @@ Status Catalog::FinishRepositoryDeletion(const std::string& id) {
 namespace sediment::catalog {
 
 Result<std::pair<std::vector<std::string>, std::string>> Catalog::GetBranchProtection(const std::string& repo_id) {
-  ARROW_ASSIGN_OR_RAISE(auto rec, LoadRepository(repo_id));
+  ARROW_ASSIGN_OR_RAISE(auto rec, refs_->LoadRepository(repo_id));
   const auto& rules = rec.repo.protected_branches;
   std::string etag = rules.empty() ? "" : Sha256Hex(json(rules).dump()).substr(0, 32);
   return std::make_pair(rules, etag);
-}
-
-Status Catalog::UpdateRepository(const std::string& id, const std::function<Status(Repository*)>& change) {
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    ARROW_ASSIGN_OR_RAISE(auto rec, LoadRepository(id));
-    Repository next = rec.repo;
-    ARROW_RETURN_NOT_OK(change(&next));
-    kv::Batch b;
-    b.Require(kv::Precondition::Equals(RepoKey(id), rec.raw)).Put(RepoKey(id), RepoJson(next).dump());
-    Status st = kv_->Apply(b);
-    if (!IsPreconditionFailed(st)) return st;
-  }
-  return Busy(fmt::format("repository \"{}\" kept changing; retry", id));
 }
 
 Status Catalog::SetBranchProtection(const std::string& repo_id, const std::vector<std::string>& patterns,
@@ -338,7 +273,7 @@ Status Catalog::SetBranchProtection(const std::string& repo_id, const std::vecto
   for (const auto& p : patterns) {
     if (p.empty()) return InvalidArgument("a branch protection pattern must not be empty");
   }
-  return UpdateRepository(repo_id, [&](Repository* repo) -> Status {
+  return refs_->UpdateRepository(repo_id, [&](Repository* repo) -> Status {
     const auto& rules = repo->protected_branches;
     std::string etag = rules.empty() ? "" : Sha256Hex(json(rules).dump()).substr(0, 32);
     if (if_match && *if_match != etag) return PreconditionFailed("Precondition failed");
@@ -349,7 +284,7 @@ Status Catalog::SetBranchProtection(const std::string& repo_id, const std::vecto
 
 Status Catalog::ChangeBranchProtectionRule(const std::string& repo_id, const std::string& pattern, bool add) {
   if (pattern.empty()) return InvalidArgument("a branch protection pattern must not be empty");
-  return UpdateRepository(repo_id, [&](Repository* repo) -> Status {
+  return refs_->UpdateRepository(repo_id, [&](Repository* repo) -> Status {
     auto& rules = repo->protected_branches;
     auto at = std::find(rules.begin(), rules.end(), pattern);
     if (add) {
@@ -383,7 +318,7 @@ Status Catalog::SetGcRules(const std::string& repo_id, const std::optional<GcRul
       ARROW_RETURN_NOT_OK(check_days(days, fmt::format("branch \"{}\"", branch)));
     }
   }
-  return UpdateRepository(repo_id, [&](Repository* repo) -> Status {
+  return refs_->UpdateRepository(repo_id, [&](Repository* repo) -> Status {
     repo->gc_rules = rules;
     return Status::OK();
   });
@@ -401,7 +336,7 @@ Status Catalog::UpdateRepositoryMetadata(const std::string& repo_id, const std::
           fmt::format("metadata value of \"{}\" has {} bytes, more than {}", k, v.size(), kMaxValue));
     }
   }
-  return UpdateRepository(repo_id, [&](Repository* repo) -> Status {
+  return refs_->UpdateRepository(repo_id, [&](Repository* repo) -> Status {
     for (const auto& k : remove) repo->metadata.erase(k);
     for (const auto& [k, v] : set) repo->metadata[k] = v;
     if (repo->metadata.size() > kMaxPairs) {

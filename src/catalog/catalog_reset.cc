@@ -5,8 +5,10 @@
 #include "base/executor.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
-#include "catalog/committed.h"
+#include "catalog/committed_manager.h"
 #include "catalog/keys.h"
+#include "catalog/ref_manager.h"
+#include "catalog/staging_manager.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
@@ -20,19 +22,19 @@ Status Catalog::ResetBranch(const std::string& repo_id, const std::string& branc
   ARROW_RETURN_NOT_OK(CheckWritable(repo));
   ARROW_RETURN_NOT_OK(CheckProtection(repo, branch, /*commit=*/false));
   for (int i = 0; i < kCasRetries; ++i) {
-    ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo_id, branch));
+    ARROW_ASSIGN_OR_RAISE(auto rec, refs_->LoadBranch(repo_id, branch));
     Branch next = rec.branch;
     next.staging_token = NewToken();
     next.sealed_tokens.clear();
     next.compacted_meta_range_id.clear();
     kv::Batch batch;
     batch.Require(kv::Precondition::Equals(BranchKey(repo_id, branch), rec.raw))
-        .Put(BranchKey(repo_id, branch), BranchJson(next))
-        .Put(DropKey(rec.branch.staging_token), "");
-    for (const auto& t : rec.branch.sealed_tokens) batch.Put(DropKey(t), "");
+        .Put(BranchKey(repo_id, branch), BranchJson(next));
+    StagingManager::Retire(&batch, rec.branch.staging_token);
+    for (const auto& t : rec.branch.sealed_tokens) StagingManager::Retire(&batch, t);
     Status st = kv_->Apply(batch);
     if (st.ok()) {
-      if (dropper_) dropper_->Trigger();
+      staging_->TriggerDrop();
       return Status::OK();
     }
     if (!IsPreconditionFailed(st)) return st;
@@ -57,44 +59,22 @@ Status Catalog::ResetPath(const std::string& repo_id, const std::string& branch,
 
 Status Catalog::ResetPathOn(const Repository& repo, const Branch& b, const std::string& path, bool prefix) {
   auto in_scope = [&](const std::string& key) { return prefix ? key.compare(0, path.size(), path) == 0 : key == path; };
-  const std::string token_prefix = StagingPrefix(b.staging_token);
-  kv::Batch batch;
-  auto flush = [&]() -> Status {
-    if (batch.mutations.empty()) return Status::OK();
-    ARROW_RETURN_NOT_OK(kv_->Apply(batch));
-    batch = {};
-    return Status::OK();
-  };
   // 1. The current token's own changes.
-  if (prefix) {
-    ARROW_RETURN_NOT_OK(kv_->ScanAll(token_prefix + path, "", [&](const kv::KeyValue& item) -> Result<bool> {
-      batch.Delete(item.key);
-      if (batch.mutations.size() >= 1000) ARROW_RETURN_NOT_OK(flush());
-      return true;
-    }));
-  } else {
-    batch.Delete(token_prefix + path);
-  }
-  ARROW_RETURN_NOT_OK(flush());
+  ARROW_RETURN_NOT_OK(staging_->Unstage(b.staging_token, path, prefix));
   if (b.sealed_tokens.empty() && b.compacted_meta_range_id.empty()) return Status::OK();
 
   // 2. What the sealed tokens over the base still change: the committed value over it.
   ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
   ARROW_ASSIGN_OR_RAISE(auto commit_mr, CommitMetaRange(repo, b.commit_id));
   std::vector<std::unique_ptr<ValueIterator>> below;
-  below.push_back(StagingView(b, /*include_current=*/false));
+  below.push_back(staging_->View(b, /*include_current=*/false));
   if (!b.compacted_meta_range_id.empty()) {
-    ARROW_ASSIGN_OR_RAISE(auto compacted, ranges_->LoadMetaRange(ns, b.compacted_meta_range_id));
-    below.push_back(DiffAsChanges(DiffMetaRanges(*ranges_, ns, commit_mr, compacted)));
+    ARROW_ASSIGN_OR_RAISE(auto compacted, committed_->LoadMetaRange(ns, b.compacted_meta_range_id));
+    below.push_back(DiffAsChanges(committed_->Diff(ns, commit_mr, compacted)));
   }
-  auto diff = NewLookupDiff(NewCombinedIterator(std::move(below)), ranges_->NewIterator(ns, commit_mr));
+  auto diff = NewLookupDiff(NewCombinedIterator(std::move(below)), committed_->NewIterator(ns, commit_mr));
   diff->SeekGE(path);
-  while (diff->Next() && in_scope(diff->key())) {
-    batch.Put(token_prefix + diff->key(), diff->left());  // "" (a tombstone) where not committed
-    if (batch.mutations.size() >= 1000) ARROW_RETURN_NOT_OK(flush());
-  }
-  ARROW_RETURN_NOT_OK(diff->status());
-  return flush();
+  return staging_->StageLeft(b.staging_token, *diff, in_scope);
 }
 
 Status Catalog::HardReset(const std::string& repo_id, const std::string& branch, const std::string& ref) {

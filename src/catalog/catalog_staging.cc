@@ -14,6 +14,8 @@
 #include "catalog/catalog.h"
 #include "catalog/catalog_internal.h"
 #include "catalog/keys.h"
+#include "catalog/ref_manager.h"
+#include "catalog/staging_manager.h"
 #include "kv/kv.h"
 
 namespace sediment::catalog {
@@ -21,15 +23,15 @@ namespace sediment::catalog {
 Status Catalog::WriteStaged(const std::string& repo_id, const std::string& branch,
                             const std::function<Status(const Branch& branch)>& write, const char* what,
                             std::string* token) {
-  ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo_id, branch));
+  ARROW_ASSIGN_OR_RAISE(auto rec, refs_->LoadBranch(repo_id, branch));
   for (int i = 0; i < internal::kCasRetries; ++i) {
     const Branch& wrote_on = rec.branch;
     ARROW_RETURN_NOT_OK(write(wrote_on));
     SEDIMENT_FAILPOINT("catalog.stage.after_write");
-    auto now = LoadBranch(repo_id, branch);
+    auto now = refs_->LoadBranch(repo_id, branch);
     if (IsNotFound(now.status())) {
       // Deleted meanwhile: the write may have landed after its token was dropped.
-      ARROW_RETURN_NOT_OK(QueueDrop(wrote_on.staging_token));
+      ARROW_RETURN_NOT_OK(staging_->QueueDrop(wrote_on.staging_token));
       return now.status();
     }
     ARROW_RETURN_NOT_OK(now.status());
@@ -43,17 +45,11 @@ Status Catalog::WriteStaged(const std::string& repo_id, const std::string& branc
     const auto& sealed = now->branch.sealed_tokens;
     if (now->branch.staging_token != wrote_on.staging_token &&
         std::find(sealed.begin(), sealed.end(), wrote_on.staging_token) == sealed.end()) {
-      ARROW_RETURN_NOT_OK(QueueDrop(wrote_on.staging_token));
+      ARROW_RETURN_NOT_OK(staging_->QueueDrop(wrote_on.staging_token));
     }
     rec = std::move(*now);
   }
   return Busy(fmt::format("branch \"{}\" kept changing; retry the {}", branch, what));
-}
-
-Status Catalog::QueueDrop(const std::string& token) {
-  ARROW_RETURN_NOT_OK(kv_->Set(DropKey(token), ""));
-  if (dropper_) dropper_->Trigger();
-  return Status::OK();
 }
 
 Status Catalog::PutEntry(const std::string& repo_id, const std::string& branch, const std::string& path,
@@ -92,7 +88,7 @@ Status Catalog::StageEntry(const Repository& repo, const std::string& branch, co
   } else {
     auto write = [&](const Branch& b) {
       *wrote = true;
-      return kv_->Set(StagedEntryKey(b.staging_token, path), value);
+      return staging_->Set(b.staging_token, path, value);
     };
     ARROW_RETURN_NOT_OK(WriteStaged(repo_id, branch, write, "write", &token));
   }
@@ -111,7 +107,7 @@ Status Catalog::PutIfAbsent(const Repository& repo, const std::string& branch, c
     return PreconditionFailed(fmt::format("object \"{}\" already exists on branch \"{}\"", path, branch));
   };
   for (int i = 0; i < internal::kCasRetries; ++i) {
-    ARROW_ASSIGN_OR_RAISE(auto rec, LoadBranch(repo.id, branch));
+    ARROW_ASSIGN_OR_RAISE(auto rec, refs_->LoadBranch(repo.id, branch));
     std::string key = StagedEntryKey(rec.branch.staging_token, path);
     auto staged = kv_->Get(key);
     kv::Batch batch;
@@ -145,13 +141,7 @@ Status Catalog::PutEntries(const std::string& repo_id, const std::string& branch
   constexpr size_t kBatch = 1000;
   for (size_t start = 0; start < entries.size(); start += kBatch) {
     size_t end = std::min(entries.size(), start + kBatch);
-    auto write = [&](const Branch& b) {
-      kv::Batch batch;
-      for (size_t j = start; j < end; ++j) {
-        batch.Put(StagedEntryKey(b.staging_token, entries[j].first), EncodeEntry(entries[j].second));
-      }
-      return kv_->Apply(batch);
-    };
+    auto write = [&](const Branch& b) { return staging_->SetEntries(b.staging_token, entries, start, end); };
     std::string token;
     ARROW_RETURN_NOT_OK(WriteStaged(repo_id, branch, write, "write", &token));
     if (on_mutation_) on_mutation_(repo_id, branch, token, static_cast<int64_t>(end - start));
@@ -183,7 +173,7 @@ Result<int64_t> Catalog::DeleteEntries(const std::string& repo_id, const std::st
     auto e = GetEntry(repo_id, branch, p);
     if (IsNotFound(e.status())) continue;
     ARROW_RETURN_NOT_OK(e.status());
-    auto write = [&](const Branch& b) { return kv_->Set(StagedEntryKey(b.staging_token, p), ""); };
+    auto write = [&](const Branch& b) { return staging_->Set(b.staging_token, p, ""); };
     std::string landed;
     if (Status st = WriteStaged(repo_id, branch, write, "delete", &landed); !st.ok()) {
       report();  // the deletes before this one landed

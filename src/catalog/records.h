@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "catalog/committed.h"
 #include "catalog/entry.h"
 
 namespace sediment::catalog {
@@ -141,7 +142,6 @@ struct CompactionResult {
   int64_t staged_entries = 0;  // entries folded in (tombstones included)
   ApplyStats stats;
 };
-
 
 // What a ref names: a commit, and the branch when the ref is a branch name
 // (then reads include its staging, unless the ref ended in '@').
