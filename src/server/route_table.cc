@@ -23,13 +23,21 @@ std::vector<Route> ServerRoutes(MetricsRegistry* metrics) {
   static const Protocol kIcebergPaths{"iceberg", ReplyIcebergError};
   auto not_found = [](const Call& c) { return NotFound(fmt::format("no route for {} {}", c.req.method, c.req.path)); };
   std::vector<Route> rows = {
-      {"GET", "/api/v1/healthcheck", "server Healthcheck", Access::kPublic, {},
+      {"GET",
+       "/api/v1/healthcheck",
+       "server Healthcheck",
+       Access::kPublic,
+       {},
        [](const Call& c) {
          c.res.status = 204;
          return Status::OK();
        },
        &kServer},
-      {"GET", "/metrics", "server Metrics", Access::kPublic, {},
+      {"GET",
+       "/metrics",
+       "server Metrics",
+       Access::kPublic,
+       {},
        [metrics](const Call& c) {
          c.res.set_content(metrics->RenderPrometheus(), "text/plain; version=0.0.4; charset=utf-8");
          return Status::OK();
@@ -40,7 +48,8 @@ std::vector<Route> ServerRoutes(MetricsRegistry* metrics) {
   // the server's plain-text 404, which lakectl doctor reads as "wrong endpoint".
   for (const char* method : {"GET", "POST", "PUT", "DELETE", "PATCH"}) {
     rows.push_back({method, "/api/v1/{rest:.*}", "server NotFound", Access::kPublic, {}, not_found, &kServer});
-    rows.push_back({method, "/iceberg/v1/{rest:.*}", "iceberg NotFound", Access::kPublic, {}, not_found, &kIcebergPaths});
+    rows.push_back(
+        {method, "/iceberg/v1/{rest:.*}", "iceberg NotFound", Access::kPublic, {}, not_found, &kIcebergPaths});
   }
   return rows;
 }

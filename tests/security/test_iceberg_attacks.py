@@ -4,16 +4,26 @@ answers in the protocol's ErrorModel without revealing a table's metadata."""
 import pytest
 import requests
 
-from security.util import ADMIN_KEY, ADMIN_SECRET, Api, create_user, set_up_admin, write_config
+from security.util import (ADMIN_KEY, ADMIN_SECRET, Api, create_user, fill_template, route_table, set_up_admin,
+                           write_config)
 from tables_util import SCHEMA, append, ipc
-ROUTES = [("GET", "/v1/config"), ("GET", "/v1/namespaces"), ("GET", "/v1/namespaces/eth"),
-          ("HEAD", "/v1/namespaces/eth"), ("GET", "/v1/namespaces/eth/tables"),
-          ("GET", "/v1/namespaces/eth/tables/blocks"), ("HEAD", "/v1/namespaces/eth/tables/blocks")]
-WRITES = [("POST", "/v1/namespaces"), ("POST", "/v1/namespaces/eth/tables"),
-          ("POST", "/v1/namespaces/eth/tables/blocks"), ("DELETE", "/v1/namespaces/eth/tables/blocks"),
-          ("DELETE", "/v1/namespaces/eth"), ("POST", "/v1/namespaces/eth/properties"),
-          ("POST", "/v1/tables/rename"), ("POST", "/v1/transactions/commit"),
-          ("POST", "/v1/namespaces/eth/register")]
+
+
+def iceberg_routes():
+    """The catalog's routes that need credentials, from the route table (src/server/http/route.h): the reads
+    (GET, and HEAD where a GET names one thing) with /v1/config first, and the writes."""
+    rows = [r for r in route_table()["routes"] if r["protocol"] == "iceberg" and r["access"] != "public"
+            and not r["operation"].endswith(" NotFound")]
+    sample = {"namespace": "eth", "table": "blocks"}
+    paths = [(r["method"], fill_template(r["path"], sample).removeprefix("/iceberg")) for r in rows]
+    reads = sorted({p for p in paths if p[0] == "GET"}, key=lambda p: (p[1] != "/v1/config", p[1]))
+    reads += [("HEAD", path) for _, path in reads if path.count("/") >= 3]
+    writes = [p for p in paths if p[0] != "GET"]
+    assert reads[0] == ("GET", "/v1/config") and len(writes) >= 9, (reads, writes)
+    return reads, writes
+
+
+ROUTES, WRITES = iceberg_routes()
 
 
 def make_table(server, table):

@@ -2,16 +2,12 @@
 gateway, is authenticated and authorized exactly as it declares, and a path no row serves is a 404 before
 any handler. The rows come from `sediment routes`, so a route added to the table is walked here without
 being listed anywhere in the suite."""
-import json
-import re
-
 import requests
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from conftest import run_sediment
-from security.util import ADMIN_KEY, ADMIN_SECRET, create_repo, create_user
+from security.util import ADMIN_KEY, ADMIN_SECRET, create_repo, create_user, fill_template, route_table
 
 # What each path parameter, query parameter and body field is filled with.
 PARAMS = {"repository": "walk", "branch": "main", "ref": "main", "right": "main", "commit": "c0ffee", "tag": "t1",
@@ -24,22 +20,8 @@ BODY = {"id": "walk-new", "name": "walk-new", "src_path": "walk/src", "source": 
 REFUSED = (401, 403)
 
 
-def route_table():
-    code, out = run_sediment("routes")
-    assert code == 0, out
-    return json.loads(out)
-
-
-def fill(template, values=PARAMS):
-    """A path template ({name} or {name:regex}) or ARN template ({name}, {?q}, {body.f}) with the samples."""
-    def one(m):
-        name = m.group(1).split(":", 1)[0]
-        if name.startswith("?"):
-            return QUERY.get(name[1:], "")
-        if name.startswith("body."):
-            return BODY.get(name[5:], "")
-        return values[name]
-    return re.sub(r"\{((?:[^{}]|\{[^{}]*\})*)\}", one, template)
+def fill(template):
+    return fill_template(template, PARAMS, QUERY, BODY)
 
 
 def call(server, route, auth=None):

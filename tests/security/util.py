@@ -1,7 +1,9 @@
 """Helpers of the adversarial suite: setting up users and repositories, raw HTTP, snapshots of stored
 state, and the files the suite leaves in build/test-artifacts/security/."""
 import base64
+import json
 import os
+import re
 import select
 import socket
 import time
@@ -269,3 +271,25 @@ def died(server, wait=2.0):
         return True
     except subprocess.TimeoutExpired:
         return False
+
+
+# --- the route table -------------------------------------------------------------------------------
+
+def route_table():
+    """The server's route table as `sediment routes` prints it: {"routes": [...], "s3_operations": [...]}."""
+    from conftest import run_sediment
+    code, out = run_sediment("routes")
+    assert code == 0, out
+    return json.loads(out)
+
+
+def fill_template(template, params, query=None, body=None):
+    """A path template ({name} or {name:regex}) or ARN template ({name}, {?q}, {body.f}) with sample values."""
+    def one(m):
+        name = m.group(1).split(":", 1)[0]
+        if name.startswith("?"):
+            return (query or {}).get(name[1:], "")
+        if name.startswith("body."):
+            return (body or {}).get(name[5:], "")
+        return params[name]
+    return re.sub(r"\{((?:[^{}]|\{[^{}]*\})*)\}", one, template)

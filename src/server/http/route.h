@@ -78,8 +78,8 @@ struct Protocol {
 struct Call {
   const httplib::Request& req;
   httplib::Response& res;
-  const std::string& user;                    // the authenticated user; "" on a public route (or before set-up)
-  const httplib::ContentReader* body;         // a streamed route's body; null otherwise
+  const std::string& user;             // the authenticated user; "" on a public route (or before set-up)
+  const httplib::ContentReader* body;  // a streamed route's body; null otherwise
 };
 using RouteHandler = std::function<Status(const Call&)>;
 
@@ -109,8 +109,7 @@ Result<CompiledPath> CompilePath(const std::string& path_template);
 
 // A resource template filled from a request matched by `route`; a parameter
 // that is absent is empty.
-std::string ExpandResource(const std::string& resource_template, const CompiledPath& path,
-                           const httplib::Request& req);
+std::string ExpandResource(const std::string& resource_template, const CompiledPath& path, const httplib::Request& req);
 
 // Authenticates and authorizes requests as their rows declare, then runs the
 // handlers. One per server (the API port; a [gateway] port has only S3).
@@ -130,14 +129,12 @@ class Router {
   // protocol's terms.
   Result<std::string> Admit(const Route& route, const CompiledPath& path, const httplib::Request& req);
   // Whether `user` holds `route`'s permissions (the protocol's refusal if not).
-  Status Authorize(const Route& route, const CompiledPath& path, const httplib::Request& req,
-                   const std::string& user);
+  Status Authorize(const Route& route, const CompiledPath& path, const httplib::Request& req, const std::string& user);
 
   // Runs the non-public route of `protocol` matching `req`'s method and path
   // as `user`, authorized as over HTTP (Lua hooks' in-process API calls).
   // NotFound when no row matches; a failed Status is the caller's to reply.
-  Status Dispatch(const std::string& protocol, const std::string& user, httplib::Request& req,
-                  httplib::Response& res);
+  Status Dispatch(const std::string& protocol, const std::string& user, httplib::Request& req, httplib::Response& res);
 
   // The table as JSON (method, path, operation, access, needs, protocol), for
   // `sediment routes` and the route walk test.
@@ -153,7 +150,7 @@ class Router {
   std::vector<CompiledPath> compiled_;  // routes_[i]'s, filled by Register
   struct Matchers;                      // compiled_[i].regex as std::regex, for Dispatch (router.cc)
   std::unique_ptr<Matchers> matchers_;
-  std::atomic<bool> set_up_{false};     // the catalog was set up (cannot be undone)
+  std::atomic<bool> set_up_{false};  // the catalog was set up (cannot be undone)
 };
 
 }  // namespace sediment::server

@@ -60,7 +60,7 @@ TEST(RouteTest, AResourceIsFilledFromThePathTheQueryAndTheBody) {
   EXPECT_EQ(ExpandResource("arn:x:::{repository}/object/{?path}", *path, req), "arn:x:::lake/object/a/b.txt");
   EXPECT_EQ(ExpandResource("arn:x:::{repository}/branch/{body.name}", *path, req), "arn:x:::lake/branch/feature");
   // Absent or not a string: empty, so the policy decides on the resource without it.
-  EXPECT_EQ(ExpandResource("arn:x:::{body.id}/{?none}/{body.missing}", *path, req), "arn:x:::///");
+  EXPECT_EQ(ExpandResource("arn:x:::{body.id}/{?none}/{body.missing}", *path, req), "arn:x::://");
   req.body = "not json";
   EXPECT_EQ(ExpandResource("arn:x:::{body.name}", *path, req), "arn:x:::");
   EXPECT_EQ(ExpandResource("*", *path, req), "*");

@@ -144,8 +144,8 @@ Status Router::Authorize(const Route& route, const CompiledPath& path, const htt
   return Status::OK();
 }
 
-void Router::Serve(const Route& route, const CompiledPath& path, const httplib::Request& req,
-                   httplib::Response& res, const httplib::ContentReader* body) {
+void Router::Serve(const Route& route, const CompiledPath& path, const httplib::Request& req, httplib::Response& res,
+                   const httplib::ContentReader* body) {
   auto user = Admit(route, path, req);
   if (!user.ok()) return route.protocol->reply_error(res, user.status());
   if (route.protocol->json_bodies && !route.streamed && RefuseNonJsonBody(req, res)) return;
@@ -166,9 +166,11 @@ Status Router::Register(HttpServer* http) {
     const Route* route = &routes_[i];
     const CompiledPath* path = &compiled_[i];
     if (route->streamed) {
-      http->HandleStream(route->method, path->regex, route->operation,
-                         [this, route, path](const httplib::Request& req, httplib::Response& res,
-                                             const httplib::ContentReader& body) { Serve(*route, *path, req, res, &body); });
+      http->HandleStream(
+          route->method, path->regex, route->operation,
+          [this, route, path](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& body) {
+            Serve(*route, *path, req, res, &body);
+          });
     } else {
       http->Handle(route->method, path->regex, route->operation,
                    [this, route, path](const httplib::Request& req, httplib::Response& res) {
