@@ -4,7 +4,7 @@ threads for both): small-object PUT and GET per second, and ListObjectsV2 pages 
 of --keys objects, before and after staging compaction. Both servers run on this machine's local disk
 (Sediment on its embedded defaults: RocksDB + local files).
 
-    .venv/bin/python bench/s3_gateway_bench.py [--keys 1000000] [--objects 2000] [--threads 8]
+    .venv/bin/python bench/s3_gateway_bench.py [--keys 1000000] [--objects 2000] [--threads 8] [--binary PATH]
 
 The branch is loaded with the lakeFS API's staging/backing link (entries only, like an import) and MinIO
 with zero-byte PUTs of the same keys; only the listing is timed."""
@@ -58,11 +58,11 @@ def list_pages(s3, bucket, prefix):
     return pages / (time.perf_counter() - t0), keys
 
 
-def start_sediment(tmp):
+def start_sediment(tmp, binary):
     cfg = tmp / "sediment.toml"
     cfg.write_text(f'[catalog]\nlocal_namespace_roots = ["{tmp}"]\n')
     log = open(tmp / "sediment.log", "w")  # a pipe nobody reads would block the server's logging
-    proc = subprocess.Popen([str(ROOT / "build" / "sediment"), "serve", "--listen", "127.0.0.1:0", "--data-dir",
+    proc = subprocess.Popen([str(binary), "serve", "--listen", "127.0.0.1:0", "--data-dir",
                              str(tmp / "data"), "--config", str(cfg)], stdout=log, stderr=subprocess.STDOUT)
     url = None
     for _ in range(300):
@@ -88,12 +88,14 @@ def main():
     ap.add_argument("--objects", type=int, default=2000, help="small objects PUT and GET")
     ap.add_argument("--size", type=int, default=1024, help="bytes per small object")
     ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--binary", default=str(ROOT / "build" / "sediment"),
+                    help="the sediment binary to measure (an older build, for a before/after)")
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="s3-gateway-bench-"))
     env = subprocess.run([str(ROOT / "scripts" / "minio.sh"), "start", str(tmp / "minio")], capture_output=True,
                          text=True, check=True).stdout
     m = dict(line.replace("export ", "").split("=", 1) for line in env.split("\n") if line.startswith("export"))
-    sed_proc, sed_url = start_sediment(tmp)
+    sed_proc, sed_url = start_sediment(tmp, a.binary)
     try:
         sed = client(sed_url, KEY, SECRET)
         minio = client("http://" + m["SEDIMENT_TEST_S3_ENDPOINT"], m["SEDIMENT_TEST_S3_ACCESS_KEY"],
