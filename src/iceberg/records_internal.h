@@ -17,6 +17,7 @@
 #include "base/status.h"
 #include "iceberg/manifests.h"
 #include "table/names.h"
+#include "iceberg/keys.h"
 #include "table/registry.h"
 
 namespace sediment::iceberg {
@@ -62,13 +63,6 @@ std::string TableUuid(const table::TableInfo& info);
 // The table's schema versions, oldest first (what ToIcebergSchema takes).
 std::vector<std::shared_ptr<arrow::Schema>> Versions(const table::TableInfo& info);
 
-std::string HeadKey(const table::TableId& id);
-std::string SnapshotPrefix(const table::TableId& id);
-std::string SnapshotKey(const table::TableId& id, int64_t seq);
-std::string ManifestKey(const table::TableId& id, const std::string& manifest_id);
-std::string TrashPrefix(const table::TableId& id);
-std::string TrashKey(const table::TableId& id, int64_t expires_ms, const std::string& name);
-std::string TablePrefix(const table::TableId& id);
 
 std::string EncodeHead(const Head& h);
 Result<Head> DecodeHead(const std::string& text);
