@@ -42,6 +42,32 @@ Status DeletePrefixWhile(kv::KvStore& kv, const std::string& prefix, const kv::P
 
 namespace {
 
+// Writes to the store in batches of up to 1,000 mutations (each batch atomic,
+// the whole not).
+class BatchedWrites {
+ public:
+  explicit BatchedWrites(kv::KvStore* kv) : kv_(kv) {}
+  Status Put(const std::string& key, const std::string& value) {
+    batch_.Put(key, value);
+    return FlushIfFull();
+  }
+  Status Delete(const std::string& key) {
+    batch_.Delete(key);
+    return FlushIfFull();
+  }
+  Status Flush() {
+    if (batch_.mutations.empty()) return Status::OK();
+    ARROW_RETURN_NOT_OK(kv_->Apply(batch_));
+    batch_ = {};
+    return Status::OK();
+  }
+
+ private:
+  Status FlushIfFull() { return batch_.mutations.size() >= 1000 ? Flush() : Status::OK(); }
+  kv::KvStore* kv_;
+  kv::Batch batch_;
+};
+
 // A drop record's value (DropKey): "" when a batch retires the token, then
 // {"v":1,"seen_us":…} once the dropper has seen it (the grace runs from there).
 std::string DropRecord(int64_t seen_us) { return fmt::format("{{\"v\":1,\"seen_us\":{}}}", seen_us); }
@@ -177,41 +203,27 @@ Status StagingManager::ForEachStaged(const std::string& token,
 
 Status StagingManager::Unstage(const std::string& token, const std::string& path, bool prefix) {
   const std::string token_prefix = StagingPrefix(token);
-  kv::Batch batch;
-  auto flush = [&]() -> Status {
-    if (batch.mutations.empty()) return Status::OK();
-    ARROW_RETURN_NOT_OK(kv_->Apply(batch));
-    batch = {};
-    return Status::OK();
-  };
+  BatchedWrites batch(kv_.get());
   if (prefix) {
     ARROW_RETURN_NOT_OK(kv_->ScanAll(token_prefix + path, "", [&](const kv::KeyValue& item) -> Result<bool> {
-      batch.Delete(item.key);
-      if (batch.mutations.size() >= 1000) ARROW_RETURN_NOT_OK(flush());
+      ARROW_RETURN_NOT_OK(batch.Delete(item.key));
       return true;
     }));
   } else {
-    batch.Delete(token_prefix + path);
+    ARROW_RETURN_NOT_OK(batch.Delete(token_prefix + path));
   }
-  return flush();
+  return batch.Flush();
 }
 
 Status StagingManager::StageLeft(const std::string& token, DiffIterator& diff,
                                  const std::function<bool(const std::string&)>& in_scope) {
   const std::string token_prefix = StagingPrefix(token);
-  kv::Batch batch;
-  auto flush = [&]() -> Status {
-    if (batch.mutations.empty()) return Status::OK();
-    ARROW_RETURN_NOT_OK(kv_->Apply(batch));
-    batch = {};
-    return Status::OK();
-  };
+  BatchedWrites batch(kv_.get());
   while (diff.Next() && in_scope(diff.key())) {
-    batch.Put(token_prefix + diff.key(), diff.left());  // "" (a tombstone) where not committed
-    if (batch.mutations.size() >= 1000) ARROW_RETURN_NOT_OK(flush());
+    ARROW_RETURN_NOT_OK(batch.Put(token_prefix + diff.key(), diff.left()));  // "" (a tombstone) where not committed
   }
   ARROW_RETURN_NOT_OK(diff.status());
-  return flush();
+  return batch.Flush();
 }
 
 }  // namespace sediment::catalog

@@ -103,11 +103,17 @@ Status SetCurrentSchema(UpdateState& s, const json& u, const std::string& where)
   return Status::OK();
 }
 
-Status AddSpec(UpdateState& s, const json& u, const std::string& where) {
-  ARROW_ASSIGN_OR_RAISE(auto spec, FieldOf<json>(u, "spec", where));
-  if (!spec.is_object() || !spec.contains("fields") || !spec["fields"].is_array()) {
-    return InvalidArgument(where + ": \"spec\" must have \"fields\"");
+// A spec or sort order: an object with an array of "fields".
+Result<json> WithFields(const json& u, const char* name, const std::string& where) {
+  ARROW_ASSIGN_OR_RAISE(auto object, FieldOf<json>(u, name, where));
+  if (!object.is_object() || !object.contains("fields") || !object["fields"].is_array()) {
+    return InvalidArgument(fmt::format("{}: \"{}\" must have \"fields\"", where, name));
   }
+  return object;
+}
+
+Status AddSpec(UpdateState& s, const json& u, const std::string& where) {
+  ARROW_ASSIGN_OR_RAISE(auto spec, WithFields(u, "spec", where));
   int64_t last = IntOr(s.metadata, "last-partition-id", 999);
   for (auto& f : spec["fields"]) {  // fields without an id get fresh ones
     if (!f.contains("field-id")) f["field-id"] = ++last;
@@ -130,10 +136,7 @@ Status SetDefaultSpec(UpdateState& s, const json& u, const std::string& where) {
 }
 
 Status AddSortOrder(UpdateState& s, const json& u, const std::string& where) {
-  ARROW_ASSIGN_OR_RAISE(auto order, FieldOf<json>(u, "sort-order", where));
-  if (!order.is_object() || !order.contains("fields") || !order["fields"].is_array()) {
-    return InvalidArgument(where + ": \"sort-order\" must have \"fields\"");
-  }
+  ARROW_ASSIGN_OR_RAISE(auto order, WithFields(u, "sort-order", where));
   bool added = false;
   // Order 0 is the unsorted order; a sorted one never takes it.
   int64_t id = order["fields"].empty() ? 0 : IdFor(s.metadata["sort-orders"], order, "order-id", 1, &added);
