@@ -279,12 +279,12 @@ def test_kv_key_literals(tree):
         ''')
     write(tree, "src/catalog/keys.h", 'const char* kRuns = "c/ar/"; const char* kRepo = "c/r/";\n')
     write(tree, "src/catalog/catalog_test.cc", 'auto k = "c/r/repo";\n')
-    write(tree, "src/iceberg/records.cc", 'auto p = fmt::format("ice/{}/{}/", a, b);\n')
+    write(tree, "src/iceberg_tables/records.cc", 'auto p = fmt::format("ice/{}/{}/", a, b);\n')
     write(tree, "src/actions/keys.cc", 'auto k = root + "t/" + run;  // one segment of its own key\n')
     assert findings(tree) == [
         'src/catalog/keys.h:1: kv-key: "c/ar/" belongs to module actions: build it in src/actions/keys.h, not here',
-        'src/iceberg/records.cc:1: kv-key: KV key literal "ice/{}/{}/" outside a key file: build it in '
-        "src/iceberg/keys.h",
+        'src/iceberg_tables/records.cc:1: kv-key: KV key literal "ice/{}/{}/" outside a key file: build it in '
+        "src/iceberg_tables/keys.h",
         'src/table/scheduler.cc:1: kv-key: KV key literal "t/lease/{}/{}" outside a key file: build it in '
         "src/table/keys.h",
         'src/table/scheduler.cc:2: kv-key: KV key literal "t/ver/" outside a key file: build it in src/table/keys.h',

@@ -44,7 +44,7 @@ _QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 # The KV namespaces (a key's first component) and the module that owns each; the longest prefix
 # wins ("c/ar/" is the actions module's runs, inside the catalog's namespace so that a repository's
 # keys share one prefix family).
-KV_OWNERS = {"a/": "auth", "c/": "catalog", "c/ar/": "actions", "ice/": "iceberg", "j/": "chain", "t/": "table"}
+KV_OWNERS = {"a/": "auth", "c/": "catalog", "c/ar/": "actions", "ice/": "iceberg_tables", "j/": "chain", "t/": "table"}
 # A KV key literal: a string literal that starts with a known namespace, or that has the shape of a
 # key prefix (a namespace of 1-4 letters, a record kind of 1-8, each ending in '/'), which catches a
 # new namespace. "text/plain" or "application/json" have no second '/' or too long a first part.

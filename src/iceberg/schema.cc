@@ -6,7 +6,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "table/stored_types.h"
 
 namespace sediment::iceberg {
 namespace {
@@ -59,7 +58,7 @@ struct Mapper {
         return json("date");
       case arrow::Type::TIMESTAMP: {
         const auto& ts = static_cast<const arrow::TimestampType&>(type);
-        // Nanoseconds marked so are stored as microseconds (table/stored_types.h); other ones have no bounds.
+        // Nanoseconds marked so are stored as microseconds (micros_key); other ones have no bounds.
         if (ts.unit() == arrow::TimeUnit::MICRO || (ts.unit() == arrow::TimeUnit::NANO && micros_stored)) {
           *bounds = BoundKind::kInt64;
         }
@@ -113,7 +112,8 @@ struct Mapper {
 
 }  // namespace
 
-Result<IcebergSchema> ToIcebergSchema(const std::vector<std::shared_ptr<arrow::Schema>>& versions) {
+Result<IcebergSchema> ToIcebergSchema(const std::vector<std::shared_ptr<arrow::Schema>>& versions,
+                                      const std::string& micros_key) {
   if (versions.empty()) return InvalidArgument("a table without a schema");
   const arrow::Schema& schema = *versions.back();
   Mapper mapper;
@@ -132,7 +132,7 @@ Result<IcebergSchema> ToIcebergSchema(const std::vector<std::shared_ptr<arrow::S
       const int id = first_id + (i - start);
       json children = json::array();
       IcebergColumn column{f.name(), id, "", BoundKind::kNone};
-      mapper.micros_stored = f.metadata() && f.metadata()->Contains(std::string(table::kStoreMicrosKey));
+      mapper.micros_stored = !micros_key.empty() && f.metadata() && f.metadata()->Contains(micros_key);
       ARROW_ASSIGN_OR_RAISE(json type, mapper.TypeOf(f.name(), *f.type(), &children, &column.bounds));
       mapper.micros_stored = false;
       if (type.is_string()) column.type = type.get<std::string>();
@@ -162,9 +162,10 @@ Result<IcebergSchema> ToIcebergSchema(const std::vector<std::shared_ptr<arrow::S
   return out;
 }
 
-Result<IcebergSchema> ToIcebergSchema(const arrow::Schema& schema) {
+Result<IcebergSchema> ToIcebergSchema(const arrow::Schema& schema, const std::string& micros_key) {
   return ToIcebergSchema(
-      std::vector<std::shared_ptr<arrow::Schema>>{std::make_shared<arrow::Schema>(schema.fields(), schema.metadata())});
+      std::vector<std::shared_ptr<arrow::Schema>>{std::make_shared<arrow::Schema>(schema.fields(), schema.metadata())},
+      micros_key);
 }
 
 }  // namespace sediment::iceberg

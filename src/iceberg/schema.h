@@ -41,13 +41,16 @@ struct IcebergSchema {
 };
 
 // The Iceberg schemas of a table's schema versions (oldest first; each one's
-// columns begin the next one's: table::TableRegistry::EvolveTable). A
+// columns begin the next one's, as the chain tables evolve theirs). A
 // column's id never changes: a version's new top-level columns take the ids
 // after every id of the versions before, then their nested fields. With one
 // version: columns 1..N, nested fields from N+1.
 // InvalidArgument naming the column if a type has no Iceberg equivalent.
-Result<IcebergSchema> ToIcebergSchema(const std::vector<std::shared_ptr<arrow::Schema>>& versions);
+// `micros_key`: a field metadata key marking a nanosecond timestamp column
+// whose files store microseconds (its bounds are then usable); "" none.
+Result<IcebergSchema> ToIcebergSchema(const std::vector<std::shared_ptr<arrow::Schema>>& versions,
+                                      const std::string& micros_key = "");
 // One version.
-Result<IcebergSchema> ToIcebergSchema(const arrow::Schema& schema);
+Result<IcebergSchema> ToIcebergSchema(const arrow::Schema& schema, const std::string& micros_key = "");
 
 }  // namespace sediment::iceberg

@@ -20,7 +20,7 @@
 #include "catalog/staging_compactor.h"
 #include "catalog/storage_namespace.h"
 #include "chain/ingest_job.h"
-#include "iceberg/catalog.h"
+#include "iceberg_tables/catalog.h"
 #include "kv/kv.h"
 #include "server/console/console.h"
 #include "server/http/errors.h"

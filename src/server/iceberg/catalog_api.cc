@@ -10,7 +10,7 @@
 
 #include "auth/auth.h"
 #include "base/crypto.h"
-#include "iceberg/catalog.h"
+#include "iceberg_tables/catalog.h"
 #include "server/http/errors.h"
 #include "server/http/http_server.h"
 #include "server/http/principal.h"

@@ -16,8 +16,9 @@
 
 #include "base/status.h"
 #include "iceberg/manifests.h"
+#include "iceberg/schema.h"
 #include "table/names.h"
-#include "iceberg/keys.h"
+#include "iceberg_tables/keys.h"
 #include "table/registry.h"
 
 namespace sediment::iceberg {
@@ -62,6 +63,8 @@ struct LiveEntry {
 std::string TableUuid(const table::TableInfo& info);
 // The table's schema versions, oldest first (what ToIcebergSchema takes).
 std::vector<std::shared_ptr<arrow::Schema>> Versions(const table::TableInfo& info);
+// The Iceberg schemas of the table's versions, timestamps stored in microseconds marked so.
+Result<IcebergSchema> IcebergSchemaOf(const table::TableInfo& info);
 
 
 std::string EncodeHead(const Head& h);

@@ -1,4 +1,4 @@
-#include "iceberg/keys.h"
+#include "iceberg_tables/keys.h"
 
 #include <fmt/format.h>
 

@@ -11,9 +11,9 @@
 #include "base/crypto.h"
 #include "base/metrics.h"
 #include "blob/blob.h"
-#include "iceberg/catalog.h"
+#include "iceberg_tables/catalog.h"
 #include "iceberg/file_stats.h"
-#include "iceberg/records_internal.h"
+#include "iceberg_tables/records_internal.h"
 #include "iceberg/schema.h"
 #include "kv/kv.h"
 #include "table/registry.h"
@@ -86,7 +86,7 @@ int64_t IcebergCatalog::RetentionMs() const {
 
 Result<PublishResult> IcebergCatalog::Publish(const table::TableId& id) {
   ARROW_ASSIGN_OR_RAISE(table::TableInfo info, tables_->GetTable(id));
-  ARROW_ASSIGN_OR_RAISE(IcebergSchema schema, ToIcebergSchema(Versions(info)));
+  ARROW_ASSIGN_OR_RAISE(IcebergSchema schema, IcebergSchemaOf(info));
   return PublishAs(id, info, schema);
 }
 
@@ -121,7 +121,7 @@ Result<PublishResult> IcebergCatalog::PublishOnce(const table::TableId& id, cons
   ARROW_ASSIGN_OR_RAISE(table::TableInfo now, tables_->GetTable(id));
   std::optional<IcebergSchema> newer;
   if (now.version() != info.version()) {
-    ARROW_ASSIGN_OR_RAISE(newer, ToIcebergSchema(Versions(now)));
+    ARROW_ASSIGN_OR_RAISE(newer, IcebergSchemaOf(now));
   }
   const IcebergSchema& schema = newer ? *newer : schema_before;
   w.schema_id = schema.schema_id;

@@ -1,6 +1,6 @@
 // IcebergCatalog: construction, the background publisher and collector, and
 // what loadTable hands out (the metadata JSON). Publishing is in publish.cc.
-#include "iceberg/catalog.h"
+#include "iceberg_tables/catalog.h"
 
 #include <arrow/io/interfaces.h>
 #include <arrow/type.h>
@@ -13,7 +13,7 @@
 #include "base/crypto.h"
 #include "base/metrics.h"
 #include "blob/blob.h"
-#include "iceberg/records_internal.h"
+#include "iceberg_tables/records_internal.h"
 #include "iceberg/schema.h"
 #include "kv/kv.h"
 #include "table/table_service.h"
@@ -148,7 +148,7 @@ Result<int64_t> IcebergCatalog::SweepOrphans(const table::TableId& id, TimePoint
 
 Result<LoadedTable> IcebergCatalog::Load(const table::TableId& id) {
   ARROW_ASSIGN_OR_RAISE(table::TableInfo info, tables_->GetTable(id));
-  ARROW_ASSIGN_OR_RAISE(IcebergSchema schema, ToIcebergSchema(Versions(info)));
+  ARROW_ASSIGN_OR_RAISE(IcebergSchema schema, IcebergSchemaOf(info));
   ARROW_RETURN_NOT_OK(PublishAs(id, info, schema).status());
   Head head;
   auto raw = kv_->Get(HeadKey(id));

@@ -6,9 +6,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "iceberg/catalog.h"
+#include "iceberg_tables/catalog.h"
 #include "iceberg/manifests.h"
 #include "iceberg/schema.h"
+#include "table/stored_types.h"
 #include "table/table_test_fixture_internal.h"
 
 namespace sediment::iceberg {
@@ -67,7 +68,7 @@ TEST(IcebergSchemaTest, AnAddedColumnTakesNewIdsAndNoIdChanges) {
                                         arrow::key_value_metadata({"sediment.store_micros"}, {"true"})),
                            arrow::field("keys", arrow::list(arrow::fixed_size_binary(32)))});
   auto one = ToIcebergSchema(*v1);
-  auto both = ToIcebergSchema({v1, v2});
+  auto both = ToIcebergSchema({v1, v2}, std::string(table::kStoreMicrosKey));
   ASSERT_TRUE(both.ok()) << both.status().ToString();
   ASSERT_EQ(both->schemas.size(), 2u);
   EXPECT_EQ(both->schema_id, 1);

@@ -4,7 +4,8 @@
 
 #include "base/codec.h"
 #include "base/crypto.h"
-#include "iceberg/records_internal.h"
+#include "iceberg_tables/records_internal.h"
+#include "table/stored_types.h"
 
 namespace sediment::iceberg {
 namespace {
@@ -110,6 +111,10 @@ std::vector<std::shared_ptr<arrow::Schema>> Versions(const table::TableInfo& inf
   auto out = info.history;
   out.push_back(info.schema);
   return out;
+}
+
+Result<IcebergSchema> IcebergSchemaOf(const table::TableInfo& info) {
+  return ToIcebergSchema(Versions(info), std::string(table::kStoreMicrosKey));
 }
 
 std::string EncodeSnapshot(const SnapshotRecord& s) {
