@@ -135,3 +135,19 @@ def test_every_s3_operation_is_authorized_as_it_declares(catalog_server):
         if as_holder.status_code == 403 and op["need"]["action"] in as_holder.text:
             failures.append(f"{what}: a user holding exactly {op['need']} was refused: {as_holder.text[:200]}")
     assert not failures, "\n".join(failures)
+
+
+def test_branch_protection_rules_are_read_with_the_get_permission(catalog_server):
+    """The internal listing of branch protection rules is a read: branches:GetBranchProtectionRules, as lakeFS."""
+    server = catalog_server()
+    api = server.api
+    create_repo(api, "walk", server.namespace("walk"))
+    arn = "arn:lakefs:fs:::repository/walk"
+    getter = create_user(api, "bp-getter", [{"effect": "allow", "action": ["branches:GetBranchProtectionRules"],
+                                             "resource": arn}])
+    setter = create_user(api, "bp-setter", [{"effect": "allow", "action": ["branches:SetBranchProtectionRules"],
+                                             "resource": arn}])
+    url = server.url + "/api/v1/repositories/walk/branch_protection"
+    assert requests.get(url, auth=getter, timeout=30).status_code == 200
+    refused = requests.get(url, auth=setter, timeout=30)
+    assert refused.status_code == 401 and "GetBranchProtectionRules" in refused.text, refused.text

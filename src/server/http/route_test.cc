@@ -66,5 +66,34 @@ TEST(RouteTest, AResourceIsFilledFromThePathTheQueryAndTheBody) {
   EXPECT_EQ(ExpandResource("*", *path, req), "*");
 }
 
+TEST(RouteTest, ARowThatWouldAuthorizeLessThanItSaysIsRefusedAtStart) {
+  static const Protocol kTest{"test", nullptr};
+  RouteHandler ok = [](const Call&) { return Status::OK(); };
+  struct Row {
+    Route route;
+    const char* says;
+  };
+  std::vector<Row> rows = {
+      {{"GET", "/a/{x}", "test A", Access::kAuthorized, {}, ok, &kTest}, "needs no permission"},
+      {{"GET", "/a/{x}", "test B", Access::kPublic, Need("t:Read", "*"), ok, &kTest}, "never check"},
+      {{"GET", "/a/{x}", "test C", Access::kAuthorized, Need("t:Read", "arn:{y}"), ok, &kTest}, "no parameter"},
+      {{"PUT", "/a/{x}", "test D", Access::kAuthorized, Need("t:Write", "arn:{body.id}"), ok, &kTest, true},
+       "streamed body"},
+      {{"GET", "/a/{x}", "test E", Access::kAuthorized, Need("", "arn:{x}"), ok, &kTest}, "without an action"},
+      {{"GET", "/a/{x}", "test F", Access::kPublic, {}, nullptr, &kTest}, "no protocol or handler"},
+  };
+  for (auto& row : rows) {
+    Router router(nullptr);
+    router.Add({row.route});
+    Status st = router.Register(nullptr);  // refused before anything is registered
+    ASSERT_FALSE(st.ok()) << row.says;
+    EXPECT_NE(st.message().find(row.says), std::string::npos) << st.message();
+  }
+  Router fine(nullptr);
+  fine.Add(
+      {Route{"GET", "/a/{x}", "test G", Access::kAuthorized, Need("t:Read", "arn:{x}/{?q}/{body.f}"), ok, &kTest}});
+  EXPECT_TRUE(fine.routes().size() == 1);
+}
+
 }  // namespace
 }  // namespace sediment::server

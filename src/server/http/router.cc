@@ -2,6 +2,9 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -114,6 +117,11 @@ Router::Router(auth::AuthService* auth) : auth_(auth), matchers_(std::make_uniqu
 Router::~Router() = default;
 
 void Router::Add(std::vector<Route> routes) {
+  // Handlers hold pointers into routes_: nothing is added once they are registered.
+  if (registered_) {
+    std::fprintf(stderr, "sediment: Router::Add after Register\n");
+    std::abort();
+  }
   for (Route& r : routes) routes_.push_back(std::move(r));
 }
 
@@ -153,12 +161,42 @@ void Router::Serve(const Route& route, const CompiledPath& path, const httplib::
   if (!st.ok()) route.protocol->reply_error(res, st);
 }
 
+namespace {
+
+// A row that would authorize less than it says is a bug in a table: refused
+// at start, before anything is served.
+Status CheckRow(const Route& r, const CompiledPath& path) {
+  auto bad = [&](const std::string& why) {
+    return Status::Invalid(fmt::format("route {} {} ({}): {}", r.method, r.path, r.operation, why));
+  };
+  if (r.protocol == nullptr || !r.handler) return bad("no protocol or handler");
+  if (r.access == Access::kAuthorized && r.needs.empty()) return bad("authorized, but needs no permission");
+  if (r.access != Access::kAuthorized && !r.needs.empty()) return bad("needs permissions it would never check");
+  for (const Permission& p : r.needs) {
+    if (p.action.empty()) return bad("a permission without an action");
+    for (size_t open = p.resource.find('{'); open != std::string::npos; open = p.resource.find('{', open + 1)) {
+      size_t close = p.resource.find('}', open);
+      if (close == std::string::npos) return bad("an unclosed '{' in resource " + p.resource);
+      std::string name = p.resource.substr(open + 1, close - open - 1);
+      if (name.starts_with("body.") && r.streamed) return bad("a streamed body is not read before the check");
+      if (name.starts_with("?") || name.starts_with("body.")) continue;
+      if (std::find(path.params.begin(), path.params.end(), name) == path.params.end()) {
+        return bad("resource " + p.resource + " names {" + name + "}, which is no parameter of the path");
+      }
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Status Router::Register(HttpServer* http) {
+  if (registered_) return Status::Invalid("the route table is registered once");
   compiled_.clear();
   matchers_->regexes.clear();
   for (const Route& r : routes_) {
-    if (r.protocol == nullptr || !r.handler) return Status::Invalid(fmt::format("route {} is incomplete", r.operation));
     ARROW_ASSIGN_OR_RAISE(auto compiled, CompilePath(r.path));
+    ARROW_RETURN_NOT_OK(CheckRow(r, compiled));
     matchers_->regexes.emplace_back(compiled.regex);
     compiled_.push_back(std::move(compiled));
   }
@@ -178,6 +216,7 @@ Status Router::Register(HttpServer* http) {
                    });
     }
   }
+  registered_ = true;
   return Status::OK();
 }
 

@@ -159,7 +159,7 @@ void RepositoryRoutes(Rows& r) {
         {{"fs:ListObjects", kRepoArn}, {"fs:ReadRepository", kRepoArn}},                                      GetMetadataObject);
   r.Add("POST",   repo + "/metadata",             "SetRepositoryMetadata", update,                            SetRepositoryMetadata);
   r.Add("DELETE", repo + "/metadata",             "DeleteRepositoryMetadata", update,                         DeleteRepositoryMetadata);
-  r.Add("GET",    repo + "/branch_protection",    "InternalGetBranchProtectionRules", set_bp,                 ListBranchProtectionRules);
+  r.Add("GET",    repo + "/branch_protection",    "InternalGetBranchProtectionRules", get_bp,                 ListBranchProtectionRules);
   r.Add("POST",   repo + "/branch_protection",    "CreateBranchProtectionRulePreflight", set_bp,              ChangeBranchProtectionRule);
   r.Add("DELETE", repo + "/branch_protection",    "DeleteBranchProtectionRule", set_bp,                       ChangeBranchProtectionRule);
   r.Add("GET",    repo + "/branch_protection/set_allowed", "CreateBranchProtectionRulePreflight2", set_bp,    BranchProtectionSetAllowed);
@@ -256,7 +256,7 @@ class InProcessApi final : public actions::ApiClient {
       catalog::NoHooksOnThisThread scope;  // a hook's own calls fire no hooks
       st = router_->Dispatch(kLakeFs.name, user, req, res);
     }
-    if (!st.ok()) ReplyError(res, LakeFsRefusal(st));
+    if (!st.ok()) ReplyError(res, st);  // a refusal is already in lakeFS's words (Router::Authorize)
     if (res.content_provider_) return Drain(res);
     return {res.status, res.body};
   }

@@ -65,6 +65,9 @@ Status AddSampleData(const Context& ctx, const catalog::Repository& repo, const 
   p.committer = me;
   p.message = "Add sample data";
   p.force = true;
+  // Part of creating the repository, as before hooks moved into the catalog: a
+  // new repository has no actions, and a busy hook pool must not fail it halfway.
+  catalog::NoHooksOnThisThread no_hooks;
   return ctx.cat->CommitBranch(repo.id, repo.default_branch, p).status();
 }
 

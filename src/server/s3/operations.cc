@@ -7,9 +7,8 @@
 // multipart.cc, declared in gateway_internal.h) and add its row here.
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <variant>
 #include <vector>
@@ -45,10 +44,20 @@ struct Operation {
 constexpr const char* kBucketArn = "arn:lakefs:fs:::repository/{bucket}";
 constexpr const char* kObjectArn = "arn:lakefs:fs:::repository/{bucket}/object/{path}";
 
+// The template filled in one pass, so a bucket or key that spells a
+// placeholder is never expanded again.
 std::string ResourceOf(const std::string& resource, const Target& t) {
-  std::string out = resource;
-  for (auto [name, value] : {std::pair<const char*, const std::string*>{"{bucket}", &t.bucket}, {"{path}", &t.path}}) {
-    if (size_t at = out.find(name); at != std::string::npos) out.replace(at, std::strlen(name), *value);
+  std::string out;
+  for (size_t i = 0; i < resource.size();) {
+    if (resource.compare(i, 8, "{bucket}") == 0) {
+      out += t.bucket;
+      i += 8;
+    } else if (resource.compare(i, 6, "{path}") == 0) {
+      out += t.path;
+      i += 6;
+    } else {
+      out += resource[i++];
+    }
   }
   return out;
 }
