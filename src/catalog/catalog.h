@@ -234,6 +234,13 @@ class Catalog {
   // nothing names is catalog GC's to delete, as after any other error.
   Status PutUploadedEntry(const Repository& repo, const std::string& branch, const std::string& path,
                           const Entry& entry, bool if_absent = false, bool force = false);
+  // Stages `entry` at `path` only if the path now names `expected_address`
+  // (nullopt: only if it is absent), checked and written atomically as
+  // PutEntry's if_absent; PreconditionFailed otherwise, and nothing written.
+  // The compare-and-set of a pointer entry (an Iceberg table's current
+  // metadata: docs/iceberg-repositories.md).
+  Status SwapEntry(const std::string& repo, const std::string& branch, const std::string& path, const Entry& entry,
+                   const std::optional<std::string>& expected_address);
   // Stages many entries at once (imports, benchmarks): atomic KV batches of up
   // to 1,000, each re-checked against a concurrent seal like PutEntry.
   Status PutEntries(const std::string& repo, const std::string& branch,
@@ -399,14 +406,19 @@ class Catalog {
                      std::string* token = nullptr);
   // One pass of ResetPath on the branch as loaded (see catalog_reset.cc).
   Status ResetPathOn(const Repository& repo, const Branch& branch, const std::string& path, bool prefix);
+  // What a conditional staged write requires of the path as the branch sees it.
+  struct WriteCondition {
+    bool checked = false;                // false: write whatever is there
+    std::optional<std::string> address;  // when checked: the address it names now (nullopt: absent)
+  };
   // PutEntry's work; `*wrote` is set once a staging write was issued (it may
   // have landed, whatever the answer).
   Status StageEntry(const Repository& repo, const std::string& branch, const std::string& path, const Entry& entry,
-                    bool if_absent, bool force, bool* wrote);
-  // PutEntry with if_absent: one atomic check-and-write on the current token;
+                    const WriteCondition& condition, bool force, bool* wrote);
+  // A checked write: one atomic check-and-write on the current token;
   // `*wrote` as StageEntry's (a batch refused by its preconditions wrote nothing).
-  Status PutIfAbsent(const Repository& repo, const std::string& branch, const std::string& path,
-                     const std::string& value, std::string* token, bool* wrote);
+  Status PutIfCurrent(const Repository& repo, const std::string& branch, const std::string& path,
+                      const std::string& value, const WriteCondition& condition, std::string* token, bool* wrote);
   // The encoded entry of `path` on `branch` (tokens, then its base meta-range),
   // nullopt if absent or deleted. Skips the current token unless `include_current`.
   Result<std::optional<std::string>> LookupOnBranch(const Repository& repo, const Branch& branch,

@@ -61,13 +61,20 @@ Status Catalog::PutEntry(const std::string& repo_id, const std::string& branch, 
 Status Catalog::PutEntry(const Repository& repo, const std::string& branch, const std::string& path, const Entry& entry,
                          bool if_absent, bool force) {
   bool wrote = false;
-  return StageEntry(repo, branch, path, entry, if_absent, force, &wrote);
+  return StageEntry(repo, branch, path, entry, WriteCondition{if_absent, std::nullopt}, force, &wrote);
+}
+
+Status Catalog::SwapEntry(const std::string& repo_id, const std::string& branch, const std::string& path,
+                          const Entry& entry, const std::optional<std::string>& expected_address) {
+  ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
+  bool wrote = false;
+  return StageEntry(repo, branch, path, entry, WriteCondition{true, expected_address}, /*force=*/false, &wrote);
 }
 
 Status Catalog::PutUploadedEntry(const Repository& repo, const std::string& branch, const std::string& path,
                                  const Entry& entry, bool if_absent, bool force) {
   bool wrote = false;
-  Status st = StageEntry(repo, branch, path, entry, if_absent, force, &wrote);
+  Status st = StageEntry(repo, branch, path, entry, WriteCondition{if_absent, std::nullopt}, force, &wrote);
   const bool refused = IsInvalidArgument(st) || IsForbidden(st) || IsNotFound(st) || IsPreconditionFailed(st);
   if (!wrote && refused) {
     if (auto ns = RepositoryNamespace(repo); ns.ok()) (void)(*ns)->Delete(entry.address);
@@ -76,15 +83,15 @@ Status Catalog::PutUploadedEntry(const Repository& repo, const std::string& bran
 }
 
 Status Catalog::StageEntry(const Repository& repo, const std::string& branch, const std::string& path,
-                           const Entry& entry, bool if_absent, bool force, bool* wrote) {
+                           const Entry& entry, const WriteCondition& condition, bool force, bool* wrote) {
   const std::string& repo_id = repo.id;
   ARROW_RETURN_NOT_OK(ValidatePath(path));
   if (!force) ARROW_RETURN_NOT_OK(CheckWritable(repo));
   ARROW_RETURN_NOT_OK(CheckProtection(repo, branch, /*commit=*/false));
   std::string value = EncodeEntry(entry);
   std::string token;
-  if (if_absent) {
-    ARROW_RETURN_NOT_OK(PutIfAbsent(repo, branch, path, value, &token, wrote));
+  if (condition.checked) {
+    ARROW_RETURN_NOT_OK(PutIfCurrent(repo, branch, path, value, condition, &token, wrote));
   } else {
     auto write = [&](const Branch& b) {
       *wrote = true;
@@ -101,10 +108,21 @@ Status Catalog::StageEntry(const Repository& repo, const std::string& branch, co
 // are the branch's) and the staged key as read (absent, or a tombstone). A
 // write that loses either race re-reads and checks again; no re-check after the
 // write is needed, since it cannot land in a token that was sealed meanwhile.
-Status Catalog::PutIfAbsent(const Repository& repo, const std::string& branch, const std::string& path,
-                            const std::string& value, std::string* token, bool* wrote) {
-  auto exists = [&] {
-    return PreconditionFailed(fmt::format("object \"{}\" already exists on branch \"{}\"", path, branch));
+Status Catalog::PutIfCurrent(const Repository& repo, const std::string& branch, const std::string& path,
+                             const std::string& value, const WriteCondition& condition, std::string* token,
+                             bool* wrote) {
+  // The path as the branch sees it (encoded, nullopt if absent) against the condition.
+  auto check = [&](const std::optional<std::string>& current) -> Status {
+    if (!condition.address) {
+      if (!current) return Status::OK();
+      return PreconditionFailed(fmt::format("object \"{}\" already exists on branch \"{}\"", path, branch));
+    }
+    if (current) {
+      ARROW_ASSIGN_OR_RAISE(auto e, DecodeEntry(*current));
+      if (e.address == *condition.address) return Status::OK();
+    }
+    return PreconditionFailed(
+        fmt::format("object \"{}\" on branch \"{}\" no longer names {}", path, branch, *condition.address));
   };
   for (int i = 0; i < internal::kCasRetries; ++i) {
     ARROW_ASSIGN_OR_RAISE(auto rec, refs_->LoadBranch(repo.id, branch));
@@ -113,11 +131,12 @@ Status Catalog::PutIfAbsent(const Repository& repo, const std::string& branch, c
     kv::Batch batch;
     batch.Require(kv::Precondition::Equals(BranchKey(repo.id, branch), rec.raw));
     if (staged.ok()) {
-      if (!staged->empty()) return exists();
-      batch.Require(kv::Precondition::Equals(key, ""));  // deleted in staging: absent, whatever is below
+      // A tombstone is absent, whatever is below.
+      ARROW_RETURN_NOT_OK(check(staged->empty() ? std::nullopt : std::optional<std::string>(*staged)));
+      batch.Require(kv::Precondition::Equals(key, *staged));
     } else if (IsNotFound(staged.status())) {
       ARROW_ASSIGN_OR_RAISE(auto below, LookupOnBranch(repo, rec.branch, path, /*include_current=*/false));
-      if (below) return exists();
+      ARROW_RETURN_NOT_OK(check(below));
       batch.Require(kv::Precondition::Absent(key));
     } else {
       return staged.status();
