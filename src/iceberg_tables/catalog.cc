@@ -13,8 +13,8 @@
 #include "base/crypto.h"
 #include "base/metrics.h"
 #include "blob/blob.h"
-#include "iceberg_tables/records_internal.h"
 #include "iceberg/schema.h"
+#include "iceberg_tables/records_internal.h"
 #include "kv/kv.h"
 #include "table/table_service.h"
 

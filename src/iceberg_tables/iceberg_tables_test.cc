@@ -6,9 +6,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "iceberg_tables/catalog.h"
 #include "iceberg/manifests.h"
 #include "iceberg/schema.h"
+#include "iceberg_tables/catalog.h"
 #include "table/stored_types.h"
 #include "table/table_test_fixture_internal.h"
 

@@ -17,8 +17,8 @@
 #include "base/status.h"
 #include "iceberg/manifests.h"
 #include "iceberg/schema.h"
-#include "table/names.h"
 #include "iceberg_tables/keys.h"
+#include "table/names.h"
 #include "table/registry.h"
 
 namespace sediment::iceberg {
@@ -65,7 +65,6 @@ std::string TableUuid(const table::TableInfo& info);
 std::vector<std::shared_ptr<arrow::Schema>> Versions(const table::TableInfo& info);
 // The Iceberg schemas of the table's versions, timestamps stored in microseconds marked so.
 Result<IcebergSchema> IcebergSchemaOf(const table::TableInfo& info);
-
 
 std::string EncodeHead(const Head& h);
 Result<Head> DecodeHead(const std::string& text);

@@ -108,7 +108,7 @@ class App {
   std::unique_ptr<ServerIdentity> identity_;
   std::unique_ptr<table::TableService> tables_;
   std::unique_ptr<iceberg::IcebergCatalog> iceberg_;  // null with [iceberg] enabled = false
-  std::unique_ptr<Router> router_;  // the route table of the API port
+  std::unique_ptr<Router> router_;                    // the route table of the API port
   std::unique_ptr<chain::JobManager> jobs_;
   std::unique_ptr<catalog::Catalog> catalog_;
   std::unique_ptr<catalog::StagingCompactor> staging_compactor_;

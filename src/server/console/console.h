@@ -8,9 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "server/http/route.h"
-
 #include "base/status.h"
+#include "server/http/route.h"
 
 namespace httplib {
 struct Request;

@@ -150,7 +150,7 @@ class Router {
   std::vector<CompiledPath> compiled_;  // routes_[i]'s, filled by Register
   struct Matchers;                      // compiled_[i].regex as std::regex, for Dispatch (router.cc)
   std::unique_ptr<Matchers> matchers_;
-  bool registered_ = false;              // Register ran: the table is fixed
+  bool registered_ = false;          // Register ran: the table is fixed
   std::atomic<bool> set_up_{false};  // the catalog was set up (cannot be undone)
 };
 

@@ -16,8 +16,8 @@ RouteHandler Bind(Service* service, Status (*fn)(Service*, const httplib::Reques
 
 // A handler that reads its body as a stream (its row is `streamed`).
 template <typename Service>
-RouteHandler Bind(Service* service, Status (*fn)(Service*, const httplib::Request&, httplib::Response&,
-                                                 const httplib::ContentReader&)) {
+RouteHandler Bind(Service* service,
+                  Status (*fn)(Service*, const httplib::Request&, httplib::Response&, const httplib::ContentReader&)) {
   return [service, fn](const Call& c) { return fn(service, c.req, c.res, *c.body); };
 }
 

@@ -23,7 +23,6 @@ json PolicyJson(const Policy& p) {
   return json{{"id", p.id}, {"creation_date", p.creation_date}, {"statement", st}};
 }
 
-
 // lakeFS's Group: `name` is the id (esti finds groups by name).
 json GroupJson(const Group& g) {
   return json{{"id", g.id}, {"name", g.id}, {"description", g.description}, {"creation_date", g.creation_date}};

@@ -2,11 +2,10 @@
 // as an Arrow IPC stream (format=arrow) or JSON lines (format=jsonl).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "server/http/route.h"
-
-#include <string>
 
 namespace arrow {
 class RecordBatch;

@@ -25,7 +25,6 @@ using table::SegmentRecord;
 using table::TableId;
 using table::TableService;
 
-
 Result<TableId> IdFrom(const httplib::Request& req) {
   return table::MakeTableId(req.matches[1].str(), req.matches[2].str());
 }
