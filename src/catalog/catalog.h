@@ -241,6 +241,16 @@ class Catalog {
   // metadata: docs/iceberg-repositories.md).
   Status SwapEntry(const std::string& repo, const std::string& branch, const std::string& path, const Entry& entry,
                    const std::optional<std::string>& expected_address);
+  // Several swaps on one branch in one atomic batch: all land or none
+  // (PreconditionFailed naming the first path that changed). A swap without an
+  // entry deletes the path. Paths must differ. Iceberg's multi-table
+  // transactions and renames.
+  struct EntrySwap {
+    std::string path;
+    std::optional<Entry> entry;                    // nullopt: delete
+    std::optional<std::string> expected_address;  // nullopt: the path must be absent
+  };
+  Status SwapEntries(const std::string& repo, const std::string& branch, const std::vector<EntrySwap>& swaps);
   // Stages many entries at once (imports, benchmarks): atomic KV batches of up
   // to 1,000, each re-checked against a concurrent seal like PutEntry.
   Status PutEntries(const std::string& repo, const std::string& branch,
@@ -417,8 +427,14 @@ class Catalog {
                     const WriteCondition& condition, bool force, bool* wrote);
   // A checked write: one atomic check-and-write on the current token;
   // `*wrote` as StageEntry's (a batch refused by its preconditions wrote nothing).
-  Status PutIfCurrent(const Repository& repo, const std::string& branch, const std::string& path,
-                      const std::string& value, const WriteCondition& condition, std::string* token, bool* wrote);
+  // One value per path ("" deletes), each with its condition.
+  struct CheckedWrite {
+    std::string path;
+    std::string value;
+    WriteCondition condition;
+  };
+  Status PutIfCurrent(const Repository& repo, const std::string& branch, const std::vector<CheckedWrite>& writes,
+                      std::string* token, bool* wrote);
   // The encoded entry of `path` on `branch` (tokens, then its base meta-range),
   // nullopt if absent or deleted. Skips the current token unless `include_current`.
   Result<std::optional<std::string>> LookupOnBranch(const Repository& repo, const Branch& branch,

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include "base/executor.h"
 #include "base/failpoint.h"
@@ -66,9 +67,27 @@ Status Catalog::PutEntry(const Repository& repo, const std::string& branch, cons
 
 Status Catalog::SwapEntry(const std::string& repo_id, const std::string& branch, const std::string& path,
                           const Entry& entry, const std::optional<std::string>& expected_address) {
+  return SwapEntries(repo_id, branch, {EntrySwap{path, entry, expected_address}});
+}
+
+Status Catalog::SwapEntries(const std::string& repo_id, const std::string& branch,
+                            const std::vector<EntrySwap>& swaps) {
   ARROW_ASSIGN_OR_RAISE(auto repo, GetRepository(repo_id));
+  std::vector<CheckedWrite> writes;
+  std::set<std::string> paths;
+  for (const EntrySwap& s : swaps) {
+    ARROW_RETURN_NOT_OK(ValidatePath(s.path));
+    if (!paths.insert(s.path).second) return InvalidArgument(fmt::format("path \"{}\" swapped twice", s.path));
+    writes.push_back({s.path, s.entry ? EncodeEntry(*s.entry) : "", WriteCondition{true, s.expected_address}});
+  }
+  if (writes.empty()) return Status::OK();
+  ARROW_RETURN_NOT_OK(CheckWritable(repo));
+  ARROW_RETURN_NOT_OK(CheckProtection(repo, branch, /*commit=*/false));
+  std::string token;
   bool wrote = false;
-  return StageEntry(repo, branch, path, entry, WriteCondition{true, expected_address}, /*force=*/false, &wrote);
+  ARROW_RETURN_NOT_OK(PutIfCurrent(repo, branch, writes, &token, &wrote));
+  if (on_mutation_) on_mutation_(repo_id, branch, token, static_cast<int64_t>(writes.size()));
+  return Status::OK();
 }
 
 Status Catalog::PutUploadedEntry(const Repository& repo, const std::string& branch, const std::string& path,
@@ -91,7 +110,7 @@ Status Catalog::StageEntry(const Repository& repo, const std::string& branch, co
   std::string value = EncodeEntry(entry);
   std::string token;
   if (condition.checked) {
-    ARROW_RETURN_NOT_OK(PutIfCurrent(repo, branch, path, value, condition, &token, wrote));
+    ARROW_RETURN_NOT_OK(PutIfCurrent(repo, branch, {CheckedWrite{path, value, condition}}, &token, wrote));
   } else {
     auto write = [&](const Branch& b) {
       *wrote = true;
@@ -103,45 +122,47 @@ Status Catalog::StageEntry(const Repository& repo, const std::string& branch, co
   return Status::OK();
 }
 
-// The check and the write are one batch: it requires the branch record as read
-// (so the token is still current and the sealed tokens and base checked below
-// are the branch's) and the staged key as read (absent, or a tombstone). A
-// write that loses either race re-reads and checks again; no re-check after the
-// write is needed, since it cannot land in a token that was sealed meanwhile.
-Status Catalog::PutIfCurrent(const Repository& repo, const std::string& branch, const std::string& path,
-                             const std::string& value, const WriteCondition& condition, std::string* token,
-                             bool* wrote) {
+// The checks and the writes are one batch: it requires the branch record as
+// read (so the token is still current and the sealed tokens and base checked
+// below are the branch's) and each staged key as read (absent, or a
+// tombstone). A batch that loses either race re-reads and checks again; no
+// re-check after the write is needed, since it cannot land in a token that was
+// sealed meanwhile.
+Status Catalog::PutIfCurrent(const Repository& repo, const std::string& branch, const std::vector<CheckedWrite>& writes,
+                             std::string* token, bool* wrote) {
   // The path as the branch sees it (encoded, nullopt if absent) against the condition.
-  auto check = [&](const std::optional<std::string>& current) -> Status {
-    if (!condition.address) {
+  auto check = [&](const CheckedWrite& w, const std::optional<std::string>& current) -> Status {
+    const auto& want = w.condition.address;
+    if (!want) {
       if (!current) return Status::OK();
-      return PreconditionFailed(fmt::format("object \"{}\" already exists on branch \"{}\"", path, branch));
+      return PreconditionFailed(fmt::format("object \"{}\" already exists on branch \"{}\"", w.path, branch));
     }
     if (current) {
       ARROW_ASSIGN_OR_RAISE(auto e, DecodeEntry(*current));
-      if (e.address == *condition.address) return Status::OK();
+      if (e.address == *want) return Status::OK();
     }
-    return PreconditionFailed(
-        fmt::format("object \"{}\" on branch \"{}\" no longer names {}", path, branch, *condition.address));
+    return PreconditionFailed(fmt::format("object \"{}\" on branch \"{}\" no longer names {}", w.path, branch, *want));
   };
   for (int i = 0; i < internal::kCasRetries; ++i) {
     ARROW_ASSIGN_OR_RAISE(auto rec, refs_->LoadBranch(repo.id, branch));
-    std::string key = StagedEntryKey(rec.branch.staging_token, path);
-    auto staged = kv_->Get(key);
     kv::Batch batch;
     batch.Require(kv::Precondition::Equals(BranchKey(repo.id, branch), rec.raw));
-    if (staged.ok()) {
-      // A tombstone is absent, whatever is below.
-      ARROW_RETURN_NOT_OK(check(staged->empty() ? std::nullopt : std::optional<std::string>(*staged)));
-      batch.Require(kv::Precondition::Equals(key, *staged));
-    } else if (IsNotFound(staged.status())) {
-      ARROW_ASSIGN_OR_RAISE(auto below, LookupOnBranch(repo, rec.branch, path, /*include_current=*/false));
-      ARROW_RETURN_NOT_OK(check(below));
-      batch.Require(kv::Precondition::Absent(key));
-    } else {
-      return staged.status();
+    for (const CheckedWrite& w : writes) {
+      std::string key = StagedEntryKey(rec.branch.staging_token, w.path);
+      auto staged = kv_->Get(key);
+      if (staged.ok()) {
+        // A tombstone is absent, whatever is below.
+        ARROW_RETURN_NOT_OK(check(w, staged->empty() ? std::nullopt : std::optional<std::string>(*staged)));
+        batch.Require(kv::Precondition::Equals(key, *staged));
+      } else if (IsNotFound(staged.status())) {
+        ARROW_ASSIGN_OR_RAISE(auto below, LookupOnBranch(repo, rec.branch, w.path, /*include_current=*/false));
+        ARROW_RETURN_NOT_OK(check(w, below));
+        batch.Require(kv::Precondition::Absent(key));
+      } else {
+        return staged.status();
+      }
+      batch.Put(key, w.value);
     }
-    batch.Put(key, value);
     Status st = kv_->Apply(batch);
     if (st.ok()) *token = rec.branch.staging_token;
     if (!IsPreconditionFailed(st)) {
@@ -149,7 +170,7 @@ Status Catalog::PutIfCurrent(const Repository& repo, const std::string& branch, 
       return st;
     }
   }
-  return Busy(fmt::format("branch \"{}\" kept changing; retry the write of \"{}\"", branch, path));
+  return Busy(fmt::format("branch \"{}\" kept changing; retry the write of \"{}\"", branch, writes.front().path));
 }
 
 Status Catalog::PutEntries(const std::string& repo_id, const std::string& branch,

@@ -60,5 +60,26 @@ TEST_F(SwapEntryTest, ABranchSeesItsOwnValueAndATagOrBadPathIsRefused) {
   EXPECT_TRUE(IsInvalidArgument(catalog_->SwapEntry("repo", "main", "", MakeEntry("x"), std::nullopt)));
 }
 
+TEST_F(SwapEntryTest, SeveralSwapsLandTogetherOrNotAtAll) {
+  using Swap = Catalog::EntrySwap;
+  ASSERT_OK(catalog_->SwapEntries("repo", "main",
+                                  {Swap{"t/a", MakeEntry("a1"), std::nullopt}, Swap{"t/b", MakeEntry("b1"), std::nullopt}}));
+  EXPECT_EQ(AddressAt("t/a"), "data/a1");
+  EXPECT_EQ(AddressAt("t/b"), "data/b1");
+  // One stale expectation: neither lands.
+  Status lost = catalog_->SwapEntries(
+      "repo", "main", {Swap{"t/a", MakeEntry("a2"), "data/a1"}, Swap{"t/b", MakeEntry("b2"), "data/stale"}});
+  EXPECT_TRUE(IsPreconditionFailed(lost)) << lost.ToString();
+  EXPECT_EQ(AddressAt("t/a"), "data/a1") << "the first swap did not land alone";
+  // A rename: the new path if absent, the old one deleted if still the same.
+  ASSERT_OK(catalog_->SwapEntries("repo", "main",
+                                  {Swap{"t/c", MakeEntry("a1"), std::nullopt}, Swap{"t/a", std::nullopt, "data/a1"}}));
+  EXPECT_EQ(AddressAt("t/c"), "data/a1");
+  EXPECT_TRUE(IsNotFound(catalog_->GetEntry("repo", "main", "t/a").status()));
+  EXPECT_TRUE(IsInvalidArgument(catalog_->SwapEntries(
+      "repo", "main", {Swap{"t/d", MakeEntry("x"), std::nullopt}, Swap{"t/d", MakeEntry("y"), std::nullopt}})))
+      << "a path twice";
+}
+
 }  // namespace
 }  // namespace sediment::catalog
