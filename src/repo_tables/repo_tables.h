@@ -1,0 +1,111 @@
+// Iceberg tables in repositories (docs/iceberg-repositories.md): the catalog
+// behind the lakeFS Enterprise-form REST endpoints (/iceberg/api), over the
+// versioned store. A namespace and a table are objects on a ref (names.h);
+// a table's object points at its current metadata file. Reads take any ref
+// (branch, tag, commit id); writes take a branch, and a tag or commit id is
+// Forbidden. Every write is a staged change of the branch: an Iceberg commit
+// writes a new metadata file, then swaps the pointer only if it still names
+// the file the commit was checked against (Catalog::SwapEntry); a lost race
+// is Conflict, the REST API's 409 CommitFailedException, and changes nothing.
+//
+// Errors: NotFound (repository, ref, namespace or table), Conflict (exists,
+// not empty, requirement failed, lost race), InvalidArgument (a malformed
+// name or request, a location outside the table's place), Forbidden (a ref
+// that is no branch, a read-only repository, a protected branch).
+//
+// Thread-safety: safe from many threads (the catalog serializes what must be).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "repo_tables/names.h"
+
+namespace sediment::catalog {
+class Catalog;
+struct Repository;
+struct Entry;
+}  // namespace sediment::catalog
+
+namespace sediment::repo_tables {
+
+struct LoadedTable {
+  std::string metadata_location;  // "" for a staged create
+  nlohmann::json metadata;
+  std::string location;  // the table's location, a URI engines open
+  bool writable = false;  // on a branch of a writable repository
+};
+
+struct PropertiesChange {
+  std::vector<std::string> updated, removed, missing;
+};
+
+// One table's part of a multi-table transaction.
+struct TableChange {
+  TablePath table;
+  nlohmann::json requirements = nlohmann::json::array();
+  nlohmann::json updates = nlohmann::json::array();
+};
+
+class RepoTables {
+ public:
+  RepoTables(catalog::Catalog* catalog, std::shared_ptr<Clock> clock);
+
+  // Namespaces one level under `parent` ({repo, ref} lists the ref's top level).
+  Result<std::vector<std::vector<std::string>>> ListNamespaces(const NamespacePath& parent);
+  Result<std::map<std::string, std::string>> LoadNamespace(const NamespacePath& ns);
+  Status CreateNamespace(const NamespacePath& ns, const std::map<std::string, std::string>& properties);
+  // Conflict unless the namespace holds no table and no namespace.
+  Status DropNamespace(const NamespacePath& ns);
+  // InvalidArgument if a key is both set and removed.
+  Result<PropertiesChange> UpdateNamespace(const NamespacePath& ns, const std::map<std::string, std::string>& updates,
+                                           const std::vector<std::string>& removals);
+
+  Result<std::vector<std::string>> ListTables(const NamespacePath& ns);
+  Result<LoadedTable> LoadTable(const TablePath& table);
+  // The REST API's CreateTableRequest. With "stage-create" nothing is stored:
+  // the metadata is returned for a later CommitTable with assert-create.
+  Result<LoadedTable> CreateTable(const TablePath& table, const nlohmann::json& request);
+  // updateTable; a table that does not exist is created when the
+  // requirements say assert-create.
+  Result<LoadedTable> CommitTable(const TableChange& change);
+  // All changes, on one branch, land together or none does.
+  Status CommitTransaction(const std::vector<TableChange>& changes);
+  // The pointer goes; the files stay while any commit or branch names them
+  // (catalog GC takes them after), with or without purge.
+  Status DropTable(const TablePath& table);
+  // Within one branch; Conflict if `to` exists.
+  Status RenameTable(const TablePath& from, const TablePath& to);
+  // Adopts a metadata file inside the repository's storage namespace.
+  Result<LoadedTable> RegisterTable(const TablePath& table, const std::string& metadata_location, bool overwrite);
+
+  // The URI engines open for `relative` (a path in the repository's namespace).
+  Result<std::string> EngineUri(const std::string& repo, const std::string& relative);
+
+ private:
+  struct Current;
+  struct Prepared;
+  Result<catalog::Repository> WritableBranch(const NamespacePath& where);
+  Status RequireNamespace(const NamespacePath& ns);
+  Result<std::optional<Current>> ReadCurrent(const TablePath& table);
+  Result<Prepared> Prepare(const TableChange& change);
+  Result<std::string> WriteMetadata(const std::string& repo, const std::string& table_dir, int64_t version,
+                                    const std::string& data);
+  Result<std::string> NamespaceRoot(const std::string& repo);
+  Result<catalog::Entry> WriteNamespaceFile(const catalog::Repository& repo, const NamespacePath& ns,
+                                            const std::map<std::string, std::string>& properties);
+  Result<LoadedTable> Loaded(const std::string& repo, const std::string& address, nlohmann::json metadata,
+                             bool writable);
+  Result<std::string> RelativeInNamespace(const std::string& repo, const std::string& uri, const char* what);
+
+  catalog::Catalog* const catalog_;
+  const std::shared_ptr<Clock> clock_;
+};
+
+}  // namespace sediment::repo_tables

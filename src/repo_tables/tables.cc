@@ -1,0 +1,296 @@
+// RepoTables: tables. Each write reads the pointer, checks and applies the
+// commit (iceberg::ApplyTableCommit), writes a new metadata file, and swaps
+// the pointer only if it still names the file read (docs/iceberg-repositories.md,
+// "Data flow of an Iceberg commit").
+#include <arrow/buffer.h>
+#include <fmt/format.h>
+
+#include <set>
+
+#include "blob/blob.h"
+#include "catalog/catalog.h"
+#include "iceberg/table_commit.h"
+#include "repo_tables/repo_tables.h"
+#include "repo_tables/repo_tables_internal.h"
+
+namespace sediment::repo_tables {
+
+using nlohmann::json;
+
+namespace {
+
+std::string Name(const TablePath& t) { return t.where.Dotted() + "." + t.name; }
+
+Status LostRace(const TablePath& t) {
+  return Conflict(fmt::format("table \"{}\" changed concurrently; reload it and retry the commit", Name(t)));
+}
+
+bool HasAssertCreate(const json& requirements) {
+  if (!requirements.is_array()) return false;
+  for (const auto& r : requirements) {
+    if (r.is_object() && r.value("type", "") == "assert-create") return true;
+  }
+  return false;
+}
+
+// The updates that make a table of a CreateTableRequest (the order Java's
+// client sends for a staged create).
+Result<json> CreateUpdates(const json& request, const std::string& uuid, const std::string& location) {
+  if (!request.contains("schema") || !request["schema"].is_object()) {
+    return InvalidArgument("CreateTableRequest: \"schema\" (an object) is required");
+  }
+  json properties = request.value("properties", json::object());
+  if (!properties.is_object()) return InvalidArgument("CreateTableRequest: \"properties\" must be an object");
+  int64_t format_version = 2;
+  if (properties.contains("format-version")) {
+    const json& v = properties["format-version"];
+    std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+    if (s != "1" && s != "2") return InvalidArgument(fmt::format("format-version {} is not supported (1 or 2)", s));
+    format_version = s == "1" ? 1 : 2;
+    properties.erase("format-version");  // reserved: it lives in the metadata, not its properties
+  }
+  json spec = request.value("partition-spec", json{{"spec-id", 0}, {"fields", json::array()}});
+  json order = request.value("write-order", json{{"order-id", 0}, {"fields", json::array()}});
+  if (spec.is_null()) spec = json{{"spec-id", 0}, {"fields", json::array()}};
+  if (order.is_null()) order = json{{"order-id", 0}, {"fields", json::array()}};
+  return json::array({
+      {{"action", "assign-uuid"}, {"uuid", uuid}},
+      {{"action", "upgrade-format-version"}, {"format-version", format_version}},
+      {{"action", "add-schema"}, {"schema", request["schema"]}},
+      {{"action", "set-current-schema"}, {"schema-id", -1}},
+      {{"action", "add-spec"}, {"spec", spec}},
+      {{"action", "set-default-spec"}, {"spec-id", -1}},
+      {{"action", "add-sort-order"}, {"sort-order", order}},
+      {{"action", "set-default-sort-order"}, {"sort-order-id", -1}},
+      {{"action", "set-location"}, {"location", location}},
+      {{"action", "set-properties"}, {"updates", properties}},
+  });
+}
+
+}  // namespace
+
+Result<LoadedTable> RepoTables::Loaded(const std::string& repo, const std::string& address, json metadata,
+                                       bool writable) {
+  LoadedTable out;
+  if (!address.empty()) {
+    ARROW_ASSIGN_OR_RAISE(out.metadata_location, EngineUri(repo, address));
+  }
+  out.location = metadata.value("location", "");
+  out.metadata = std::move(metadata);
+  out.writable = writable;
+  return out;
+}
+
+Result<std::optional<RepoTables::Current>> RepoTables::ReadCurrent(const TablePath& table) {
+  const NamespacePath& w = table.where;
+  auto pointer = catalog_->GetEntry(w.repo, w.ref, TablePointer(w.ns, table.name));
+  if (IsNotFound(pointer.status())) {
+    if (!w.ns.empty()) ARROW_RETURN_NOT_OK(RequireNamespace(w));  // say which is missing
+    return std::nullopt;
+  }
+  ARROW_RETURN_NOT_OK(pointer.status());
+  auto not_table = [&](const std::string& why) {
+    return InvalidArgument(fmt::format("table \"{}\": its pointer object {}", Name(table), why));
+  };
+  // Only a file inside the repository's own namespace: a pointer written
+  // through the objects API cannot make this catalog read, or vend access
+  // to, anything else.
+  if (pointer->address.find("://") != std::string::npos || !blob::ValidateObjectPath(pointer->address).ok()) {
+    return not_table("names data outside the repository's storage namespace");
+  }
+  ARROW_ASSIGN_OR_RAISE(auto repo, catalog_->GetRepository(w.repo));
+  ARROW_ASSIGN_OR_RAISE(auto store, catalog_->RepositoryNamespace(repo));
+  ARROW_ASSIGN_OR_RAISE(auto data, store->Get(pointer->address));
+  json metadata = json::parse(data->ToString(), nullptr, /*allow_exceptions=*/false);
+  if (!metadata.is_object() || !metadata.contains("format-version") || !metadata.value("location", json()).is_string()) {
+    return not_table("is not Iceberg table metadata");
+  }
+  auto inside = RelativeInNamespace(w.repo, metadata["location"].get<std::string>(), "the table's location");
+  if (!inside.ok()) return not_table(inside.status().message());
+  return Current{*pointer, std::move(metadata)};
+}
+
+Result<LoadedTable> RepoTables::LoadTable(const TablePath& table) {
+  ARROW_ASSIGN_OR_RAISE(auto current, ReadCurrent(table));
+  if (!current) return NotFound(fmt::format("table \"{}\" does not exist", Name(table)));
+  bool writable = catalog_->GetBranch(table.where.repo, table.where.ref).ok();
+  return Loaded(table.where.repo, current->pointer.address, std::move(current->metadata), writable);
+}
+
+Result<std::string> RepoTables::WriteMetadata(const std::string& repo_id, const std::string& table_dir,
+                                              int64_t version, const std::string& data) {
+  ARROW_ASSIGN_OR_RAISE(auto repo, catalog_->GetRepository(repo_id));
+  ARROW_ASSIGN_OR_RAISE(auto store, catalog_->RepositoryNamespace(repo));
+  std::string address = fmt::format("{}/metadata/{:05d}-{}.metadata.json", table_dir, version, internal::NewUuid());
+  ARROW_RETURN_NOT_OK(store->Put(address, data));
+  return address;
+}
+
+Result<RepoTables::Prepared> RepoTables::Prepare(const TableChange& change) {
+  const TablePath& t = change.table;
+  ARROW_RETURN_NOT_OK(ValidateTableName(t.name));
+  ARROW_ASSIGN_OR_RAISE(auto repo, WritableBranch(t.where));
+  ARROW_ASSIGN_OR_RAISE(auto current, ReadCurrent(t));
+  if (!current && !HasAssertCreate(change.requirements)) {
+    return NotFound(fmt::format("table \"{}\" does not exist", Name(t)));
+  }
+  if (!current) ARROW_RETURN_NOT_OK(RequireNamespace(t.where));
+  iceberg::TableCommit commit;
+  if (current) {
+    commit.current = current->metadata;
+    ARROW_ASSIGN_OR_RAISE(commit.current_location, EngineUri(t.where.repo, current->pointer.address));
+  }
+  commit.requirements = change.requirements;
+  commit.updates = change.updates;
+  commit.now_ms = ToUnixMicros(clock_->Now()) / 1000;
+  ARROW_ASSIGN_OR_RAISE(json metadata, iceberg::ApplyTableCommit(commit));
+  std::string location = metadata.value("location", "");
+  if (current && location != current->metadata.value("location", "")) {
+    return InvalidArgument(fmt::format("table \"{}\": changing a table's location is not supported", Name(t)));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto dir, RelativeInNamespace(t.where.repo, location, "the table's location"));
+  if (!current && !dir.starts_with(kManagedDir)) {
+    return InvalidArgument(fmt::format("table \"{}\": location \"{}\" is not under the storage namespace's {}",
+                                       Name(t), location, kManagedDir));
+  }
+  Prepared p;
+  p.repo = std::move(repo);
+  p.pointer = TablePointer(t.where.ns, t.name);
+  if (current) {
+    p.expected = current->pointer.address;
+    p.current = current->metadata;
+    p.version = internal::MetadataVersion(current->pointer.address) + 1;
+  }
+  p.metadata = std::move(metadata);
+  p.table_dir = std::move(dir);
+  return p;
+}
+
+Result<LoadedTable> RepoTables::CreateTable(const TablePath& table, const json& request) {
+  ARROW_RETURN_NOT_OK(ValidateTableName(table.name));
+  ARROW_ASSIGN_OR_RAISE(auto repo, WritableBranch(table.where));
+  ARROW_ASSIGN_OR_RAISE(auto current, ReadCurrent(table));
+  if (current) return Conflict(fmt::format("table \"{}\" already exists", Name(table)));
+  ARROW_RETURN_NOT_OK(RequireNamespace(table.where));
+  std::string uuid = internal::NewUuid();
+  std::string location;
+  if (request.contains("location") && !request["location"].is_null()) {
+    if (!request["location"].is_string()) return InvalidArgument("CreateTableRequest: \"location\" must be a string");
+    location = request["location"].get<std::string>();
+  } else {
+    ARROW_ASSIGN_OR_RAISE(location, EngineUri(table.where.repo, TableDir(uuid)));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto updates, CreateUpdates(request, uuid, location));
+  TableChange change{table, json::array({{{"type", "assert-create"}}}), std::move(updates)};
+  bool staged = request.value("stage-create", false);
+  if (staged) {
+    // Checked as a real create would be, stored nowhere.
+    ARROW_ASSIGN_OR_RAISE(auto p, Prepare(change));
+    return Loaded(table.where.repo, "", std::move(p.metadata), true);
+  }
+  auto created = CommitTable(change);
+  if (IsConflict(created.status())) return Conflict(fmt::format("table \"{}\" already exists", Name(table)));
+  return created;
+}
+
+Result<LoadedTable> RepoTables::CommitTable(const TableChange& change) {
+  ARROW_ASSIGN_OR_RAISE(auto p, Prepare(change));
+  const TablePath& t = change.table;
+  if (p.current && *p.current == p.metadata) {  // nothing changed: nothing to write
+    return Loaded(t.where.repo, *p.expected, std::move(p.metadata), true);
+  }
+  std::string data = p.metadata.dump();
+  ARROW_ASSIGN_OR_RAISE(auto address, WriteMetadata(t.where.repo, p.table_dir, p.version, data));
+  catalog::Entry entry = internal::FileEntry(address, data, ToUnixMicros(clock_->Now()) / 1000000);
+  Status st = catalog_->SwapEntry(t.where.repo, t.where.ref, p.pointer, entry, p.expected);
+  if (IsPreconditionFailed(st)) return LostRace(t);
+  ARROW_RETURN_NOT_OK(st);
+  return Loaded(t.where.repo, address, std::move(p.metadata), true);
+}
+
+Status RepoTables::CommitTransaction(const std::vector<TableChange>& changes) {
+  if (changes.empty()) return InvalidArgument("a transaction needs at least one table change");
+  const NamespacePath& first = changes.front().table.where;
+  std::set<std::string> seen;
+  std::vector<catalog::Catalog::EntrySwap> swaps;
+  for (const auto& change : changes) {
+    const TablePath& t = change.table;
+    if (t.where.repo != first.repo || t.where.ref != first.ref) {
+      return InvalidArgument(fmt::format("a transaction changes tables of one branch: \"{}\" is not on {}.{}",
+                                         Name(t), first.repo, first.ref));
+    }
+    if (!seen.insert(Name(t)).second) return InvalidArgument(fmt::format("table \"{}\" changed twice", Name(t)));
+    ARROW_ASSIGN_OR_RAISE(auto p, Prepare(change));
+    if (p.current && *p.current == p.metadata) continue;
+    std::string data = p.metadata.dump();
+    ARROW_ASSIGN_OR_RAISE(auto address, WriteMetadata(t.where.repo, p.table_dir, p.version, data));
+    swaps.push_back({p.pointer, internal::FileEntry(address, data, ToUnixMicros(clock_->Now()) / 1000000), p.expected});
+  }
+  Status st = catalog_->SwapEntries(first.repo, first.ref, swaps);
+  if (IsPreconditionFailed(st)) {
+    return Conflict("a table of the transaction changed concurrently; reload and retry the transaction");
+  }
+  return st;
+}
+
+Status RepoTables::DropTable(const TablePath& table) {
+  ARROW_RETURN_NOT_OK(WritableBranch(table.where).status());
+  ARROW_ASSIGN_OR_RAISE(auto current, ReadCurrent(table));
+  if (!current) return NotFound(fmt::format("table \"{}\" does not exist", Name(table)));
+  Status st = catalog_->SwapEntries(table.where.repo, table.where.ref,
+                                    {{TablePointer(table.where.ns, table.name), std::nullopt, current->pointer.address}});
+  if (IsPreconditionFailed(st)) return LostRace(table);
+  return st;
+}
+
+Status RepoTables::RenameTable(const TablePath& from, const TablePath& to) {
+  if (from.where.repo != to.where.repo || from.where.ref != to.where.ref) {
+    return InvalidArgument(fmt::format("a table is renamed within its branch: \"{}\" and \"{}\" are on different refs",
+                                       Name(from), Name(to)));
+  }
+  ARROW_RETURN_NOT_OK(ValidateTableName(to.name));
+  ARROW_RETURN_NOT_OK(WritableBranch(from.where).status());
+  ARROW_ASSIGN_OR_RAISE(auto current, ReadCurrent(from));
+  if (!current) return NotFound(fmt::format("table \"{}\" does not exist", Name(from)));
+  ARROW_ASSIGN_OR_RAISE(auto target, ReadCurrent(to));  // NotFound when its namespace is missing
+  if (target) return Conflict(fmt::format("table \"{}\" already exists", Name(to)));
+  ARROW_RETURN_NOT_OK(RequireNamespace(to.where));
+  Status st = catalog_->SwapEntries(
+      from.where.repo, from.where.ref,
+      {{TablePointer(to.where.ns, to.name), current->pointer, std::nullopt},
+       {TablePointer(from.where.ns, from.name), std::nullopt, current->pointer.address}});
+  if (IsPreconditionFailed(st)) return LostRace(from);
+  return st;
+}
+
+Result<LoadedTable> RepoTables::RegisterTable(const TablePath& table, const std::string& metadata_location,
+                                              bool overwrite) {
+  ARROW_RETURN_NOT_OK(ValidateTableName(table.name));
+  ARROW_ASSIGN_OR_RAISE(auto repo, WritableBranch(table.where));
+  ARROW_RETURN_NOT_OK(RequireNamespace(table.where));
+  ARROW_ASSIGN_OR_RAISE(auto address, RelativeInNamespace(table.where.repo, metadata_location, "metadata-location"));
+  ARROW_ASSIGN_OR_RAISE(auto store, catalog_->RepositoryNamespace(repo));
+  auto data = store->Get(address);
+  if (IsNotFound(data.status())) {
+    return InvalidArgument(fmt::format("metadata-location \"{}\" holds no file", metadata_location));
+  }
+  ARROW_RETURN_NOT_OK(data.status());
+  json metadata = json::parse((*data)->ToString(), nullptr, /*allow_exceptions=*/false);
+  if (!metadata.is_object() || !metadata.contains("format-version") || !metadata.value("location", json()).is_string()) {
+    return InvalidArgument(fmt::format("metadata-location \"{}\" is not Iceberg table metadata", metadata_location));
+  }
+  ARROW_RETURN_NOT_OK(
+      RelativeInNamespace(table.where.repo, metadata["location"].get<std::string>(), "the table's location").status());
+  ARROW_ASSIGN_OR_RAISE(auto current, ReadCurrent(table));
+  if (current && !overwrite) return Conflict(fmt::format("table \"{}\" already exists", Name(table)));
+  std::optional<std::string> expected;
+  if (current) expected = current->pointer.address;
+  catalog::Entry entry = internal::FileEntry(address, (*data)->ToString(), ToUnixMicros(clock_->Now()) / 1000000);
+  Status st = catalog_->SwapEntry(table.where.repo, table.where.ref, TablePointer(table.where.ns, table.name), entry,
+                                  expected);
+  if (IsPreconditionFailed(st)) return LostRace(table);
+  ARROW_RETURN_NOT_OK(st);
+  return Loaded(table.where.repo, address, std::move(metadata), true);
+}
+
+}  // namespace sediment::repo_tables
