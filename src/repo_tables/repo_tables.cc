@@ -134,6 +134,28 @@ Status RepoTables::RequireNamespace(const NamespacePath& ns) {
   return marker.status();
 }
 
+Result<std::vector<std::string>> RepoTables::ListRepositories() {
+  ARROW_ASSIGN_OR_RAISE(auto repos, AllPages<catalog::Repository>(
+                                        [&](const std::string& after) { return catalog_->ListRepositories("", after, 1000); },
+                                        [](const catalog::Repository& r) { return r.id; }));
+  std::vector<std::string> out;
+  for (const auto& r : repos) out.push_back(r.id);
+  return out;
+}
+
+Result<std::vector<std::string>> RepoTables::ListRefs(const std::string& repo) {
+  ARROW_ASSIGN_OR_RAISE(auto branches, AllPages<catalog::Branch>(
+                                           [&](const std::string& after) { return catalog_->ListBranches(repo, "", after, 1000); },
+                                           [](const catalog::Branch& b) { return b.id; }));
+  ARROW_ASSIGN_OR_RAISE(auto tags, AllPages<catalog::Tag>(
+                                       [&](const std::string& after) { return catalog_->ListTags(repo, "", after, 1000); },
+                                       [](const catalog::Tag& t) { return t.id; }));
+  std::vector<std::string> out;
+  for (const auto& b : branches) out.push_back(b.id);
+  for (const auto& t : tags) out.push_back(t.id);
+  return out;
+}
+
 Result<std::vector<std::vector<std::string>>> RepoTables::ListNamespaces(const NamespacePath& parent) {
   if (!parent.ns.empty()) ARROW_RETURN_NOT_OK(RequireNamespace(parent));
   ARROW_ASSIGN_OR_RAISE(auto items, ListAll(catalog_, parent, kTablesRoot));

@@ -57,6 +57,10 @@ class RepoTables {
  public:
   RepoTables(catalog::Catalog* catalog, std::shared_ptr<Clock> clock);
 
+  // The levels above namespaces: repositories, and the refs of one (branches, then tags).
+  Result<std::vector<std::string>> ListRepositories();
+  Result<std::vector<std::string>> ListRefs(const std::string& repo);
+
   // Namespaces one level under `parent` ({repo, ref} lists the ref's top level).
   Result<std::vector<std::vector<std::string>>> ListNamespaces(const NamespacePath& parent);
   Result<std::map<std::string, std::string>> LoadNamespace(const NamespacePath& ns);

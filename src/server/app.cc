@@ -22,6 +22,7 @@
 #include "chain/ingest_job.h"
 #include "iceberg_tables/catalog.h"
 #include "kv/kv.h"
+#include "repo_tables/repo_tables.h"
 #include "server/console/console.h"
 #include "server/http/errors.h"
 #include "server/http/http_server.h"
@@ -147,6 +148,27 @@ IcebergApiOptions IcebergApiOptionsOf(const Config& c) {
     o.table_config["s3.access-key-id"] = c.iceberg.s3_access_key_id;
     o.table_config["s3.secret-access-key"] = c.iceberg.s3_secret_access_key;
   }
+  return o;
+}
+
+// What engines get to reach a repository table's files on S3: the endpoint
+// and region (credentials: see docs/iceberg-repositories.md).
+RepoCatalogOptions RepoCatalogOptionsOf(const Config& c) {
+  RepoCatalogOptions o;
+  o.token_ttl = SecondsToDuration(c.iceberg.token_ttl_secs);
+  const S3Config s3 = c.storage.s3;
+  std::string endpoint = c.iceberg.s3_endpoint.empty() ? s3.endpoint : c.iceberg.s3_endpoint;
+  if (!endpoint.empty() && endpoint.find("://") == std::string::npos) endpoint = s3.scheme + "://" + endpoint;
+  o.storage_config = [s3, endpoint](const std::string&, const std::string& location,
+                                    bool) -> Result<std::map<std::string, std::string>> {
+    std::map<std::string, std::string> config;
+    if (location.rfind("s3://", 0) != 0) return config;  // local files: engines open them as they are
+    if (!endpoint.empty()) config["s3.endpoint"] = endpoint;
+    config["s3.path-style-access"] = s3.path_style ? "true" : "false";
+    config["s3.region"] = s3.region;
+    config["client.region"] = s3.region;
+    return config;
+  };
   return o;
 }
 
@@ -309,6 +331,7 @@ Status App::StartCatalog(const std::string& owner) {
   gc.grace = SecondsToDuration(config_.catalog.gc_grace);
   catalog_collector_->Start(SecondsToDuration(config_.catalog.gc_interval), gc);
   importer_ = std::make_unique<catalog::Importer>(catalog_.get(), kv_, clock_);
+  repo_tables_ = std::make_unique<repo_tables::RepoTables>(catalog_.get(), clock_);
   return Status::OK();
 }
 
@@ -329,6 +352,8 @@ Status App::RegisterRoutes() {
   s.iceberg = iceberg_ != nullptr;
   s.iceberg_catalog = iceberg_.get();
   s.iceberg_options = IcebergApiOptionsOf(config_);
+  s.repo_tables = repo_tables_.get();
+  s.repo_catalog_options = RepoCatalogOptionsOf(config_);
   s.lakefs = LakeFsServices{catalog_.get(),
                             staging_compactor_.get(),
                             catalog_collector_.get(),

@@ -37,6 +37,9 @@ class TableService;
 namespace chain {
 class JobManager;
 }
+namespace repo_tables {
+class RepoTables;
+}
 namespace catalog {
 class Catalog;
 class StagingCompactor;
@@ -108,6 +111,7 @@ class App {
   std::unique_ptr<ServerIdentity> identity_;
   std::unique_ptr<table::TableService> tables_;
   std::unique_ptr<iceberg::IcebergCatalog> iceberg_;  // null with [iceberg] enabled = false
+  std::unique_ptr<repo_tables::RepoTables> repo_tables_;  // Iceberg tables in repositories
   std::unique_ptr<Router> router_;                    // the route table of the API port
   std::unique_ptr<chain::JobManager> jobs_;
   std::unique_ptr<catalog::Catalog> catalog_;

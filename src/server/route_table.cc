@@ -8,6 +8,7 @@
 
 #include "base/metrics.h"
 #include "server/http/errors.h"
+#include "server/iceberg/repo_catalog_api.h"
 #include "server/s3/gateway.h"
 #include "server/tables/jobs_api.h"
 #include "server/tables/scan_api.h"
@@ -48,8 +49,9 @@ std::vector<Route> ServerRoutes(MetricsRegistry* metrics) {
   // the server's plain-text 404, which lakectl doctor reads as "wrong endpoint".
   for (const char* method : {"GET", "POST", "PUT", "DELETE", "PATCH"}) {
     rows.push_back({method, "/api/v1/{rest:.*}", "server NotFound", Access::kPublic, {}, not_found, &kServer});
-    rows.push_back(
-        {method, "/iceberg/v1/{rest:.*}", "iceberg NotFound", Access::kPublic, {}, not_found, &kIcebergPaths});
+    for (const char* root : {"/iceberg/v1/{rest:.*}", "/iceberg/api/{rest:.*}", "/iceberg/relative_to/{rest:.*}"}) {
+      rows.push_back({method, root, "iceberg NotFound", Access::kPublic, {}, not_found, &kIcebergPaths});
+    }
   }
   return rows;
 }
@@ -66,6 +68,7 @@ std::vector<Route> RouteTable(const RouteServices& s) {
   add(ScanRoutes(s.tables));
   add(JobsRoutes(s.jobs));
   if (s.iceberg) add(IcebergRoutes(s.iceberg_catalog, s.tables, s.lakefs.auth, s.iceberg_options));
+  add(RepoCatalogRoutes(s.repo_tables, s.lakefs.auth, s.repo_catalog_options));
   add(LakeFsRoutes(s.lakefs));
   if (s.console) add(ConsoleRoutes(*s.console));
   add(ServerRoutes(s.metrics));

@@ -9,6 +9,7 @@
 #include "server/console/console.h"
 #include "server/http/route.h"
 #include "server/iceberg/catalog_api.h"
+#include "server/iceberg/repo_catalog_api.h"
 #include "server/lakefs/api.h"
 
 namespace sediment {
@@ -22,6 +23,9 @@ class JobManager;
 namespace iceberg {
 class IcebergCatalog;
 }
+namespace repo_tables {
+class RepoTables;
+}
 }  // namespace sediment
 
 namespace sediment::server {
@@ -33,6 +37,8 @@ struct RouteServices {
   bool iceberg = false;  // [iceberg] enabled
   iceberg::IcebergCatalog* iceberg_catalog = nullptr;
   IcebergApiOptions iceberg_options;
+  repo_tables::RepoTables* repo_tables = nullptr;
+  RepoCatalogOptions repo_catalog_options;
   LakeFsServices lakefs{};
   const ConsoleFiles* console = nullptr;  // null: no console
   MetricsRegistry* metrics = nullptr;

@@ -12,7 +12,10 @@
 // or `{name:regex}` (a parameter matching `regex`); parameters are also the
 // request's `matches[1..]`, in order. A permission's resource is an ARN
 // template whose `{name}` parts are filled from the path's parameters,
-// `{?name}` from the query, `{body.name}` from a field of the JSON body.
+// `{?name}` from the query, `{body.name}` from a field of the JSON body, and
+// `{@name}` from the row's `derive` (values a protocol computes from the
+// request, such as the repository and namespace inside an Iceberg identifier;
+// a name with several values needs the permission on each).
 //
 // To add a route: write its handler, add its row to its family's table, and
 // the route walk (tests/security/test_route_table.py) checks it is
@@ -23,6 +26,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
@@ -82,6 +86,10 @@ struct Call {
   const httplib::ContentReader* body;  // a streamed route's body; null otherwise
 };
 using RouteHandler = std::function<Status(const Call&)>;
+// The `{@name}` values of a request; an error (a malformed identifier) is the
+// answer, after authentication and before any permission is checked.
+using Derived = std::map<std::string, std::vector<std::string>>;
+using DeriveFn = std::function<Result<Derived>(const httplib::Request&)>;
 
 struct Route {
   std::string method;
@@ -92,6 +100,7 @@ struct Route {
   RouteHandler handler;
   const Protocol* protocol = nullptr;
   bool streamed = false;  // reads its body as a stream (uploads): no body limit, no JSON check
+  DeriveFn derive = nullptr;  // fills the resources' `{@name}` parts
 };
 
 // Row helpers, so a table reads as a table.
@@ -109,7 +118,11 @@ Result<CompiledPath> CompilePath(const std::string& path_template);
 
 // A resource template filled from a request matched by `route`; a parameter
 // that is absent is empty.
+// `{@name}` parts are kept as they are (ExpandDerived fills them).
 std::string ExpandResource(const std::string& resource_template, const CompiledPath& path, const httplib::Request& req);
+// `resource` once for each combination of its `{@name}` parts' values.
+// InvalidArgument if a part has no value (nothing is authorized for nothing).
+Result<std::vector<std::string>> ExpandDerived(const std::string& resource, const Derived& derived);
 
 // Authenticates and authorizes requests as their rows declare, then runs the
 // handlers. One per server (the API port; a [gateway] port has only S3).

@@ -81,6 +81,8 @@ TEST(RouteTest, ARowThatWouldAuthorizeLessThanItSaysIsRefusedAtStart) {
        "streamed body"},
       {{"GET", "/a/{x}", "test E", Access::kAuthorized, Need("", "arn:{x}"), ok, &kTest}, "without an action"},
       {{"GET", "/a/{x}", "test F", Access::kPublic, {}, nullptr, &kTest}, "no protocol or handler"},
+      {{"GET", "/a/{x}", "test H", Access::kAuthorized, Need("t:Read", "arn:{@repo}"), ok, &kTest},
+       "derives nothing"},
   };
   for (auto& row : rows) {
     Router router(nullptr);
@@ -93,6 +95,16 @@ TEST(RouteTest, ARowThatWouldAuthorizeLessThanItSaysIsRefusedAtStart) {
   fine.Add(
       {Route{"GET", "/a/{x}", "test G", Access::kAuthorized, Need("t:Read", "arn:{x}/{?q}/{body.f}"), ok, &kTest}});
   EXPECT_TRUE(fine.routes().size() == 1);
+}
+
+TEST(RouteTest, DerivedPartsExpandToEveryValueAndNoValueAuthorizesNothing) {
+  Derived derived = {{"repo", {"lake"}}, {"table", {"a/t1", "b/t2"}}, {"none", {}}};
+  auto one = ExpandDerived("arn:x:::{@repo}/{@table}", derived);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ(*one, (std::vector<std::string>{"arn:x:::lake/a/t1", "arn:x:::lake/b/t2"}));
+  EXPECT_EQ(*ExpandDerived("arn:x:::plain", derived), std::vector<std::string>{"arn:x:::plain"});
+  EXPECT_TRUE(IsInvalidArgument(ExpandDerived("arn:x:::{@none}", derived).status()));
+  EXPECT_TRUE(IsInvalidArgument(ExpandDerived("arn:x:::{@missing}", derived).status()));
 }
 
 }  // namespace

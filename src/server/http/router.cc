@@ -95,7 +95,9 @@ std::string ExpandResource(const std::string& resource, const CompiledPath& path
     }
     out += resource.substr(i, open - i);
     std::string name = resource.substr(open + 1, close - open - 1);
-    if (name.starts_with("?")) {
+    if (name.starts_with("@")) {
+      out += "{" + name + "}";
+    } else if (name.starts_with("?")) {
       out += req.get_param_value(name.substr(1));
     } else if (name.starts_with("body.")) {
       out += BodyField(req, name.substr(5));
@@ -105,6 +107,24 @@ std::string ExpandResource(const std::string& resource, const CompiledPath& path
       }
     }
     i = close + 1;
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> ExpandDerived(const std::string& resource, const Derived& derived) {
+  size_t open = resource.find("{@");
+  if (open == std::string::npos) return std::vector<std::string>{resource};
+  size_t close = resource.find('}', open);
+  if (close == std::string::npos) return InvalidArgument("resource " + resource + ": an unclosed '{'");
+  std::string name = resource.substr(open + 2, close - open - 2);
+  auto values = derived.find(name);
+  if (values == derived.end() || values->second.empty()) {
+    return InvalidArgument(fmt::format("the request names no {} to authorize", name));
+  }
+  std::vector<std::string> out;
+  for (const auto& v : values->second) {
+    ARROW_ASSIGN_OR_RAISE(auto rest, ExpandDerived(resource.substr(0, open) + v + resource.substr(close + 1), derived));
+    for (auto& r : rest) out.push_back(std::move(r));
   }
   return out;
 }
@@ -145,9 +165,16 @@ Result<std::string> Router::Admit(const Route& route, const CompiledPath& path, 
 Status Router::Authorize(const Route& route, const CompiledPath& path, const httplib::Request& req,
                          const std::string& user) {
   if (route.access != Access::kAuthorized) return Status::OK();
+  Derived derived;
+  if (route.derive) {
+    ARROW_ASSIGN_OR_RAISE(derived, route.derive(req));
+  }
   for (const Permission& p : route.needs) {
-    Status st = auth_->Authorize(user, p.action, ExpandResource(p.resource, path, req));
-    if (!st.ok()) return route.protocol->refusal ? route.protocol->refusal(st) : st;
+    ARROW_ASSIGN_OR_RAISE(auto resources, ExpandDerived(ExpandResource(p.resource, path, req), derived));
+    for (const auto& resource : resources) {
+      Status st = auth_->Authorize(user, p.action, resource);
+      if (!st.ok()) return route.protocol->refusal ? route.protocol->refusal(st) : st;
+    }
   }
   return Status::OK();
 }
@@ -179,7 +206,8 @@ Status CheckRow(const Route& r, const CompiledPath& path) {
       if (close == std::string::npos) return bad("an unclosed '{' in resource " + p.resource);
       std::string name = p.resource.substr(open + 1, close - open - 1);
       if (name.starts_with("body.") && r.streamed) return bad("a streamed body is not read before the check");
-      if (name.starts_with("?") || name.starts_with("body.")) continue;
+      if (name.starts_with("@") && !r.derive) return bad("resource " + p.resource + " names {" + name + "}, but the row derives nothing");
+      if (name.starts_with("?") || name.starts_with("body.") || name.starts_with("@")) continue;
       if (std::find(path.params.begin(), path.params.end(), name) == path.params.end()) {
         return bad("resource " + p.resource + " names {" + name + "}, which is no parameter of the path");
       }
@@ -247,7 +275,8 @@ nlohmann::json Router::Describe() const {
                    {"needs", needs},
                    {"protocol", r.protocol ? r.protocol->name : ""},
                    {"open_until_set_up", r.protocol && r.protocol->open_until_set_up},
-                   {"streamed", r.streamed}});
+                   {"streamed", r.streamed},
+                   {"derives", static_cast<bool>(r.derive)}});
   }
   return out;
 }

@@ -61,51 +61,8 @@ Status GetConfig(IcebergApi*, const Req&, Res& res) {
   return Status::OK();
 }
 
-void ReplyOAuthError(Res& res, int code, const std::string& error, const std::string& description) {
-  ReplyJson(res, code, {{"error", error}, {"error_description", description}});
-}
-
-// OAuth2 client credentials (RFC 6749 4.4) with a lakeFS access key: in the
-// form body (PyIceberg, Spark) or as HTTP Basic (DuckDB). Any scope.
 Status PostToken(IcebergApi* api, const Req& req, Res& res) {
-  std::string grant = req.get_param_value("grant_type");
-  if (grant != "client_credentials") {
-    ReplyOAuthError(res, 400, "unsupported_grant_type",
-                    fmt::format("grant_type must be client_credentials (got \"{}\")", grant));
-    return Status::OK();
-  }
-  std::string id = req.get_param_value("client_id"), secret = req.get_param_value("client_secret");
-  std::string authorization = req.get_header_value("Authorization");
-  if (id.empty() && authorization.rfind("Basic ", 0) == 0) {
-    auto decoded = Base64Decode(authorization.substr(6));
-    size_t colon = decoded ? decoded->find(':') : std::string::npos;
-    if (colon != std::string::npos) {
-      id = decoded->substr(0, colon);
-      secret = decoded->substr(colon + 1);
-    }
-  }
-  ARROW_ASSIGN_OR_RAISE(bool set_up, api->auth->IsSetUp());
-  std::string token = "not-set-up";  // before set-up the tables (and this catalog) are open to all
-  if (set_up) {
-    if (id.empty() || secret.empty()) {
-      ReplyOAuthError(res, 401, "invalid_client",
-                      "client_id and client_secret (an access key and its secret) are required");
-      return Status::OK();
-    }
-    auto session = api->auth->Login(id, secret, api->options.token_ttl);
-    if (!session.ok()) {
-      if (!IsUnauthorized(session.status()) && !IsNotFound(session.status())) return session.status();
-      ReplyOAuthError(res, 401, "invalid_client", "the access key or its secret is wrong");
-      return Status::OK();
-    }
-    token = session->token;
-  }
-  // No expires_in: Spark would then refresh by token exchange; PyIceberg asks again on a 401.
-  ReplyJson(res, 200,
-            {{"access_token", token},
-             {"token_type", "bearer"},
-             {"issued_token_type", "urn:ietf:params:oauth:token-type:access_token"}});
-  return Status::OK();
+  return ServeOAuthToken(api->auth, api->options.token_ttl, /*open_until_set_up=*/true, req, res);
 }
 
 Status ListNamespaces(IcebergApi* api, const Req& req, Res& res) {
@@ -192,7 +149,56 @@ Status RefuseWrite(IcebergApi*, const Req&, Res& res) {
   return Status::OK();
 }
 
+void ReplyOAuthError(Res& res, int code, const std::string& error, const std::string& description) {
+  ReplyJson(res, code, {{"error", error}, {"error_description", description}});
+}
+
 }  // namespace
+
+Status ServeOAuthToken(AuthService* auth, Duration ttl, bool open_until_set_up, const Req& req, Res& res) {
+  std::string grant = req.get_param_value("grant_type");
+  if (grant != "client_credentials") {
+    ReplyOAuthError(res, 400, "unsupported_grant_type",
+                    fmt::format("grant_type must be client_credentials (got \"{}\")", grant));
+    return Status::OK();
+  }
+  std::string id = req.get_param_value("client_id"), secret = req.get_param_value("client_secret");
+  std::string authorization = req.get_header_value("Authorization");
+  if (id.empty() && authorization.rfind("Basic ", 0) == 0) {
+    auto decoded = Base64Decode(authorization.substr(6));
+    size_t colon = decoded ? decoded->find(':') : std::string::npos;
+    if (colon != std::string::npos) {
+      id = decoded->substr(0, colon);
+      secret = decoded->substr(colon + 1);
+    }
+  }
+  ARROW_ASSIGN_OR_RAISE(bool set_up, auth->IsSetUp());
+  if (!set_up && !open_until_set_up) {
+    ReplyOAuthError(res, 401, "invalid_client", "the server is not set up yet: set it up (sediment setup) first");
+    return Status::OK();
+  }
+  std::string token = "not-set-up";  // before set-up the chain tables (and their catalog) are open to all
+  if (set_up) {
+    if (id.empty() || secret.empty()) {
+      ReplyOAuthError(res, 401, "invalid_client",
+                      "client_id and client_secret (an access key and its secret) are required");
+      return Status::OK();
+    }
+    auto session = auth->Login(id, secret, ttl);
+    if (!session.ok()) {
+      if (!IsUnauthorized(session.status()) && !IsNotFound(session.status())) return session.status();
+      ReplyOAuthError(res, 401, "invalid_client", "the access key or its secret is wrong");
+      return Status::OK();
+    }
+    token = session->token;
+  }
+  // No expires_in: Spark would then refresh by token exchange; PyIceberg asks again on a 401.
+  ReplyJson(res, 200,
+            {{"access_token", token},
+             {"token_type", "bearer"},
+             {"issued_token_type", "urn:ietf:params:oauth:token-type:access_token"}});
+  return Status::OK();
+}
 
 void ReplyIcebergError(Res& res, const Status& st) {
   int code = HttpStatusFor(st);

@@ -44,6 +44,12 @@ struct IcebergApiOptions {
 std::vector<Route> IcebergRoutes(iceberg::IcebergCatalog* catalog, table::TableService* tables, AuthService* auth,
                                  IcebergApiOptions options);
 
+// OAuth2 client credentials (RFC 6749 4.4) with a lakeFS access key: in the
+// form body (PyIceberg, Spark) or as HTTP Basic (DuckDB). Any scope. Before
+// set-up: a token that opens nothing if `open_until_set_up`, else refused.
+Status ServeOAuthToken(AuthService* auth, Duration ttl, bool open_until_set_up, const httplib::Request& req,
+                       httplib::Response& res);
+
 // A failed Status as the protocol's ErrorModel.
 void ReplyIcebergError(httplib::Response& res, const Status& st);
 

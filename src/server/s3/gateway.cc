@@ -451,8 +451,9 @@ void RegisterS3Gateway(HttpServer* http, catalog::Catalog* catalog, AuthService*
   auto gw = std::make_shared<s3::Gateway>(s3::Gateway{catalog, auth, options});
   // Everything but the API, the Iceberg catalog and /metrics (registered
   // earlier; GET routes match first, but body routes would not): a bucket
-  // named "iceberg" is reached with keys under v1/ only on a [gateway] port.
-  const std::string all = R"(/(?!api/|iceberg/v1/|metrics$).*|/)";
+  // named "iceberg" is reached with keys under v1/, api/ and relative_to/
+  // only on a [gateway] port.
+  const std::string all = R"(/(?!api/|iceberg/(?:v1|api|relative_to)/|metrics$).*|/)";
   for (const char* method : {"GET", "DELETE"}) {
     http->Handle(method, all, "s3",
                  [gw](const httplib::Request& req, httplib::Response& res) { s3::Serve(*gw, req, res, nullptr); });
