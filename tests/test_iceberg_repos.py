@@ -1,0 +1,121 @@
+"""Iceberg tables in repositories (docs/iceberg-repositories.md) written and read by real engines: PyIceberg and
+DuckDB 1.4.4 (from .venv-engines, run as subprocesses: tests/iceberg_repo_engines.py) through the lakeFS
+Enterprise-form catalog at /iceberg/api, while lakeFS operations (commit, branch, tag, reset) version them."""
+import json
+import subprocess
+
+import pytest
+
+from conftest import ROOT
+from security.util import ADMIN, Api, create_branch, create_repo, set_up_admin, write_config
+
+ENGINES = ROOT / ".venv-engines" / "bin" / "python"
+RUNNER = ROOT / "tests" / "iceberg_repo_engines.py"
+
+
+def run(server, steps, credential=ADMIN, extra=None, timeout=300):
+    """The outcome of each step, as the runner reports it."""
+    props = {"prefix": "lakefs", "uri": server.url + "/iceberg/api",
+             "oauth2-server-uri": server.url + "/iceberg/api/v1/oauth/tokens",
+             "credential": f"{credential[0]}:{credential[1]}"}
+    props.update(extra or {})
+    p = subprocess.run([str(ENGINES), str(RUNNER), json.dumps({"catalog": props, "steps": steps})],
+                       capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout)
+
+
+def ok(outcomes):
+    """The steps' values; every step must have succeeded."""
+    for o in outcomes:
+        assert "ok" in o, o
+    return [o["ok"] for o in outcomes]
+
+
+@pytest.fixture
+def lake(start_server, tmp_path):
+    if not ENGINES.exists():
+        pytest.fail("no .venv-engines: run scripts/install-test.sh")
+    server = start_server("--config", str(write_config(tmp_path)))
+    set_up_admin(server)
+    server.api = Api(server)
+    create_repo(server.api, "lake", f"local://{tmp_path}/ns-lake")
+    return server
+
+
+def commit(api, repo, branch, message):
+    r = api("POST", f"/repositories/{repo}/branches/{branch}/commits", json={"message": message})
+    assert r.status_code == 201, r.text
+    return r.json()["id"]
+
+
+def test_pyiceberg_writes_a_table_that_lakefs_commits_branches_and_tags(lake):
+    api = lake.api
+    _, created, _, _, rows = ok(run(lake, [
+        ["create_namespace", ["lake", "main", "inventory"]],
+        ["create_table", "lake.main.inventory.books", {"id": "long", "name": "string"}],
+        ["append", "lake.main.inventory.books", {"id": [1, 2], "name": ["a", "b"]}],
+        ["add_column", "lake.main.inventory.books", "year", "long"],
+        ["read", "lake.main.inventory.books"],
+    ]))
+    assert created["location"].startswith(f"file://{lake.data_dir.parent}/ns-lake/_managed/iceberg/"), created
+    assert rows == [{"id": 1, "name": "a", "year": None}, {"id": 2, "name": "b", "year": None}]
+    # Each Iceberg commit is an uncommitted change of the branch.
+    diff = api("GET", "/repositories/lake/branches/main/diff").json()["results"]
+    assert sorted(d["path"] for d in diff) == ["_lakefs_tables/iceberg/namespaces/inventory/.namespace",
+                                               "_lakefs_tables/iceberg/namespaces/inventory/tables/books"]
+    commit(api, "lake", "main", "books")
+    create_branch(api, "lake", "dev")
+    r = api("POST", "/repositories/lake/tags", json={"id": "v1", "ref": "main"})
+    assert r.status_code == 201, r.text
+    out = run(lake, [
+        ["append", "lake.dev.inventory.books", {"id": [3], "name": ["c"], "year": [2001]}],
+        ["read", "lake.dev.inventory.books"],
+        ["read", "lake.main.inventory.books"],
+        ["read", "lake.v1.inventory.books"],
+        ["append", "lake.v1.inventory.books", {"id": [9], "name": ["z"], "year": [1]}],
+        ["create_namespace", ["lake", "v1", "other"]],
+    ])
+    assert [r["id"] for r in out[1]["ok"]] == [1, 2, 3], "dev sees its append"
+    assert [r["id"] for r in out[2]["ok"]] == [1, 2], "main does not"
+    assert [r["id"] for r in out[3]["ok"]] == [1, 2], "the tag reads the table as it was"
+    assert out[4]["error"] == "ForbiddenError" and "read-only" in out[4]["message"], out[4]
+    assert out[5]["error"] == "ForbiddenError", out[5]
+    # A reset drops the branch's Iceberg commits like any uncommitted change.
+    r = api("PUT", "/repositories/lake/branches/dev", json={"type": "reset"})
+    assert r.status_code == 204, r.text
+    assert [r["id"] for r in ok(run(lake, [["read", "lake.dev.inventory.books"]]))[0]] == [1, 2]
+
+
+def test_concurrent_appends_each_land_once_the_losers_retrying_after_409(lake):
+    out = ok(run(lake, [
+        ["create_namespace", ["lake", "main", "events"]],
+        ["create_table", "lake.main.events.clicks", {"id": "long"}],
+        ["appends", "lake.main.events.clicks", 8, 3],
+        ["read", "lake.main.events.clicks"],
+    ]))
+    ids = [r["id"] for r in out[3]]
+    assert sorted(ids) == sorted(w * 1000 + i for w in range(8) for i in range(3)), "each append exactly once"
+    assert out[2]["retries"] > 0, "eight writers at once: some lost the compare-and-set and retried"
+
+
+def test_duckdb_reads_and_writes_through_the_relative_to_endpoints(lake):
+    ok(run(lake, [
+        ["create_namespace", ["lake", "main", "inventory"]],
+        ["create_table", "lake.main.inventory.books", {"id": "long", "name": "string"}],
+        ["append", "lake.main.inventory.books", {"id": [1, 2], "name": ["a", "b"]}],
+    ]))
+    branch_scope = lake.url + "/iceberg/relative_to/lake.main/api"
+    repo_scope = lake.url + "/iceberg/relative_to/lake/api"
+    (results,) = ok(run(lake, [["duckdb", branch_scope, [
+        "SELECT count(*), sum(id) FROM lake.inventory.books",
+        "INSERT INTO lake.inventory.books VALUES (3, 'c')",
+        "SELECT count(*), sum(id) FROM lake.inventory.books",
+    ]]]))
+    assert results[0] == [[2, 3]] and results[2] == [[3, 6]], results
+    rows = ok(run(lake, [["read", "lake.main.inventory.books"]]))[0]
+    assert [r["id"] for r in rows] == [1, 2, 3], "DuckDB's insert is a commit PyIceberg reads"
+    # Scoped to the repository, each ref is a schema prefix (main.inventory), as Starburst's integration uses it.
+    (scoped,) = ok(run(lake, [["list_namespaces", ["main"]]],
+                       extra={"uri": repo_scope}))
+    assert scoped == [["main", "inventory"]], scoped
