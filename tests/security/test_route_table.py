@@ -14,9 +14,17 @@ PARAMS = {"repository": "walk", "branch": "main", "ref": "main", "right": "main"
           "user": "target-user", "policy": "target-policy", "group": "target-group", "member": "target-user",
           "key": "AKIAWALKWALKWALK", "run": "r1", "hook": "h1", "type": "range", "object": "0" * 64,
           "upload": "u1", "part": "1", "dataset": "walkds", "table": "walktable", "namespace": "walkds",
-          "file": "index.html", "rest": "no/such/route", "bucket": "walk", "path": "walk/object"}
+          "file": "index.html", "rest": "no/such/route", "bucket": "walk", "path": "walk/object",
+          # The repositories' Iceberg catalog: namespace walk.main.walkns, scoped or not.
+          "prefix": "/lakefs", "scope": "walk.main", "ns": "walk%1Fmain%1Fwalkns", "tbl": "walktable"}
 QUERY = {"path": "walk/object", "dest_path": "walk/dest"}
 BODY = {"id": "walk-new", "name": "walk-new", "src_path": "walk/src", "source": "main"}
+# The repositories' Iceberg catalog's bodies name tables by identifier (its rows derive their resources from them).
+WALK_ID = {"namespace": ["walk", "main", "walkns"], "name": "walktable"}
+ICEBERG_BODY = {"namespace": WALK_ID["namespace"], "name": "walktable", "schema": {"type": "struct", "fields": []},
+                "source": WALK_ID, "destination": dict(WALK_ID, name="walkother"), "metadata-location": "file:///x",
+                "table-changes": [{"identifier": WALK_ID, "requirements": [], "updates": []}],
+                "requirements": [], "updates": []}
 REFUSED = (401, 403)
 
 
@@ -30,7 +38,7 @@ def call(server, route, auth=None):
     if route["streamed"]:
         kw.update(data=b"walk", headers={"Content-Type": "application/octet-stream"})
     elif method in ("POST", "PUT", "PATCH"):
-        kw["json"] = BODY
+        kw["json"] = ICEBERG_BODY if route["protocol"] == "lakefs-iceberg" else BODY
     return requests.request(method, server.url + path, **kw)
 
 

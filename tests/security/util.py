@@ -284,12 +284,14 @@ def route_table():
 
 
 def fill_template(template, params, query=None, body=None):
-    """A path template ({name} or {name:regex}) or ARN template ({name}, {?q}, {body.f}) with sample values."""
+    """A path template ({name} or {name:regex}) or ARN template ({name}, {?q}, {body.f}, {@d}) with sample values."""
     def one(m):
         name = m.group(1).split(":", 1)[0]
         if name.startswith("?"):
             return (query or {}).get(name[1:], "")
         if name.startswith("body."):
             return (body or {}).get(name[5:], "")
+        if name.startswith("@"):  # derived from the request by the server (an Iceberg identifier's parts): any
+            return "*"
         return params[name]
     return re.sub(r"\{((?:[^{}]|\{[^{}]*\})*)\}", one, template)

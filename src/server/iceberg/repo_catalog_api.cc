@@ -139,13 +139,18 @@ Status ListNamespaces(const Api& api, const Call& call) {
     for (const auto& r : repos) {
       if (Allowed(api, user, "fs:ReadRepository", "arn:lakefs:fs:::repository/" + r).ok()) found.push_back({r});
     }
-  } else if (parent.size() == 1) {  // its branches and tags
-    ARROW_RETURN_NOT_OK(Allowed(api, user, "fs:ListBranches", "arn:lakefs:fs:::repository/" + parent[0]));
-    ARROW_ASSIGN_OR_RAISE(auto refs, api.tables->ListRefs(parent[0]));
+  } else if (parent.size() == 1) {  // its branches and tags (none for a user who may not list them)
+    std::vector<std::string> refs;
+    if (Allowed(api, user, "fs:ListBranches", "arn:lakefs:fs:::repository/" + parent[0]).ok()) {
+      ARROW_ASSIGN_OR_RAISE(refs, api.tables->ListRefs(parent[0]));
+    }
     for (const auto& ref : refs) found.push_back({parent[0], ref});
   } else {  // namespaces, each as the user may see it (lakeFS Enterprise filters the list)
     ARROW_ASSIGN_OR_RAISE(auto ns, repo_tables::ToNamespacePath(parent, /*need_namespace=*/false));
-    ARROW_RETURN_NOT_OK(Allowed(api, user, "fs:ListObjects", "arn:lakefs:fs:::repository/" + ns.repo));
+    if (!Allowed(api, user, "fs:ListObjects", "arn:lakefs:fs:::repository/" + ns.repo).ok()) {
+      ReplyJson(res, 200, {{"namespaces", json::array()}});  // nothing the user may see
+      return Status::OK();
+    }
     auto children = api.tables->ListNamespaces(ns);
     ARROW_RETURN_NOT_OK(Reply(res, children.status(), {"NoSuchNamespaceException", "AlreadyExistsException"}));
     if (!children.ok()) return Status::OK();
@@ -169,22 +174,18 @@ Status Token(const Api& api, const Call& call) {
 
 constexpr ErrorTypes kNamespaceErrors{"NoSuchNamespaceException", "AlreadyExistsException"};
 
-Status LoadNamespace(const Api& api, const Req& req, Res& res, bool head) {
+Status LoadNamespace(const Api& api, const Req& req, Res& res) {
   ARROW_ASSIGN_OR_RAISE(auto ns, PathNamespace(api, req, /*need_namespace=*/true));
   auto properties = api.tables->LoadNamespace(ns);
   if (!properties.ok()) return Reply(res, properties.status(), kNamespaceErrors);
-  if (head) {
-    res.status = 204;
-    return Status::OK();
-  }
   std::vector<std::string> parts = {ns.repo, ns.ref};
   parts.insert(parts.end(), ns.ns.begin(), ns.ns.end());
   ReplyJson(res, 200, {{"namespace", ClientNamespace(api, req, parts)}, {"properties", *properties}});
   return Status::OK();
 }
 
-Status GetNamespace(const Api& api, const Call& c) { return LoadNamespace(api, c.req, c.res, false); }
-Status NamespaceExists(const Api& api, const Call& c) { return LoadNamespace(api, c.req, c.res, true); }
+// HEAD is answered from the GET row (httplib), without the body.
+Status GetNamespace(const Api& api, const Call& c) { return LoadNamespace(api, c.req, c.res); }
 
 Result<std::map<std::string, std::string>> StringMap(const json& body, const char* field) {
   std::map<std::string, std::string> out;
@@ -381,8 +382,6 @@ std::vector<Route> RepoCatalogRoutes(repo_tables::RepoTables* tables, auth::Auth
         needs({{"catalog:CreateNamespace", kNs}, {"fs:WriteObject", kObject}}), CreateNamespace, BodyNamespaceValues);
     row("GET",    ns, "LoadNamespace", A::kAuthorized,
         needs({{"catalog:GetNamespace", kNs}, {"fs:ReadObject", kObject}}), GetNamespace, PathNamespaceValues);
-    row("HEAD",   ns, "NamespaceExists", A::kAuthorized,
-        needs({{"catalog:GetNamespace", kNs}, {"fs:ReadObject", kObject}}), NamespaceExists, PathNamespaceValues);
     row("DELETE", ns, "DropNamespace", A::kAuthorized,
         needs({{"catalog:DeleteNamespace", kNs}, {"fs:DeleteObject", kObject}}), DropNamespace, PathNamespaceValues);
     row("POST",   ns + "/properties", "UpdateNamespaceProperties", A::kAuthorized,
@@ -395,8 +394,6 @@ std::vector<Route> RepoCatalogRoutes(repo_tables::RepoTables* tables, auth::Auth
         needs({{"catalog:CreateTable", kTable}, {"fs:WriteObject", kObject}}), RegisterTable, NamedTableValues);
     row("GET",    tbl, "LoadTable", A::kAuthorized,
         needs({{"catalog:ReadTable", kTable}, {"fs:ReadObject", kObject}}), LoadTable, PathTableValues);
-    row("HEAD",   tbl, "TableExists", A::kAuthorized,
-        needs({{"catalog:ReadTable", kTable}, {"fs:ReadObject", kObject}}), TableExists, PathTableValues);
     row("POST",   tbl, "UpdateTable", A::kAuthorized,
         needs({{"catalog:UpdateTable", kTable}, {"fs:WriteObject", kObject}}), UpdateTable, PathTableValues);
     row("DELETE", tbl, "DropTable", A::kAuthorized,

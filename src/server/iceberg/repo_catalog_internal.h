@@ -51,7 +51,6 @@ Status Reply(httplib::Response& res, const Status& st, ErrorTypes types);
 Status ListTables(const Api& api, const Call& call);
 Status CreateTable(const Api& api, const Call& call);
 Status LoadTable(const Api& api, const Call& call);
-Status TableExists(const Api& api, const Call& call);
 Status UpdateTable(const Api& api, const Call& call);
 Status DropTable(const Api& api, const Call& call);
 Status LoadCredentials(const Api& api, const Call& call);

@@ -104,14 +104,6 @@ Status LoadTable(const Api& api, const Call& call) {
   return ReplyLoaded(api, call, t, *loaded);
 }
 
-Status TableExists(const Api& api, const Call& call) {
-  ARROW_ASSIGN_OR_RAISE(auto t, PathTable(api, call.req));
-  auto loaded = api.tables->LoadTable(t);
-  if (!loaded.ok()) return Reply(call.res, loaded.status(), kTableErrors);
-  call.res.status = 204;
-  return Status::OK();
-}
-
 Status UpdateTable(const Api& api, const Call& call) {
   ARROW_ASSIGN_OR_RAISE(auto t, PathTable(api, call.req));
   ARROW_ASSIGN_OR_RAISE(auto body, BodyObject(call.req));
