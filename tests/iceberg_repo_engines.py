@@ -44,17 +44,23 @@ def appends(catalog, ident, writers, rows_each):
     lock = threading.Lock()
     errors = []
 
+    barrier = threading.Barrier(writers)
+
     def writer(w):
         try:
             for i in range(rows_each):
                 data = arrow({"id": [w * 1000 + i]})
+                table = catalog.load_table(ident)
+                if i == 0:
+                    barrier.wait()  # the first appends all start from one state: all but one must retry
                 while True:
                     try:
-                        catalog.load_table(ident).append(data)
+                        table.append(data)
                         break
                     except CommitFailedException:
                         with lock:
                             retries[0] += 1
+                        table = catalog.load_table(ident)
         except Exception as e:  # noqa: BLE001 - reported to the test
             errors.append(repr(e))
 

@@ -5,6 +5,7 @@ import json
 import subprocess
 
 import pytest
+import requests
 
 from conftest import ROOT
 from security.util import ADMIN, Api, create_branch, create_repo, set_up_admin, write_config
@@ -96,7 +97,11 @@ def test_concurrent_appends_each_land_once_the_losers_retrying_after_409(lake):
     ]))
     ids = [r["id"] for r in out[3]]
     assert sorted(ids) == sorted(w * 1000 + i for w in range(8) for i in range(3)), "each append exactly once"
-    assert out[2]["retries"] > 0, "eight writers at once: some lost the compare-and-set and retried"
+    # PyIceberg retries a 409 itself (commit.retry.num-retries): the server's count shows the races lost.
+    metrics = requests.get(lake.url + "/metrics", timeout=30).text
+    lost = sum(int(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+               if line.startswith('http_requests_total{method="POST",route="lakefs-iceberg UpdateTable",code="409"}'))
+    assert lost + out[2]["retries"] > 0, "eight writers from one state: all but one lost the compare-and-set"
 
 
 def test_duckdb_reads_and_writes_through_the_relative_to_endpoints(lake):
@@ -119,3 +124,65 @@ def test_duckdb_reads_and_writes_through_the_relative_to_endpoints(lake):
     (scoped,) = ok(run(lake, [["list_namespaces", ["main"]]],
                        extra={"uri": repo_scope}))
     assert scoped == [["main", "inventory"]], scoped
+
+
+def merge(api, source, dest):
+    return api("POST", f"/repositories/lake/refs/{source}/merge/{dest}", json={})
+
+
+def test_appends_on_both_branches_merge_into_one_table_holding_every_row(lake):
+    api = lake.api
+    ok(run(lake, [
+        ["create_namespace", ["lake", "main", "sales"]],
+        ["create_table", "lake.main.sales.orders", {"id": "long", "who": "string"}],
+        ["append", "lake.main.sales.orders", {"id": [1, 2], "who": ["a", "b"]}],
+    ]))
+    commit(api, "lake", "main", "orders")
+    create_branch(api, "lake", "dev")
+    ok(run(lake, [
+        ["append", "lake.dev.sales.orders", {"id": [10, 11], "who": ["dev", "dev"]}],
+        ["append", "lake.dev.sales.orders", {"id": [12], "who": ["dev"]}],
+        ["append", "lake.main.sales.orders", {"id": [3], "who": ["c"]}],
+    ]))
+    commit(api, "lake", "dev", "dev appends")
+    commit(api, "lake", "main", "main appends")
+    r = merge(api, "dev", "main")
+    assert r.status_code == 200, r.text
+    before_reads = ok(run(lake, [["load", "lake.main.sales.orders"], ["read", "lake.main.sales.orders"]]))
+    assert [row["id"] for row in before_reads[1]] == [1, 2, 3, 10, 11, 12], "every row of both sides, once"
+    # The merged table is an ordinary table: engines read it, and it takes further appends.
+    (results,) = ok(run(lake, [["duckdb", lake.url + "/iceberg/relative_to/lake.main/api",
+                                ["SELECT count(*), count(DISTINCT id) FROM lake.sales.orders"]]]))
+    assert results == [[[6, 6]]], results
+    after = ok(run(lake, [["append", "lake.main.sales.orders", {"id": [4], "who": ["d"]}],
+                          ["read", "lake.main.sales.orders"]]))
+    assert [row["id"] for row in after[1]] == [1, 2, 3, 4, 10, 11, 12]
+    # The merge is one lakeFS commit: reverting it takes the source's rows away again.
+    commit(api, "lake", "main", "one more")
+
+
+def test_anything_but_appends_on_both_sides_is_a_conflict_naming_the_table_and_why(lake):
+    api = lake.api
+    ok(run(lake, [
+        ["create_namespace", ["lake", "main", "sales"]],
+        ["create_table", "lake.main.sales.orders", {"id": "long"}],
+        ["append", "lake.main.sales.orders", {"id": [1]}],
+    ]))
+    commit(api, "lake", "main", "orders")
+    create_branch(api, "lake", "dev")
+    ok(run(lake, [
+        ["add_column", "lake.dev.sales.orders", "extra", "long"],
+        ["append", "lake.main.sales.orders", {"id": [2]}],
+    ]))
+    commit(api, "lake", "dev", "schema")
+    head = commit(api, "lake", "main", "append")
+    r = merge(api, "dev", "main")
+    assert r.status_code == 409, r.text
+    assert "_lakefs_tables/iceberg/namespaces/sales/tables/orders" in r.text and "schema" in r.text, r.text
+    assert api("GET", "/repositories/lake/branches/main").json()["commit_id"] == head, "nothing merged"
+    # One side only: lakeFS's own rule, the changed side's table.
+    create_branch(api, "lake", "solo", source="main")
+    ok(run(lake, [["append", "lake.solo.sales.orders", {"id": [7]}]]))
+    commit(api, "lake", "solo", "solo append")
+    assert merge(api, "solo", "main").status_code == 200
+    assert [row["id"] for row in ok(run(lake, [["read", "lake.main.sales.orders"]]))[0]] == [1, 2, 7]

@@ -194,6 +194,9 @@ class Catalog {
   // (hooks.h; catalog_hooks.cc) around what they do; `user` (or the
   // committer) is who caused them.
   void SetHooks(HookRunner* hooks) { hooks_ = hooks; }
+  // Paths both sides of a merge changed are offered to `resolver` before they
+  // are a conflict (hooks.h). Set before the catalog serves.
+  void SetMergeResolver(MergeResolver* resolver) { merge_resolver_ = resolver; }
 
   // Hooked.
   Result<Branch> CreateBranch(const std::string& repo, const std::string& name, const std::string& source_ref,
@@ -477,9 +480,10 @@ class Catalog {
   Result<std::shared_ptr<const MetaRange>> BaseMetaRange(const Repository& repo, const Branch& branch);
   // The changes that turn dest into dest + (source - base), between the three
   // commits' meta-ranges (CommittedManager::ThreeWay).
+  // `resolve`: offer conflicts to the merge resolver (merges only).
   Result<std::unique_ptr<ValueIterator>> ThreeWay(const Repository& repo, const std::string& base,
                                                   const std::string& source, const std::string& dest,
-                                                  MergeStrategy strategy, bool* any_change);
+                                                  MergeStrategy strategy, bool* any_change, bool resolve = false);
   // Applies `changes` to the clean branch's commit and commits with `parents`.
   // `also`: more conditions and writes for the batch that moves the branch
   // (an import's "not cancelled"); if they fail, nothing moves (Conflict).
@@ -515,6 +519,7 @@ class Catalog {
   } key_owners_;
   std::function<void()> after_commit_seal_;
   std::atomic<HookRunner*> hooks_{nullptr};  // SetHooks; null: no hooks
+  MergeResolver* merge_resolver_ = nullptr;
 };
 
 }  // namespace sediment::catalog

@@ -27,12 +27,30 @@ Status DirtyBranch(const std::string& branch) {
 
 Result<std::unique_ptr<ValueIterator>> Catalog::ThreeWay(const Repository& repo, const std::string& base,
                                                          const std::string& source, const std::string& dest,
-                                                         MergeStrategy strategy, bool* any_change) {
+                                                         MergeStrategy strategy, bool* any_change, bool resolve) {
   ARROW_ASSIGN_OR_RAISE(auto ns, RepositoryNamespace(repo));
   ARROW_ASSIGN_OR_RAISE(auto base_mr, CommitMetaRange(repo, base));
   ARROW_ASSIGN_OR_RAISE(auto src_mr, CommitMetaRange(repo, source));
   ARROW_ASSIGN_OR_RAISE(auto dst_mr, CommitMetaRange(repo, dest));
-  return committed_->ThreeWay(ns, base_mr, src_mr, dst_mr, strategy, any_change);
+  CommittedManager::Resolve resolver;
+  if (resolve && merge_resolver_ != nullptr) {
+    MergeResolver* r = merge_resolver_;
+    resolver = [r, repo](const std::string& path, const std::string& base_value, const std::string& source_value,
+                         const std::string& dest_value) -> Result<std::optional<std::string>> {
+      if (!r->Handles(path)) return std::nullopt;
+      auto decode = [](const std::string& v) -> Result<std::optional<Entry>> {
+        if (v.empty()) return std::nullopt;
+        ARROW_ASSIGN_OR_RAISE(auto e, DecodeEntry(v));
+        return std::optional<Entry>(std::move(e));
+      };
+      ARROW_ASSIGN_OR_RAISE(auto b, decode(base_value));
+      ARROW_ASSIGN_OR_RAISE(auto s, decode(source_value));
+      ARROW_ASSIGN_OR_RAISE(auto d, decode(dest_value));
+      ARROW_ASSIGN_OR_RAISE(auto merged, r->Resolve(repo, path, b, s, d));
+      return std::optional<std::string>(EncodeEntry(merged));
+    };
+  }
+  return committed_->ThreeWay(ns, base_mr, src_mr, dst_mr, strategy, any_change, std::move(resolver));
 }
 
 Result<Catalog::BranchRecord> Catalog::RequireClean(const Repository& repo, const std::string& branch) {
@@ -84,7 +102,8 @@ Result<Commit> Catalog::DoMerge(const std::string& repo_id, const std::string& s
     return NoChanges(fmt::format("\"{}\" is already merged into \"{}\"", source_ref, dest_branch));
   }
   bool any_change = false;
-  ARROW_ASSIGN_OR_RAISE(auto changes, ThreeWay(repo, base, src.commit_id, rec.branch.commit_id, strategy, &any_change));
+  ARROW_ASSIGN_OR_RAISE(auto changes, ThreeWay(repo, base, src.commit_id, rec.branch.commit_id, strategy, &any_change,
+                                               /*resolve=*/true));
   Commit c;
   c.parents = {rec.branch.commit_id};
   if (!params.squash) c.parents.push_back(src.commit_id);

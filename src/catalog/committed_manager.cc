@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 #include "blob/blob.h"
 #include "catalog/catalog_refs_internal.h"
 
@@ -17,12 +19,21 @@ namespace {
 // since base, except where dest changed it too (the same way: nothing to do;
 // another way: source's value if source wins, else skipped and, with kNone,
 // counted as a conflict).
+// With a resolver, a conflict it merges yields its merged value instead
+// (remembered in `resolved`, shared by the check pass and the writing pass).
 class ThreeWayChanges final : public ValueIterator {
  public:
-  ThreeWayChanges(std::unique_ptr<DiffIterator> source, std::unique_ptr<DiffIterator> dest, MergeStrategy strategy)
-      : sd_(std::move(source)), dd_(std::move(dest)), strategy_(strategy) {}
+  using Resolved = std::map<std::string, Result<std::optional<std::string>>>;
+  ThreeWayChanges(std::unique_ptr<DiffIterator> source, std::unique_ptr<DiffIterator> dest, MergeStrategy strategy,
+                  CommittedManager::Resolve resolve, std::shared_ptr<Resolved> resolved)
+      : sd_(std::move(source)),
+        dd_(std::move(dest)),
+        strategy_(strategy),
+        resolve_(std::move(resolve)),
+        resolved_(std::move(resolved)) {}
 
   bool Next() override {
+    merged_ = false;
     if (!started_) {
       started_ = true;
       d_ok_ = dd_->Next();
@@ -31,25 +42,49 @@ class ThreeWayChanges final : public ValueIterator {
       while (d_ok_ && dd_->key() < sd_->key()) d_ok_ = dd_->Next();
       if (!d_ok_ || dd_->key() != sd_->key()) return true;
       bool same = SameObject(sd_->right(), dd_->right());
+      std::string dest_value = dd_->right();
       d_ok_ = dd_->Next();
       if (same) continue;
       if (strategy_ == MergeStrategy::kSourceWins) return true;
-      if (strategy_ == MergeStrategy::kNone) {
-        if (conflict_sample_.size() < 5) conflict_sample_.push_back(sd_->key());
-        conflicts_++;
+      if (strategy_ != MergeStrategy::kNone) continue;
+      if (resolve_) {
+        auto at = resolved_->find(sd_->key());
+        if (at == resolved_->end()) {
+          at = resolved_->emplace(sd_->key(), resolve_(sd_->key(), sd_->left(), sd_->right(), dest_value)).first;
+        }
+        if (at->second.ok() && !at->second->has_value()) {
+          AddConflict(sd_->key());  // not the resolver's
+          continue;
+        }
+        if (at->second.ok()) {
+          merged_ = true;
+          merged_value_ = **at->second;
+          return true;
+        }
+        if (!IsConflict(at->second.status())) {
+          error_ = at->second.status();
+          return false;
+        }
+        AddConflict(sd_->key() + " (" + at->second.status().message() + ")");
+        continue;
       }
+      AddConflict(sd_->key());
     }
     return false;
   }
   void SeekGE(std::string_view) override { error_ = Status::NotImplemented("three-way changes are read in order"); }
   const std::string& key() const override { return sd_->key(); }
-  const std::string& value() const override { return sd_->right(); }
+  const std::string& value() const override { return merged_ ? merged_value_ : sd_->right(); }
   Status status() const override {
     if (!error_.ok()) return error_;
     ARROW_RETURN_NOT_OK(sd_->status());
     return dd_->status();
   }
 
+  void AddConflict(std::string what) {
+    if (conflict_sample_.size() < 5) conflict_sample_.push_back(std::move(what));
+    conflicts_++;
+  }
   int64_t conflicts() const { return conflicts_; }
   Status ConflictError() const {
     std::string list;
@@ -68,6 +103,10 @@ class ThreeWayChanges final : public ValueIterator {
   int64_t conflicts_ = 0;
   std::vector<std::string> conflict_sample_;  // the first few
   Status error_;
+  const CommittedManager::Resolve resolve_;
+  const std::shared_ptr<Resolved> resolved_;
+  bool merged_ = false;  // value() is merged_value_
+  std::string merged_value_;
 };
 
 }  // namespace
@@ -124,10 +163,13 @@ Result<std::unique_ptr<ValueIterator>> CommittedManager::ThreeWay(const Namespac
                                                                   const std::shared_ptr<const MetaRange>& base_mr,
                                                                   const std::shared_ptr<const MetaRange>& src_mr,
                                                                   const std::shared_ptr<const MetaRange>& dst_mr,
-                                                                  MergeStrategy strategy, bool* any_change) {
+                                                                  MergeStrategy strategy, bool* any_change,
+                                                                  Resolve resolve) {
+  auto resolved = std::make_shared<ThreeWayChanges::Resolved>();
   auto open = [&] {
     return std::make_unique<ThreeWayChanges>(DiffMetaRanges(*ranges_, ns, base_mr, src_mr),
-                                             DiffMetaRanges(*ranges_, ns, base_mr, dst_mr), strategy);
+                                             DiffMetaRanges(*ranges_, ns, base_mr, dst_mr), strategy, resolve,
+                                             resolved);
   };
   *any_change = true;  // not known without a pass; merges with a strategy allow an empty commit
   if (strategy == MergeStrategy::kNone) {

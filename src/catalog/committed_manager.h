@@ -14,6 +14,7 @@
 #pragma once
 
 #include <map>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -58,10 +59,16 @@ class CommittedManager {
   // path changed differently on both sides, unless `strategy` settles it:
   // with kNone a first pass over the diffs looks for conflicts and changes
   // (*any_change) before anything is written.
+  // `resolve`, if given, is offered each conflict first (encoded entries, ""
+  // absent: base, source, dest): its value is the merged one, nullopt an
+  // ordinary conflict, its Conflict a conflict with a reason; it is called
+  // once per path.
+  using Resolve = std::function<Result<std::optional<std::string>>(
+      const std::string& path, const std::string& base, const std::string& source, const std::string& dest)>;
   Result<std::unique_ptr<ValueIterator>> ThreeWay(const Namespace& ns, const std::shared_ptr<const MetaRange>& base,
                                                   const std::shared_ptr<const MetaRange>& source,
                                                   const std::shared_ptr<const MetaRange>& dest, MergeStrategy strategy,
-                                                  bool* any_change);
+                                                  bool* any_change, Resolve resolve = nullptr);
 
  private:
   const S3Config s3_;

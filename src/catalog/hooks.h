@@ -12,6 +12,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -61,6 +62,24 @@ class NoHooksOnThisThread {
 
  private:
   bool outer_;  // nested scopes restore the outer state
+};
+
+// Merges what the three-way merge cannot: a path both sides changed
+// differently, which the resolver may merge into a new entry (writing its
+// data first) instead of a conflict. Iceberg tables in repositories merge
+// appends this way (repo_tables/table_merge.h). Called only for merges without
+// a strategy, once per path per merge.
+struct Repository;
+struct Entry;
+class MergeResolver {
+ public:
+  virtual ~MergeResolver() = default;
+  // Whether `path` is one this resolver merges (cheap; no I/O).
+  virtual bool Handles(const std::string& path) const = 0;
+  // The merged entry of `path` (nullopt on a side: absent there), or
+  // Conflict saying why it does not merge.
+  virtual Result<Entry> Resolve(const Repository& repo, const std::string& path, const std::optional<Entry>& base,
+                                const std::optional<Entry>& source, const std::optional<Entry>& dest) = 0;
 };
 
 }  // namespace sediment::catalog

@@ -1,5 +1,6 @@
-// SwapEntry: a staged write that happens only if the path still names what
-// the writer read (the compare-and-set of an Iceberg table's pointer entry).
+// SwapEntry and SwapEntries: staged writes that happen only if the paths still name what
+// the writers read (the compare-and-set of Iceberg tables' pointer entries), and the merge resolver
+// the catalog offers conflicts to (table merges).
 #include <gtest/gtest.h>
 
 #include "base/test_util.h"
@@ -79,6 +80,57 @@ TEST_F(SwapEntryTest, SeveralSwapsLandTogetherOrNotAtAll) {
   EXPECT_TRUE(IsInvalidArgument(catalog_->SwapEntries(
       "repo", "main", {Swap{"t/d", MakeEntry("x"), std::nullopt}, Swap{"t/d", MakeEntry("y"), std::nullopt}})))
       << "a path twice";
+}
+
+}  // namespace
+}  // namespace sediment::catalog
+
+namespace sediment::catalog {
+namespace {
+
+// A resolver that merges paths under t/ by joining both sides' checksums, and
+// refuses t/refuse with a reason.
+class JoiningResolver : public MergeResolver {
+ public:
+  bool Handles(const std::string& path) const override { return path.rfind("t/", 0) == 0; }
+  Result<Entry> Resolve(const Repository&, const std::string& path, const std::optional<Entry>& base,
+                        const std::optional<Entry>& source, const std::optional<Entry>& dest) override {
+    calls++;
+    if (path == "t/refuse") return Conflict("both sides rewrote it");
+    EXPECT_TRUE(base && source && dest);
+    return fixtures::MakeEntry(source->checksum + "+" + dest->checksum);
+  }
+  int calls = 0;
+};
+
+class MergeResolverTest : public fixtures::CatalogFixture {};
+
+TEST_F(MergeResolverTest, AConflictTheResolverHandlesMergesOnceAndOthersStayConflicts) {
+  JoiningResolver resolver;
+  catalog_->SetMergeResolver(&resolver);
+  for (const char* p : {"t/x", "t/refuse", "plain"}) Put(p, "base");
+  Commit("base");
+  ASSERT_OK(catalog_->CreateBranch("repo", "dev", "main").status());
+  Put("t/x", "dev", "dev");
+  Commit("dev", "dev");
+  Put("t/x", "main");
+  Commit("main");
+  ASSERT_OK(catalog_->Merge("repo", "dev", "main", CommitParams{}, MergeStrategy::kNone).status());
+  EXPECT_EQ(catalog_->GetEntry("repo", "main", "t/x")->checksum, "dev+main");
+  EXPECT_EQ(resolver.calls, 1) << "the check pass and the writing pass share one resolution";
+
+  for (const char* p : {"t/refuse", "plain"}) {
+    Put(p, "dev2", "dev");
+    Put(p, "main2");
+  }
+  Commit("dev2", "dev");
+  Commit("main2");
+  auto refused = catalog_->Merge("repo", "dev", "main", CommitParams{}, MergeStrategy::kNone);
+  ASSERT_TRUE(IsConflict(refused.status())) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("t/refuse (both sides rewrote it)"), std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("plain"), std::string::npos) << refused.status().message();
+  EXPECT_EQ(catalog_->GetEntry("repo", "main", "t/x")->checksum, "dev+main") << "nothing changed";
 }
 
 }  // namespace

@@ -87,13 +87,15 @@ avro_value_t* AvroFileWriter::Next() {
   return &value_;
 }
 
-Status AvroFileWriter::Append() {
+Status AvroFileWriter::Append() { return Append(&value_); }
+
+Status AvroFileWriter::Append(avro_value_t* value) {
   size_t size = 0;
-  if (avro_value_sizeof(&value_, &size) != 0) return AvroError("sizing a record");
+  if (avro_value_sizeof(value, &size) != 0) return AvroError("sizing a record");
   size_t at = block_.size();
   block_.resize(at + size);
   avro_writer_t writer = avro_writer_memory(block_.data() + at, static_cast<int64_t>(size));
-  int rc = avro_value_write(writer, &value_);
+  int rc = avro_value_write(writer, value);
   avro_writer_free(writer);
   if (rc != 0) return AvroError("encoding a record");
   in_block_++;

@@ -20,11 +20,13 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "catalog/hooks.h"
 #include "repo_tables/names.h"
 
 namespace sediment::catalog {
@@ -53,7 +55,7 @@ struct TableChange {
   nlohmann::json updates = nlohmann::json::array();
 };
 
-class RepoTables {
+class RepoTables : public catalog::MergeResolver {
  public:
   RepoTables(catalog::Catalog* catalog, std::shared_ptr<Clock> clock);
 
@@ -89,6 +91,14 @@ class RepoTables {
   // Adopts a metadata file inside the repository's storage namespace.
   Result<LoadedTable> RegisterTable(const TablePath& table, const std::string& metadata_location, bool overwrite);
 
+  // A table both sides of a lakeFS merge changed (catalog/hooks.h;
+  // table_merge.cc): appends on both sides merge into one new snapshot of the
+  // destination's; anything else is a Conflict saying why.
+  bool Handles(const std::string& path) const override;
+  Result<catalog::Entry> Resolve(const catalog::Repository& repo, const std::string& path,
+                                 const std::optional<catalog::Entry>& base, const std::optional<catalog::Entry>& source,
+                                 const std::optional<catalog::Entry>& dest) override;
+
   // The URI engines open for `relative` (a path in the repository's namespace).
   Result<std::string> EngineUri(const std::string& repo, const std::string& relative);
 
@@ -107,6 +117,13 @@ class RepoTables {
   Result<LoadedTable> Loaded(const std::string& repo, const std::string& address, nlohmann::json metadata,
                              bool writable);
   Result<std::string> RelativeInNamespace(const std::string& repo, const std::string& uri, const char* what);
+  // The metadata JSON of the file at `address` (relative, inside the namespace).
+  Result<nlohmann::json> ReadMetadata(const catalog::Repository& repo, const std::string& address);
+  struct SideFiles;
+  Result<SideFiles> LiveFilesOf(const catalog::Repository& repo, const nlohmann::json& metadata, const char* side);
+  Result<catalog::Entry> WriteMerged(const catalog::Repository& repo, const catalog::Entry& dest,
+                                     const nlohmann::json& dest_metadata, const std::string& dest_list,
+                                     const std::map<std::string, std::set<std::string>>& added);
 
   catalog::Catalog* const catalog_;
   const std::shared_ptr<Clock> clock_;

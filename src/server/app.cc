@@ -332,6 +332,7 @@ Status App::StartCatalog(const std::string& owner) {
   catalog_collector_->Start(SecondsToDuration(config_.catalog.gc_interval), gc);
   importer_ = std::make_unique<catalog::Importer>(catalog_.get(), kv_, clock_);
   repo_tables_ = std::make_unique<repo_tables::RepoTables>(catalog_.get(), clock_);
+  catalog_->SetMergeResolver(repo_tables_.get());  // tables both sides appended to merge
   return Status::OK();
 }
 
