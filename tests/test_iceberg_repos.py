@@ -186,3 +186,36 @@ def test_anything_but_appends_on_both_sides_is_a_conflict_naming_the_table_and_w
     commit(api, "lake", "solo", "solo append")
     assert merge(api, "solo", "main").status_code == 200
     assert [row["id"] for row in ok(run(lake, [["read", "lake.main.sales.orders"]]))[0]] == [1, 2, 7]
+
+
+def table_files(lake):
+    root = lake.data_dir.parent / "ns-lake" / "_managed" / "iceberg"
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+
+def test_catalog_gc_takes_a_deleted_branchs_table_files_and_keeps_mains(lake):
+    api = lake.api
+    ok(run(lake, [
+        ["create_namespace", ["lake", "main", "sales"]],
+        ["create_table", "lake.main.sales.orders", {"id": "long"}],
+        ["append", "lake.main.sales.orders", {"id": [1, 2]}],
+    ]))
+    commit(api, "lake", "main", "orders")
+    mains = table_files(lake)
+    create_branch(api, "lake", "dev")
+    ok(run(lake, [["append", "lake.dev.sales.orders", {"id": [10]}],
+                  ["append", "lake.dev.sales.orders", {"id": [11]}]]))
+    devs = table_files(lake) - mains
+    assert any(p.endswith(".parquet") for p in devs) and any(p.endswith(".avro") for p in devs), devs
+    assert api("DELETE", "/repositories/lake/branches/dev").status_code == 204
+    r = api("POST", "/repositories/lake/gc", params={"grace_seconds": 0})
+    assert r.status_code == 200, r.text
+    left = table_files(lake)
+    assert left & devs == set(), f"the deleted branch's files stay: {sorted(left & devs)}"
+    assert mains <= left, f"main's files went: {sorted(mains - left)}"
+    assert [row["id"] for row in ok(run(lake, [["read", "lake.main.sales.orders"]]))[0]] == [1, 2]
+    # A table dropped on main (and committed) keeps its files while a commit within retention names them.
+    ok(run(lake, [["drop_table", "lake.main.sales.orders"]]))
+    commit(api, "lake", "main", "drop")
+    assert api("POST", "/repositories/lake/gc", params={"grace_seconds": 0}).status_code == 200
+    assert mains <= table_files(lake), "the commit before the drop still names them"

@@ -197,6 +197,9 @@ class Catalog {
   // Paths both sides of a merge changed are offered to `resolver` before they
   // are a conflict (hooks.h). Set before the catalog serves.
   void SetMergeResolver(MergeResolver* resolver) { merge_resolver_ = resolver; }
+  // What catalog GC keeps with the entries it keeps, and may collect (hooks.h).
+  void SetReferenceWalker(ReferenceWalker* walker) { reference_walker_ = walker; }
+  ReferenceWalker* reference_walker() const { return reference_walker_; }
 
   // Hooked.
   Result<Branch> CreateBranch(const std::string& repo, const std::string& name, const std::string& source_ref,
@@ -520,6 +523,7 @@ class Catalog {
   std::function<void()> after_commit_seal_;
   std::atomic<HookRunner*> hooks_{nullptr};  // SetHooks; null: no hooks
   MergeResolver* merge_resolver_ = nullptr;
+  ReferenceWalker* reference_walker_ = nullptr;
 };
 
 }  // namespace sediment::catalog

@@ -35,17 +35,22 @@ struct Marks {
   // Expired, passed through: the oldest creation date a walk through it kept
   // (a walk with an older limit, from a branch kept longer, goes through again).
   std::unordered_map<std::string, int64_t> commits_walked;
+  // Entries whose data names more files (ReferenceWalker::Names), by address.
+  std::unordered_map<std::string, Entry> naming;
+  std::unordered_set<std::string> walked;  // addresses of `naming` whose references are marked
 };
 
 // An entry's data, if it lives in the namespace (an address with a scheme is
 // someone else's storage and never ours to delete).
-Status MarkAddress(Marks* m, const std::string& encoded) {
+Status MarkAddress(Marks* m, const std::string& encoded, const ReferenceWalker* walker) {
   if (encoded.empty()) return Status::OK();  // a tombstone
   auto e = DecodeEntry(encoded);
   // An entry we cannot read (a newer format, corruption) stops the collection:
   // its data must not be taken for garbage.
   if (!e.ok()) return Status::IOError("catalog GC: an entry it cannot decode: ", e.status().message());
-  if (e->address.find("://") == std::string::npos) m->files.insert(e->address);
+  if (e->address.find("://") != std::string::npos) return Status::OK();
+  m->files.insert(e->address);
+  if (walker != nullptr && walker->Names(*e)) m->naming.emplace(e->address, *e);
   return Status::OK();
 }
 
@@ -63,8 +68,9 @@ std::string_view CopiedRangeId(std::string_view path) {
 // content hash) and the lakeFS-form copies made of them. Anything else —
 // `_lakefs/dummy`, the namespace's claim marker, or files someone else put
 // there — is never touched.
-bool Collectable(const std::string& path) {
+bool Collectable(const std::string& path, const ReferenceWalker* walker) {
   if (path.rfind("data/", 0) == 0) return true;
+  if (walker != nullptr && path.rfind(walker->CollectableDir(), 0) == 0) return true;
   if (!CopiedRangeId(path).empty()) return true;
   if (path.rfind(kRangeDir, 0) != 0) return false;
   return IsRangeId(std::string_view(path).substr(std::string_view(kRangeDir).size()));
@@ -130,12 +136,25 @@ class GcRun {
     }
   }
 
+  // The files the kept entries' data names (ReferenceWalker), once each.
+  Status MarkReferences(const Repository& repo) {
+    if (walker_ == nullptr) return Status::OK();
+    auto keep = [&](const std::string& path) { return m_.files.insert(path).second; };
+    for (const auto& [address, entry] : m_.naming) {
+      if (!m_.walked.insert(address).second) continue;
+      Status st = walker_->ForEachReference(repo, entry, keep);
+      // Unreadable: what it names cannot be known, so nothing it might name is taken.
+      if (!st.ok()) return Status::IOError("catalog GC: cannot read what ", address, " names: ", st.message());
+    }
+    return Status::OK();
+  }
+
   GcReport Sweep(const std::vector<blob::ObjectInfo>& files, TimePoint young) {
     GcReport report;
     report.marked_files = static_cast<int64_t>(m_.files.size());
     for (const auto& f : files) {
       report.scanned_files++;
-      if (Marked(f.path) || !Collectable(f.path)) continue;
+      if (Marked(f.path) || !Collectable(f.path, walker_)) continue;
       if (f.mtime >= young) {
         report.kept_young++;
         continue;
@@ -182,7 +201,7 @@ class GcRun {
       tokens.push_back(b.staging_token);
       for (const auto& t : tokens) {
         ARROW_RETURN_NOT_OK(
-            catalog_->staging().ForEachStaged(t, [&](const std::string& value) { return MarkAddress(&m_, value); }));
+            catalog_->staging().ForEachStaged(t, [&](const std::string& value) { return MarkAddress(&m_, value, walker_); }));
       }
       auto own = branch_oldest_kept_s_.find(b.id);
       ARROW_RETURN_NOT_OK(
@@ -208,7 +227,7 @@ class GcRun {
       m_.files.insert(kRangeDir + r.id);
       if (!m_.ranges_done.insert(r.id).second) continue;
       ARROW_ASSIGN_OR_RAISE(auto it, ranges_->NewRangeIterator(ns_, r.id));
-      while (it->Next()) ARROW_RETURN_NOT_OK(MarkAddress(&m_, it->value()));
+      while (it->Next()) ARROW_RETURN_NOT_OK(MarkAddress(&m_, it->value(), walker_));
       ARROW_RETURN_NOT_OK(it->status());
     }
     return Status::OK();
@@ -245,6 +264,7 @@ class GcRun {
   const GcOptions options_;
   const int64_t oldest_kept_s_;
   const std::map<std::string, int64_t> branch_oldest_kept_s_;
+  ReferenceWalker* const walker_ = catalog_->reference_walker();
   Marks m_;
 };
 
@@ -273,6 +293,7 @@ Result<GcReport> CollectGarbage(Catalog* catalog, const std::string& repo_id, co
   // Refs created or moved while marking (a branch made from an old commit)
   // are marked again just before the sweep.
   ARROW_RETURN_NOT_OK(run.MarkRefs());
+  ARROW_RETURN_NOT_OK(run.MarkReferences(repo));
   if (!options.dry_run) ARROW_RETURN_NOT_OK(catalog->PruneLinkAddresses(repo_id));
   return run.Sweep(files, young);
 }

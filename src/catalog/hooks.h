@@ -11,6 +11,7 @@
 // Thread-safety: HookRunner implementations are called from many threads.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -80,6 +81,24 @@ class MergeResolver {
   // Conflict saying why it does not merge.
   virtual Result<Entry> Resolve(const Repository& repo, const std::string& path, const std::optional<Entry>& base,
                                 const std::optional<Entry>& source, const std::optional<Entry>& dest) = 0;
+};
+
+// Files an entry's data names besides itself, which catalog GC keeps as long
+// as it keeps the entry (an Iceberg table's metadata file names its manifest
+// lists, manifests and data files), and the directory of such files GC may
+// collect once nothing names them. Without a walker GC never touches it.
+class ReferenceWalker {
+ public:
+  virtual ~ReferenceWalker() = default;
+  // "dir/": files under it are collectable (relative to the namespace).
+  virtual std::string CollectableDir() const = 0;
+  // Whether `e`'s data names other files (cheap; no I/O).
+  virtual bool Names(const Entry& e) const = 0;
+  // Calls `keep` with each file `e` names (relative to the namespace);
+  // `keep` answers false for a file already kept, whose own references need
+  // not be read again.
+  virtual Status ForEachReference(const Repository& repo, const Entry& e,
+                                  const std::function<bool(const std::string&)>& keep) = 0;
 };
 
 }  // namespace sediment::catalog

@@ -16,6 +16,7 @@
 // Thread-safety: safe from many threads (the catalog serializes what must be).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -55,7 +56,7 @@ struct TableChange {
   nlohmann::json updates = nlohmann::json::array();
 };
 
-class RepoTables : public catalog::MergeResolver {
+class RepoTables : public catalog::MergeResolver, public catalog::ReferenceWalker {
  public:
   RepoTables(catalog::Catalog* catalog, std::shared_ptr<Clock> clock);
 
@@ -98,6 +99,15 @@ class RepoTables : public catalog::MergeResolver {
   Result<catalog::Entry> Resolve(const catalog::Repository& repo, const std::string& path,
                                  const std::optional<catalog::Entry>& base, const std::optional<catalog::Entry>& source,
                                  const std::optional<catalog::Entry>& dest) override;
+
+  // What catalog GC keeps with a table's pointer (catalog/hooks.h;
+  // table_files.cc): its metadata file, the metadata files its log names, and
+  // every manifest list, manifest and live data file of its snapshots, inside
+  // the namespace's _managed/iceberg/ (which GC may collect).
+  std::string CollectableDir() const override;
+  bool Names(const catalog::Entry& e) const override;
+  Status ForEachReference(const catalog::Repository& repo, const catalog::Entry& e,
+                          const std::function<bool(const std::string&)>& keep) override;
 
   // The URI engines open for `relative` (a path in the repository's namespace).
   Result<std::string> EngineUri(const std::string& repo, const std::string& relative);

@@ -291,6 +291,9 @@ Status App::StartCatalog(const std::string& owner) {
                                     "Passes of the background drop of retired staging tokens, failed or not.")
                            .With({});
   catalog_ = std::make_unique<catalog::Catalog>(kv_, clock_, copts);
+  repo_tables_ = std::make_unique<repo_tables::RepoTables>(catalog_.get(), clock_);
+  catalog_->SetMergeResolver(repo_tables_.get());    // tables both sides appended to merge
+  catalog_->SetReferenceWalker(repo_tables_.get());  // GC keeps what a table names, takes the rest
   actions::ActionsOptions aopts;
   aopts.clock = clock_;
   aopts.enabled = config_.actions.enabled;
@@ -331,8 +334,6 @@ Status App::StartCatalog(const std::string& owner) {
   gc.grace = SecondsToDuration(config_.catalog.gc_grace);
   catalog_collector_->Start(SecondsToDuration(config_.catalog.gc_interval), gc);
   importer_ = std::make_unique<catalog::Importer>(catalog_.get(), kv_, clock_);
-  repo_tables_ = std::make_unique<repo_tables::RepoTables>(catalog_.get(), clock_);
-  catalog_->SetMergeResolver(repo_tables_.get());  // tables both sides appended to merge
   return Status::OK();
 }
 
