@@ -2,13 +2,15 @@
 DuckDB 1.4.4 (from .venv-engines, run as subprocesses: tests/iceberg_repo_engines.py) through the lakeFS
 Enterprise-form catalog at /iceberg/api, while lakeFS operations (commit, branch, tag, reset) version them."""
 import json
+import os
 import subprocess
+import uuid
 
 import pytest
 import requests
 
-from conftest import ROOT
-from security.util import ADMIN, Api, create_branch, create_repo, set_up_admin, write_config
+from conftest import ROOT, s3_settings
+from security.util import ADMIN, Api, create_branch, create_repo, create_user, set_up_admin, write_config
 
 ENGINES = ROOT / ".venv-engines" / "bin" / "python"
 RUNNER = ROOT / "tests" / "iceberg_repo_engines.py"
@@ -219,3 +221,62 @@ def test_catalog_gc_takes_a_deleted_branchs_table_files_and_keeps_mains(lake):
     commit(api, "lake", "main", "drop")
     assert api("POST", "/repositories/lake/gc", params={"grace_seconds": 0}).status_code == 200
     assert mains <= table_files(lake), "the commit before the drop still names them"
+
+
+def test_on_object_storage_engines_get_credentials_for_the_table_and_nothing_else(start_server, tmp_path):
+    """MinIO: PyIceberg and DuckDB bring no storage keys; loadTable vends STS credentials limited to the
+    table's location (read-only to a user who may only read it)."""
+    settings = s3_settings(f"t-{uuid.uuid4().hex[:12]}")
+    if settings is None:
+        pytest.skip("no S3 configured (scripts/test.sh starts MinIO)")
+    if not ENGINES.exists():
+        pytest.fail("no .venv-engines: run scripts/install-test.sh")
+    cfg = write_config(tmp_path, settings)
+    server = start_server("--config", str(cfg))
+    set_up_admin(server)
+    server.api = Api(server)
+    bucket = os.environ["SEDIMENT_TEST_S3_BUCKET"]
+    prefix = f"repos-{uuid.uuid4().hex[:8]}"
+    create_repo(server.api, "lake", f"s3://{bucket}/{prefix}/lake")
+    out = ok(run(server, [
+        ["create_namespace", ["lake", "main", "inventory"]],
+        ["create_table", "lake.main.inventory.books", {"id": "long", "name": "string"}],
+        ["append", "lake.main.inventory.books", {"id": [1, 2], "name": ["a", "b"]}],
+        ["create_table", "lake.main.inventory.other", {"id": "long"}],
+        ["append", "lake.main.inventory.other", {"id": [7]}],
+        ["read", "lake.main.inventory.books"],
+        ["duckdb", server.url + "/iceberg/relative_to/lake.main/api",
+         ["SELECT count(*) FROM lake.inventory.books", "INSERT INTO lake.inventory.books VALUES (3, 'c')",
+          "SELECT sum(id) FROM lake.inventory.books"]],
+    ]))
+    assert out[1]["location"].startswith(f"s3://{bucket}/{prefix}/lake/_managed/iceberg/"), out[1]
+    assert [r["id"] for r in out[5]] == [1, 2]
+    assert out[6][0] == [[2]] and out[6][2] == [[6]], out[6]
+    # The vended keys reach this table's files, not the other table's nor anything else.
+    from pyarrow import fs
+    reader = create_user(server.api, "reader", [
+        {"effect": "allow", "action": ["catalog:ReadTable"], "resource": "*"},
+        {"effect": "allow", "action": ["fs:ReadObject"], "resource": "*"}])
+    for who, can_write in ((ADMIN, True), (reader, False)):
+        loaded = requests.get(server.url + "/iceberg/api/v1/lakefs/namespaces/lake%1Fmain%1Finventory/tables/books",
+                              auth=who, timeout=30).json()
+        (creds,) = loaded["storage-credentials"]
+        assert creds["prefix"] == out[1]["location"]
+        c = creds["config"]
+        s3 = fs.S3FileSystem(access_key=c["s3.access-key-id"], secret_key=c["s3.secret-access-key"],
+                             session_token=c["s3.session-token"], endpoint_override=c["s3.endpoint"].split("://")[1],
+                             scheme="http", region="us-east-1")
+        table_dir = out[1]["location"].removeprefix("s3://")
+        assert s3.get_file_info(fs.FileSelector(table_dir, recursive=True)), "its own files are listed"
+        other_dir = out[3]["location"].removeprefix("s3://")
+        for forbidden in (other_dir, f"{bucket}/{prefix}", bucket):
+            with pytest.raises(OSError):
+                s3.get_file_info(fs.FileSelector(forbidden, recursive=True))
+        probe = f"{table_dir}/data/probe.txt"
+        if can_write:
+            with s3.open_output_stream(probe) as f:
+                f.write(b"x")
+        else:
+            with pytest.raises(OSError):
+                with s3.open_output_stream(probe) as f:
+                    f.write(b"x")

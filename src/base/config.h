@@ -161,6 +161,13 @@ struct IcebergConfig {
   std::string s3_endpoint;       // empty = [storage.s3] endpoint
   std::string s3_access_key_id;  // read-only credentials to vend; empty = none
   std::string s3_secret_access_key;
+  // Tables in repositories (docs/iceberg-repositories.md): how engines reach
+  // their files on S3. "sts": credentials from the storage's STS (AssumeRole)
+  // limited to the table's location, read-only unless the caller may write
+  // it; "none": engines bring their own.
+  std::string repository_credentials = "sts";
+  std::string sts_role_arn = "arn:aws:iam::000000000000:role/sediment-iceberg";  // AWS: a role the key may assume
+  double vended_credentials_secs = 3600;
 };
 
 // [actions]: lakeFS's actions (hooks on repository events, docs/actions.md).

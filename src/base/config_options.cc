@@ -199,6 +199,12 @@ const std::vector<Option>& Options() {
       {"iceberg.s3_endpoint", FIELD(iceberg.s3_endpoint), T::kString, Any()},
       {"iceberg.s3_access_key_id", FIELD(iceberg.s3_access_key_id), T::kString, Any()},
       {"iceberg.s3_secret_access_key", FIELD(iceberg.s3_secret_access_key), T::kString, Any(), {}, true},
+      {"iceberg.repository_credentials", FIELD(iceberg.repository_credentials), T::kString, OneOf({"sts", "none"})},
+      {"iceberg.sts_role_arn", FIELD(iceberg.sts_role_arn), T::kString, Any()},
+      {"iceberg.vended_credentials_secs", FIELD(iceberg.vended_credentials_secs), T::kDouble,
+       Check<double>([](const double& v) {
+         return v >= 900 && v <= 43200 ? std::string() : fmt::format("must be from 900 to 43200 (STS's bounds), got {}", v);
+       })},
       {"actions.enabled", FIELD(actions.enabled), T::kBool, Any(), {"LAKEFS_ACTIONS_ENABLED"}},
       {"actions.env_prefix", FIELD(actions.env_prefix), T::kString, Any()},
       {"actions.hook_timeout_secs", FIELD(actions.hook_timeout_secs), T::kDouble, DoubleAtLeast(0.1)},

@@ -14,6 +14,7 @@
 #include "base/failpoint.h"
 #include "base/version.h"
 #include "blob/blob.h"
+#include "blob/sts.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_gc.h"
 #include "catalog/importer.h"
@@ -151,22 +152,31 @@ IcebergApiOptions IcebergApiOptionsOf(const Config& c) {
   return o;
 }
 
-// What engines get to reach a repository table's files on S3: the endpoint
-// and region (credentials: see docs/iceberg-repositories.md).
+// What engines get to reach a repository table's files on S3: the endpoint,
+// region and (with repository_credentials = "sts") credentials limited to the
+// table's location (docs/iceberg-repositories.md).
 RepoCatalogOptions RepoCatalogOptionsOf(const Config& c) {
   RepoCatalogOptions o;
   o.token_ttl = SecondsToDuration(c.iceberg.token_ttl_secs);
   const S3Config s3 = c.storage.s3;
-  std::string endpoint = c.iceberg.s3_endpoint.empty() ? s3.endpoint : c.iceberg.s3_endpoint;
+  const IcebergConfig ice = c.iceberg;
+  std::string endpoint = ice.s3_endpoint.empty() ? s3.endpoint : ice.s3_endpoint;
   if (!endpoint.empty() && endpoint.find("://") == std::string::npos) endpoint = s3.scheme + "://" + endpoint;
-  o.storage_config = [s3, endpoint](const std::string&, const std::string& location,
-                                    bool) -> Result<std::map<std::string, std::string>> {
+  o.storage_config = [s3, ice, endpoint](const std::string&, const std::string& location,
+                                         bool write) -> Result<std::map<std::string, std::string>> {
     std::map<std::string, std::string> config;
     if (location.rfind("s3://", 0) != 0) return config;  // local files: engines open them as they are
     if (!endpoint.empty()) config["s3.endpoint"] = endpoint;
     config["s3.path-style-access"] = s3.path_style ? "true" : "false";
     config["s3.region"] = s3.region;
     config["client.region"] = s3.region;
+    if (ice.repository_credentials != "sts") return config;
+    ARROW_ASSIGN_OR_RAISE(auto creds,
+                          blob::AssumeRole(s3, ice.sts_role_arn, blob::PrefixPolicy(location, write),
+                                           static_cast<int64_t>(ice.vended_credentials_secs)));
+    config["s3.access-key-id"] = creds.access_key_id;
+    config["s3.secret-access-key"] = creds.secret_access_key;
+    config["s3.session-token"] = creds.session_token;
     return config;
   };
   return o;
