@@ -14,6 +14,7 @@ Steps (each answers {"ok": value} or {"error": exception class name, "message": 
   ["drop_table", "a.b.c.t"], ["rename_table", from, to], ["list_tables", [parts]]
   ["appends", "a.b.c.t", writers, rows_each]     -> {"retries": n} (writers append at once; a 409 reloads, retries)
   ["duckdb", endpoint, [sql...]]                 -> [[rows], ...] (DuckDB 1.4.4 attached to `endpoint` as `lake`)
+  ["spark", [jars], [sql...]]                    -> [[rows], ...] (PySpark local, Iceberg's runtime; catalog `sed`)
 """
 import glob
 import json
@@ -92,6 +93,24 @@ def duckdb_steps(props, endpoint, sql):
     return [[list(r) for r in con.execute(q).fetchall()] for q in sql]
 
 
+def spark_steps(props, jars, sql):
+    from pyspark.sql import SparkSession
+    b = (SparkSession.builder.master("local[2]").appName("sediment-iceberg-repos")
+         .config("spark.jars", ",".join(jars))
+         .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+         .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+         .config("spark.sql.catalog.sed", "org.apache.iceberg.spark.SparkCatalog")
+         .config("spark.sql.catalog.sed.type", "rest"))
+    for key in ("uri", "credential", "oauth2-server-uri", "prefix"):
+        b = b.config(f"spark.sql.catalog.sed.{key}", props[key])
+    spark = b.getOrCreate()
+    try:
+        return [[list(r) for r in spark.sql(q).collect()] for q in sql]
+    finally:
+        spark.stop()
+
+
 def step(catalog, props, name, *args):
     if name == "create_namespace":
         return catalog.create_namespace(tuple(args[0]))
@@ -128,6 +147,8 @@ def step(catalog, props, name, *args):
         return appends(catalog, *args)
     if name == "duckdb":
         return duckdb_steps(props, *args)
+    if name == "spark":
+        return spark_steps(props, *args)
     raise ValueError(f"unknown step {name}")
 
 
@@ -140,7 +161,9 @@ def main():
         try:
             out.append({"ok": step(catalog, req["catalog"], *s)})
         except Exception as e:  # noqa: BLE001 - each step's outcome is the test's to judge
-            out.append({"error": type(e).__name__, "message": str(e)[:2000]})
+            # Java's stack frames say little: the exceptions' own lines are what a test reports.
+            text = "\n".join(line for line in str(e).splitlines() if not line.lstrip().startswith("at "))
+            out.append({"error": type(e).__name__, "message": text[:2000]})
     print(json.dumps(out))
 
 

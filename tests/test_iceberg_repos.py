@@ -280,3 +280,30 @@ def test_on_object_storage_engines_get_credentials_for_the_table_and_nothing_els
             with pytest.raises(OSError):
                 with s3.open_output_stream(probe) as f:
                     f.write(b"x")
+
+
+def test_spark_writes_and_reads_tables_on_branches(lake):
+    jars = [str(ROOT / ".cache" / "jars" / j)
+            for j in ("iceberg-spark-runtime-4.0_2.13-1.10.0.jar", "iceberg-aws-bundle-1.10.0.jar")]
+    for jar in jars:
+        assert os.path.exists(jar), f"{jar} missing: run scripts/install-test.sh"
+    (results,) = ok(run(lake, [["spark", jars, [
+        "CREATE NAMESPACE sed.lake.main.sp",
+        "CREATE TABLE sed.lake.main.sp.events (id bigint, kind string) USING iceberg",
+        "INSERT INTO sed.lake.main.sp.events VALUES (1, 'a'), (2, 'b')",
+        "INSERT INTO sed.lake.main.sp.events VALUES (3, 'c')",
+        "SHOW NAMESPACES IN sed.lake.main",
+        "SELECT count(*), sum(id) FROM sed.lake.main.sp.events",
+    ]]], timeout=600))
+    assert results[4] == [["lake.main.sp"]] or results[4] == [["sp"]], results[4]
+    assert results[5] == [[3, 6]], results
+    commit(lake.api, "lake", "main", "spark's table")
+    create_branch(lake.api, "lake", "exp")
+    (results,) = ok(run(lake, [["spark", jars, [
+        "INSERT INTO sed.lake.exp.sp.events VALUES (10, 'x')",
+        "SELECT count(*) FROM sed.lake.exp.sp.events",
+        "SELECT count(*) FROM sed.lake.main.sp.events",
+    ]]], timeout=600))
+    assert results[1] == [[4]] and results[2] == [[3]], results
+    # PyIceberg reads what Spark wrote.
+    assert [r["id"] for r in ok(run(lake, [["read", "lake.exp.sp.events"]]))[0]] == [1, 2, 3, 10]

@@ -13,8 +13,14 @@ bool SnapshotExists(const json& m, int64_t id) {
   return std::any_of(snaps.begin(), snaps.end(), [&](const json& s) { return IntOr(s, "snapshot-id", -1) == id; });
 }
 
+// A local URI in one form: Hadoop writes file:///a as file:/a.
+std::string SameForm(const std::string& uri) {
+  return uri.starts_with("file:/") && !uri.starts_with("file://") ? "file://" + uri.substr(5) : uri;
+}
+
 // Whether `path` lies inside `location` (a table's files stay in its location).
-bool Inside(const std::string& path, const std::string& location) {
+bool Inside(const std::string& path_uri, const std::string& location_uri) {
+  const std::string path = SameForm(path_uri), location = SameForm(location_uri);
   return !location.empty() && path.size() > location.size() + 1 && path.compare(0, location.size(), location) == 0 &&
          path[location.size()] == '/' && path.find("/../") == std::string::npos;
 }

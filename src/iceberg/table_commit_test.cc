@@ -286,3 +286,28 @@ TEST(TableCommitTest, TheMetadataLogKeepsTheNewestPreviousVersionsMax) {
 
 }  // namespace
 }  // namespace sediment::iceberg
+
+namespace sediment::iceberg {
+namespace {
+
+TEST(TableCommitLocalTest, HadoopsFileSlashFormIsInsideTheTablesFileUriLocation) {
+  TableCommit create;
+  create.requirements = json::array({{{"type", "assert-create"}}});
+  create.updates = CreateUpdates("file:///lake/_managed/t");
+  auto m = ApplyTableCommit(create);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  for (const char* list : {"file:/lake/_managed/t/metadata/s.avro", "file:///lake/_managed/t/metadata/s.avro"}) {
+    TableCommit c;
+    c.current = *m;
+    c.updates = json::array({{{"action", "add-snapshot"}, {"snapshot", Snapshot(1, 1, std::nullopt, 2000, list)}}});
+    EXPECT_TRUE(ApplyTableCommit(c).ok()) << list;
+  }
+  TableCommit outside;
+  outside.current = *m;
+  outside.updates = json::array(
+      {{{"action", "add-snapshot"}, {"snapshot", Snapshot(1, 1, std::nullopt, 2000, "file:/lake/_managed/u/s.avro")}}});
+  EXPECT_TRUE(IsInvalidArgument(ApplyTableCommit(outside).status()));
+}
+
+}  // namespace
+}  // namespace sediment::iceberg

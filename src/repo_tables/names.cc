@@ -75,6 +75,11 @@ Result<std::vector<std::string>> SplitNamespace(const std::vector<std::string>& 
 }
 
 Result<NamespacePath> ToNamespacePath(const std::vector<std::string>& parts, bool need_namespace) {
+  if (parts.size() == 2 && need_namespace) {
+    // Engines probe `a.b.c` as table c of namespace a.b: a ref holds no table itself.
+    return NotFound(fmt::format("namespace \"{}\" names a ref, not a namespace inside it: it holds no tables",
+                                Join(parts, 0, '.')));
+  }
   if (parts.size() < 2 || (need_namespace && parts.size() < 3)) {
     return InvalidArgument(fmt::format(
         "namespace \"{}\" names no {}: write <repository>.<ref>.<namespace> (or use a /iceberg/relative_to/ endpoint)",
