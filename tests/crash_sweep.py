@@ -134,6 +134,7 @@ class Model:
         self.in_flight = None   # ("blocks", {block: fork}) or ("object", path, content|None)
         self.objects = {}       # path -> content (bytes) on main, acknowledged
         self.commits = []       # acknowledged commit ids
+        self.table = None       # the Iceberg table's acknowledged property "n" ("" once created)
         self.violations = []
 
 
@@ -218,6 +219,7 @@ def workload(p, model, namespace):
         waited(model, compaction_done, 20, "the staging compaction ends")
     put_object(p, model, "c/after-compaction", b"third")
     commit(p, model, "second")
+    iceberg_commits(p, model)
     # Catalog GC, no grace: the superseded compaction and anything orphaned go; nothing reachable may.
     r = p.call("POST", REPO + "/gc", params={"grace_seconds": 0})
     if r.status_code != 200:
@@ -226,6 +228,46 @@ def workload(p, model, namespace):
     first = drop_passes(p)
     waited(model, lambda: drop_passes(p) >= first + 2, 15, "two passes of the staging-token dropper")
     p.call("GET", "/api/v1/healthcheck")
+
+
+ICEBERG = "/iceberg/api/v1/lakefs"
+ICE_TABLE = ICEBERG + "/namespaces/repo%1Fmain%1Fice/tables/t"
+
+
+def iceberg_commits(p, model):
+    """A table in the repository (docs/iceberg-repositories.md), then Iceberg commits that set property n."""
+    r = p.call("POST", ICEBERG + "/namespaces", json={"namespace": ["repo", "main", "ice"]})
+    if r.status_code != 200:
+        model.violations.append(f"create namespace: {r.status_code} {r.text[:200]}")
+        return
+    schema = {"type": "struct", "fields": [{"id": 1, "name": "id", "required": False, "type": "long"}]}
+    r = p.call("POST", ICEBERG + "/namespaces/repo%1Fmain%1Fice/tables", json={"name": "t", "schema": schema})
+    if r.status_code != 200:
+        model.violations.append(f"create table: {r.status_code} {r.text[:200]}")
+        return
+    model.table = ""
+    for n in range(3):
+        model.in_flight = ("table", str(n))
+        r = p.call("POST", ICE_TABLE, json={"requirements": [], "updates": [
+            {"action": "set-properties", "updates": {"n": str(n)}}]})
+        if r.status_code != 200:
+            model.violations.append(f"table commit {n}: {r.status_code} {r.text[:200]}")
+            return
+        model.table = str(n)
+        model.in_flight = None
+
+
+def check_iceberg(p, model):
+    if model.table is None:
+        return
+    r = p.call("GET", ICE_TABLE)
+    if r.status_code != 200:
+        model.violations.append(f"the Iceberg table does not load: {r.status_code} {r.text[:200]}")
+        return
+    n = r.json()["metadata"].get("properties", {}).get("n", "")
+    flight = model.in_flight[1] if model.in_flight and model.in_flight[0] == "table" else None
+    if n not in (model.table, flight):
+        model.violations.append(f"the Iceberg table's property n is {n!r}, acknowledged {model.table!r}")
 
 
 def drop_passes(p):
@@ -254,6 +296,7 @@ def check(p, model, workdir, s3):
     """The invariants, on a clean restart after the crash(es)."""
     check_table(p, model, workdir, s3)
     check_catalog(p, model)
+    check_iceberg(p, model)
 
 
 def check_table(p, model, workdir, s3):
@@ -324,6 +367,7 @@ def check_catalog(p, model):
         if not page["pagination"]["has_more"]:
             break
         after = page["pagination"]["next_offset"]
+    listed = {path for path in listed if not path.startswith("_lakefs_tables/")}  # check_iceberg's
     expected = set(model.objects)
     flight_path = model.in_flight[1] if model.in_flight and model.in_flight[0] == "object" else None
     if listed - {flight_path} != expected - {flight_path}:

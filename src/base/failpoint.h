@@ -28,7 +28,7 @@ namespace sediment::failpoint {
 
 // Every failpoint, by the step it interrupts. docs/failpoints.md says what
 // each one proves.
-inline constexpr std::array<std::string_view, 19> kAll = {
+inline constexpr std::array<std::string_view, 21> kAll = {
     // Tables: append, reorg, merge (publish, swap), GC.
     "table.append.after_write",   // the segment file is written, not committed
     "table.append.after_commit",  // committed, not yet acknowledged
@@ -48,6 +48,9 @@ inline constexpr std::array<std::string_view, 19> kAll = {
     "catalog.compact.after_swap",  // the branch holds the compacted meta-range
     "catalog.tokens.after_drop",   // a dead staging token's keys are deleted, its record not yet
     "catalog.gc.after_delete",     // catalog GC deleted an unreferenced file, and goes on
+    // Iceberg tables in repositories: a table commit.
+    "iceberg.commit.after_metadata",  // the new metadata file is written, the pointer not swapped
+    "iceberg.commit.after_swap",      // the pointer names it, the commit not yet acknowledged
     // KV and start-up.
     "kv.postgres.commit_lost",   // COMMIT landed, but its answer is lost (as with a dropped connection)
     "server.start.after_sweep",  // the start-up orphan sweep ran, the server does not serve yet

@@ -7,6 +7,7 @@
 
 #include <set>
 
+#include "base/failpoint.h"
 #include "blob/blob.h"
 #include "catalog/catalog.h"
 #include "iceberg/table_commit.h"
@@ -201,10 +202,12 @@ Result<LoadedTable> RepoTables::CommitTable(const TableChange& change) {
   }
   std::string data = p.metadata.dump();
   ARROW_ASSIGN_OR_RAISE(auto address, WriteMetadata(t.where.repo, p.table_dir, p.version, data));
+  SEDIMENT_FAILPOINT("iceberg.commit.after_metadata");
   catalog::Entry entry = internal::FileEntry(address, data, ToUnixMicros(clock_->Now()) / 1000000);
   Status st = catalog_->SwapEntry(t.where.repo, t.where.ref, p.pointer, entry, p.expected);
   if (IsPreconditionFailed(st)) return LostRace(t);
   ARROW_RETURN_NOT_OK(st);
+  SEDIMENT_FAILPOINT("iceberg.commit.after_swap");
   return Loaded(t.where.repo, address, std::move(p.metadata), true);
 }
 
