@@ -85,8 +85,12 @@ bool StartsWith(const std::vector<std::string>& ns, const std::vector<std::strin
 
 }  // namespace
 
+const nlohmann::json& LoadedTable::Metadata() const { return file ? file->json : metadata; }
+
 RepoTables::RepoTables(catalog::Catalog* catalog, std::shared_ptr<Clock> clock)
-    : catalog_(catalog), clock_(std::move(clock)) {}
+    : catalog_(catalog), clock_(std::move(clock)), cache_(std::make_unique<MetadataCache>(int64_t{64} << 20)) {}
+
+RepoTables::~RepoTables() = default;
 
 Result<std::string> RepoTables::NamespaceRoot(const std::string& repo_id) {
   ARROW_ASSIGN_OR_RAISE(auto repo, catalog_->GetRepository(repo_id));

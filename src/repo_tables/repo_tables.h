@@ -38,9 +38,16 @@ struct Entry;
 
 namespace sediment::repo_tables {
 
+struct MetadataFile;
+class MetadataCache;
+
 struct LoadedTable {
   std::string metadata_location;  // "" for a staged create
   nlohmann::json metadata;
+  // The metadata file as read (then `metadata` is empty): send its text as
+  // it is rather than printing the document again.
+  std::shared_ptr<const MetadataFile> file;
+  const nlohmann::json& Metadata() const;
   std::string location;  // the table's location, a URI engines open
   bool writable = false;  // on a branch of a writable repository
 };
@@ -59,6 +66,7 @@ struct TableChange {
 class RepoTables : public catalog::MergeResolver, public catalog::ReferenceWalker {
  public:
   RepoTables(catalog::Catalog* catalog, std::shared_ptr<Clock> clock);
+  ~RepoTables() override;
 
   // The levels above namespaces: repositories, and the refs of one (branches, then tags).
   Result<std::vector<std::string>> ListRepositories();
@@ -125,9 +133,15 @@ class RepoTables : public catalog::MergeResolver, public catalog::ReferenceWalke
   Result<catalog::Entry> WriteNamespaceFile(const catalog::Repository& repo, const NamespacePath& ns,
                                             const std::map<std::string, std::string>& properties);
   Result<LoadedTable> Loaded(const std::string& repo, const std::string& address, nlohmann::json metadata,
-                             bool writable);
+                             bool writable, std::shared_ptr<const MetadataFile> file = nullptr);
   Result<std::string> RelativeInNamespace(const std::string& repo, const std::string& uri, const char* what);
-  // The metadata JSON of the file at `address` (relative, inside the namespace).
+  // The metadata file at `address` (relative, inside the namespace), checked
+  // to be table metadata located in the namespace (cached: metadata_cache.h);
+  // InvalidArgument saying what it is not.
+  Result<std::shared_ptr<const MetadataFile>> MetadataAt(const catalog::Repository& repo, const std::string& address);
+  // Caches a metadata file this catalog just wrote.
+  void Remember(const catalog::Repository& repo, const std::string& address, std::string text, nlohmann::json json);
+  // The metadata JSON of a merge side's file (Conflict if it is none).
   Result<nlohmann::json> ReadMetadata(const catalog::Repository& repo, const std::string& address);
   struct SideFiles;
   Result<SideFiles> LiveFilesOf(const catalog::Repository& repo, const nlohmann::json& metadata, const char* side);
@@ -137,6 +151,7 @@ class RepoTables : public catalog::MergeResolver, public catalog::ReferenceWalke
 
   catalog::Catalog* const catalog_;
   const std::shared_ptr<Clock> clock_;
+  std::unique_ptr<MetadataCache> cache_;
 };
 
 }  // namespace sediment::repo_tables

@@ -6,6 +6,7 @@
 
 #include "catalog/entry.h"
 #include "catalog/records.h"
+#include "repo_tables/metadata_cache.h"
 #include "repo_tables/repo_tables.h"
 
 namespace sediment::repo_tables {
@@ -13,7 +14,8 @@ namespace sediment::repo_tables {
 // A table as its pointer names it on a ref.
 struct RepoTables::Current {
   catalog::Entry pointer;  // pointer.address: the metadata file, relative to the namespace
-  nlohmann::json metadata;
+  std::shared_ptr<const MetadataFile> file;
+  const nlohmann::json& metadata() const { return file->json; }
 };
 
 // An Iceberg commit checked and applied, not yet stored.

@@ -39,14 +39,14 @@ class RepoTablesTest : public catalog::fixtures::CatalogFixture {
   Result<LoadedTable> Append(const LoadedTable& t, int64_t id, std::optional<int64_t> parent,
                              const std::string& ref = "main") {
     json snap = {{"snapshot-id", id},
-                 {"sequence-number", t.metadata.value("last-sequence-number", 0) + 1},
+                 {"sequence-number", t.Metadata().value("last-sequence-number", 0) + 1},
                  {"timestamp-ms", 2000 + id},
                  {"manifest-list", t.location + "/metadata/snap-" + std::to_string(id) + ".avro"},
                  {"summary", {{"operation", "append"}}},
                  {"schema-id", 0}};
     if (parent) snap["parent-snapshot-id"] = *parent;
     TableChange c{Table(ref)};
-    c.requirements = json::array({{{"type", "assert-table-uuid"}, {"uuid", t.metadata["table-uuid"]}},
+    c.requirements = json::array({{{"type", "assert-table-uuid"}, {"uuid", t.Metadata()["table-uuid"]}},
                                   {{"type", "assert-ref-snapshot-id"},
                                    {"ref", "main"},
                                    {"snapshot-id", parent ? json(*parent) : json(nullptr)}}});
@@ -60,7 +60,7 @@ class RepoTablesTest : public catalog::fixtures::CatalogFixture {
   int64_t MainSnapshot(const std::string& ref) {
     auto t = tables_->LoadTable(Table(ref));
     EXPECT_TRUE(t.ok()) << t.status().ToString();
-    return t.ok() ? t->metadata.value("current-snapshot-id", -1) : -2;
+    return t.ok() ? t->Metadata().value("current-snapshot-id", -1) : -2;
   }
 
   std::unique_ptr<RepoTables> tables_;
@@ -130,7 +130,7 @@ TEST_F(RepoTablesTest, AStagedCreateStoresNothingUntilCommittedWithAssertCreate)
   EXPECT_TRUE(IsNotFound(tables_->LoadTable(Table("main")).status()));
   TableChange c{Table("main")};
   c.requirements = json::array({{{"type", "assert-create"}}});
-  c.updates = json::array({{{"action", "assign-uuid"}, {"uuid", staged->metadata["table-uuid"]}},
+  c.updates = json::array({{{"action", "assign-uuid"}, {"uuid", staged->Metadata()["table-uuid"]}},
                            {{"action", "add-schema"}, {"schema", kSchema}},
                            {{"action", "set-current-schema"}, {"schema-id", -1}},
                            {{"action", "set-location"}, {"location", staged->location}}});
@@ -209,9 +209,9 @@ TEST_F(RepoTablesTest, RenameAndTransactionsLandWhole) {
   stale.requirements = json::array({{{"type", "assert-table-uuid"}, {"uuid", "00000000-0000-4000-8000-000000000000"}}});
   Status refused = tables_->CommitTransaction({props(Table("main", "novels"), "1"), stale});
   EXPECT_TRUE(IsConflict(refused)) << refused.ToString();
-  EXPECT_FALSE(tables_->LoadTable(Table("main", "novels"))->metadata["properties"].contains("k")) << "none landed";
+  EXPECT_FALSE(tables_->LoadTable(Table("main", "novels"))->Metadata()["properties"].contains("k")) << "none landed";
   ASSERT_OK(tables_->CommitTransaction({props(Table("main", "novels"), "1"), props(Table("main", "authors"), "2")}));
-  EXPECT_EQ(tables_->LoadTable(Table("main", "authors"))->metadata["properties"]["k"], "2");
+  EXPECT_EQ(tables_->LoadTable(Table("main", "authors"))->Metadata()["properties"]["k"], "2");
   EXPECT_TRUE(IsInvalidArgument(
       tables_->CommitTransaction({props(Table("main", "novels"), "1"), props(Table("dev", "authors"), "2")})));
 }
@@ -220,7 +220,7 @@ TEST_F(RepoTablesTest, RegisterAdoptsMetadataInsideTheNamespaceOnly) {
   LoadedTable books = Create();
   auto again = tables_->RegisterTable(Table("main", "copy"), books.metadata_location, false);
   ASSERT_OK(again.status());
-  EXPECT_EQ(again->metadata["table-uuid"], books.metadata["table-uuid"]);
+  EXPECT_EQ(again->Metadata()["table-uuid"], books.Metadata()["table-uuid"]);
   EXPECT_TRUE(IsConflict(tables_->RegisterTable(Table("main", "copy"), books.metadata_location, false).status()));
   EXPECT_TRUE(IsInvalidArgument(tables_->RegisterTable(Table("main", "x"), "file:///etc/passwd", false).status()));
 }

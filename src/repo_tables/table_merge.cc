@@ -117,11 +117,10 @@ Result<json> RepoTables::ReadMetadata(const catalog::Repository& repo, const std
   if (address.find("://") != std::string::npos || !blob::ValidateObjectPath(address).ok()) {
     return Conflict("a side's pointer names data outside the repository's storage namespace");
   }
-  ARROW_ASSIGN_OR_RAISE(auto store, catalog_->RepositoryNamespace(repo));
-  ARROW_ASSIGN_OR_RAISE(auto data, store->Get(address));
-  json m = json::parse(data->ToString(), nullptr, /*allow_exceptions=*/false);
-  if (!m.is_object() || !m.contains("format-version")) return Conflict("a side's pointer is not Iceberg table metadata");
-  return m;
+  auto file = MetadataAt(repo, address);
+  if (IsInvalidArgument(file.status())) return Conflict("a side's pointer " + file.status().message());
+  ARROW_RETURN_NOT_OK(file.status());
+  return (*file)->json;
 }
 
 Result<RepoTables::SideFiles> RepoTables::LiveFilesOf(const catalog::Repository& repo, const json& m,

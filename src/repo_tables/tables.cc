@@ -71,15 +71,43 @@ Result<json> CreateUpdates(const json& request, const std::string& uuid, const s
 }  // namespace
 
 Result<LoadedTable> RepoTables::Loaded(const std::string& repo, const std::string& address, json metadata,
-                                       bool writable) {
+                                       bool writable, std::shared_ptr<const MetadataFile> file) {
   LoadedTable out;
   if (!address.empty()) {
     ARROW_ASSIGN_OR_RAISE(out.metadata_location, EngineUri(repo, address));
   }
-  out.location = metadata.value("location", "");
-  out.metadata = std::move(metadata);
+  const json& m = file ? file->json : metadata;
+  out.location = m.value("location", "");
+  if (!file) out.metadata = std::move(metadata);
+  out.file = std::move(file);
   out.writable = writable;
   return out;
+}
+
+static std::string MetadataKey(const catalog::Repository& repo, const std::string& address) {
+  return (repo.location.empty() ? repo.storage_namespace : repo.location) + "\n" + address;
+}
+
+Result<std::shared_ptr<const MetadataFile>> RepoTables::MetadataAt(const catalog::Repository& repo,
+                                                                    const std::string& address) {
+  const std::string key = MetadataKey(repo, address);
+  if (auto hit = cache_->Get(key)) return hit;
+  ARROW_ASSIGN_OR_RAISE(auto store, catalog_->RepositoryNamespace(repo));
+  ARROW_ASSIGN_OR_RAISE(auto data, store->Get(address));
+  auto file = std::make_shared<MetadataFile>();
+  file->text = data->ToString();
+  file->json = json::parse(file->text, nullptr, /*allow_exceptions=*/false);
+  const json& m = file->json;
+  if (!m.is_object() || !m.contains("format-version") || !m.value("location", json()).is_string()) {
+    return InvalidArgument("is not Iceberg table metadata");
+  }
+  ARROW_RETURN_NOT_OK(RelativeInNamespace(repo.id, m["location"].get<std::string>(), "the table's location").status());
+  cache_->Put(key, file);
+  return file;
+}
+
+void RepoTables::Remember(const catalog::Repository& repo, const std::string& address, std::string text, json json) {
+  cache_->Put(MetadataKey(repo, address), std::make_shared<MetadataFile>(MetadataFile{std::move(text), std::move(json)}));
 }
 
 Result<std::optional<RepoTables::Current>> RepoTables::ReadCurrent(const TablePath& table) {
@@ -100,22 +128,17 @@ Result<std::optional<RepoTables::Current>> RepoTables::ReadCurrent(const TablePa
     return not_table("names data outside the repository's storage namespace");
   }
   ARROW_ASSIGN_OR_RAISE(auto repo, catalog_->GetRepository(w.repo));
-  ARROW_ASSIGN_OR_RAISE(auto store, catalog_->RepositoryNamespace(repo));
-  ARROW_ASSIGN_OR_RAISE(auto data, store->Get(pointer->address));
-  json metadata = json::parse(data->ToString(), nullptr, /*allow_exceptions=*/false);
-  if (!metadata.is_object() || !metadata.contains("format-version") || !metadata.value("location", json()).is_string()) {
-    return not_table("is not Iceberg table metadata");
-  }
-  auto inside = RelativeInNamespace(w.repo, metadata["location"].get<std::string>(), "the table's location");
-  if (!inside.ok()) return not_table(inside.status().message());
-  return Current{*pointer, std::move(metadata)};
+  auto file = MetadataAt(repo, pointer->address);
+  if (IsInvalidArgument(file.status())) return not_table(file.status().message());
+  ARROW_RETURN_NOT_OK(file.status());
+  return Current{*pointer, std::move(*file)};
 }
 
 Result<LoadedTable> RepoTables::LoadTable(const TablePath& table) {
   ARROW_ASSIGN_OR_RAISE(auto current, ReadCurrent(table));
   if (!current) return NotFound(fmt::format("table \"{}\" does not exist", Name(table)));
   bool writable = catalog_->GetBranch(table.where.repo, table.where.ref).ok();
-  return Loaded(table.where.repo, current->pointer.address, std::move(current->metadata), writable);
+  return Loaded(table.where.repo, current->pointer.address, json(), writable, current->file);
 }
 
 Result<std::string> RepoTables::WriteMetadata(const std::string& repo_id, const std::string& table_dir,
@@ -138,7 +161,7 @@ Result<RepoTables::Prepared> RepoTables::Prepare(const TableChange& change) {
   if (!current) ARROW_RETURN_NOT_OK(RequireNamespace(t.where));
   iceberg::TableCommit commit;
   if (current) {
-    commit.current = current->metadata;
+    commit.current = current->metadata();
     ARROW_ASSIGN_OR_RAISE(commit.current_location, EngineUri(t.where.repo, current->pointer.address));
   }
   commit.requirements = change.requirements;
@@ -146,7 +169,7 @@ Result<RepoTables::Prepared> RepoTables::Prepare(const TableChange& change) {
   commit.now_ms = ToUnixMicros(clock_->Now()) / 1000;
   ARROW_ASSIGN_OR_RAISE(json metadata, iceberg::ApplyTableCommit(commit));
   std::string location = metadata.value("location", "");
-  if (current && location != current->metadata.value("location", "")) {
+  if (current && location != current->metadata().value("location", "")) {
     return InvalidArgument(fmt::format("table \"{}\": changing a table's location is not supported", Name(t)));
   }
   ARROW_ASSIGN_OR_RAISE(auto dir, RelativeInNamespace(t.where.repo, location, "the table's location"));
@@ -159,7 +182,7 @@ Result<RepoTables::Prepared> RepoTables::Prepare(const TableChange& change) {
   p.pointer = TablePointer(t.where.ns, t.name);
   if (current) {
     p.expected = current->pointer.address;
-    p.current = current->metadata;
+    p.current = current->metadata();
     p.version = internal::MetadataVersion(current->pointer.address) + 1;
   }
   p.metadata = std::move(metadata);
@@ -208,6 +231,7 @@ Result<LoadedTable> RepoTables::CommitTable(const TableChange& change) {
   if (IsPreconditionFailed(st)) return LostRace(t);
   ARROW_RETURN_NOT_OK(st);
   SEDIMENT_FAILPOINT("iceberg.commit.after_swap");
+  Remember(p.repo, address, data, p.metadata);
   return Loaded(t.where.repo, address, std::move(p.metadata), true);
 }
 

@@ -5,6 +5,7 @@
 
 #include "auth/auth.h"
 #include "server/http/errors.h"
+#include "repo_tables/metadata_cache.h"
 #include "server/iceberg/repo_catalog_internal.h"
 
 namespace sediment::server::repo_catalog {
@@ -50,11 +51,20 @@ Result<json> StorageCredentials(const Api& api, const std::string& user, const T
 Status ReplyLoaded(const Api& api, const Call& call, const TablePath& t, const LoadedTable& loaded) {
   ARROW_ASSIGN_OR_RAISE(json creds, StorageCredentials(api, call.user, t, loaded));
   json config = creds.empty() ? json::object() : creds[0]["config"];
-  ReplyJson(call.res, 200,
-            {{"metadata-location", loaded.metadata_location.empty() ? json(nullptr) : json(loaded.metadata_location)},
-             {"metadata", loaded.metadata},
-             {"config", config},
-             {"storage-credentials", creds}});
+  json result = {{"metadata-location", loaded.metadata_location.empty() ? json(nullptr) : json(loaded.metadata_location)},
+                 {"config", config},
+                 {"storage-credentials", creds}};
+  if (!loaded.file) {
+    result["metadata"] = loaded.metadata;
+    ReplyJson(call.res, 200, result);
+    return Status::OK();
+  }
+  // The metadata file's text as stored (checked JSON when it was read): not parsed and printed again.
+  std::string body = result.dump();
+  body.pop_back();
+  body += ",\"metadata\":" + loaded.file->text + "}";
+  call.res.status = 200;
+  call.res.set_content(body, "application/json");
   return Status::OK();
 }
 
@@ -110,7 +120,7 @@ Status UpdateTable(const Api& api, const Call& call) {
   ARROW_ASSIGN_OR_RAISE(auto change, ChangeOf(t, body, ""));
   auto loaded = api.tables->CommitTable(change);
   if (!loaded.ok()) return Reply(call.res, loaded.status(), kCommitErrors);
-  ReplyJson(call.res, 200, {{"metadata-location", loaded->metadata_location}, {"metadata", loaded->metadata}});
+  ReplyJson(call.res, 200, {{"metadata-location", loaded->metadata_location}, {"metadata", loaded->Metadata()}});
   return Status::OK();
 }
 
