@@ -13,7 +13,8 @@ Figures, as medians over `--samples` calls:
   * sediment only: creating a branch from a commit holding 1 table and one holding `--tables` tables.
 Ratios are peer / sediment (above 1: sediment is faster).
 
-Needs PostgreSQL (scripts/postgres.sh; SEDIMENT_TEST_POSTGRES_DSN) and .cache/iceberg-rest-fixture (scripts/install-test.sh).
+Needs PostgreSQL (scripts/postgres.sh; SEDIMENT_TEST_POSTGRES_DSN), Maven and a JDK (the first run resolves the
+reference server's class path into .cache/iceberg-rest-fixture from Maven Central).
     .venv-engines/bin/python bench/iceberg_repos_bench.py [--tables 10000] [--history 1000] [--samples 30]
 """
 import argparse
@@ -119,6 +120,9 @@ def start_sediment(work):
 
 
 def start_java(work, pg):
+    if not FIXTURE.exists():
+        subprocess.run(["mvn", "-q", "-f", str(ROOT / "bench" / "iceberg_rest_fixture" / "pom.xml"),
+                        "dependency:copy-dependencies", f"-DoutputDirectory={FIXTURE}"], check=True)
     classes = work / "java"
     classes.mkdir()
     src = ROOT / "bench" / "iceberg_rest_fixture" / "LoopbackRestServer.java"
