@@ -15,6 +15,7 @@ Steps (each answers {"ok": value} or {"error": exception class name, "message": 
   ["appends", "a.b.c.t", writers, rows_each]     -> {"retries": n} (writers append at once; a 409 reloads, retries)
   ["duckdb", endpoint, [sql...]]                 -> [[rows], ...] (DuckDB 1.4.4 attached to `endpoint` as `lake`)
   ["spark", [jars], [sql...]]                    -> [[rows], ...] (PySpark local, Iceberg's runtime; catalog `sed`)
+  ["spark_writers", [jars], table, writers, n]   -> [[count, distinct ids]] after each writer inserted n rows at once
 """
 import glob
 import json
@@ -93,7 +94,7 @@ def duckdb_steps(props, endpoint, sql):
     return [[list(r) for r in con.execute(q).fetchall()] for q in sql]
 
 
-def spark_steps(props, jars, sql):
+def spark_session(props, jars):
     from pyspark.sql import SparkSession
     b = (SparkSession.builder.master("local[2]").appName("sediment-iceberg-repos")
          .config("spark.jars", ",".join(jars))
@@ -104,9 +105,38 @@ def spark_steps(props, jars, sql):
          .config("spark.sql.catalog.sed.type", "rest"))
     for key in ("uri", "credential", "oauth2-server-uri", "prefix"):
         b = b.config(f"spark.sql.catalog.sed.{key}", props[key])
-    spark = b.getOrCreate()
+    # Each writer sees the table as the catalog has it (no cached copy between statements).
+    return b.config("spark.sql.catalog.sed.cache-enabled", "false").getOrCreate()
+
+
+def spark_steps(props, jars, sql):
+    spark = spark_session(props, jars)
     try:
         return [[list(r) for r in spark.sql(q).collect()] for q in sql]
+    finally:
+        spark.stop()
+
+
+def spark_writers(props, jars, table, writers, each):
+    """`writers` threads of one Spark session, each inserting `each` rows one statement at a time."""
+    spark = spark_session(props, jars)
+    errors = []
+
+    def write(w):
+        try:
+            for i in range(each):
+                spark.sql(f"INSERT INTO {table} VALUES ({w * 1000 + i}, 'w{w}')")
+        except Exception as e:  # noqa: BLE001 - reported to the test
+            errors.append(str(e)[:500])
+    try:
+        threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise RuntimeError("; ".join(errors))
+        return [list(r) for r in spark.sql(f"SELECT count(*), count(DISTINCT id) FROM {table}").collect()]
     finally:
         spark.stop()
 
@@ -149,6 +179,8 @@ def step(catalog, props, name, *args):
         return duckdb_steps(props, *args)
     if name == "spark":
         return spark_steps(props, *args)
+    if name == "spark_writers":
+        return spark_writers(props, *args)
     raise ValueError(f"unknown step {name}")
 
 

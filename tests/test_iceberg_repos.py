@@ -159,8 +159,17 @@ def test_appends_on_both_branches_merge_into_one_table_holding_every_row(lake):
     after = ok(run(lake, [["append", "lake.main.sales.orders", {"id": [4], "who": ["d"]}],
                           ["read", "lake.main.sales.orders"]]))
     assert [row["id"] for row in after[1]] == [1, 2, 3, 4, 10, 11, 12]
-    # The merge is one lakeFS commit: reverting it takes the source's rows away again.
+    # Merging again later: the base is now the branch's head of the first merge, which main's history
+    # never held; the rule still applies from where both sides last agreed.
     commit(api, "lake", "main", "one more")
+    ok(run(lake, [["append", "lake.dev.sales.orders", {"id": [13], "who": ["dev"]}],
+                  ["append", "lake.main.sales.orders", {"id": [5], "who": ["e"]}]]))
+    commit(api, "lake", "dev", "dev again")
+    commit(api, "lake", "main", "main again")
+    r = merge(api, "dev", "main")
+    assert r.status_code == 200, r.text
+    rows = ok(run(lake, [["read", "lake.main.sales.orders"]]))[0]
+    assert [row["id"] for row in rows] == [1, 2, 3, 4, 5, 10, 11, 12, 13], rows
 
 
 def test_anything_but_appends_on_both_sides_is_a_conflict_naming_the_table_and_why(lake):
@@ -272,38 +281,85 @@ def test_on_object_storage_engines_get_credentials_for_the_table_and_nothing_els
         for forbidden in (other_dir, f"{bucket}/{prefix}", bucket):
             with pytest.raises(OSError):
                 s3.get_file_info(fs.FileSelector(forbidden, recursive=True))
-        probe = f"{table_dir}/data/probe.txt"
+        probe = f"{table_dir}/data/probe-{who[0]}.txt"
         if can_write:
             with s3.open_output_stream(probe) as f:
                 f.write(b"x")
+            with pytest.raises(OSError):  # files may be shared with other branches and commits: never deleted
+                s3.delete_file(probe)
+            with pytest.raises(OSError):  # only data/ and metadata/
+                with s3.open_output_stream(f"{table_dir}/elsewhere.txt") as f:
+                    f.write(b"x")
         else:
             with pytest.raises(OSError):
                 with s3.open_output_stream(probe) as f:
                     f.write(b"x")
 
 
-def test_spark_writes_and_reads_tables_on_branches(lake):
-    jars = [str(ROOT / ".cache" / "jars" / j)
-            for j in ("iceberg-spark-runtime-4.0_2.13-1.10.0.jar", "iceberg-aws-bundle-1.10.0.jar")]
-    for jar in jars:
+SPARK_JARS = [str(ROOT / ".cache" / "jars" / j)
+              for j in ("iceberg-spark-runtime-4.0_2.13-1.10.0.jar", "iceberg-aws-bundle-1.10.0.jar")]
+
+
+def spark(lake, sql, timeout=600):
+    for jar in SPARK_JARS:
         assert os.path.exists(jar), f"{jar} missing: run scripts/install-test.sh"
-    (results,) = ok(run(lake, [["spark", jars, [
+    return ok(run(lake, [["spark", SPARK_JARS, sql]], timeout=timeout))[0]
+
+
+def test_spark_writes_updates_deletes_and_merges_on_a_branch_and_lakefs_merges_it(lake):
+    """Spark as lakeFS Enterprise's docs configure it: row-level changes with position deletes on a branch,
+    main unchanged until the lakeFS merge; time travel by snapshot id and by tag."""
+    api = lake.api
+    t = "sed.lake.main.sp.events"
+    results = spark(lake, [
         "CREATE NAMESPACE sed.lake.main.sp",
-        "CREATE TABLE sed.lake.main.sp.events (id bigint, kind string) USING iceberg",
-        "INSERT INTO sed.lake.main.sp.events VALUES (1, 'a'), (2, 'b')",
-        "INSERT INTO sed.lake.main.sp.events VALUES (3, 'c')",
+        f"CREATE TABLE {t} (id bigint, kind string) USING iceberg TBLPROPERTIES ('format-version'='2', "
+        "'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read', 'write.merge.mode'='merge-on-read')",
+        f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b'), (3, 'c')",
         "SHOW NAMESPACES IN sed.lake.main",
-        "SELECT count(*), sum(id) FROM sed.lake.main.sp.events",
-    ]]], timeout=600))
-    assert results[4] == [["lake.main.sp"]] or results[4] == [["sp"]], results[4]
-    assert results[5] == [[3, 6]], results
-    commit(lake.api, "lake", "main", "spark's table")
-    create_branch(lake.api, "lake", "exp")
-    (results,) = ok(run(lake, [["spark", jars, [
-        "INSERT INTO sed.lake.exp.sp.events VALUES (10, 'x')",
-        "SELECT count(*) FROM sed.lake.exp.sp.events",
-        "SELECT count(*) FROM sed.lake.main.sp.events",
-    ]]], timeout=600))
-    assert results[1] == [[4]] and results[2] == [[3]], results
-    # PyIceberg reads what Spark wrote.
-    assert [r["id"] for r in ok(run(lake, [["read", "lake.exp.sp.events"]]))[0]] == [1, 2, 3, 10]
+        f"SELECT snapshot_id FROM {t}.snapshots",
+    ])
+    assert results[3] in ([["lake.main.sp"]], [["sp"]]), results[3]
+    first_snapshot = results[4][0][0]
+    commit(api, "lake", "main", "spark's table")
+    assert api("POST", "/repositories/lake/tags", json={"id": "v1", "ref": "main"}).status_code == 201
+    create_branch(api, "lake", "exp")
+    b = "sed.lake.exp.sp.events"
+    results = spark(lake, [
+        f"INSERT INTO {b} VALUES (10, 'x')",
+        f"UPDATE {b} SET kind = 'B' WHERE id = 2",
+        f"DELETE FROM {b} WHERE id = 1",
+        f"MERGE INTO {b} t USING (SELECT 3 AS id, 'C' AS kind UNION ALL SELECT 11, 'y') s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET kind = s.kind WHEN NOT MATCHED THEN INSERT *",
+        f"SELECT id, kind FROM {b} ORDER BY id",
+        f"SELECT count(*) FROM {b}.delete_files",
+        f"SELECT id FROM {t} ORDER BY id",
+    ])
+    assert results[4] == [[2, "B"], [3, "C"], [10, "x"], [11, "y"]], results[4]
+    assert results[5][0][0] > 0, "merge-on-read wrote position deletes"
+    assert results[6] == [[1], [2], [3]], "main is unchanged"
+    commit(api, "lake", "exp", "row-level changes")
+    r = api("POST", "/repositories/lake/refs/exp/merge/main", json={})
+    assert r.status_code == 200, r.text
+    results = spark(lake, [
+        f"SELECT id, kind FROM {t} ORDER BY id",
+        f"SELECT id FROM {t} VERSION AS OF {first_snapshot} ORDER BY id",
+        "SELECT id FROM sed.lake.v1.sp.events ORDER BY id",
+    ])
+    assert results[0] == [[2, "B"], [3, "C"], [10, "x"], [11, "y"]], "main after the lakeFS merge"
+    assert results[1] == [[1], [2], [3]] and results[2] == [[1], [2], [3]], "time travel: snapshot id and tag"
+    # PyIceberg reads what Spark wrote, deletes applied.
+    assert [r["id"] for r in ok(run(lake, [["read", "lake.main.sp.events"]]))[0]] == [2, 3, 10, 11]
+
+
+def test_two_spark_writers_on_one_table_each_append_lands_once(lake):
+    spark(lake, ["CREATE NAMESPACE sed.lake.main.conc",
+                 "CREATE TABLE sed.lake.main.conc.t (id bigint, who string) USING iceberg "
+                 "TBLPROPERTIES ('commit.retry.num-retries'='50')"])
+    ((count, distinct),) = ok(run(lake, [["spark_writers", SPARK_JARS, "sed.lake.main.conc.t", 2, 50]],
+                                  timeout=900))[0]
+    assert count == distinct == 100, (count, distinct)
+    metrics = requests.get(lake.url + "/metrics", timeout=30).text
+    lost = sum(int(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+               if line.startswith('http_requests_total{method="POST",route="lakefs-iceberg UpdateTable",code="409"}'))
+    print(f"two Spark writers, 100 appends: {lost} commits refused (409) and retried")

@@ -79,28 +79,30 @@ Result<TemporaryCredentials> AssumeRole(const S3Config& s3, const std::string& r
   return c;
 }
 
-std::string PrefixPolicy(const std::string& s3_uri, bool write) {
+Result<std::string> PrefixPolicy(const std::string& s3_uri, bool write) {
+  if (s3_uri.find_first_of("*?$") != std::string::npos) {
+    return InvalidArgument(fmt::format("{}: no credentials for a location with '*', '?' or '$'", s3_uri));
+  }
   std::string rest = s3_uri.substr(s3_uri.find("://") + 3);
   while (!rest.empty() && rest.back() == '/') rest.pop_back();
   size_t slash = rest.find('/');
   std::string bucket = rest.substr(0, slash);
   std::string prefix = slash == std::string::npos ? "" : rest.substr(slash + 1) + "/";
-  nlohmann::json objects = nlohmann::json::array({"s3:GetObject"});
+  const std::string objects = "arn:aws:s3:::" + bucket + "/" + prefix;
+  nlohmann::json statements = nlohmann::json::array();
+  statements.push_back({{"Effect", "Allow"}, {"Action", {"s3:GetObject"}}, {"Resource", {objects + "*"}}});
+  statements.push_back({{"Effect", "Allow"},
+                        {"Action", {"s3:ListBucket"}},
+                        {"Resource", {"arn:aws:s3:::" + bucket}},
+                        {"Condition", {{"StringLike", {{"s3:prefix", {prefix + "*"}}}}}}});
+  statements.push_back(
+      {{"Effect", "Allow"}, {"Action", {"s3:GetBucketLocation"}}, {"Resource", {"arn:aws:s3:::" + bucket}}});
   if (write) {
-    for (const char* a : {"s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"}) {
-      objects.push_back(a);
-    }
+    statements.push_back({{"Effect", "Allow"},
+                          {"Action", {"s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"}},
+                          {"Resource", {objects + "data/*", objects + "metadata/*"}}});
   }
-  nlohmann::json policy = {
-      {"Version", "2012-10-17"},
-      {"Statement",
-       {{{"Effect", "Allow"}, {"Action", objects}, {"Resource", {"arn:aws:s3:::" + bucket + "/" + prefix + "*"}}},
-        {{"Effect", "Allow"},
-         {"Action", {"s3:ListBucket"}},
-         {"Resource", {"arn:aws:s3:::" + bucket}},
-         {"Condition", {{"StringLike", {{"s3:prefix", {prefix + "*"}}}}}}},
-        {{"Effect", "Allow"}, {"Action", {"s3:GetBucketLocation"}}, {"Resource", {"arn:aws:s3:::" + bucket}}}}}};
-  return policy.dump();
+  return nlohmann::json{{"Version", "2012-10-17"}, {"Statement", statements}}.dump();
 }
 
 }  // namespace sediment::blob

@@ -26,8 +26,11 @@ struct TemporaryCredentials {
 Result<TemporaryCredentials> AssumeRole(const S3Config& s3, const std::string& role_arn,
                                         const std::string& policy_json, int64_t duration_s);
 
-// The session policy of an S3 prefix (s3://bucket/prefix): Get/Put/Delete
-// objects under it and list it (`write` = false: Get and list only).
-std::string PrefixPolicy(const std::string& s3_uri, bool write);
+// The session policy of an S3 prefix (s3://bucket/prefix): read and list
+// everything under it and, with `write`, put objects under prefix/data/ and
+// prefix/metadata/ (never delete: the files may be shared with other
+// branches and commits). InvalidArgument for a prefix with characters IAM
+// reads as wildcards or variables (*, ?, $).
+Result<std::string> PrefixPolicy(const std::string& s3_uri, bool write);
 
 }  // namespace sediment::blob

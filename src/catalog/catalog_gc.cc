@@ -38,6 +38,7 @@ struct Marks {
   // Entries whose data names more files (ReferenceWalker::Names), by address.
   std::unordered_map<std::string, Entry> naming;
   std::unordered_set<std::string> walked;  // addresses of `naming` whose references are marked
+  std::vector<std::string> dirs;           // kept whole ("dir/"), from a ReferenceWalker
 };
 
 // An entry's data, if it lives in the namespace (an address with a scheme is
@@ -139,10 +140,21 @@ class GcRun {
   // The files the kept entries' data names (ReferenceWalker), once each.
   Status MarkReferences(const Repository& repo) {
     if (walker_ == nullptr) return Status::OK();
-    auto keep = [&](const std::string& path) { return m_.files.insert(path).second; };
+    auto keep = [&](const std::string& path) {
+      if (!path.empty() && path.back() == '/') {
+        m_.dirs.push_back(path);
+        return false;
+      }
+      return m_.files.insert(path).second;
+    };
     for (const auto& [address, entry] : m_.naming) {
       if (!m_.walked.insert(address).second) continue;
-      Status st = walker_->ForEachReference(repo, entry, keep);
+      Status st;
+      try {
+        st = walker_->ForEachReference(repo, entry, keep);
+      } catch (const std::exception& e) {  // a walker's bug must not take the server down
+        st = Status::IOError(e.what());
+      }
       // Unreadable: what it names cannot be known, so nothing it might name is taken.
       if (!st.ok()) return Status::IOError("catalog GC: cannot read what ", address, " names: ", st.message());
     }
@@ -187,6 +199,9 @@ class GcRun {
   // Reached, or a copy of a range file that is (a copy goes with its range).
   bool Marked(const std::string& path) const {
     if (m_.files.count(path)) return true;
+    for (const auto& dir : m_.dirs) {
+      if (path.starts_with(dir)) return true;
+    }
     const std::string_view id = CopiedRangeId(path);
     return !id.empty() && m_.files.count(kRangeDir + std::string(id));
   }

@@ -94,7 +94,8 @@ class ReferenceWalker {
   virtual std::string CollectableDir() const = 0;
   // Whether `e`'s data names other files (cheap; no I/O).
   virtual bool Names(const Entry& e) const = 0;
-  // Calls `keep` with each file `e` names (relative to the namespace);
+  // Calls `keep` with each file `e` names (relative to the namespace), or a
+  // directory ("dir/": everything under it) when it cannot tell which;
   // `keep` answers false for a file already kept, whose own references need
   // not be read again.
   virtual Status ForEachReference(const Repository& repo, const Entry& e,

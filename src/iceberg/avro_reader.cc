@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include <climits>
+#include <nlohmann/json.hpp>
+
 #include "iceberg/avro_file.h"
 
 namespace sediment::iceberg {
@@ -29,6 +32,46 @@ Result<std::string> ReadBytes(const std::string& d, size_t* pos) {
   return out;
 }
 
+// A manifest or manifest list inflates to far less: past this a block is refused (a deflate bomb).
+constexpr size_t kMaxInflated = size_t{256} << 20;
+
+// Whether a datum of `type` (a schema's JSON) can take no bytes at all: an
+// array or map of such items would make avro-c read items without end.
+bool ZeroSize(const nlohmann::json& type) {
+  if (type.is_string()) return type == "null";
+  if (!type.is_object()) return false;
+  std::string t = type.value("type", std::string());
+  if (t == "fixed") return type.value("size", 1) == 0;
+  if (t != "record") return false;
+  for (const auto& f : type.value("fields", nlohmann::json::array())) {
+    if (!f.is_object() || !ZeroSize(f.value("type", nlohmann::json()))) return false;
+  }
+  return true;
+}
+
+// Refuses a schema whose arrays or maps hold items of no size.
+bool SafeSchema(const nlohmann::json& type, int depth = 0) {
+  if (depth > 64) return false;
+  if (type.is_array()) {  // a union
+    for (const auto& b : type) {
+      if (!SafeSchema(b, depth + 1)) return false;
+    }
+    return true;
+  }
+  if (!type.is_object()) return true;
+  std::string t = type.value("type", std::string());
+  if (t == "array" || t == "map") {
+    const auto& items = type.value(t == "array" ? "items" : "values", nlohmann::json());
+    return !ZeroSize(items) && SafeSchema(items, depth + 1);
+  }
+  if (t == "record") {
+    for (const auto& f : type.value("fields", nlohmann::json::array())) {
+      if (f.is_object() && !SafeSchema(f.value("type", nlohmann::json()), depth + 1)) return false;
+    }
+  }
+  return !type.contains("type") || !type["type"].is_object() || SafeSchema(type["type"], depth + 1);
+}
+
 Result<std::string> Inflate(const std::string& in) {
   z_stream z{};
   if (inflateInit2(&z, -15) != Z_OK) return arrow::Status::IOError("avro: inflateInit2 failed");
@@ -46,6 +89,10 @@ Result<std::string> Inflate(const std::string& in) {
       return Malformed(fmt::format("a deflate block that does not inflate ({})", rc));
     }
     out.append(buf, sizeof(buf) - z.avail_out);
+    if (out.size() > kMaxInflated) {
+      inflateEnd(&z);
+      return Malformed(fmt::format("a block that inflates past {} MiB", kMaxInflated >> 20));
+    }
     if (rc == Z_OK && z.avail_in == 0 && z.avail_out != 0) break;  // the input ended without an end marker
   }
   inflateEnd(&z);
@@ -64,6 +111,7 @@ Result<std::unique_ptr<AvroFileReader>> AvroFileReader::Open(std::string data) {
     ARROW_ASSIGN_OR_RAISE(int64_t count, ReadLong(d, &pos));
     if (count == 0) break;
     if (count < 0) {
+      if (count == INT64_MIN) return Malformed("a bad metadata block count");
       count = -count;
       ARROW_RETURN_NOT_OK(ReadLong(d, &pos).status());  // the block's size in bytes
     }
@@ -85,6 +133,9 @@ Result<std::unique_ptr<AvroFileReader>> AvroFileReader::Open(std::string data) {
   if (r->codec_.empty()) r->codec_ = "null";
   if (r->codec_ != "null" && r->codec_ != "deflate") {
     return NotImplemented(fmt::format("Avro codec \"{}\" (this reader knows null and deflate)", r->codec_));
+  }
+  if (!SafeSchema(nlohmann::json::parse(r->schema_json_, nullptr, /*allow_exceptions=*/false))) {
+    return Malformed("a schema with arrays or maps of items that take no bytes");
   }
   if (avro_schema_from_json_length(r->schema_json_.data(), r->schema_json_.size(), &r->schema_) != 0) {
     return AvroError("the file's schema");
@@ -118,6 +169,7 @@ Status AvroFileReader::LoadBlock() {
   } else {
     block_ = std::move(raw);
   }
+  if (count > static_cast<int64_t>(block_.size())) return Malformed("a block with more datums than bytes");
   if (reader_ != nullptr) avro_reader_free(reader_);
   reader_ = avro_reader_memory(block_.data(), static_cast<int64_t>(block_.size()));
   left_in_block_ = count;

@@ -37,17 +37,19 @@ class MetadataCache {
   void Put(const std::string& key, std::shared_ptr<const MetadataFile> file) {
     std::lock_guard<std::mutex> lock(mu_);
     if (index_.count(key)) return;
-    bytes_ += static_cast<int64_t>(file->text.size());
+    bytes_ += Cost(*file);
     order_.emplace_front(key, std::move(file));
     index_[key] = order_.begin();
     while (bytes_ > max_bytes_ && order_.size() > 1) {
-      bytes_ -= static_cast<int64_t>(order_.back().second->text.size());
+      bytes_ -= Cost(*order_.back().second);
       index_.erase(order_.back().first);
       order_.pop_back();
     }
   }
 
  private:
+  // The text and its parsed document, which takes several times the text's bytes.
+  static int64_t Cost(const MetadataFile& f) { return static_cast<int64_t>(f.text.size()) * 5; }
   using Item = std::pair<std::string, std::shared_ptr<const MetadataFile>>;
   const int64_t max_bytes_;
   std::mutex mu_;

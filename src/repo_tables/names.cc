@@ -105,6 +105,16 @@ std::vector<std::string> NamespaceOfDir(const std::string& dir) {
 
 std::string TableDir(const std::string& uuid) { return std::string(kManagedDir) + "iceberg/" + uuid; }
 
+bool IsTableDir(const std::string& relative, const std::string& uuid) {
+  if (uuid.size() != 36) return false;
+  for (size_t i = 0; i < uuid.size(); ++i) {
+    char c = uuid[i];
+    bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return relative == TableDir(uuid);
+}
+
 std::string NamespaceArn(const std::string& repo, const std::string& dotted) {
   return fmt::format("arn:lakefs:catalog:::namespace/{}/{}", repo, dotted);
 }

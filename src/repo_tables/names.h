@@ -62,6 +62,10 @@ std::vector<std::string> NamespaceOfDir(const std::string& dir);
 
 // Where a table's and a namespace's files go, relative to the storage namespace.
 std::string TableDir(const std::string& uuid);  // _managed/iceberg/<uuid>
+// Whether `relative` is exactly the directory of table `uuid` (a UUID in
+// lower-case hex): a table's files, and the credentials vended for them, stay
+// in a directory of its own that no other table names.
+bool IsTableDir(const std::string& relative, const std::string& uuid);
 constexpr const char* kManagedDir = "_managed/";
 
 // The ARNs of lakeFS Enterprise's catalog actions.

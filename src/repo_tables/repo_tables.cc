@@ -28,14 +28,13 @@ std::string NewUuid() {
   return fmt::format("{}-{}-{}-{}-{}", h.substr(0, 8), h.substr(8, 4), h.substr(12, 4), h.substr(16, 4), h.substr(20));
 }
 
-catalog::Entry FileEntry(const std::string& address, const std::string& data, int64_t now_s, bool table) {
+catalog::Entry FileEntry(const std::string& address, const std::string& data, int64_t now_s) {
   catalog::Entry e;
   e.address = address;
   e.checksum = Hex(Md5(data));
   e.size = static_cast<int64_t>(data.size());
   e.mtime = now_s;
   e.content_type = "application/json";
-  if (table) e.metadata[kTableMark] = "true";
   return e;
 }
 
@@ -198,7 +197,7 @@ Result<catalog::Entry> RepoTables::WriteNamespaceFile(const catalog::Repository&
   std::string address = std::string(kManagedDir) + "iceberg/namespaces/" + internal::NewUuid() + ".json";
   ARROW_ASSIGN_OR_RAISE(auto store, catalog_->RepositoryNamespace(repo));
   ARROW_RETURN_NOT_OK(store->Put(address, data));
-  return internal::FileEntry(address, data, ToUnixMicros(clock_->Now()) / 1000000, /*table=*/false);
+  return internal::FileEntry(address, data, ToUnixMicros(clock_->Now()) / 1000000);
 }
 
 Status RepoTables::CreateNamespace(const NamespacePath& ns, const std::map<std::string, std::string>& properties) {

@@ -56,6 +56,9 @@ struct PropertiesChange {
   std::vector<std::string> updated, removed, missing;
 };
 
+// Whether an Iceberg commit's requirements say assert-create (it creates the table).
+bool HasAssertCreate(const nlohmann::json& requirements);
+
 // One table's part of a multi-table transaction.
 struct TableChange {
   TablePath table;
@@ -130,6 +133,9 @@ class RepoTables : public catalog::MergeResolver, public catalog::ReferenceWalke
   Result<std::string> WriteMetadata(const std::string& repo, const std::string& table_dir, int64_t version,
                                     const std::string& data);
   Result<std::string> NamespaceRoot(const std::string& repo);
+  // A branch of a writable repository, not protected: engines may write the table's files.
+  bool Writable(const NamespacePath& where);
+  Status RequireUnclaimed(const TablePath& table, const std::string& address);
   Result<catalog::Entry> WriteNamespaceFile(const catalog::Repository& repo, const NamespacePath& ns,
                                             const std::map<std::string, std::string>& properties);
   Result<LoadedTable> Loaded(const std::string& repo, const std::string& address, nlohmann::json metadata,
@@ -144,6 +150,9 @@ class RepoTables : public catalog::MergeResolver, public catalog::ReferenceWalke
   // The metadata JSON of a merge side's file (Conflict if it is none).
   Result<nlohmann::json> ReadMetadata(const catalog::Repository& repo, const std::string& address);
   struct SideFiles;
+  Result<catalog::Entry> MergeTable(const catalog::Repository& repo, const std::optional<catalog::Entry>& base,
+                                    const std::optional<catalog::Entry>& source,
+                                    const std::optional<catalog::Entry>& dest);
   Result<SideFiles> LiveFilesOf(const catalog::Repository& repo, const nlohmann::json& metadata, const char* side);
   Result<catalog::Entry> WriteMerged(const catalog::Repository& repo, const catalog::Entry& dest,
                                      const nlohmann::json& dest_metadata, const std::string& dest_list,

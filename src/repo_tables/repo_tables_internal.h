@@ -33,10 +33,8 @@ namespace internal {
 
 // A random (version 4) UUID.
 std::string NewUuid();
-// The entry of a file just written at `address` with `data`; a table's
-// pointer (`table`) is marked so (kTableMark) for catalog GC.
-catalog::Entry FileEntry(const std::string& address, const std::string& data, int64_t now_s, bool table = true);
-constexpr const char* kTableMark = "iceberg-table-metadata";
+// The entry of a file just written at `address` with `data`.
+catalog::Entry FileEntry(const std::string& address, const std::string& data, int64_t now_s);
 // "00003-<uuid>.metadata.json" -> 3 (0 for any other name).
 int64_t MetadataVersion(const std::string& address);
 

@@ -140,8 +140,10 @@ TEST_F(RepoTablesTest, AStagedCreateStoresNothingUntilCommittedWithAssertCreate)
 }
 
 TEST_F(RepoTablesTest, ALocationOutsideTheManagedPlaceIsRefusedAndNothingIsStored) {
-  for (const std::string& where : std::vector<std::string>{"file:///etc", "s3://other-bucket/t", "file://" + dir_.Sub("ns") + "/data/t",
-                            "file://" + dir_.Sub("ns") + "/_managed/../x"}) {
+  const std::string ns = "file://" + dir_.Sub("ns");
+  for (const std::string& where :
+       std::vector<std::string>{"file:///etc", "s3://other-bucket/t", ns + "/data/t", ns + "/_managed/../x",
+                                ns + "/_managed/iceberg", ns + "/_managed/iceberg/x", ns + "/_managed"}) {
     auto t = tables_->CreateTable(Table("main"), {{"name", "books"}, {"schema", kSchema}, {"location", where}});
     EXPECT_TRUE(IsInvalidArgument(t.status())) << where << ": " << t.status().ToString();
   }
@@ -218,6 +220,9 @@ TEST_F(RepoTablesTest, RenameAndTransactionsLandWhole) {
 
 TEST_F(RepoTablesTest, RegisterAdoptsMetadataInsideTheNamespaceOnly) {
   LoadedTable books = Create();
+  EXPECT_TRUE(IsConflict(tables_->RegisterTable(Table("main", "copy"), books.metadata_location, false).status()))
+      << "a second name for a table another name holds";
+  ASSERT_OK(tables_->DropTable(Table("main")));
   auto again = tables_->RegisterTable(Table("main", "copy"), books.metadata_location, false);
   ASSERT_OK(again.status());
   EXPECT_EQ(again->Metadata()["table-uuid"], books.Metadata()["table-uuid"]);

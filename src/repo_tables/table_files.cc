@@ -14,17 +14,39 @@ namespace sediment::repo_tables {
 
 using nlohmann::json;
 
+namespace {
+
+// The objects of an array field of `m` ([] when it is anything else).
+std::vector<json> Objects(const json& m, const char* field) {
+  std::vector<json> out;
+  if (!m.is_object() || !m.contains(field) || !m[field].is_array()) return out;
+  for (const auto& item : m[field]) {
+    if (item.is_object()) out.push_back(item);
+  }
+  return out;
+}
+
+json Field(const json& object, const char* field) { return object.contains(field) ? object[field] : json(); }
+
+}  // namespace
+
 std::string RepoTables::CollectableDir() const { return std::string(kManagedDir) + "iceberg/"; }
 
-bool RepoTables::Names(const catalog::Entry& e) const { return e.metadata.count(internal::kTableMark) > 0; }
+// A table's pointer names a metadata file in the table's directory (tables.cc,
+// MetadataAt): any entry whose data is such a file is walked, however it was
+// written (an Iceberg commit, or a pointer restored through the objects API).
+bool RepoTables::Names(const catalog::Entry& e) const {
+  return e.address.starts_with(CollectableDir()) && e.address.ends_with(".metadata.json");
+}
 
 Status RepoTables::ForEachReference(const catalog::Repository& repo, const catalog::Entry& e,
                                     const std::function<bool(const std::string&)>& keep) {
   ARROW_ASSIGN_OR_RAISE(auto store, catalog_->RepositoryNamespace(repo));
-  // A file GC must read: NotFound (never written, or gone) names nothing.
+  // The table's directory: kept whole (keep("dir/")) when what it holds cannot be read.
+  const std::string dir = e.address.substr(0, e.address.find("/metadata/") + 1);
   auto read = [&](const std::string& path) -> Result<std::optional<std::string>> {
     auto data = store->Get(path);
-    if (IsNotFound(data.status())) return std::nullopt;
+    if (IsNotFound(data.status())) return std::nullopt;  // never written, or gone: names nothing
     ARROW_RETURN_NOT_OK(data.status());
     return std::optional<std::string>((*data)->ToString());
   };
@@ -37,28 +59,39 @@ Status RepoTables::ForEachReference(const catalog::Repository& repo, const catal
   ARROW_ASSIGN_OR_RAISE(auto text, read(e.address));
   if (!text) return Status::OK();
   json m = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!m.is_object()) return Status::OK();  // not table metadata (a pointer written as an object): names nothing
-  for (const auto& log : m.value("metadata-log", json::array())) {
-    if (auto p = inside(log.value("metadata-file", json()))) keep(*p);
+  if (!m.is_object()) {
+    keep(dir);  // not metadata after all: what it might name stays
+    return Status::OK();
+  }
+  for (const auto& log : Objects(m, "metadata-log")) {
+    if (auto p = inside(Field(log, "metadata-file"))) keep(*p);
   }
   for (const char* stats : {"statistics", "partition-statistics"}) {
-    for (const auto& s : m.value(stats, json::array())) {
-      if (auto p = inside(s.value("statistics-path", json()))) keep(*p);
+    for (const auto& s : Objects(m, stats)) {
+      if (auto p = inside(Field(s, "statistics-path"))) keep(*p);
     }
   }
-  for (const auto& snapshot : m.value("snapshots", json::array())) {
-    auto list = inside(snapshot.value("manifest-list", json()));
+  for (const auto& snapshot : Objects(m, "snapshots")) {
+    auto list = inside(Field(snapshot, "manifest-list"));
     if (!list || !keep(*list)) continue;
     ARROW_ASSIGN_OR_RAISE(auto list_bytes, read(*list));
     if (!list_bytes) continue;
-    ARROW_ASSIGN_OR_RAISE(auto manifests, iceberg::ReadManifestList(*list_bytes));
-    for (const auto& listed : manifests) {
+    auto manifests = iceberg::ReadManifestList(*list_bytes);
+    if (!manifests.ok()) {  // unreadable: keep the table's whole directory rather than guess
+      keep(dir);
+      return Status::OK();
+    }
+    for (const auto& listed : *manifests) {
       auto manifest = inside(json(listed.path));
       if (!manifest || !keep(*manifest)) continue;
       ARROW_ASSIGN_OR_RAISE(auto bytes, read(*manifest));
       if (!bytes) continue;
-      ARROW_ASSIGN_OR_RAISE(auto files, iceberg::ReadLiveFiles(*bytes));
-      for (const auto& f : files) {
+      auto files = iceberg::ReadLiveFiles(*bytes);
+      if (!files.ok()) {
+        keep(dir);
+        return Status::OK();
+      }
+      for (const auto& f : *files) {
         if (auto p = inside(json(f.path))) keep(*p);
       }
     }

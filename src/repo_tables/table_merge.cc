@@ -76,13 +76,26 @@ Status SameShape(const json& base, const json& source, const json& dest) {
   return Status::OK();
 }
 
-// The snapshots `side` added on main since the base's `base_id`: appends and replaces only.
-Status OnlyAppends(const json& m, std::optional<int64_t> base_id, const char* side) {
+std::set<int64_t> SnapshotIds(const json& m) {
+  std::set<int64_t> ids;
+  for (const auto& s : m.value("snapshots", json::array())) ids.insert(s.value("snapshot-id", int64_t{-1}));
+  return ids;
+}
+
+// The snapshots `side` added on main since it last held one of the base's
+// (after an earlier merge, the base is the other side's head, whose own
+// snapshots this side never held): appends and replaces only.
+Status OnlyAppends(const json& m, const std::set<int64_t>& base_ids, bool base_empty, const char* side) {
   const json snapshots = m.value("snapshots", json::array());  // by_id points into it
   std::map<int64_t, const json*> by_id;
   for (const auto& s : snapshots) by_id[s.value("snapshot-id", int64_t{-1})] = &s;
-  for (std::optional<int64_t> at = MainSnapshot(m); at != base_id;) {
-    if (!at) return Conflict(fmt::format("the {}'s history no longer holds the merge base's snapshot", side));
+  std::set<int64_t> seen;
+  for (std::optional<int64_t> at = MainSnapshot(m); !(at && base_ids.count(*at));) {
+    if (!at) {
+      if (base_empty) return Status::OK();  // back to the table's start, which the base had not passed
+      return Conflict(fmt::format("the {}'s history holds none of the merge base's snapshots", side));
+    }
+    if (!seen.insert(*at).second) return Conflict(fmt::format("the {}'s snapshots form a cycle", side));
     auto s = by_id.find(*at);
     if (s == by_id.end()) return Conflict(fmt::format("the {}'s snapshot {} is missing", side, *at));
     std::string op = s->second->value("summary", json::object()).value("operation", "");
@@ -149,10 +162,20 @@ Result<RepoTables::SideFiles> RepoTables::LiveFilesOf(const catalog::Repository&
   return out;
 }
 
-Result<catalog::Entry> RepoTables::Resolve(const catalog::Repository& repo, const std::string& path,
+Result<catalog::Entry> RepoTables::Resolve(const catalog::Repository& repo, const std::string& /*path*/,
                                            const std::optional<catalog::Entry>& base,
                                            const std::optional<catalog::Entry>& source,
                                            const std::optional<catalog::Entry>& dest) {
+  try {
+    return MergeTable(repo, base, source, dest);
+  } catch (const nlohmann::json::exception& e) {  // a field of an unexpected type in a side's metadata
+    return Conflict(std::string("a side's metadata is malformed: ") + e.what());
+  }
+}
+
+Result<catalog::Entry> RepoTables::MergeTable(const catalog::Repository& repo, const std::optional<catalog::Entry>& base,
+                                              const std::optional<catalog::Entry>& source,
+                                              const std::optional<catalog::Entry>& dest) {
   if (!base || !source || !dest) return Conflict("the table was created or dropped on one side");
   ARROW_ASSIGN_OR_RAISE(json b, ReadMetadata(repo, base->address));
   ARROW_ASSIGN_OR_RAISE(json s, ReadMetadata(repo, source->address));
@@ -164,9 +187,10 @@ Result<catalog::Entry> RepoTables::Resolve(const catalog::Repository& repo, cons
     return Conflict("the two sides hold different tables (their uuids differ)");
   }
   ARROW_RETURN_NOT_OK(SameShape(b, s, d));
-  auto base_id = MainSnapshot(b);
-  ARROW_RETURN_NOT_OK(OnlyAppends(s, base_id, "source"));
-  ARROW_RETURN_NOT_OK(OnlyAppends(d, base_id, "destination"));
+  const std::set<int64_t> base_ids = SnapshotIds(b);
+  const bool base_empty = !MainSnapshot(b).has_value();
+  ARROW_RETURN_NOT_OK(OnlyAppends(s, base_ids, base_empty, "source"));
+  ARROW_RETURN_NOT_OK(OnlyAppends(d, base_ids, base_empty, "destination"));
   ARROW_ASSIGN_OR_RAISE(auto bf, LiveFilesOf(repo, b, "merge base"));
   ARROW_ASSIGN_OR_RAISE(auto sf, LiveFilesOf(repo, s, "source"));
   ARROW_ASSIGN_OR_RAISE(auto df, LiveFilesOf(repo, d, "destination"));

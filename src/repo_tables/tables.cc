@@ -26,13 +26,17 @@ Status LostRace(const TablePath& t) {
   return Conflict(fmt::format("table \"{}\" changed concurrently; reload it and retry the commit", Name(t)));
 }
 
+}  // namespace
+
 bool HasAssertCreate(const json& requirements) {
   if (!requirements.is_array()) return false;
   for (const auto& r : requirements) {
-    if (r.is_object() && r.value("type", "") == "assert-create") return true;
+    if (r.is_object() && r.contains("type") && r["type"] == "assert-create") return true;
   }
   return false;
 }
+
+namespace {
 
 // The updates that make a table of a CreateTableRequest (the order Java's
 // client sends for a staged create).
@@ -98,10 +102,17 @@ Result<std::shared_ptr<const MetadataFile>> RepoTables::MetadataAt(const catalog
   file->text = data->ToString();
   file->json = json::parse(file->text, nullptr, /*allow_exceptions=*/false);
   const json& m = file->json;
-  if (!m.is_object() || !m.contains("format-version") || !m.value("location", json()).is_string()) {
+  if (!m.is_object() || !m.contains("format-version") || !m.value("location", json()).is_string() ||
+      !m.value("table-uuid", json()).is_string()) {
     return InvalidArgument("is not Iceberg table metadata");
   }
-  ARROW_RETURN_NOT_OK(RelativeInNamespace(repo.id, m["location"].get<std::string>(), "the table's location").status());
+  ARROW_ASSIGN_OR_RAISE(auto dir, RelativeInNamespace(repo.id, m["location"].get<std::string>(), "the table's location"));
+  // The table's own directory, named by its uuid, and the file inside it: what
+  // is vended for it and what GC keeps for it cannot reach another table's.
+  if (!IsTableDir(dir, m["table-uuid"].get<std::string>()) || !address.starts_with(dir + "/metadata/")) {
+    return InvalidArgument(fmt::format("is not a table's metadata in its own directory ({}<table uuid>/metadata/)",
+                                       TableDir("")));
+  }
   cache_->Put(key, file);
   return file;
 }
@@ -134,11 +145,34 @@ Result<std::optional<RepoTables::Current>> RepoTables::ReadCurrent(const TablePa
   return Current{*pointer, std::move(*file)};
 }
 
+bool RepoTables::Writable(const NamespacePath& where) {
+  auto repo = catalog_->GetRepository(where.repo);
+  return repo.ok() && !repo->read_only && catalog_->GetBranch(where.repo, where.ref).ok() &&
+         catalog::Catalog::CheckProtection(*repo, where.ref, /*commit=*/false).ok();
+}
+
+Status RepoTables::RequireUnclaimed(const TablePath& table, const std::string& address) {
+  // Register adopts a table no other name on the branch holds: a second name
+  // would reach its files without the first one's permissions.
+  std::string dir = address.substr(0, address.find("/metadata/") + 1);
+  std::string after;
+  while (true) {
+    catalog::ListOptions o{kTablesRoot, after, "", 1000};
+    ARROW_ASSIGN_OR_RAISE(auto page, catalog_->ListEntries(table.where.repo, table.where.ref, o));
+    for (const auto& item : page.items) {
+      if (item.entry.address.starts_with(dir) && item.path != TablePointer(table.where.ns, table.name)) {
+        return Conflict(fmt::format("the table at {} is already registered as {}", dir, item.path));
+      }
+    }
+    if (!page.has_more || page.items.empty()) return Status::OK();
+    after = page.items.back().path;
+  }
+}
+
 Result<LoadedTable> RepoTables::LoadTable(const TablePath& table) {
   ARROW_ASSIGN_OR_RAISE(auto current, ReadCurrent(table));
   if (!current) return NotFound(fmt::format("table \"{}\" does not exist", Name(table)));
-  bool writable = catalog_->GetBranch(table.where.repo, table.where.ref).ok();
-  return Loaded(table.where.repo, current->pointer.address, json(), writable, current->file);
+  return Loaded(table.where.repo, current->pointer.address, json(), Writable(table.where), current->file);
 }
 
 Result<std::string> RepoTables::WriteMetadata(const std::string& repo_id, const std::string& table_dir,
@@ -173,9 +207,11 @@ Result<RepoTables::Prepared> RepoTables::Prepare(const TableChange& change) {
     return InvalidArgument(fmt::format("table \"{}\": changing a table's location is not supported", Name(t)));
   }
   ARROW_ASSIGN_OR_RAISE(auto dir, RelativeInNamespace(t.where.repo, location, "the table's location"));
-  if (!current && !dir.starts_with(kManagedDir)) {
-    return InvalidArgument(fmt::format("table \"{}\": location \"{}\" is not under the storage namespace's {}",
-                                       Name(t), location, kManagedDir));
+  std::string uuid = metadata.value("table-uuid", json()).is_string() ? metadata["table-uuid"].get<std::string>() : "";
+  if (!IsTableDir(dir, uuid)) {
+    return InvalidArgument(fmt::format("table \"{}\": location \"{}\" is not the table's own directory {} of the "
+                                       "repository's storage namespace",
+                                       Name(t), location, TableDir(uuid)));
   }
   Prepared p;
   p.repo = std::move(repo);
@@ -206,7 +242,9 @@ Result<LoadedTable> RepoTables::CreateTable(const TablePath& table, const json& 
   }
   ARROW_ASSIGN_OR_RAISE(auto updates, CreateUpdates(request, uuid, location));
   TableChange change{table, json::array({{{"type", "assert-create"}}}), std::move(updates)};
-  bool staged = request.value("stage-create", false);
+  const json& stage = request.contains("stage-create") ? request["stage-create"] : json(false);
+  if (!stage.is_boolean()) return InvalidArgument("CreateTableRequest: \"stage-create\" must be a boolean");
+  bool staged = stage.get<bool>();
   if (staged) {
     // Checked as a real create would be, stored nowhere.
     ARROW_ASSIGN_OR_RAISE(auto p, Prepare(change));
@@ -296,28 +334,25 @@ Result<LoadedTable> RepoTables::RegisterTable(const TablePath& table, const std:
   ARROW_ASSIGN_OR_RAISE(auto repo, WritableBranch(table.where));
   ARROW_RETURN_NOT_OK(RequireNamespace(table.where));
   ARROW_ASSIGN_OR_RAISE(auto address, RelativeInNamespace(table.where.repo, metadata_location, "metadata-location"));
-  ARROW_ASSIGN_OR_RAISE(auto store, catalog_->RepositoryNamespace(repo));
-  auto data = store->Get(address);
-  if (IsNotFound(data.status())) {
+  auto file = MetadataAt(repo, address);
+  if (IsNotFound(file.status())) {
     return InvalidArgument(fmt::format("metadata-location \"{}\" holds no file", metadata_location));
   }
-  ARROW_RETURN_NOT_OK(data.status());
-  json metadata = json::parse((*data)->ToString(), nullptr, /*allow_exceptions=*/false);
-  if (!metadata.is_object() || !metadata.contains("format-version") || !metadata.value("location", json()).is_string()) {
-    return InvalidArgument(fmt::format("metadata-location \"{}\" is not Iceberg table metadata", metadata_location));
+  if (IsInvalidArgument(file.status())) {
+    return InvalidArgument(fmt::format("metadata-location \"{}\" {}", metadata_location, file.status().message()));
   }
-  ARROW_RETURN_NOT_OK(
-      RelativeInNamespace(table.where.repo, metadata["location"].get<std::string>(), "the table's location").status());
+  ARROW_RETURN_NOT_OK(file.status());
+  ARROW_RETURN_NOT_OK(RequireUnclaimed(table, address));
   ARROW_ASSIGN_OR_RAISE(auto current, ReadCurrent(table));
   if (current && !overwrite) return Conflict(fmt::format("table \"{}\" already exists", Name(table)));
   std::optional<std::string> expected;
   if (current) expected = current->pointer.address;
-  catalog::Entry entry = internal::FileEntry(address, (*data)->ToString(), ToUnixMicros(clock_->Now()) / 1000000);
+  catalog::Entry entry = internal::FileEntry(address, (*file)->text, ToUnixMicros(clock_->Now()) / 1000000);
   Status st = catalog_->SwapEntry(table.where.repo, table.where.ref, TablePointer(table.where.ns, table.name), entry,
                                   expected);
   if (IsPreconditionFailed(st)) return LostRace(table);
   ARROW_RETURN_NOT_OK(st);
-  return Loaded(table.where.repo, address, std::move(metadata), true);
+  return Loaded(table.where.repo, address, json(), true, *file);
 }
 
 }  // namespace sediment::repo_tables

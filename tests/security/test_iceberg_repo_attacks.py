@@ -101,6 +101,9 @@ def test_a_malformed_namespace_is_a_400_naming_it(lake, ns):
 def test_a_tables_files_stay_inside_its_repositorys_namespace(lake):
     t = make_table(lake, "lake", "books")
     elsewhere = ["file:///etc", f"file://{lake.tmp}/ns-other/_managed/iceberg/x", "s3://bucket/x",
+                 # the directory of every table (what would be vended for it), or another table's
+                 f"file://{lake.tmp}/ns-lake/_managed/iceberg", f"file://{lake.tmp}/ns-lake/_managed",
+                 t["metadata"]["location"],
                  f"file://{lake.tmp}/ns-lake/data/x", f"file://{lake.tmp}/ns-lake/_managed/../../ns-other/x"]
     for where in elsewhere:
         r = call(lake, "POST", "/namespaces/lake%1Fmain%1Fns/tables",

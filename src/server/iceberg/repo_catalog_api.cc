@@ -344,6 +344,28 @@ Result<Derived> TransactionValues(const Api& api, const httplib::Request& req) {
   return d;
 }
 
+// A body field of an unexpected type is the client's error (400), never a 500
+// (for a commit, Spark reads any 5xx as "commit state unknown").
+RouteHandler Guarded(std::shared_ptr<Api> api, Status (*fn)(const Api&, const Call&)) {
+  return [api, fn](const Call& c) -> Status {
+    try {
+      return fn(*api, c);
+    } catch (const nlohmann::json::exception& e) {
+      return InvalidArgument(std::string("malformed request: ") + e.what());
+    }
+  };
+}
+
+DeriveFn GuardedDerive(std::shared_ptr<Api> api, Deriver derive) {
+  return [api, derive](const httplib::Request& req) -> Result<Derived> {
+    try {
+      return derive(*api, req);
+    } catch (const nlohmann::json::exception& e) {
+      return InvalidArgument(std::string("malformed request: ") + e.what());
+    }
+  };
+}
+
 }  // namespace
 
 std::vector<Route> RepoCatalogRoutes(repo_tables::RepoTables* tables, auth::AuthService* auth,
@@ -364,8 +386,8 @@ std::vector<Route> RepoCatalogRoutes(repo_tables::RepoTables* tables, auth::Auth
     auto row = [&](const char* method, std::string path, const char* op, Access access, std::vector<Permission> needs,
                    Handler fn, Deriver derive) {
       Route r{method, std::move(path), std::string("lakefs-iceberg ") + op, access, std::move(needs),
-              [api, fn](const Call& c) { return fn(*api, c); }, &kProtocol};
-      if (derive) r.derive = [api, derive](const httplib::Request& req) { return derive(*api, req); };
+              Guarded(api, fn), &kProtocol};
+      if (derive) r.derive = GuardedDerive(api, derive);
       rows.push_back(std::move(r));
     };
     auto needs = [](std::initializer_list<std::pair<const char*, const char*>> list) {

@@ -68,6 +68,13 @@ Status ReplyLoaded(const Api& api, const Call& call, const TablePath& t, const L
   return Status::OK();
 }
 
+// A commit that says assert-create creates the table: catalog:CreateTable too.
+Status MayCreate(const Api& api, const std::string& user, const repo_tables::TableChange& change) {
+  if (!repo_tables::HasAssertCreate(change.requirements)) return Status::OK();
+  const TablePath& t = change.table;
+  return api.auth->Authorize(user, "catalog:CreateTable", repo_tables::TableArn(t.where.repo, t.where.Dotted(), t.name));
+}
+
 Result<TablePath> NamedInBody(const Api& api, const Call& call, const json& body) {
   ARROW_ASSIGN_OR_RAISE(auto ns, PathNamespace(api, call.req, /*need_namespace=*/true));
   if (!body.value("name", json()).is_string()) return InvalidArgument("\"name\" (a string) is required");
@@ -110,6 +117,11 @@ Status CreateTable(const Api& api, const Call& call) {
 Status LoadTable(const Api& api, const Call& call) {
   ARROW_ASSIGN_OR_RAISE(auto t, PathTable(api, call.req));
   auto loaded = api.tables->LoadTable(t);
+  if (IsNotFound(loaded.status())) {
+    // Whatever is missing, a table: Spark falls back to a metadata table (db.t.snapshots) only on this type.
+    ReplyModel(call.res, 404, "NoSuchTableException", loaded.status().message());
+    return Status::OK();
+  }
   if (!loaded.ok()) return Reply(call.res, loaded.status(), kTableErrors);
   return ReplyLoaded(api, call, t, *loaded);
 }
@@ -118,6 +130,7 @@ Status UpdateTable(const Api& api, const Call& call) {
   ARROW_ASSIGN_OR_RAISE(auto t, PathTable(api, call.req));
   ARROW_ASSIGN_OR_RAISE(auto body, BodyObject(call.req));
   ARROW_ASSIGN_OR_RAISE(auto change, ChangeOf(t, body, ""));
+  ARROW_RETURN_NOT_OK(MayCreate(api, call.user, change));
   auto loaded = api.tables->CommitTable(change);
   if (!loaded.ok()) return Reply(call.res, loaded.status(), kCommitErrors);
   ReplyJson(call.res, 200, {{"metadata-location", loaded->metadata_location}, {"metadata", loaded->Metadata()}});
@@ -156,7 +169,13 @@ Status RegisterTable(const Api& api, const Call& call) {
   if (!body.value("metadata-location", json()).is_string()) {
     return InvalidArgument("RegisterTableRequest: \"metadata-location\" (a string) is required");
   }
-  bool overwrite = body.value("overwrite", false);
+  const json& flag = body.contains("overwrite") ? body["overwrite"] : json(false);
+  if (!flag.is_boolean()) return InvalidArgument("RegisterTableRequest: \"overwrite\" must be a boolean");
+  bool overwrite = flag.get<bool>();
+  if (overwrite) {  // replacing a table is a write of it, beyond creating one
+    ARROW_RETURN_NOT_OK(api.auth->Authorize(call.user, "catalog:UpdateTable",
+                                            repo_tables::TableArn(t.where.repo, t.where.Dotted(), t.name)));
+  }
   auto loaded = api.tables->RegisterTable(t, body["metadata-location"].get<std::string>(), overwrite);
   if (!loaded.ok()) return Reply(call.res, loaded.status(), {"NoSuchNamespaceException", "AlreadyExistsException"});
   return ReplyLoaded(api, call, t, *loaded);
@@ -183,6 +202,7 @@ Status CommitTransaction(const Api& api, const Call& call) {
     ARROW_ASSIGN_OR_RAISE(auto t, BodyTable(api, call.req, changes[i].value("identifier", json()),
                                             (where + "identifier").c_str()));
     ARROW_ASSIGN_OR_RAISE(auto change, ChangeOf(t, changes[i], where));
+    ARROW_RETURN_NOT_OK(MayCreate(api, call.user, change));
     all.push_back(std::move(change));
   }
   Status st = api.tables->CommitTransaction(all);
