@@ -203,7 +203,8 @@ const std::vector<Option>& Options() {
       {"iceberg.sts_role_arn", FIELD(iceberg.sts_role_arn), T::kString, Any()},
       {"iceberg.vended_credentials_secs", FIELD(iceberg.vended_credentials_secs), T::kDouble,
        Check<double>([](const double& v) {
-         return v >= 900 && v <= 43200 ? std::string() : fmt::format("must be from 900 to 43200 (STS's bounds), got {}", v);
+         return v >= 900 && v <= 43200 ? std::string()
+                                       : fmt::format("must be from 900 to 43200 (STS's bounds), got {}", v);
        })},
       {"actions.enabled", FIELD(actions.enabled), T::kBool, Any(), {"LAKEFS_ACTIONS_ENABLED"}},
       {"actions.env_prefix", FIELD(actions.env_prefix), T::kString, Any()},

@@ -25,8 +25,8 @@ std::string EnvOr(const std::string& v, const char* name) {
 
 }  // namespace
 
-Result<TemporaryCredentials> AssumeRole(const S3Config& s3, const std::string& role_arn,
-                                        const std::string& policy_json, int64_t duration_s) {
+Result<TemporaryCredentials> AssumeRole(const S3Config& s3, const std::string& role_arn, const std::string& policy_json,
+                                        int64_t duration_s) {
   std::string key = EnvOr(s3.access_key_id, "AWS_ACCESS_KEY_ID");
   std::string secret = EnvOr(s3.secret_access_key, "AWS_SECRET_ACCESS_KEY");
   if (key.empty() || secret.empty()) return InvalidArgument("STS: the server has no S3 access key to sign with");

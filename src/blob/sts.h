@@ -23,8 +23,8 @@ struct TemporaryCredentials {
 // AssumeRole at `s3`'s endpoint (AWS: sts.<region>.amazonaws.com) signed with
 // `s3`'s key, for `duration_s` seconds (900..43200), limited by
 // `policy_json`. An error names STS's code and message.
-Result<TemporaryCredentials> AssumeRole(const S3Config& s3, const std::string& role_arn,
-                                        const std::string& policy_json, int64_t duration_s);
+Result<TemporaryCredentials> AssumeRole(const S3Config& s3, const std::string& role_arn, const std::string& policy_json,
+                                        int64_t duration_s);
 
 // The session policy of an S3 prefix (s3://bucket/prefix): read and list
 // everything under it and, with `write`, put objects under prefix/data/ and

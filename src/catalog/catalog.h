@@ -253,7 +253,7 @@ class Catalog {
   // transactions and renames.
   struct EntrySwap {
     std::string path;
-    std::optional<Entry> entry;                    // nullopt: delete
+    std::optional<Entry> entry;                   // nullopt: delete
     std::optional<std::string> expected_address;  // nullopt: the path must be absent
   };
   Status SwapEntries(const std::string& repo, const std::string& branch, const std::vector<EntrySwap>& swaps);

@@ -215,8 +215,8 @@ class GcRun {
       std::vector<std::string> tokens = b.sealed_tokens;
       tokens.push_back(b.staging_token);
       for (const auto& t : tokens) {
-        ARROW_RETURN_NOT_OK(
-            catalog_->staging().ForEachStaged(t, [&](const std::string& value) { return MarkAddress(&m_, value, walker_); }));
+        ARROW_RETURN_NOT_OK(catalog_->staging().ForEachStaged(
+            t, [&](const std::string& value) { return MarkAddress(&m_, value, walker_); }));
       }
       auto own = branch_oldest_kept_s_.find(b.id);
       ARROW_RETURN_NOT_OK(

@@ -13,8 +13,8 @@
 // thread-safe); iterators belong to one thread.
 #pragma once
 
-#include <map>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -63,8 +63,8 @@ class CommittedManager {
   // absent: base, source, dest): its value is the merged one, nullopt an
   // ordinary conflict, its Conflict a conflict with a reason; it is called
   // once per path.
-  using Resolve = std::function<Result<std::optional<std::string>>(
-      const std::string& path, const std::string& base, const std::string& source, const std::string& dest)>;
+  using Resolve = std::function<Result<std::optional<std::string>>(const std::string& path, const std::string& base,
+                                                                   const std::string& source, const std::string& dest)>;
   Result<std::unique_ptr<ValueIterator>> ThreeWay(const Namespace& ns, const std::shared_ptr<const MetaRange>& base,
                                                   const std::shared_ptr<const MetaRange>& source,
                                                   const std::shared_ptr<const MetaRange>& dest, MergeStrategy strategy,

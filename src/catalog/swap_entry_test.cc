@@ -63,8 +63,8 @@ TEST_F(SwapEntryTest, ABranchSeesItsOwnValueAndATagOrBadPathIsRefused) {
 
 TEST_F(SwapEntryTest, SeveralSwapsLandTogetherOrNotAtAll) {
   using Swap = Catalog::EntrySwap;
-  ASSERT_OK(catalog_->SwapEntries("repo", "main",
-                                  {Swap{"t/a", MakeEntry("a1"), std::nullopt}, Swap{"t/b", MakeEntry("b1"), std::nullopt}}));
+  ASSERT_OK(catalog_->SwapEntries(
+      "repo", "main", {Swap{"t/a", MakeEntry("a1"), std::nullopt}, Swap{"t/b", MakeEntry("b1"), std::nullopt}}));
   EXPECT_EQ(AddressAt("t/a"), "data/a1");
   EXPECT_EQ(AddressAt("t/b"), "data/b1");
   // One stale expectation: neither lands.

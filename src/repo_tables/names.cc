@@ -17,10 +17,12 @@ Status ValidatePart(const char* what, const std::string& part) {
   if (part.empty()) return InvalidArgument(fmt::format("empty {} (empty namespace components are not allowed)", what));
   for (char c : part) {
     if (!NameChar(c)) {
-      return InvalidArgument(fmt::format("{} \"{}\" has a character other than letters, digits, '_' and '-'", what, part));
+      return InvalidArgument(
+          fmt::format("{} \"{}\" has a character other than letters, digits, '_' and '-'", what, part));
     }
   }
-  if (part.size() > kMaxJoined) return InvalidArgument(fmt::format("{} is longer than {} characters", what, kMaxJoined));
+  if (part.size() > kMaxJoined)
+    return InvalidArgument(fmt::format("{} is longer than {} characters", what, kMaxJoined));
   return Status::OK();
 }
 

@@ -103,8 +103,7 @@ Result<std::string> RepoTables::EngineUri(const std::string& repo, const std::st
   return root + "/" + relative;
 }
 
-Result<std::string> RepoTables::RelativeInNamespace(const std::string& repo, const std::string& uri,
-                                                    const char* what) {
+Result<std::string> RepoTables::RelativeInNamespace(const std::string& repo, const std::string& uri, const char* what) {
   ARROW_ASSIGN_OR_RAISE(auto root, NamespaceRoot(repo));
   std::string u = uri;
   if (u.starts_with("file:/") && !u.starts_with("file://")) u = "file://" + u.substr(5);  // Hadoop's file:/abs
@@ -122,9 +121,10 @@ Result<catalog::Repository> RepoTables::WritableBranch(const NamespacePath& wher
   if (branch.ok()) return repo;
   if (!IsNotFound(branch.status())) return branch.status();
   if (catalog_->ResolveRef(where.repo, where.ref).ok()) {
-    return Forbidden(fmt::format("ref \"{}\" of repository \"{}\" is a tag or a commit: its tables are read-only "
-                                 "(write on a branch)",
-                                 where.ref, where.repo));
+    return Forbidden(
+        fmt::format("ref \"{}\" of repository \"{}\" is a tag or a commit: its tables are read-only "
+                    "(write on a branch)",
+                    where.ref, where.repo));
   }
   return NotFound(fmt::format("branch \"{}\" of repository \"{}\" does not exist", where.ref, where.repo));
 }
@@ -132,28 +132,31 @@ Result<catalog::Repository> RepoTables::WritableBranch(const NamespacePath& wher
 Status RepoTables::RequireNamespace(const NamespacePath& ns) {
   auto marker = catalog_->GetEntry(ns.repo, ns.ref, NamespaceMarker(ns.ns));
   if (IsNotFound(marker.status())) {
-    return NotFound(fmt::format("namespace \"{}\" does not exist on \"{}\" of repository \"{}\"", ns.Dotted(), ns.ref,
-                                ns.repo));
+    return NotFound(
+        fmt::format("namespace \"{}\" does not exist on \"{}\" of repository \"{}\"", ns.Dotted(), ns.ref, ns.repo));
   }
   return marker.status();
 }
 
 Result<std::vector<std::string>> RepoTables::ListRepositories() {
-  ARROW_ASSIGN_OR_RAISE(auto repos, AllPages<catalog::Repository>(
-                                        [&](const std::string& after) { return catalog_->ListRepositories("", after, 1000); },
-                                        [](const catalog::Repository& r) { return r.id; }));
+  ARROW_ASSIGN_OR_RAISE(auto repos,
+                        AllPages<catalog::Repository>(
+                            [&](const std::string& after) { return catalog_->ListRepositories("", after, 1000); },
+                            [](const catalog::Repository& r) { return r.id; }));
   std::vector<std::string> out;
   for (const auto& r : repos) out.push_back(r.id);
   return out;
 }
 
 Result<std::vector<std::string>> RepoTables::ListRefs(const std::string& repo) {
-  ARROW_ASSIGN_OR_RAISE(auto branches, AllPages<catalog::Branch>(
-                                           [&](const std::string& after) { return catalog_->ListBranches(repo, "", after, 1000); },
-                                           [](const catalog::Branch& b) { return b.id; }));
-  ARROW_ASSIGN_OR_RAISE(auto tags, AllPages<catalog::Tag>(
-                                       [&](const std::string& after) { return catalog_->ListTags(repo, "", after, 1000); },
-                                       [](const catalog::Tag& t) { return t.id; }));
+  ARROW_ASSIGN_OR_RAISE(
+      auto branches,
+      AllPages<catalog::Branch>([&](const std::string& after) { return catalog_->ListBranches(repo, "", after, 1000); },
+                                [](const catalog::Branch& b) { return b.id; }));
+  ARROW_ASSIGN_OR_RAISE(
+      auto tags,
+      AllPages<catalog::Tag>([&](const std::string& after) { return catalog_->ListTags(repo, "", after, 1000); },
+                             [](const catalog::Tag& t) { return t.id; }));
   std::vector<std::string> out;
   for (const auto& b : branches) out.push_back(b.id);
   for (const auto& t : tags) out.push_back(t.id);
@@ -183,8 +186,8 @@ Result<std::map<std::string, std::string>> RepoTables::LoadNamespace(const Names
   ARROW_ASSIGN_OR_RAISE(auto data, store->Get(marker->address));
   json doc = json::parse(data->ToString(), nullptr, /*allow_exceptions=*/false);
   if (!doc.is_object() || !doc.contains("properties") || !doc["properties"].is_object()) {
-    return InvalidArgument(fmt::format("namespace \"{}\": its object is not a namespace this catalog wrote",
-                                       ns.Dotted()));
+    return InvalidArgument(
+        fmt::format("namespace \"{}\": its object is not a namespace this catalog wrote", ns.Dotted()));
   }
   std::map<std::string, std::string> out;
   for (const auto& [k, v] : doc["properties"].items()) out[k] = v.is_string() ? v.get<std::string>() : v.dump();

@@ -48,7 +48,7 @@ struct LoadedTable {
   // it is rather than printing the document again.
   std::shared_ptr<const MetadataFile> file;
   const nlohmann::json& Metadata() const;
-  std::string location;  // the table's location, a URI engines open
+  std::string location;   // the table's location, a URI engines open
   bool writable = false;  // on a branch of a writable repository
 };
 

@@ -21,7 +21,7 @@ struct RepoTables::Current {
 // An Iceberg commit checked and applied, not yet stored.
 struct RepoTables::Prepared {
   catalog::Repository repo;
-  std::string pointer;                   // the pointer's path
+  std::string pointer;                  // the pointer's path
   std::optional<std::string> expected;  // the metadata file it must still name (nullopt: absent)
   std::optional<nlohmann::json> current;
   nlohmann::json metadata;  // the new metadata

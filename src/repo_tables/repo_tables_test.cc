@@ -27,9 +27,7 @@ class RepoTablesTest : public catalog::fixtures::CatalogFixture {
   static NamespacePath Ns(const std::string& ref, std::vector<std::string> ns = {"inventory"}) {
     return NamespacePath{"repo", ref, std::move(ns)};
   }
-  static TablePath Table(const std::string& ref, const std::string& name = "books") {
-    return TablePath{Ns(ref), name};
-  }
+  static TablePath Table(const std::string& ref, const std::string& name = "books") { return TablePath{Ns(ref), name}; }
   LoadedTable Create(const std::string& ref = "main", const std::string& name = "books") {
     auto t = tables_->CreateTable(Table(ref, name), {{"name", name}, {"schema", kSchema}});
     EXPECT_TRUE(t.ok()) << t.status().ToString();
@@ -50,11 +48,9 @@ class RepoTablesTest : public catalog::fixtures::CatalogFixture {
                                   {{"type", "assert-ref-snapshot-id"},
                                    {"ref", "main"},
                                    {"snapshot-id", parent ? json(*parent) : json(nullptr)}}});
-    c.updates = json::array({{{"action", "add-snapshot"}, {"snapshot", snap}},
-                             {{"action", "set-snapshot-ref"},
-                              {"ref-name", "main"},
-                              {"type", "branch"},
-                              {"snapshot-id", id}}});
+    c.updates =
+        json::array({{{"action", "add-snapshot"}, {"snapshot", snap}},
+                     {{"action", "set-snapshot-ref"}, {"ref-name", "main"}, {"type", "branch"}, {"snapshot-id", id}}});
     return tables_->CommitTable(c);
   }
   int64_t MainSnapshot(const std::string& ref) {
@@ -155,8 +151,8 @@ TEST_F(RepoTablesTest, ALocationOutsideTheManagedPlaceIsRefusedAndNothingIsStore
 }
 
 TEST_F(RepoTablesTest, APointerObjectWrittenThroughTheObjectsApiIsNoTable) {
-  ASSERT_OK(catalog_->PutEntry("repo", "main", TablePointer({"inventory"}, "planted"),
-                               catalog::fixtures::MakeEntry("x")));
+  ASSERT_OK(
+      catalog_->PutEntry("repo", "main", TablePointer({"inventory"}, "planted"), catalog::fixtures::MakeEntry("x")));
   auto t = tables_->LoadTable(Table("main", "planted"));
   EXPECT_TRUE(IsInvalidArgument(t.status()) || IsNotFound(t.status())) << t.status().ToString();
 }
@@ -231,14 +227,21 @@ TEST_F(RepoTablesTest, RegisterAdoptsMetadataInsideTheNamespaceOnly) {
 }
 
 TEST_F(RepoTablesTest, IdentifiersSplitIntoRepositoryRefAndNamespace) {
-  auto parts = SplitNamespace({}, std::string("repo\x1fmain\x1f" "a\x1f" "b"));
+  auto parts = SplitNamespace({}, std::string("repo\x1fmain\x1f"
+                                              "a\x1f"
+                                              "b"));
   ASSERT_OK(parts.status());
   EXPECT_EQ(*parts, (std::vector<std::string>{"repo", "main", "a", "b"}));
   auto scoped = SplitNamespace({"repo", "main"}, "a.b");
   ASSERT_OK(scoped.status());
   EXPECT_EQ(*scoped, (std::vector<std::string>{"repo", "main", "a", "b"}));
-  EXPECT_TRUE(IsInvalidArgument(SplitNamespace({}, "repo\x1fmain\x1f" "a/b").status()));
-  EXPECT_TRUE(IsInvalidArgument(SplitNamespace({}, std::string("repo\x1fmain\x1f\x1f" "b")).status()));
+  EXPECT_TRUE(IsInvalidArgument(SplitNamespace({},
+                                               "repo\x1fmain\x1f"
+                                               "a/b")
+                                    .status()));
+  EXPECT_TRUE(IsInvalidArgument(SplitNamespace({}, std::string("repo\x1fmain\x1f\x1f"
+                                                               "b"))
+                                    .status()));
   EXPECT_TRUE(IsInvalidArgument(SplitNamespace({}, "../etc").status()));
   EXPECT_TRUE(IsInvalidArgument(ToNamespacePath({"repo"}, false).status()));
   EXPECT_TRUE(IsNotFound(ToNamespacePath({"repo", "main"}, true).status())) << "a ref holds no tables";

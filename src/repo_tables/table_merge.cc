@@ -40,9 +40,9 @@ struct RepoTables::SideFiles {
 
 namespace {
 
-const std::set<std::string> kHistory = {"snapshots",      "snapshot-log",    "metadata-log",
-                                        "current-snapshot-id", "refs",       "last-sequence-number",
-                                        "last-updated-ms", "statistics",     "partition-statistics"};
+const std::set<std::string> kHistory = {"snapshots",           "snapshot-log", "metadata-log",
+                                        "current-snapshot-id", "refs",         "last-sequence-number",
+                                        "last-updated-ms",     "statistics",   "partition-statistics"};
 
 std::optional<int64_t> MainSnapshot(const json& m) {
   if (auto refs = m.find("refs"); refs != m.end() && refs->contains("main")) {
@@ -173,7 +173,8 @@ Result<catalog::Entry> RepoTables::Resolve(const catalog::Repository& repo, cons
   }
 }
 
-Result<catalog::Entry> RepoTables::MergeTable(const catalog::Repository& repo, const std::optional<catalog::Entry>& base,
+Result<catalog::Entry> RepoTables::MergeTable(const catalog::Repository& repo,
+                                              const std::optional<catalog::Entry>& base,
                                               const std::optional<catalog::Entry>& source,
                                               const std::optional<catalog::Entry>& dest) {
   if (!base || !source || !dest) return Conflict("the table was created or dropped on one side");
@@ -183,7 +184,8 @@ Result<catalog::Entry> RepoTables::MergeTable(const catalog::Repository& repo, c
   for (const json* m : {&b, &s, &d}) {
     if (m->value("format-version", 0) != 2) return Conflict("only format version 2 tables merge appends");
   }
-  if (s.value("table-uuid", "") != d.value("table-uuid", "") || b.value("table-uuid", "") != d.value("table-uuid", "")) {
+  if (s.value("table-uuid", "") != d.value("table-uuid", "") ||
+      b.value("table-uuid", "") != d.value("table-uuid", "")) {
     return Conflict("the two sides hold different tables (their uuids differ)");
   }
   ARROW_RETURN_NOT_OK(SameShape(b, s, d));
@@ -254,26 +256,30 @@ Result<catalog::Entry> RepoTables::WriteMerged(const catalog::Repository& repo, 
                   {"added-records", std::to_string(records)},
                   {"added-files-size", std::to_string(size)},
                   {"lakefs-merge", "the source branch's appends"}};
-  for (auto [key, add] : {std::pair{"total-data-files", files}, {"total-records", records}, {"total-files-size", size}}) {
+  for (auto [key, add] :
+       {std::pair{"total-data-files", files}, {"total-records", records}, {"total-files-size", size}}) {
     int64_t before = SummaryNumber(parent_summary, key);
     if (before >= 0) summary[key] = std::to_string(before + add);
   }
   const int64_t now = std::max(ToUnixMicros(clock_->Now()) / 1000, d.value("last-updated-ms", int64_t{0}));
   ARROW_ASSIGN_OR_RAISE(auto list_uri, EngineUri(repo.id, list_address));
-  json snapshot = {{"snapshot-id", id},  {"parent-snapshot-id", parent}, {"sequence-number", seq},
-                   {"timestamp-ms", now}, {"manifest-list", list_uri},     {"summary", summary},
+  json snapshot = {{"snapshot-id", id},
+                   {"parent-snapshot-id", parent},
+                   {"sequence-number", seq},
+                   {"timestamp-ms", now},
+                   {"manifest-list", list_uri},
+                   {"summary", summary},
                    {"schema-id", d.value("current-schema-id", 0)}};
   iceberg::TableCommit commit;
   commit.current = d;
   ARROW_ASSIGN_OR_RAISE(commit.current_location, EngineUri(repo.id, dest.address));
-  commit.updates = json::array({{{"action", "add-snapshot"}, {"snapshot", snapshot}},
-                                {{"action", "set-snapshot-ref"}, {"ref-name", "main"}, {"type", "branch"},
-                                 {"snapshot-id", id}}});
+  commit.updates =
+      json::array({{{"action", "add-snapshot"}, {"snapshot", snapshot}},
+                   {{"action", "set-snapshot-ref"}, {"ref-name", "main"}, {"type", "branch"}, {"snapshot-id", id}}});
   commit.now_ms = now;
   ARROW_ASSIGN_OR_RAISE(json merged, iceberg::ApplyTableCommit(commit));
   std::string data = merged.dump();
-  ARROW_ASSIGN_OR_RAISE(auto address,
-                        WriteMetadata(repo.id, dir, internal::MetadataVersion(dest.address) + 1, data));
+  ARROW_ASSIGN_OR_RAISE(auto address, WriteMetadata(repo.id, dir, internal::MetadataVersion(dest.address) + 1, data));
   return internal::FileEntry(address, data, ToUnixMicros(clock_->Now()) / 1000000);
 }
 

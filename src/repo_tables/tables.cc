@@ -93,7 +93,7 @@ static std::string MetadataKey(const catalog::Repository& repo, const std::strin
 }
 
 Result<std::shared_ptr<const MetadataFile>> RepoTables::MetadataAt(const catalog::Repository& repo,
-                                                                    const std::string& address) {
+                                                                   const std::string& address) {
   const std::string key = MetadataKey(repo, address);
   if (auto hit = cache_->Get(key)) return hit;
   ARROW_ASSIGN_OR_RAISE(auto store, catalog_->RepositoryNamespace(repo));
@@ -106,19 +106,21 @@ Result<std::shared_ptr<const MetadataFile>> RepoTables::MetadataAt(const catalog
       !m.value("table-uuid", json()).is_string()) {
     return InvalidArgument("is not Iceberg table metadata");
   }
-  ARROW_ASSIGN_OR_RAISE(auto dir, RelativeInNamespace(repo.id, m["location"].get<std::string>(), "the table's location"));
+  ARROW_ASSIGN_OR_RAISE(auto dir,
+                        RelativeInNamespace(repo.id, m["location"].get<std::string>(), "the table's location"));
   // The table's own directory, named by its uuid, and the file inside it: what
   // is vended for it and what GC keeps for it cannot reach another table's.
   if (!IsTableDir(dir, m["table-uuid"].get<std::string>()) || !address.starts_with(dir + "/metadata/")) {
-    return InvalidArgument(fmt::format("is not a table's metadata in its own directory ({}<table uuid>/metadata/)",
-                                       TableDir("")));
+    return InvalidArgument(
+        fmt::format("is not a table's metadata in its own directory ({}<table uuid>/metadata/)", TableDir("")));
   }
   cache_->Put(key, file);
   return file;
 }
 
 void RepoTables::Remember(const catalog::Repository& repo, const std::string& address, std::string text, json json) {
-  cache_->Put(MetadataKey(repo, address), std::make_shared<MetadataFile>(MetadataFile{std::move(text), std::move(json)}));
+  cache_->Put(MetadataKey(repo, address),
+              std::make_shared<MetadataFile>(MetadataFile{std::move(text), std::move(json)}));
 }
 
 Result<std::optional<RepoTables::Current>> RepoTables::ReadCurrent(const TablePath& table) {
@@ -175,8 +177,8 @@ Result<LoadedTable> RepoTables::LoadTable(const TablePath& table) {
   return Loaded(table.where.repo, current->pointer.address, json(), Writable(table.where), current->file);
 }
 
-Result<std::string> RepoTables::WriteMetadata(const std::string& repo_id, const std::string& table_dir,
-                                              int64_t version, const std::string& data) {
+Result<std::string> RepoTables::WriteMetadata(const std::string& repo_id, const std::string& table_dir, int64_t version,
+                                              const std::string& data) {
   ARROW_ASSIGN_OR_RAISE(auto repo, catalog_->GetRepository(repo_id));
   ARROW_ASSIGN_OR_RAISE(auto store, catalog_->RepositoryNamespace(repo));
   std::string address = fmt::format("{}/metadata/{:05d}-{}.metadata.json", table_dir, version, internal::NewUuid());
@@ -209,9 +211,10 @@ Result<RepoTables::Prepared> RepoTables::Prepare(const TableChange& change) {
   ARROW_ASSIGN_OR_RAISE(auto dir, RelativeInNamespace(t.where.repo, location, "the table's location"));
   std::string uuid = metadata.value("table-uuid", json()).is_string() ? metadata["table-uuid"].get<std::string>() : "";
   if (!IsTableDir(dir, uuid)) {
-    return InvalidArgument(fmt::format("table \"{}\": location \"{}\" is not the table's own directory {} of the "
-                                       "repository's storage namespace",
-                                       Name(t), location, TableDir(uuid)));
+    return InvalidArgument(
+        fmt::format("table \"{}\": location \"{}\" is not the table's own directory {} of the "
+                    "repository's storage namespace",
+                    Name(t), location, TableDir(uuid)));
   }
   Prepared p;
   p.repo = std::move(repo);
@@ -281,8 +284,8 @@ Status RepoTables::CommitTransaction(const std::vector<TableChange>& changes) {
   for (const auto& change : changes) {
     const TablePath& t = change.table;
     if (t.where.repo != first.repo || t.where.ref != first.ref) {
-      return InvalidArgument(fmt::format("a transaction changes tables of one branch: \"{}\" is not on {}.{}",
-                                         Name(t), first.repo, first.ref));
+      return InvalidArgument(fmt::format("a transaction changes tables of one branch: \"{}\" is not on {}.{}", Name(t),
+                                         first.repo, first.ref));
     }
     if (!seen.insert(Name(t)).second) return InvalidArgument(fmt::format("table \"{}\" changed twice", Name(t)));
     ARROW_ASSIGN_OR_RAISE(auto p, Prepare(change));
@@ -302,8 +305,9 @@ Status RepoTables::DropTable(const TablePath& table) {
   ARROW_RETURN_NOT_OK(WritableBranch(table.where).status());
   ARROW_ASSIGN_OR_RAISE(auto current, ReadCurrent(table));
   if (!current) return NotFound(fmt::format("table \"{}\" does not exist", Name(table)));
-  Status st = catalog_->SwapEntries(table.where.repo, table.where.ref,
-                                    {{TablePointer(table.where.ns, table.name), std::nullopt, current->pointer.address}});
+  Status st =
+      catalog_->SwapEntries(table.where.repo, table.where.ref,
+                            {{TablePointer(table.where.ns, table.name), std::nullopt, current->pointer.address}});
   if (IsPreconditionFailed(st)) return LostRace(table);
   return st;
 }
@@ -320,10 +324,9 @@ Status RepoTables::RenameTable(const TablePath& from, const TablePath& to) {
   ARROW_ASSIGN_OR_RAISE(auto target, ReadCurrent(to));  // NotFound when its namespace is missing
   if (target) return Conflict(fmt::format("table \"{}\" already exists", Name(to)));
   ARROW_RETURN_NOT_OK(RequireNamespace(to.where));
-  Status st = catalog_->SwapEntries(
-      from.where.repo, from.where.ref,
-      {{TablePointer(to.where.ns, to.name), current->pointer, std::nullopt},
-       {TablePointer(from.where.ns, from.name), std::nullopt, current->pointer.address}});
+  Status st = catalog_->SwapEntries(from.where.repo, from.where.ref,
+                                    {{TablePointer(to.where.ns, to.name), current->pointer, std::nullopt},
+                                     {TablePointer(from.where.ns, from.name), std::nullopt, current->pointer.address}});
   if (IsPreconditionFailed(st)) return LostRace(from);
   return st;
 }
@@ -348,8 +351,8 @@ Result<LoadedTable> RepoTables::RegisterTable(const TablePath& table, const std:
   std::optional<std::string> expected;
   if (current) expected = current->pointer.address;
   catalog::Entry entry = internal::FileEntry(address, (*file)->text, ToUnixMicros(clock_->Now()) / 1000000);
-  Status st = catalog_->SwapEntry(table.where.repo, table.where.ref, TablePointer(table.where.ns, table.name), entry,
-                                  expected);
+  Status st =
+      catalog_->SwapEntry(table.where.repo, table.where.ref, TablePointer(table.where.ns, table.name), entry, expected);
   if (IsPreconditionFailed(st)) return LostRace(table);
   ARROW_RETURN_NOT_OK(st);
   return Loaded(table.where.repo, address, json(), true, *file);

@@ -172,8 +172,8 @@ RepoCatalogOptions RepoCatalogOptionsOf(const Config& c) {
     config["client.region"] = s3.region;
     if (ice.repository_credentials != "sts") return config;
     ARROW_ASSIGN_OR_RAISE(auto policy, blob::PrefixPolicy(location, write));
-    ARROW_ASSIGN_OR_RAISE(auto creds, blob::AssumeRole(s3, ice.sts_role_arn, policy,
-                                                       static_cast<int64_t>(ice.vended_credentials_secs)));
+    ARROW_ASSIGN_OR_RAISE(
+        auto creds, blob::AssumeRole(s3, ice.sts_role_arn, policy, static_cast<int64_t>(ice.vended_credentials_secs)));
     config["s3.access-key-id"] = creds.access_key_id;
     config["s3.secret-access-key"] = creds.secret_access_key;
     config["s3.session-token"] = creds.session_token;

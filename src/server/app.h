@@ -110,9 +110,9 @@ class App {
   std::shared_ptr<blob::BlobStore> blobs_;
   std::unique_ptr<ServerIdentity> identity_;
   std::unique_ptr<table::TableService> tables_;
-  std::unique_ptr<iceberg::IcebergCatalog> iceberg_;  // null with [iceberg] enabled = false
+  std::unique_ptr<iceberg::IcebergCatalog> iceberg_;      // null with [iceberg] enabled = false
   std::unique_ptr<repo_tables::RepoTables> repo_tables_;  // Iceberg tables in repositories
-  std::unique_ptr<Router> router_;                    // the route table of the API port
+  std::unique_ptr<Router> router_;                        // the route table of the API port
   std::unique_ptr<chain::JobManager> jobs_;
   std::unique_ptr<catalog::Catalog> catalog_;
   std::unique_ptr<catalog::StagingCompactor> staging_compactor_;

@@ -99,7 +99,7 @@ struct Route {
   std::vector<Permission> needs;
   RouteHandler handler;
   const Protocol* protocol = nullptr;
-  bool streamed = false;  // reads its body as a stream (uploads): no body limit, no JSON check
+  bool streamed = false;      // reads its body as a stream (uploads): no body limit, no JSON check
   DeriveFn derive = nullptr;  // fills the resources' `{@name}` parts
 };
 

@@ -81,8 +81,7 @@ TEST(RouteTest, ARowThatWouldAuthorizeLessThanItSaysIsRefusedAtStart) {
        "streamed body"},
       {{"GET", "/a/{x}", "test E", Access::kAuthorized, Need("", "arn:{x}"), ok, &kTest}, "without an action"},
       {{"GET", "/a/{x}", "test F", Access::kPublic, {}, nullptr, &kTest}, "no protocol or handler"},
-      {{"GET", "/a/{x}", "test H", Access::kAuthorized, Need("t:Read", "arn:{@repo}"), ok, &kTest},
-       "derives nothing"},
+      {{"GET", "/a/{x}", "test H", Access::kAuthorized, Need("t:Read", "arn:{@repo}"), ok, &kTest}, "derives nothing"},
   };
   for (auto& row : rows) {
     Router router(nullptr);

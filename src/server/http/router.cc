@@ -206,7 +206,8 @@ Status CheckRow(const Route& r, const CompiledPath& path) {
       if (close == std::string::npos) return bad("an unclosed '{' in resource " + p.resource);
       std::string name = p.resource.substr(open + 1, close - open - 1);
       if (name.starts_with("body.") && r.streamed) return bad("a streamed body is not read before the check");
-      if (name.starts_with("@") && !r.derive) return bad("resource " + p.resource + " names {" + name + "}, but the row derives nothing");
+      if (name.starts_with("@") && !r.derive)
+        return bad("resource " + p.resource + " names {" + name + "}, but the row derives nothing");
       if (name.starts_with("?") || name.starts_with("body.") || name.starts_with("@")) continue;
       if (std::find(path.params.begin(), path.params.end(), name) == path.params.end()) {
         return bad("resource " + p.resource + " names {" + name + "}, which is no parameter of the path");

@@ -50,8 +50,10 @@ Result<json> BodyObject(const Req& req) {
 }
 
 Result<TablePath> BodyTable(const Api& api, const Req& req, const json& id, const char* where) {
-  if (!id.is_object() || !id.contains("namespace") || !id["namespace"].is_array() || !id.value("name", json()).is_string()) {
-    return InvalidArgument(fmt::format("{}: a table identifier {{\"namespace\": [...], \"name\": ...}} is required", where));
+  if (!id.is_object() || !id.contains("namespace") || !id["namespace"].is_array() ||
+      !id.value("name", json()).is_string()) {
+    return InvalidArgument(
+        fmt::format("{}: a table identifier {{\"namespace\": [...], \"name\": ...}} is required", where));
   }
   ARROW_ASSIGN_OR_RAISE(auto parts, Scope(api, req));
   for (const auto& p : id["namespace"]) {
@@ -72,8 +74,8 @@ Result<TablePath> BodyTable(const Api& api, const Req& req, const json& id, cons
 json ClientNamespace(const Api& api, const Req& req, const std::vector<std::string>& parts) {
   auto scope = Scope(api, req);
   size_t skip = scope.ok() ? scope->size() : 0;
-  return json(std::vector<std::string>(parts.begin() + static_cast<std::ptrdiff_t>(std::min(skip, parts.size())),
-                                       parts.end()));
+  return json(
+      std::vector<std::string>(parts.begin() + static_cast<std::ptrdiff_t>(std::min(skip, parts.size())), parts.end()));
 }
 
 void ReplyModel(Res& res, int code, const std::string& type, const std::string& message) {
@@ -250,7 +252,8 @@ Status UpdateProperties(const Api& api, const Call& call) {
     }
   }
   auto change = api.tables->UpdateNamespace(ns, updates, removals);
-  if (IsInvalidArgument(change.status()) && change.status().message().find("both set and removed") != std::string::npos) {
+  if (IsInvalidArgument(change.status()) &&
+      change.status().message().find("both set and removed") != std::string::npos) {
     ReplyModel(res, 422, "UnprocessableEntityException", change.status().message());
     return Status::OK();
   }
@@ -329,11 +332,13 @@ Result<Derived> RenameValues(const Api& api, const httplib::Request& req) {
 Result<Derived> TransactionValues(const Api& api, const httplib::Request& req) {
   ARROW_ASSIGN_OR_RAISE(auto body, repo_catalog::BodyObject(req));
   const json changes = body.value("table-changes", json());
-  if (!changes.is_array() || changes.empty()) return InvalidArgument("\"table-changes\" (a non-empty array) is required");
+  if (!changes.is_array() || changes.empty())
+    return InvalidArgument("\"table-changes\" (a non-empty array) is required");
   Derived d;
   for (size_t i = 0; i < changes.size(); ++i) {
     std::string where = fmt::format("table-changes[{}].identifier", i);
-    ARROW_ASSIGN_OR_RAISE(auto t, repo_catalog::BodyTable(api, req, changes[i].value("identifier", json()), where.c_str()));
+    ARROW_ASSIGN_OR_RAISE(auto t,
+                          repo_catalog::BodyTable(api, req, changes[i].value("identifier", json()), where.c_str()));
     if (d.count("repo") && d["repo"].front() != t.where.repo) {
       return InvalidArgument("a transaction changes tables of one repository");
     }
@@ -385,7 +390,7 @@ std::vector<Route> RepoCatalogRoutes(repo_tables::RepoTables* tables, auth::Auth
     const std::string tbls = ns + "/tables", tbl = tbls + "/{tbl}";
     auto row = [&](const char* method, std::string path, const char* op, Access access, std::vector<Permission> needs,
                    Handler fn, Deriver derive) {
-      Route r{method, std::move(path), std::string("lakefs-iceberg ") + op, access, std::move(needs),
+      Route r{method,           std::move(path), std::string("lakefs-iceberg ") + op, access, std::move(needs),
               Guarded(api, fn), &kProtocol};
       if (derive) r.derive = GuardedDerive(api, derive);
       rows.push_back(std::move(r));

@@ -35,7 +35,7 @@ struct RepoCatalogOptions {
   // LoadTableResult "config" keys: for S3, the endpoint and credentials
   // scoped to the location; nothing for local files. Null: nothing.
   std::function<Result<std::map<std::string, std::string>>(const std::string& repo, const std::string& location,
-                                                            bool write)>
+                                                           bool write)>
       storage_config;
 };
 

@@ -4,8 +4,8 @@
 #include <httplib.h>
 
 #include "auth/auth.h"
-#include "server/http/errors.h"
 #include "repo_tables/metadata_cache.h"
+#include "server/http/errors.h"
 #include "server/iceberg/repo_catalog_internal.h"
 
 namespace sediment::server::repo_catalog {
@@ -51,9 +51,10 @@ Result<json> StorageCredentials(const Api& api, const std::string& user, const T
 Status ReplyLoaded(const Api& api, const Call& call, const TablePath& t, const LoadedTable& loaded) {
   ARROW_ASSIGN_OR_RAISE(json creds, StorageCredentials(api, call.user, t, loaded));
   json config = creds.empty() ? json::object() : creds[0]["config"];
-  json result = {{"metadata-location", loaded.metadata_location.empty() ? json(nullptr) : json(loaded.metadata_location)},
-                 {"config", config},
-                 {"storage-credentials", creds}};
+  json result = {
+      {"metadata-location", loaded.metadata_location.empty() ? json(nullptr) : json(loaded.metadata_location)},
+      {"config", config},
+      {"storage-credentials", creds}};
   if (!loaded.file) {
     result["metadata"] = loaded.metadata;
     ReplyJson(call.res, 200, result);
@@ -72,7 +73,8 @@ Status ReplyLoaded(const Api& api, const Call& call, const TablePath& t, const L
 Status MayCreate(const Api& api, const std::string& user, const repo_tables::TableChange& change) {
   if (!repo_tables::HasAssertCreate(change.requirements)) return Status::OK();
   const TablePath& t = change.table;
-  return api.auth->Authorize(user, "catalog:CreateTable", repo_tables::TableArn(t.where.repo, t.where.Dotted(), t.name));
+  return api.auth->Authorize(user, "catalog:CreateTable",
+                             repo_tables::TableArn(t.where.repo, t.where.Dotted(), t.name));
 }
 
 Result<TablePath> NamedInBody(const Api& api, const Call& call, const json& body) {
@@ -194,13 +196,14 @@ Status RenameTable(const Api& api, const Call& call) {
 Status CommitTransaction(const Api& api, const Call& call) {
   ARROW_ASSIGN_OR_RAISE(auto body, BodyObject(call.req));
   const json& changes = body.value("table-changes", json());
-  if (!changes.is_array() || changes.empty()) return InvalidArgument("\"table-changes\" (a non-empty array) is required");
+  if (!changes.is_array() || changes.empty())
+    return InvalidArgument("\"table-changes\" (a non-empty array) is required");
   std::vector<repo_tables::TableChange> all;
   for (size_t i = 0; i < changes.size(); ++i) {
     std::string where = fmt::format("table-changes[{}].", i);
     if (!changes[i].is_object()) return InvalidArgument(where + ": not an object");
-    ARROW_ASSIGN_OR_RAISE(auto t, BodyTable(api, call.req, changes[i].value("identifier", json()),
-                                            (where + "identifier").c_str()));
+    ARROW_ASSIGN_OR_RAISE(
+        auto t, BodyTable(api, call.req, changes[i].value("identifier", json()), (where + "identifier").c_str()));
     ARROW_ASSIGN_OR_RAISE(auto change, ChangeOf(t, changes[i], where));
     ARROW_RETURN_NOT_OK(MayCreate(api, call.user, change));
     all.push_back(std::move(change));
