@@ -13,7 +13,7 @@ apt_install \
   python3 python3-venv python3-pip \
   librocksdb-dev libcpp-httplib-dev libpugixml-dev libssl-dev zlib1g-dev libbrotli-dev \
   nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libcli11-dev \
-  libpq-dev libjs-chart.js libavro-dev libzstd-dev liblua5.4-dev libyaml-cpp-dev
+  libpq-dev libjs-chart.js libavro-dev libzstd-dev liblua5.4-dev libyaml-cpp-dev curl unzip
 
 # Project-local Python environment: pyarrow (the Arrow C++ SDK).
 if [ ! -x .venv/bin/python ]; then
@@ -24,3 +24,5 @@ if pip_install_once requirements.txt; then
   # unversioned names. This is the documented way to create them.
   .venv/bin/python -c "import pyarrow; pyarrow.create_library_symlinks()"
 fi
+# The embedded SQL engine of the query server (docs/query.md).
+fetch_duckdb

@@ -69,6 +69,9 @@ class BlobStore {
   // Whether a read is a network request (object storage): readers then
   // coalesce ranges into fewer, larger reads.
   virtual bool Remote() const { return false; }
+  // The file an object is on a local filesystem, for readers that open files
+  // themselves (the query engine); nullopt on object storage.
+  virtual std::optional<std::string> LocalFile(const std::string& /*path*/) const { return std::nullopt; }
   // A URL that lets its holder `method` ("GET" or "PUT") the object at `path`
   // directly on the object store for `expires` seconds (S3's presigned URLs,
   // signature V4 in the query). NotImplemented where there is no such thing

@@ -43,6 +43,7 @@ class FaultInjectingBlobStore final : public BlobStore {
   Status Delete(const std::string& path) override;
   std::string Describe() const override { return "faulty(" + base_->Describe() + ")"; }
   bool Remote() const override { return base_->Remote(); }
+  std::optional<std::string> LocalFile(const std::string& path) const override { return base_->LocalFile(path); }
 
   // Called by writers; public for them only.
   Status MaybeFail(BlobOp op, const std::string& path);

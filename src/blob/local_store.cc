@@ -135,6 +135,11 @@ class LocalBlobStore final : public FsBlobStore {
   explicit LocalBlobStore(std::string root)
       : FsBlobStore(std::make_shared<arrow::fs::LocalFileSystem>(), root, "local:" + root) {}
 
+  std::optional<std::string> LocalFile(const std::string& path) const override {
+    if (!ValidateObjectPath(path).ok()) return std::nullopt;
+    return Full(path);
+  }
+
   Result<std::shared_ptr<arrow::io::OutputStream>> OpenWriter(const std::string& path) override {
     ARROW_RETURN_NOT_OK(ValidateObjectPath(path));
     std::string full = Full(path);

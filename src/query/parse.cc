@@ -1,0 +1,136 @@
+// QueryEngine::Parse: which tables a query names, by DuckDB's own parser
+// (json_serialize_sql), so the tables a query reads are exactly the ones
+// authorized and pinned.
+#include <fmt/format.h>
+
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+
+#include "query/duck_internal.h"
+#include "query/engine.h"
+
+namespace sediment::query {
+
+// A database that only parses: no files, no extensions from disk.
+struct QueryEngine::Parser {
+  std::unique_ptr<duck::Database> db;
+  std::mutex mu;  // one connection per Parse; opening the database is what is shared
+};
+
+std::unique_ptr<QueryEngine::Parser> QueryEngine::MakeParser() {
+  auto parser = std::make_unique<Parser>();
+  auto db = duck::Database::Open({{"threads", "1"},
+                                  {"enable_external_access", "false"},
+                                  {"autoinstall_known_extensions", "false"},
+                                  {"autoload_known_extensions", "false"}});
+  if (db.ok()) parser->db = std::move(*db);
+  return parser;
+}
+
+namespace {
+
+// Table functions a query may call: they generate rows and read nothing.
+const std::set<std::string> kAllowedTableFunctions = {"range", "generate_series", "unnest"};
+
+struct Walk {
+  std::vector<table::TableId> tables;
+  Status status;
+
+  void Visit(const nlohmann::json& node) {
+    if (!status.ok()) return;
+    if (node.is_array()) {
+      for (const auto& child : node) Visit(child);
+      return;
+    }
+    if (!node.is_object()) return;
+    auto type = node.find("type");
+    if (type != node.end() && type->is_string()) {
+      if (*type == "BASE_TABLE") return Table(node);
+      if (*type == "TABLE_FUNCTION") Function(node);
+    }
+    for (const auto& [key, child] : node.items()) Visit(child);
+  }
+
+  void Table(const nlohmann::json& node) {
+    std::string catalog = node.value("catalog_name", "");
+    std::string schema = node.value("schema_name", "");
+    std::string name = node.value("table_name", "");
+    if (!catalog.empty()) {
+      status = InvalidArgument(fmt::format("{}.{}.{}: name tables as <dataset>.<table>", catalog, schema, name));
+      return;
+    }
+    if (node.contains("at_clause") && !node["at_clause"].is_null()) {
+      status = InvalidArgument(fmt::format("{}.{}: time travel (AT) is not served", schema, name));
+      return;
+    }
+    // Unqualified: a CTE's name, or a table DuckDB will say does not exist.
+    if (schema.empty()) return;
+    table::TableId id{schema, name};
+    for (const auto& t : tables) {
+      if (t == id) return;
+    }
+    tables.push_back(std::move(id));
+  }
+
+  void Function(const nlohmann::json& node) {
+    std::string name;
+    if (node.contains("function") && node["function"].is_object()) {
+      name = node["function"].value("function_name", "");
+    }
+    if (kAllowedTableFunctions.count(name) == 0) {
+      status = InvalidArgument(
+          fmt::format("table function {}() is not served: a query reads tables by name, as <dataset>.<table>", name));
+    }
+  }
+};
+
+}  // namespace
+
+Result<ParsedQuery> QueryEngine::Parse(std::string_view text) {
+  ParsedQuery out;
+  std::string sql(text);
+  // Amp's clause, after the statement: SETTINGS stream = true.
+  static const std::regex kSettings(R"(\s+SETTINGS\s+stream\s*=\s*(true|false)\s*;?\s*$)", std::regex::icase);
+  std::smatch m;
+  if (std::regex_search(sql, m, kSettings)) {
+    std::string value = m[1].str();
+    out.stream = value[0] == 't' || value[0] == 'T';
+    sql = m.prefix().str();
+  }
+  while (!sql.empty() && (std::isspace(static_cast<unsigned char>(sql.back())) || sql.back() == ';')) sql.pop_back();
+  if (sql.find_first_not_of(" \t\r\n") == std::string::npos) return InvalidArgument("the query is empty");
+  if (parser_->db == nullptr) return Status::IOError("the SQL parser did not start");
+  std::string json;
+  {
+    std::lock_guard<std::mutex> lock(parser_->mu);
+    ARROW_ASSIGN_OR_RAISE(auto conn, duck::Connection::Open(*parser_->db));
+    ARROW_ASSIGN_OR_RAISE(json, conn->QueryText("SELECT json_serialize_sql(" + duck::Literal(sql) + ")"));
+  }
+  auto tree = nlohmann::json::parse(json, nullptr, false);
+  if (tree.is_discarded()) return Status::IOError("the SQL parser's answer is not JSON");
+  if (tree.value("error", false)) {
+    std::string message = tree.value("error_message", "the query does not parse");
+    if (message.find("Only SELECT") != std::string::npos) {
+      return InvalidArgument("only queries (SELECT) are served: the tables are written by their jobs");
+    }
+    return InvalidArgument(message);
+  }
+  const auto& statements = tree["statements"];
+  if (!statements.is_array() || statements.size() != 1) {
+    return InvalidArgument(fmt::format("send one query per request (got {} statements)", statements.size()));
+  }
+  Walk walk;
+  walk.Visit(statements);
+  ARROW_RETURN_NOT_OK(walk.status);
+  for (const auto& id : walk.tables) {
+    ARROW_RETURN_NOT_OK(table::ValidateName("dataset", id.dataset));
+    ARROW_RETURN_NOT_OK(table::ValidateName("table", id.table));
+  }
+  out.sql = std::move(sql);
+  out.tables = std::move(walk.tables);
+  return out;
+}
+
+}  // namespace sediment::query

@@ -1,0 +1,153 @@
+#include <arrow/type.h>
+#include <fmt/format.h>
+
+#include <regex>
+
+#include "query/duck_internal.h"
+#include "query/views_internal.h"
+#include "table/stored_types.h"
+#include "table/table_service.h"
+
+namespace sediment::query {
+namespace {
+
+// The DuckDB type DuckDB reads for a stored Arrow type (for the view of a
+// table with no file yet, which must still have the table's columns).
+Result<std::string> DuckTypeOf(const arrow::DataType& type) {
+  switch (type.id()) {
+    case arrow::Type::BOOL:
+      return std::string("BOOLEAN");
+    case arrow::Type::INT8:
+      return std::string("TINYINT");
+    case arrow::Type::INT16:
+      return std::string("SMALLINT");
+    case arrow::Type::INT32:
+      return std::string("INTEGER");
+    case arrow::Type::INT64:
+      return std::string("BIGINT");
+    case arrow::Type::UINT8:
+      return std::string("UTINYINT");
+    case arrow::Type::UINT16:
+      return std::string("USMALLINT");
+    case arrow::Type::UINT32:
+      return std::string("UINTEGER");
+    case arrow::Type::UINT64:
+      return std::string("UBIGINT");
+    case arrow::Type::FLOAT:
+      return std::string("FLOAT");
+    case arrow::Type::DOUBLE:
+      return std::string("DOUBLE");
+    case arrow::Type::STRING:
+    case arrow::Type::LARGE_STRING:
+      return std::string("VARCHAR");
+    case arrow::Type::BINARY:
+    case arrow::Type::LARGE_BINARY:
+    case arrow::Type::FIXED_SIZE_BINARY:
+      return std::string("BLOB");
+    case arrow::Type::DATE32:
+      return std::string("DATE");
+    case arrow::Type::TIMESTAMP: {
+      const auto& ts = static_cast<const arrow::TimestampType&>(type);
+      return std::string(ts.timezone().empty() ? "TIMESTAMP" : "TIMESTAMPTZ");
+    }
+    case arrow::Type::DECIMAL128:
+    case arrow::Type::DECIMAL256: {
+      const auto& d = static_cast<const arrow::DecimalType&>(type);
+      if (d.precision() > 38) return std::string("DOUBLE");
+      return fmt::format("DECIMAL({},{})", d.precision(), d.scale());
+    }
+    case arrow::Type::LIST: {
+      const auto& l = static_cast<const arrow::ListType&>(type);
+      ARROW_ASSIGN_OR_RAISE(auto item, DuckTypeOf(*l.value_type()));
+      return item + "[]";
+    }
+    default:
+      return Status::NotImplemented("no DuckDB type for ", type.ToString());
+  }
+}
+
+// A view with the table's stored columns and no rows.
+Result<std::string> EmptySelect(const arrow::Schema& stored) {
+  std::string columns;
+  for (const auto& f : stored.fields()) {
+    ARROW_ASSIGN_OR_RAISE(auto type, DuckTypeOf(*f->type()));
+    if (!columns.empty()) columns += ", ";
+    columns += fmt::format("CAST(NULL AS {}) AS {}", type, duck::Identifier(f->name()));
+  }
+  return fmt::format("SELECT {} WHERE false", columns);
+}
+
+std::string PathList(const std::vector<std::string>& files) {
+  std::string out = "[";
+  for (size_t i = 0; i < files.size(); ++i) out += (i ? ", " : "") + duck::Literal(files[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+Result<TableView> OpenView(table::TableService* tables, const table::TableId& id, std::optional<BlockRange> range) {
+  ARROW_ASSIGN_OR_RAISE(auto info, tables->GetTable(id));
+  TableView view;
+  view.id = id;
+  if (range) {
+    ARROW_ASSIGN_OR_RAISE(view.snapshot, tables->OpenSnapshot(id, range->from, range->to));
+  } else {
+    ARROW_ASSIGN_OR_RAISE(view.snapshot, tables->OpenSnapshot(id));
+  }
+  for (const auto& s : view.snapshot->segments()) {
+    auto file = tables->blobs().LocalFile(s.path);
+    if (!file) {
+      return Status::NotImplemented(
+          fmt::format("table {} is on {}: the query server reads tables on local storage only (docs/query.md)",
+                      id.ToString(), tables->blobs().Describe()));
+    }
+    view.files.push_back(std::move(*file));
+  }
+  std::string select;
+  if (view.files.empty()) {
+    ARROW_ASSIGN_OR_RAISE(select, EmptySelect(*table::StoredSchema(view.snapshot->schema())));
+  } else {
+    // Files written before a schema change lack its columns: read by name, the missing as nulls.
+    select = fmt::format("SELECT * FROM read_parquet({}{})", PathList(view.files),
+                         info.version() > 1 ? ", union_by_name = true" : "");
+    if (range) select += fmt::format(" WHERE block_num BETWEEN {} AND {}", range->from, range->to);
+  }
+  view.create_sql = fmt::format("CREATE SCHEMA IF NOT EXISTS {0}; CREATE VIEW {0}.{1} AS {2};",
+                                duck::Identifier(id.dataset), duck::Identifier(id.table), select);
+  return view;
+}
+
+std::string LockDownSql(const std::vector<TableView>& views) {
+  std::vector<std::string> files;
+  for (const auto& v : views) files.insert(files.end(), v.files.begin(), v.files.end());
+  std::string allowed = files.empty() ? "[]" : PathList(files);
+  return fmt::format("SET allowed_paths = {}; SET enable_external_access = false; SET lock_configuration = true;",
+                     allowed);
+}
+
+Status CheckPlanIncremental(const std::vector<std::vector<std::string>>& plan) {
+  // Operators of DuckDB's physical plan that need every row before they answer.
+  static const std::vector<std::pair<std::regex, const char*>> kBlocking = {
+      {std::regex(R"(\b(HASH_GROUP_BY|PERFECT_HASH_GROUP_BY)\b)"), "an aggregate (GROUP BY or DISTINCT)"},
+      {std::regex(R"(\b(UNGROUPED_AGGREGATE|SIMPLE_AGGREGATE)\b)"), "an aggregate"},
+      {std::regex(R"(\b(WINDOW|STREAMING_WINDOW)\b)"), "a window function"},
+      {std::regex(R"(\b(ORDER_BY|TOP_N)\b)"), "ORDER BY"},
+      {std::regex(R"(\b(LIMIT|STREAMING_LIMIT|LIMIT_PERCENT)\b)"), "LIMIT"},
+      {std::regex(R"(\bDISTINCT\b)"), "DISTINCT"},
+  };
+  for (const auto& row : plan) {
+    for (const auto& text : row) {
+      for (const auto& [re, what] : kBlocking) {
+        if (std::regex_search(text, re)) {
+          return InvalidArgument(fmt::format(
+              "a streaming query cannot contain {}: it needs every row before it answers, and a stream never "
+              "ends (run it as a batch query, without SETTINGS stream = true)",
+              what));
+        }
+      }
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace sediment::query
