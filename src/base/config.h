@@ -170,6 +170,21 @@ struct IcebergConfig {
   double vended_credentials_secs = 3600;
 };
 
+// [query]: SQL over the chain tables as Amp's query server serves it (docs/query.md).
+struct QueryConfig {
+  bool enabled = true;
+  std::string flight_listen = "127.0.0.1:1602";  // Arrow Flight SQL (gRPC); "" = none
+  std::string jsonl_listen = "127.0.0.1:1603";   // JSON lines over HTTP (POST /); "" = none
+  int64_t memory_limit_mib = 1024;               // per query
+  double timeout_secs = 300;                     // per batch query, and per microbatch of a stream
+  int64_t threads = 1;                           // engine threads per query
+  int64_t max_concurrent = 4;                    // queries (and microbatches) running at once
+  int64_t max_streams = 256;                     // streaming queries open at once
+  int64_t microbatch_max_blocks = 1000;          // blocks in one microbatch of a stream at most
+  double keep_alive_secs = 30;                   // an empty batch this often on a quiet stream
+  double poll_interval_secs = 1;                 // how often a stream looks for blocks another server appended
+};
+
 // [actions]: lakeFS's actions (hooks on repository events, docs/actions.md).
 struct ActionsConfig {
   bool enabled = true;
@@ -241,6 +256,7 @@ struct Config {
   GravelerConfig graveler;
   CatalogConfig catalog;
   IcebergConfig iceberg;
+  QueryConfig query;
   ActionsConfig actions;
   WorkerConfig worker;
   std::vector<JobConfig> jobs;

@@ -24,6 +24,23 @@ std::function<std::string(const void*)> IntAtLeast(int64_t min) {
   });
 }
 
+std::function<std::string(const void*)> IntBetween(int64_t min, int64_t max) {
+  return Check<int64_t>([min, max](const int64_t& v) {
+    return v >= min && v <= max ? std::string() : fmt::format("must be from {} to {}, got {}", min, max, v);
+  });
+}
+
+// HOST:PORT, or "" for no listener.
+std::function<std::string(const void*)> ListenOrNone() {
+  return Check<std::string>([](const std::string& v) {
+    if (v.empty()) return std::string();
+    std::string host;
+    int port;
+    Status st = ParseHostPort(v, &host, &port);
+    return st.ok() ? std::string() : st.message();
+  });
+}
+
 std::function<std::string(const void*)> DoubleAtLeast(double min, bool exclusive = false) {
   return Check<double>([min, exclusive](const double& v) {
     if (!std::isfinite(v)) return std::string("must be a finite number");
@@ -89,13 +106,7 @@ const std::vector<Option>& Options() {
          return v.find_first_of(" /\t") != std::string::npos ? fmt::format("\"{}\" is not a host name", v)
                                                              : std::string();
        })},
-      {"gateway.listen", FIELD(gateway.listen), T::kString, Check<std::string>([](const std::string& v) {
-         if (v.empty()) return std::string();
-         std::string host;
-         int port;
-         Status st = ParseHostPort(v, &host, &port);
-         return st.ok() ? std::string() : st.message();
-       })},
+      {"gateway.listen", FIELD(gateway.listen), T::kString, ListenOrNone()},
       {"gateway.domain_names", FIELD(gateway.domain_names), T::kStringList, EachEntry([](const std::string& v) {
          for (char c : v) {
            if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-')) {
@@ -206,6 +217,17 @@ const std::vector<Option>& Options() {
          return v >= 900 && v <= 43200 ? std::string()
                                        : fmt::format("must be from 900 to 43200 (STS's bounds), got {}", v);
        })},
+      {"query.enabled", FIELD(query.enabled), T::kBool, Any()},
+      {"query.flight_listen", FIELD(query.flight_listen), T::kString, ListenOrNone()},
+      {"query.jsonl_listen", FIELD(query.jsonl_listen), T::kString, ListenOrNone()},
+      {"query.memory_limit_mib", FIELD(query.memory_limit_mib), T::kInt, IntBetween(16, int64_t{1} << 30)},
+      {"query.timeout_secs", FIELD(query.timeout_secs), T::kDouble, DoubleAtLeast(0.1)},
+      {"query.threads", FIELD(query.threads), T::kInt, IntBetween(1, 256)},
+      {"query.max_concurrent", FIELD(query.max_concurrent), T::kInt, IntBetween(1, 1024)},
+      {"query.max_streams", FIELD(query.max_streams), T::kInt, IntBetween(0, 100000)},
+      {"query.microbatch_max_blocks", FIELD(query.microbatch_max_blocks), T::kInt, IntAtLeast(1)},
+      {"query.keep_alive_secs", FIELD(query.keep_alive_secs), T::kDouble, DoubleAtLeast(0.1)},
+      {"query.poll_interval_secs", FIELD(query.poll_interval_secs), T::kDouble, DoubleAtLeast(0.01)},
       {"actions.enabled", FIELD(actions.enabled), T::kBool, Any(), {"LAKEFS_ACTIONS_ENABLED"}},
       {"actions.env_prefix", FIELD(actions.env_prefix), T::kString, Any()},
       {"actions.hook_timeout_secs", FIELD(actions.hook_timeout_secs), T::kDouble, DoubleAtLeast(0.1)},

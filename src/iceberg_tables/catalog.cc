@@ -44,7 +44,7 @@ IcebergCatalog::IcebergCatalog(table::TableService* tables, std::shared_ptr<kv::
 IcebergCatalog::~IcebergCatalog() { Stop(); }
 
 void IcebergCatalog::Start() {
-  tables_->SetChangeListener([this](const table::TableId& id) { Changed(id); });
+  tables_->AddChangeListener([this](const table::TableId& id) { Changed(id); });
   worker_ = std::thread([this] { Loop(); });
 }
 

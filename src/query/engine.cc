@@ -189,6 +189,14 @@ Result<std::unique_ptr<QueryRun>> QueryEngine::Start(const ParsedQuery& query, s
   return run;
 }
 
+bool QueryEngine::OpenStream() {
+  int now = streams_.load();
+  do {
+    if (now >= limits_.max_streams) return false;
+  } while (!streams_.compare_exchange_weak(now, now + 1));
+  return true;
+}
+
 Status QueryEngine::CheckIncremental(const ParsedQuery& query) {
   ARROW_ASSIGN_OR_RAISE(auto run, Start(query, BlockRange{0, 0}, static_cast<int>(QueryRun::State::Mode::kExplain)));
   ARROW_ASSIGN_OR_RAISE(auto plan, run->Plan());

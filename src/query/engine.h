@@ -50,6 +50,7 @@ struct QueryLimits {
   double timeout_secs = 300;                // per query, from its start to its last batch
   int threads = 1;                          // DuckDB threads per query
   int max_concurrent = 4;                   // queries running at once on this server
+  int max_streams = 256;                    // streaming queries open at once (QueryStream)
   int nice = 10;                            // added to a query thread's CPU niceness
 };
 
@@ -87,6 +88,10 @@ class QueryEngine {
 
   const QueryLimits& limits() const { return limits_; }
   int running() const { return running_.load(); }
+  // A place among the open streams (false: max_streams are open); CloseStream gives it back.
+  bool OpenStream();
+  void CloseStream() { streams_.fetch_sub(1); }
+  int streams() const { return streams_.load(); }
 
  private:
   friend class QueryRun;
@@ -99,6 +104,7 @@ class QueryEngine {
   MetricsRegistry* metrics_;
   std::unique_ptr<Parser> parser_;
   std::atomic<int> running_{0};
+  std::atomic<int> streams_{0};
 };
 
 class QueryRun {

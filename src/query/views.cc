@@ -1,4 +1,5 @@
 #include <arrow/type.h>
+#include <arrow/type_traits.h>
 #include <fmt/format.h>
 
 #include <regex>
@@ -77,6 +78,25 @@ Result<std::string> EmptySelect(const arrow::Schema& stored) {
   return fmt::format("SELECT {} WHERE false", columns);
 }
 
+// The table's columns over its stored ones: unsigned integers stored signed
+// (stored_types.h) cast back to the table's types, the rest as read.
+Result<std::string> TableColumns(const arrow::Schema& table, const arrow::Schema& stored) {
+  std::string columns;
+  for (int i = 0; i < table.num_fields(); ++i) {
+    const auto& f = table.field(i);
+    std::string name = duck::Identifier(f->name());
+    if (!columns.empty()) columns += ", ";
+    if (i < stored.num_fields() && !stored.field(i)->type()->Equals(f->type()) &&
+        arrow::is_unsigned_integer(f->type()->id())) {
+      ARROW_ASSIGN_OR_RAISE(auto type, DuckTypeOf(*f->type()));
+      columns += fmt::format("CAST({0} AS {1}) AS {0}", name, type);
+    } else {
+      columns += name;
+    }
+  }
+  return columns;
+}
+
 std::string PathList(const std::vector<std::string>& files) {
   std::string out = "[";
   for (size_t i = 0; i < files.size(); ++i) out += (i ? ", " : "") + duck::Literal(files[i]);
@@ -105,10 +125,12 @@ Result<TableView> OpenView(table::TableService* tables, const table::TableId& id
   }
   std::string select;
   if (view.files.empty()) {
-    ARROW_ASSIGN_OR_RAISE(select, EmptySelect(*table::StoredSchema(view.snapshot->schema())));
+    ARROW_ASSIGN_OR_RAISE(select, EmptySelect(*view.snapshot->schema()));
   } else {
     // Files written before a schema change lack its columns: read by name, the missing as nulls.
-    select = fmt::format("SELECT * FROM read_parquet({}{})", PathList(view.files),
+    const auto& schema = view.snapshot->schema();
+    ARROW_ASSIGN_OR_RAISE(auto columns, TableColumns(*schema, *table::StoredSchema(schema)));
+    select = fmt::format("SELECT {} FROM read_parquet({}{})", columns, PathList(view.files),
                          info.version() > 1 ? ", union_by_name = true" : "");
     if (range) select += fmt::format(" WHERE block_num BETWEEN {} AND {}", range->from, range->to);
   }
@@ -127,21 +149,29 @@ std::string LockDownSql(const std::vector<TableView>& views) {
 
 Status CheckPlanIncremental(const std::vector<std::vector<std::string>>& plan) {
   // Operators of DuckDB's physical plan that need every row before they answer.
+  // Named as Amp names them (its incrementalizer's operations), with what they are in SQL.
   static const std::vector<std::pair<std::regex, const char*>> kBlocking = {
-      {std::regex(R"(\b(HASH_GROUP_BY|PERFECT_HASH_GROUP_BY)\b)"), "an aggregate (GROUP BY or DISTINCT)"},
-      {std::regex(R"(\b(UNGROUPED_AGGREGATE|SIMPLE_AGGREGATE)\b)"), "an aggregate"},
-      {std::regex(R"(\b(WINDOW|STREAMING_WINDOW)\b)"), "a window function"},
-      {std::regex(R"(\b(ORDER_BY|TOP_N)\b)"), "ORDER BY"},
-      {std::regex(R"(\b(LIMIT|STREAMING_LIMIT|LIMIT_PERCENT)\b)"), "LIMIT"},
-      {std::regex(R"(\bDISTINCT\b)"), "DISTINCT"},
+      {std::regex(R"(\b(HASH_GROUP_BY|PERFECT_HASH_GROUP_BY)\b)"), "Aggregate (GROUP BY or DISTINCT)"},
+      {std::regex(R"(\b(UNGROUPED_AGGREGATE|SIMPLE_AGGREGATE)\b)"), "Aggregate"},
+      {std::regex(R"(\b(WINDOW|STREAMING_WINDOW)\b)"), "Window (a window function)"},
+      {std::regex(R"(\b(ORDER_BY|TOP_N)\b)"), "Sort (ORDER BY)"},
+      {std::regex(R"(\b(LIMIT|STREAMING_LIMIT|LIMIT_PERCENT)\b)"), "Limit"},
+      {std::regex(R"(\bDISTINCT\b)"), "Distinct"},
+      {std::regex(R"(Join Type: LEFT\b)"), "Join(Left)"},
+      {std::regex(R"(Join Type: RIGHT\b)"), "Join(Right)"},
+      {std::regex(R"(Join Type: (FULL|OUTER)\b)"), "Join(Full)"},
+      {std::regex(R"(Join Type: (ANTI|RIGHT_ANTI)\b)"), "Join(Anti) (NOT EXISTS, NOT IN)"},
+      {std::regex(R"(Join Type: (MARK|RIGHT_SEMI|SEMI)\b)"), "Join(Mark) (IN or EXISTS over a subquery)"},
+      {std::regex(R"(\bRECURSIVE_CTE\b)"), "RecursiveQuery"},
   };
   for (const auto& row : plan) {
     for (const auto& text : row) {
       for (const auto& [re, what] : kBlocking) {
         if (std::regex_search(text, re)) {
           return InvalidArgument(fmt::format(
-              "a streaming query cannot contain {}: it needs every row before it answers, and a stream never "
-              "ends (run it as a batch query, without SETTINGS stream = true)",
+              "non-incremental queries are not supported for streaming, query contains non-incremental "
+              "operation: {}; it needs rows of every block before it answers, and a stream never ends (run it "
+              "as a batch query, without SETTINGS stream = true)",
               what));
         }
       }

@@ -195,7 +195,14 @@ Result<LiveSetChange> Appender::PlanChange(const TableInfo& table, const Segment
   // Nothing may have landed meanwhile: a tail another server appended after
   // our snapshot would otherwise survive next to the blocks that replace it.
   change.expect_version = tail.state.token;
-  ARROW_ASSIGN_OR_RAISE(change.drop_hashes, registry_->HashedBlocksFrom(id, seg.start));
+  ARROW_ASSIGN_OR_RAISE(auto replaced, registry_->HashesFrom(id, seg.start));
+  for (auto& [block, hash] : replaced) {
+    change.drop_hashes.push_back(block);
+    if (hash == seg.parent_hash) continue;  // cannot be: that hash is the ancestor's
+    std::optional<uint64_t> ancestor;
+    if (seg.start > 0) ancestor = seg.start - 1;
+    change.abandoned.push_back(AbandonedBlock{block, std::move(hash), ancestor});
+  }
   for (const auto& s : tail.segments) {
     if (s.end < seg.start) {
       if (s.end + 1 == seg.start) change.keep.push_back(s);  // the proof must still hold when we commit

@@ -149,9 +149,36 @@ TEST_F(AppenderTest, HashesThatLeaveTheWindowArePrunedByGc) {
   for (uint64_t b = 0; b < 10; ++b) ASSERT_TRUE(Append(b, b, 0).ok());
   ASSERT_TRUE(service_->RunGc(id_).ok());
   TableRegistry reg(kv_);
-  auto kept = reg.HashedBlocksFrom(id_, 0);
+  auto kept = reg.HashesFrom(id_, 0);
   ASSERT_TRUE(kept.ok());
-  EXPECT_EQ(*kept, (std::vector<uint64_t>{5, 6, 7, 8, 9})) << "a reorg 4 deep (from block 6) needs block 5";
+  std::vector<uint64_t> blocks;
+  for (const auto& [block, hash] : *kept) blocks.push_back(block);
+  EXPECT_EQ(blocks, (std::vector<uint64_t>{5, 6, 7, 8, 9})) << "a reorg 4 deep (from block 6) needs block 5";
+}
+
+// A stream's cursor on the abandoned fork finds where the chains part.
+TEST_F(AppenderTest, AReorgKeepsTheHashesItReplacedUntilTheyLeaveTheWindow) {
+  config_.writer.max_reorg_depth = 4;
+  Restart();
+  Create();
+  for (uint64_t b = 0; b < 10; ++b) ASSERT_TRUE(Append(b, b, 0).ok());
+  ASSERT_TRUE(Append(8, 9, 1, 0).ok());
+  TableRegistry reg(kv_);
+  for (uint64_t b : {8, 9}) {
+    auto gone = reg.Abandoned(id_, Hash(b, 0));
+    ASSERT_TRUE(gone.ok() && gone->has_value()) << b;
+    EXPECT_EQ((*gone)->block, b);
+    EXPECT_EQ((*gone)->ancestor, std::optional<uint64_t>(7));
+  }
+  auto canonical = reg.Abandoned(id_, Hash(9, 1));
+  ASSERT_TRUE(canonical.ok());
+  EXPECT_FALSE(canonical->has_value());
+  // Blocks 20 on: 8 and 9 leave the window, and their abandoned twins with them.
+  for (uint64_t b = 10; b < 20; ++b) ASSERT_TRUE(Append(b, b, 1).ok());
+  ASSERT_TRUE(service_->RunGc(id_).ok());
+  auto pruned = reg.Abandoned(id_, Hash(9, 0));
+  ASSERT_TRUE(pruned.ok());
+  EXPECT_FALSE(pruned->has_value());
 }
 
 // Two servers appending the first segments of an empty table: without a

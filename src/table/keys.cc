@@ -45,6 +45,9 @@ std::string BlockHashKey(const TableId& id, uint64_t block) {
 }
 std::string BlockHashesPrefix(const TableId& id) { return fmt::format("t/bh/{}/{}/", id.dataset, id.table); }
 
+std::string AbandonedBlockKey(const TableId& id, const std::string& hash) { return AbandonedBlocksPrefix(id) + hash; }
+std::string AbandonedBlocksPrefix(const TableId& id) { return fmt::format("t/fork/{}/{}/", id.dataset, id.table); }
+
 std::optional<uint64_t> BlockOfHashKey(const TableId& id, const std::string& key) {
   std::string digits = key.substr(BlockHashesPrefix(id).size());
   if (digits.size() != 20) return std::nullopt;

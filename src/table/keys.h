@@ -61,6 +61,10 @@ std::string LegacyGcPrefix(const TableId& id);
 std::string BlockHashKey(const TableId& id, uint64_t block);
 // t/bh/<ds>/<t>/: the table's stored block hashes, in block order.
 std::string BlockHashesPrefix(const TableId& id);
+// t/fork/<ds>/<t>/<hash> -> a block a reorg replaced (registry.h, AbandonedBlock).
+std::string AbandonedBlockKey(const TableId& id, const std::string& hash);
+// t/fork/<ds>/<t>/: the table's abandoned blocks.
+std::string AbandonedBlocksPrefix(const TableId& id);
 // The block a block hash key of table `id` names; nullopt unless it ends in
 // exactly 20 characters after the prefix (std::stoull reads them, as it always did).
 std::optional<uint64_t> BlockOfHashKey(const TableId& id, const std::string& key);

@@ -200,6 +200,8 @@ kv::Batch TableRegistry::CommitBatch(const TableId& id, const LiveSetChange& cha
     batch.Put(key, EncodeSegmentRecord(a));
   }
   for (uint64_t b : change.drop_hashes) batch.Delete(BlockHashKey(id, b));
+  for (const auto& a : change.abandoned)
+    batch.Put(AbandonedBlockKey(id, a.hash), registry_internal::EncodeAbandonedBlock(a));
   for (const auto& [b, h] : change.put_hashes) batch.Put(BlockHashKey(id, b), registry_internal::EncodeBlockHash(h));
   return batch;
 }

@@ -78,6 +78,14 @@ struct SegmentPage {
   bool has_more = false;
 };
 
+// A block a reorg replaced, found by its hash (a stream's cursor on the
+// abandoned fork learns where the chains part).
+struct AbandonedBlock {
+  uint64_t block = 0;
+  std::string hash;                  // lowercase hex
+  std::optional<uint64_t> ancestor;  // the last block both chains share (none: the reorg replaced block 0)
+};
+
 struct LiveSetChange {
   std::vector<SegmentRecord> remove;  // must be live and unchanged; they enter the GC manifest
   std::vector<SegmentRecord> add;
@@ -87,6 +95,7 @@ struct LiveSetChange {
   std::optional<std::string> expect_version;
   std::map<uint64_t, std::string> put_hashes;  // block -> hash (hex), stored in the same batch
   std::vector<uint64_t> drop_hashes;           // blocks whose stored hashes a reorg replaced
+  std::vector<AbandonedBlock> abandoned;       // what those hashes were: kept as long as the window's hashes
 };
 
 class TableRegistry {
@@ -136,9 +145,12 @@ class TableRegistry {
 
   // The stored hash of `block` (hex), if the reorg window holds it.
   Result<std::optional<std::string>> BlockHash(const TableId& id, uint64_t block);
-  // Blocks at or after `from` that have a stored hash, in order.
-  Result<std::vector<uint64_t>> HashedBlocksFrom(const TableId& id, uint64_t from);
-  // Deletes stored hashes of blocks before `before` (they left the window).
+  // Blocks at or after `from` that have a stored hash, in order, with it.
+  Result<std::vector<std::pair<uint64_t, std::string>>> HashesFrom(const TableId& id, uint64_t from);
+  // The block a reorg replaced that had `hash` (hex), while the window keeps it.
+  Result<std::optional<AbandonedBlock>> Abandoned(const TableId& id, const std::string& hash);
+  // Deletes stored hashes of blocks before `before` (they left the window),
+  // and the abandoned blocks' before it.
   Status PruneBlockHashes(const TableId& id, uint64_t before);
 
   Result<std::vector<GcEntry>> ListGc(const TableId& id);

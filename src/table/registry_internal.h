@@ -25,5 +25,7 @@ std::optional<uint64_t> StartOfPath(const std::string& path);
 
 // A stored block hash: {"v":1,"h":"<hex>"}.
 std::string EncodeBlockHash(const std::string& hex);
+std::string EncodeAbandonedBlock(const AbandonedBlock& b);
+Result<AbandonedBlock> DecodeAbandonedBlock(const std::string& key, const std::string& text);
 
 }  // namespace sediment::table::registry_internal

@@ -54,6 +54,9 @@ TableService::TableService(std::shared_ptr<kv::KvStore> kv, std::shared_ptr<blob
   scheduler_ = std::make_unique<CompactionScheduler>(
       writer_.compactor, clock_.get(), leases_.get(),
       [this](const TableId& id, const ProgressFn& progress) { return RunPass(id, progress); });
+  registry_.SetCommitListener([this](const TableId& id) {
+    for (const auto& listener : change_listeners_) listener(id);
+  });
 }
 
 TableService::~TableService() { Stop(); }

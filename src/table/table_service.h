@@ -112,6 +112,11 @@ class TableService {
   Result<std::optional<std::string>> BlockHash(const TableId& id, uint64_t block) {
     return registry_.BlockHash(id, block);
   }
+  // The block a reorg replaced whose hash was `hash` (hex), while the reorg window keeps it.
+  Result<std::optional<AbandonedBlock>> Abandoned(const TableId& id, const std::string& hash) {
+    return registry_.Abandoned(id, hash);
+  }
+  uint64_t max_reorg_depth() const { return static_cast<uint64_t>(writer_.max_reorg_depth); }
   // A page of live segments starting after block `after`, in block order.
   Result<SegmentPage> ListSegments(const TableId& id, std::optional<uint64_t> after, size_t limit);
   // The live segments holding blocks in [from, to], at one instant.
@@ -166,9 +171,10 @@ class TableService {
   Result<GcBacklog> GcBacklogOf(const TableId& id);
   // The files removed from the live set that GC has not deleted yet, with when they were removed.
   Result<std::vector<GcEntry>> RemovedFiles(const TableId& id) { return registry_.ListGc(id); }
-  // Called after every change of a table's live set made through this service (set before Start()).
-  void SetChangeListener(std::function<void(const TableId&)> listener) {
-    registry_.SetCommitListener(std::move(listener));
+  // Calls `listener` after every change of a table's live set made through
+  // this service (add them before Start()).
+  void AddChangeListener(std::function<void(const TableId&)> listener) {
+    change_listeners_.push_back(std::move(listener));
   }
 
   const WriterConfig& writer_config() const { return writer_; }
@@ -198,6 +204,7 @@ class TableService {
   const PlannerSettings planner_;
   TableRegistry registry_;
   TableHistory history_;
+  std::vector<std::function<void(const TableId&)>> change_listeners_;  // fixed once started
   std::atomic<bool> stopping_{false};
   std::atomic<size_t> tables_per_tick_{256};
   std::mutex tick_mu_;
