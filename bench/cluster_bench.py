@@ -36,8 +36,10 @@ def start_service(script, d):
 def start_server(config, data_dir):
     log = Path(data_dir + ".log")
     with open(log, "w") as out:
+        # Several servers at once: the query server's ports are free ones, not 1602 and 1603.
+        env = dict(os.environ, SEDIMENT_QUERY_FLIGHT_LISTEN="127.0.0.1:0", SEDIMENT_QUERY_JSONL_LISTEN="127.0.0.1:0")
         p = subprocess.Popen([str(SEDIMENT), "serve", "--config", config, "--listen", "127.0.0.1:0",
-                              "--data-dir", data_dir], stdout=out, stderr=subprocess.STDOUT)
+                              "--data-dir", data_dir], stdout=out, stderr=subprocess.STDOUT, env=env)
     for _ in range(300):
         m = re.search(r"listening on (http://[\d.]+:\d+)", log.read_text())
         if m:

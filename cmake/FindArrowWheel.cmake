@@ -1,9 +1,9 @@
 # Finds the Arrow C++ SDK bundled in the pyarrow wheel of SEDIMENT_PYTHON.
 #
 # pyarrow ships libarrow, libparquet, libarrow_dataset, libarrow_acero,
-# libarrow_compute and libarrow_s3 with their headers. We ask pyarrow where they
+# libarrow_compute, libarrow_s3 and libarrow_flight (gRPC inside) with their headers. We ask pyarrow where they
 # are and define imported targets:
-#   Arrow::arrow Arrow::parquet Arrow::dataset Arrow::acero Arrow::compute Arrow::s3
+#   Arrow::arrow Arrow::parquet Arrow::dataset Arrow::acero Arrow::compute Arrow::s3 Arrow::flight
 # ArrowWheel_LIBRARY_DIR is put on the RPATH of everything that links them.
 
 if(NOT SEDIMENT_PYTHON)
@@ -25,7 +25,7 @@ list(GET _pa_lines 0 ArrowWheel_VERSION)
 list(GET _pa_lines 1 ArrowWheel_INCLUDE_DIR)
 list(GET _pa_lines 2 ArrowWheel_LIBRARY_DIR)
 
-foreach(_lib arrow parquet arrow_dataset arrow_acero arrow_compute arrow_s3)
+foreach(_lib arrow parquet arrow_dataset arrow_acero arrow_compute arrow_s3 arrow_flight)
   set(_path "${ArrowWheel_LIBRARY_DIR}/lib${_lib}.so")
   if(NOT EXISTS "${_path}")
     message(FATAL_ERROR "${_path} missing: run `.venv/bin/python -c 'import pyarrow; pyarrow.create_library_symlinks()'`")
@@ -37,7 +37,7 @@ foreach(_lib arrow parquet arrow_dataset arrow_acero arrow_compute arrow_s3)
     INTERFACE_SYSTEM_INCLUDE_DIRECTORIES "${ArrowWheel_INCLUDE_DIR}"
     INTERFACE_INCLUDE_DIRECTORIES "${ArrowWheel_INCLUDE_DIR}")
 endforeach()
-set_property(TARGET Arrow::parquet Arrow::compute Arrow::s3 APPEND PROPERTY INTERFACE_LINK_LIBRARIES Arrow::arrow)
+set_property(TARGET Arrow::parquet Arrow::compute Arrow::s3 Arrow::flight APPEND PROPERTY INTERFACE_LINK_LIBRARIES Arrow::arrow)
 set_property(TARGET Arrow::acero APPEND PROPERTY INTERFACE_LINK_LIBRARIES Arrow::compute)
 set_property(TARGET Arrow::dataset APPEND PROPERTY INTERFACE_LINK_LIBRARIES Arrow::acero Arrow::parquet)
 

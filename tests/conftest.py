@@ -15,6 +15,12 @@ import requests
 ROOT = Path(__file__).resolve().parent.parent
 BINARY = ROOT / "build" / "sediment"
 LISTENING = re.compile(r"listening on http://([^\s:]+):(\d+)")
+# The query server's ports (docs/query.md), from its start-up lines.
+QUERY_PORTS = {"jsonl": re.compile(r"query server: JSON lines at http://[^\s:]+:(\d+)/"),
+               "flight": re.compile(r"query server: Flight SQL at grpc://[^\s:]+:(\d+)")}
+# Servers the tests start take free ports for the query server, not Amp's 1602 and 1603 (a test may run
+# several servers at once); a test's own `env` or config says otherwise.
+QUERY_ENV = {"SEDIMENT_QUERY_FLIGHT_LISTEN": "127.0.0.1:0", "SEDIMENT_QUERY_JSONL_LISTEN": "127.0.0.1:0"}
 # The admin of the tests' servers (AWS's documented example key pair).
 ADMIN_KEY = "AKIAIOSFODNN7EXAMPLE"
 ADMIN_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -27,7 +33,9 @@ class Server:
     def __init__(self, args, env=None, cwd=None, listen="127.0.0.1:0"):
         self.lines = []
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+        full_env.update(QUERY_ENV)
         full_env.update(env or {})
+        self.query_ports = {}
         self.proc = subprocess.Popen(
             [str(BINARY), "serve", "--listen", listen, *args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="backslashreplace", env=full_env,
@@ -46,6 +54,10 @@ class Server:
     def _read(self):
         for line in self.proc.stdout:
             self.lines.append(line.rstrip("\n"))
+            for name, pattern in QUERY_PORTS.items():
+                q = pattern.search(line)
+                if q and name not in self.query_ports:
+                    self.query_ports[name] = int(q.group(1))
             m = LISTENING.search(line)
             if m and self.port is None:
                 self.port = int(m.group(2))
@@ -134,6 +146,7 @@ def free_port():
 def run_sediment(*args, env=None, cwd=None, timeout=30):
     """Runs the binary to completion; returns (exit code, combined output)."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+    full_env.update(QUERY_ENV)
     full_env.update(env or {})
     p = subprocess.run([str(BINARY), *args], capture_output=True, text=True, env=full_env, cwd=cwd,
                        timeout=timeout)

@@ -79,6 +79,7 @@ class Proc:
 
     def __init__(self, workdir, config, failpoints=""):
         env = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+        env.update(SEDIMENT_QUERY_FLIGHT_LISTEN="127.0.0.1:0", SEDIMENT_QUERY_JSONL_LISTEN="127.0.0.1:0")
         if failpoints:
             env["SEDIMENT_FAILPOINTS"] = failpoints
         self.lines = []

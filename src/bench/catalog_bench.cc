@@ -59,6 +59,7 @@ class Bench {
     std::filesystem::remove_all(dir);
     ARROW_ASSIGN_OR_RAISE(Config config, Config::Load("", {}));
     config.server.listen = "127.0.0.1:0";
+    config.query.flight_listen = config.query.jsonl_listen = "";  // no query server ports in a bench
     config.storage.data_dir = dir;
     if (!f_.postgres_dsn.empty()) {
       config.database.type = "postgres";

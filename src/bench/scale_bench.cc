@@ -45,6 +45,7 @@ Result<Config> BenchConfig(const Common& c, bool fresh) {
   if (fresh) std::filesystem::remove_all(c.data_dir);
   ARROW_ASSIGN_OR_RAISE(Config config, Config::Load("", {}));
   config.server.listen = "127.0.0.1:0";
+  config.query.flight_listen = config.query.jsonl_listen = "";  // no query server ports in a bench
   config.storage.data_dir = c.data_dir;
   config.writer.compactor.active = false;  // the live set only grows: the case of a table behind on compaction
   config.graveler.compaction.auto_trigger = false;

@@ -31,6 +31,7 @@
 #include "server/http/route.h"
 #include "server/iceberg/catalog_api.h"
 #include "server/lakefs/api.h"
+#include "server/query/query_server.h"
 #include "server/route_table.h"
 #include "server/s3/gateway.h"
 #include "server/server_identity.h"
@@ -103,6 +104,8 @@ App::~App() { Stop(); }
 
 int App::port() const { return http_->port(); }
 int App::gateway_port() const { return gateway_http_ ? gateway_http_->port() : -1; }
+int App::flight_port() const { return query_ ? query_->flight_port() : -1; }
+int App::jsonl_port() const { return query_ ? query_->jsonl_port() : -1; }
 
 namespace {
 
@@ -194,6 +197,7 @@ Status App::Start() {
   std::filesystem::create_directories(config_.storage.data_dir, ignored);
   identity_ = ServerIdentity::Claim(config_.storage.data_dir);
   tables_ = std::make_unique<table::TableService>(kv_, blobs_, clock_, &metrics_, config_.writer, identity_->id());
+  query_->Attach(tables_.get());  // before the tables start: it hears every change
   if (config_.iceberg.enabled) {  // before the tables start: it hears every change
     iceberg_ = std::make_unique<iceberg::IcebergCatalog>(tables_.get(), kv_, blobs_, clock_, &metrics_,
                                                          IcebergOptionsOf(config_));
@@ -231,6 +235,7 @@ Status App::Start() {
     spdlog::info("S3 gateway also listening on http://{}", config_.gateway.listen);
   }
   started_ = true;
+  ARROW_RETURN_NOT_OK(query_->Start(auth_.get()));
   ARROW_RETURN_NOT_OK(jobs_->Start());
   spdlog::info("sediment {} listening on http://{}:{} (kv: {}, objects: {})", kVersion, host, http_->port(),
                kv_->Describe(), blobs_->Describe());
@@ -255,7 +260,8 @@ Status App::BindListeners(std::string* host, int* port) {
     gateway_http_ = std::make_unique<HttpServer>(&metrics_, LimitsOf(config_, config_.gateway.listen));
     ARROW_RETURN_NOT_OK(gateway_http_->Bind(ghost, gport));
   }
-  return Status::OK();
+  query_ = std::make_unique<QueryServer>(config_, &metrics_);
+  return query_->Bind();
 }
 
 Status App::OpenStores() {
@@ -374,6 +380,7 @@ Status App::RegisterRoutes() {
                             config_.ObjectsUri().rfind("s3://", 0) == 0 ? "s3" : "local",
                             actions_.get()};
   s.metrics = &metrics_;
+  s.query = query_.get();
   GatewayOptions gateway = GatewayOptionsOf(config_);
   ConsoleFiles files{console_dir_, config_.console.chart_js};
   if (!console_dir_.empty()) {
@@ -395,6 +402,7 @@ void App::Stop() {
   if (!started_) return;
   started_ = false;
   spdlog::info("sediment stopping: finishing in-flight requests");
+  if (query_) query_->Stop();  // first: open streams end
   if (jobs_) jobs_->Stop();
   http_->Stop();
   if (gateway_http_) gateway_http_->Stop();

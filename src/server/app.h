@@ -62,6 +62,7 @@ namespace server {
 
 using auth::AuthService;
 class HttpServer;
+class QueryServer;
 class Router;
 class ServerIdentity;
 
@@ -85,6 +86,9 @@ class App {
   int port() const;
   // The S3 gateway's own port ([gateway] listen), or -1.
   int gateway_port() const;
+  // The query server's ports ([query] flight_listen, jsonl_listen), or -1.
+  int flight_port() const;
+  int jsonl_port() const;
   const Config& config() const { return config_; }
   MetricsRegistry& metrics() { return metrics_; }
   kv::KvStore& kv() { return *kv_; }
@@ -122,6 +126,7 @@ class App {
   std::unique_ptr<AuthService> auth_;
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<HttpServer> gateway_http_;  // only with [gateway] listen
+  std::unique_ptr<QueryServer> query_;        // SQL over the tables ([query])
   bool started_ = false;
   std::string console_dir_;  // "" = no console
 };

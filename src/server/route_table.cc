@@ -9,6 +9,7 @@
 #include "base/metrics.h"
 #include "server/http/errors.h"
 #include "server/iceberg/repo_catalog_api.h"
+#include "server/query/query_server.h"
 #include "server/s3/gateway.h"
 #include "server/tables/jobs_api.h"
 #include "server/tables/scan_api.h"
@@ -70,6 +71,8 @@ std::vector<Route> RouteTable(const RouteServices& s) {
   if (s.iceberg) add(IcebergRoutes(s.iceberg_catalog, s.tables, s.lakefs.auth, s.iceberg_options));
   add(RepoCatalogRoutes(s.repo_tables, s.lakefs.auth, s.repo_catalog_options));
   add(LakeFsRoutes(s.lakefs));
+  if (s.query) add(s.query->ApiRoutes());
+  if (s.describing) add(QueryRoutes(nullptr, /*own_port=*/false));
   if (s.console) add(ConsoleRoutes(*s.console));
   add(ServerRoutes(s.metrics));
   return all;
@@ -80,9 +83,14 @@ nlohmann::json DescribeRouteTable() {
   s.iceberg = true;
   ConsoleFiles console;
   s.console = &console;
+  s.describing = true;
   Router router(nullptr);
   router.Add(RouteTable(s));
-  return {{"routes", router.Describe()}, {"s3_operations", DescribeS3Operations()}};
+  Router query_port(nullptr);
+  query_port.Add(QueryRoutes(nullptr, /*own_port=*/true));
+  return {{"routes", router.Describe()},
+          {"query_port_routes", query_port.Describe()},
+          {"s3_operations", DescribeS3Operations()}};
 }
 
 }  // namespace sediment::server

@@ -30,6 +30,8 @@ class RepoTables;
 
 namespace sediment::server {
 
+class QueryServer;
+
 // What the rows' handlers use (null when only describing the table).
 struct RouteServices {
   table::TableService* tables = nullptr;
@@ -41,13 +43,15 @@ struct RouteServices {
   RepoCatalogOptions repo_catalog_options;
   LakeFsServices lakefs{};
   const ConsoleFiles* console = nullptr;  // null: no console
+  QueryServer* query = nullptr;           // null: no query server
+  bool describing = false;                // only describing: every API's rows, the query server's too
   MetricsRegistry* metrics = nullptr;
 };
 
 std::vector<Route> RouteTable(const RouteServices& services);
 
-// {"routes": [...], "s3_operations": [...]}: every row, its access and the
-// permissions it needs.
+// {"routes": [...], "query_port_routes": [...], "s3_operations": [...]}: every
+// row, its access and the permissions it needs.
 nlohmann::json DescribeRouteTable();
 
 }  // namespace sediment::server

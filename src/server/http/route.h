@@ -141,6 +141,10 @@ class Router {
   // route open until set-up while it is. Otherwise the refusal, in the
   // protocol's terms.
   Result<std::string> Admit(const Route& route, const CompiledPath& path, const httplib::Request& req);
+  // Admit() for the row labelled `operation`, for a transport that is not
+  // HTTP (Flight SQL): `req` carries the call's Authorization header and body.
+  // NotFound if no row has that label.
+  Result<std::string> AdmitOperation(const std::string& operation, const httplib::Request& req);
   // Whether `user` holds `route`'s permissions (the protocol's refusal if not).
   Status Authorize(const Route& route, const CompiledPath& path, const httplib::Request& req, const std::string& user);
 

@@ -162,6 +162,15 @@ Result<std::string> Router::Admit(const Route& route, const CompiledPath& path, 
   return *user;
 }
 
+Result<std::string> Router::AdmitOperation(const std::string& operation, const httplib::Request& req) {
+  for (const Route& route : routes_) {
+    if (route.operation != operation) continue;
+    ARROW_ASSIGN_OR_RAISE(auto path, CompilePath(route.path));
+    return Admit(route, path, req);
+  }
+  return NotFound(fmt::format("no route is labelled \"{}\"", operation));
+}
+
 Status Router::Authorize(const Route& route, const CompiledPath& path, const httplib::Request& req,
                          const std::string& user) {
   if (route.access != Access::kAuthorized) return Status::OK();

@@ -19,7 +19,4 @@ namespace sediment::server {
 // The scan API's row of the route table.
 std::vector<Route> ScanRoutes(table::TableService* tables);
 
-// One JSON object per row: integers as numbers, binary as "0x…" hex, null as null.
-void AppendJsonLines(const arrow::RecordBatch& batch, std::string* out);
-
 }  // namespace sediment::server
