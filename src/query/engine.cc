@@ -151,8 +151,28 @@ Status QueryRun::State::Execute(duck::Connection* conn) {
   }
 }
 
+struct QueryEngine::Metrics {
+  GaugeMetric* running = nullptr;
+  GaugeMetric* streams = nullptr;
+  CounterMetric* refused = nullptr;
+  CounterMetric* started = nullptr;
+};
+
 QueryEngine::QueryEngine(table::TableService* tables, QueryLimits limits, MetricsRegistry* metrics)
-    : tables_(tables), limits_(limits), metrics_(metrics), parser_(MakeParser()) {}
+    : tables_(tables), limits_(limits), metrics_(metrics), parser_(MakeParser()), m_(std::make_unique<Metrics>()) {
+  static GaugeMetric unused_gauge;
+  static CounterMetric unused_counter;
+  m_->running =
+      metrics ? &metrics->Gauge("query_running", "Queries (and microbatches) running now.").With({}) : &unused_gauge;
+  m_->streams = metrics ? &metrics->Gauge("query_streams_open", "Streaming queries open now.").With({}) : &unused_gauge;
+  m_->refused = metrics ? &metrics
+                               ->Counter("query_refused_total",
+                                         "Queries refused because [query] max_concurrent or max_streams were reached.")
+                               .With({})
+                        : &unused_counter;
+  m_->started =
+      metrics ? &metrics->Counter("query_runs_total", "Queries and microbatches started.").With({}) : &unused_counter;
+}
 
 QueryEngine::~QueryEngine() = default;
 
@@ -168,10 +188,13 @@ Result<std::unique_ptr<QueryRun>> QueryEngine::Start(const ParsedQuery& query, s
   int now = running_.load();
   do {
     if (now >= limits_.max_concurrent) {
+      m_->refused->Add();
       return Busy(
           fmt::format("{} queries are running, the most this server runs at once ([query] max_concurrent)", now));
     }
   } while (!running_.compare_exchange_weak(now, now + 1));
+  m_->running->Add(1);
+  m_->started->Add();
   auto run = std::unique_ptr<QueryRun>(new QueryRun());
   run->engine_ = this;  // releases the slot when destroyed
   auto state = std::make_shared<QueryRun::State>();
@@ -192,9 +215,18 @@ Result<std::unique_ptr<QueryRun>> QueryEngine::Start(const ParsedQuery& query, s
 bool QueryEngine::OpenStream() {
   int now = streams_.load();
   do {
-    if (now >= limits_.max_streams) return false;
+    if (now >= limits_.max_streams) {
+      m_->refused->Add();
+      return false;
+    }
   } while (!streams_.compare_exchange_weak(now, now + 1));
+  m_->streams->Add(1);
   return true;
+}
+
+void QueryEngine::CloseStream() {
+  streams_.fetch_sub(1);
+  m_->streams->Add(-1);
 }
 
 Status QueryEngine::CheckIncremental(const ParsedQuery& query) {
@@ -208,7 +240,10 @@ QueryRun::~QueryRun() {
     state_->Stop(Cancelled());
     if (state_->worker.joinable()) state_->worker.join();
   }
-  if (engine_ != nullptr) engine_->running_.fetch_sub(1);
+  if (engine_ != nullptr) {
+    engine_->running_.fetch_sub(1);
+    engine_->m_->running->Add(-1);
+  }
 }
 
 Status QueryRun::Cancelled() { return Status::Cancelled("the query was cancelled"); }

@@ -90,7 +90,7 @@ class QueryEngine {
   int running() const { return running_.load(); }
   // A place among the open streams (false: max_streams are open); CloseStream gives it back.
   bool OpenStream();
-  void CloseStream() { streams_.fetch_sub(1); }
+  void CloseStream();
   int streams() const { return streams_.load(); }
 
  private:
@@ -103,6 +103,8 @@ class QueryEngine {
   const QueryLimits limits_;
   MetricsRegistry* metrics_;
   std::unique_ptr<Parser> parser_;
+  struct Metrics;  // the gauges of running queries and open streams, and the refusals for load
+  std::unique_ptr<Metrics> m_;
   std::atomic<int> running_{0};
   std::atomic<int> streams_{0};
 };

@@ -47,7 +47,9 @@ TEST_F(QueryEngineTest, ParseRefusesWhatIsNotOneQueryOverNamedTables) {
   for (const char* bad :
        {"DELETE FROM eth.logs", "CREATE TABLE x (a INT)", "SELECT 1; SELECT 2",
         "SELECT * FROM read_parquet('/etc/passwd')", "SELECT * FROM read_csv('x')", "SELECT * FROM other.main.t",
-        "SELEC 1", "", "  ;  ", "COPY eth.logs TO 'x.csv'", "ATTACH 'x.db'", "SELECT * FROM \"eth\".\"../x\""}) {
+        "SELEC 1", "", "  ;  ", "COPY eth.logs TO 'x.csv'", "ATTACH 'x.db'", "SELECT * FROM \"eth\".\"../x\"",
+        "SELECT * FROM eth.logs, duckdb_views", "SELECT * FROM sqlite_master",
+        "SELECT * FROM (WITH duckdb_views AS (SELECT 1) SELECT 1), duckdb_views"}) {
     auto q = engine_->Parse(bad);
     EXPECT_TRUE(IsInvalidArgument(q.status())) << bad << ": " << q.status().ToString();
   }
@@ -58,6 +60,9 @@ TEST_F(QueryEngineTest, AnswersOverThePinnedSnapshot) {
   EXPECT_EQ(Scalar("SELECT sum(value)::BIGINT FROM eth.logs WHERE block_num BETWEEN 10 AND 19"),
             2 * (100 + 190) * 10 / 2 + 10);
   EXPECT_EQ(Scalar("SELECT count(*) FROM eth.logs a JOIN eth.logs b USING (block_num)"), 160);
+  // Equality on fixed-size binary (addresses, hashes) pushed down to the files.
+  EXPECT_EQ(Scalar("SELECT count(*) FROM eth.logs WHERE addr = from_hex('0101')"), 10);
+  EXPECT_EQ(Scalar("SELECT count(*) FROM eth.logs WHERE hex(addr) = '0101'"), 10);
   // The table's types, not the stored ones: block_num is stored as int64.
   auto t = Query("SELECT block_num FROM eth.logs LIMIT 1");
   ASSERT_TRUE(t.ok()) << t.status().ToString();

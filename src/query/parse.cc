@@ -34,7 +34,24 @@ namespace {
 // Table functions a query may call: they generate rows and read nothing.
 const std::set<std::string> kAllowedTableFunctions = {"range", "generate_series", "unnest"};
 
+// The names the query's WITH clauses define, anywhere in it.
+void CollectCtes(const nlohmann::json& node, std::set<std::string>* names) {
+  if (node.is_array()) {
+    for (const auto& child : node) CollectCtes(child, names);
+    return;
+  }
+  if (!node.is_object()) return;
+  auto ctes = node.find("cte_map");
+  if (ctes != node.end() && ctes->is_object() && ctes->contains("map") && (*ctes)["map"].is_array()) {
+    for (const auto& entry : (*ctes)["map"]) {
+      if (entry.is_object() && entry.contains("key") && entry["key"].is_string()) names->insert(entry["key"]);
+    }
+  }
+  for (const auto& [key, child] : node.items()) CollectCtes(child, names);
+}
+
 struct Walk {
+  std::set<std::string> ctes;
   std::vector<table::TableId> tables;
   Status status;
 
@@ -65,8 +82,16 @@ struct Walk {
       status = InvalidArgument(fmt::format("{}.{}: time travel (AT) is not served", schema, name));
       return;
     }
-    // Unqualified: a CTE's name, or a table DuckDB will say does not exist.
-    if (schema.empty()) return;
+    // Unqualified: a CTE's name; nothing else (DuckDB's own catalog views
+    // would show the views' definitions, the server's file paths).
+    if (schema.empty()) {
+      // Not even as a CTE's name: a CTE in one scope does not hide DuckDB's view in another.
+      static const std::regex kSystem(R"(^(duckdb_|sqlite_|pragma_|pg_|information_schema).*)", std::regex::icase);
+      if (ctes.count(name) == 0 || std::regex_match(name, kSystem)) {
+        status = InvalidArgument(fmt::format("table {}: name tables as <dataset>.<table>", name));
+      }
+      return;
+    }
     table::TableId id{schema, name};
     for (const auto& t : tables) {
       if (t == id) return;
@@ -122,6 +147,7 @@ Result<ParsedQuery> QueryEngine::Parse(std::string_view text) {
     return InvalidArgument(fmt::format("send one query per request (got {} statements)", statements.size()));
   }
   Walk walk;
+  CollectCtes(statements, &walk.ctes);
   walk.Visit(statements);
   ARROW_RETURN_NOT_OK(walk.status);
   for (const auto& id : walk.tables) {

@@ -46,6 +46,7 @@ class QueryTest : public ::testing::Test {
   void SetUp() override {
     config_ = *Config::Load("", {});
     config_.writer.compactor.skip_latest_segments = 0;
+    config_.writer.bloom_filter_columns = {"addr"};  // as the chain tables' addresses and topics
     blobs_ = *blob::OpenBlobStore(dir_.Sub("objects"), S3Config{});
     service_ = std::make_unique<table::TableService>(kv::NewMemoryStore(), blobs_, std::make_shared<ManualClock>(),
                                                      &metrics_, config_.writer);
