@@ -105,6 +105,8 @@ class StreamClient:
             return  # a keep-alive, or a batch query's end
         rng = ranges[0]
         assert rng["network"] == self.network
+        if meta.get("ranges_complete") and self.ranges and rng == self.ranges[-1] and self._open is None:
+            return  # the last range again: a keep-alive (Amp's watermark)
         if self._open is None or self._open["numbers"] != rng["numbers"] or self._open["hash"] != rng["hash"]:
             self._begin(rng, meta.get("reorg", False))
         for row in rows:

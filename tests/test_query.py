@@ -13,6 +13,7 @@ import requests
 from conftest import ADMIN, eventually, set_up_admin
 from query_util import FlightStream, StreamClient, adbc_query, jsonl, jsonl_rows
 from security.util import create_user
+from test_evm_rpc import node, start as start_evm, traffic, wait_for  # noqa: F401 (node is a fixture)
 
 DEMO = """
 [writer]
@@ -174,12 +175,14 @@ def test_json_lines_answers_and_fails_as_amp(demo):
     assert requests.get(f"http://127.0.0.1:{server.query_ports['jsonl']}/health", timeout=10).status_code == 200
 
 
-def follow(chunks, client, until):
-    """Applies a stream's chunks to `client` until `until(client)`."""
+def follow(chunks, client, until, timeout=60):
+    """Applies a stream's chunks to `client` until `until(client)` (keep-alives come every second)."""
+    deadline = time.monotonic() + timeout
     for table, meta in chunks:
         client.apply(table.to_pylist() if table is not None else [], meta)
         if until(client):
             return
+        assert time.monotonic() < deadline, f"not within {timeout} s; the client is at {client.cursor}"
 
 
 def test_a_stream_over_flight_delivers_every_canonical_row_once_and_resumes(demo):
@@ -285,3 +288,60 @@ def test_a_hostile_query_is_stopped_and_slows_neither_health_nor_compaction(demo
     assert results["status"] == 200
     assert results.get("cut") or "time limit" in results.get("text", ""), results
     assert "\nquery_running 0" in server.get("/metrics").text
+
+
+def test_a_stream_follows_a_hardhat_reorg_and_a_cursor_on_the_abandoned_fork_is_told(start_server, tmp_path, node):
+    """The revert reorg of the evm tests: blocks after `fork` replaced by a longer branch."""
+    traffic(node, 6)
+    server = start_evm(start_server, tmp_path, node.url, extra="[query]\nkeep_alive_secs = 0.5\npoll_interval_secs = 0.1")
+    wait_for(server, node)
+    sql = "SELECT block_num, hash FROM eth.blocks"
+    stream = FlightStream(server, sql)
+    client = StreamClient("eth")
+    chunks = stream.chunks()
+    at_head = lambda c: c.cursor and c.cursor["hash"] == head_hash(node)  # noqa: E731
+    follow(chunks, client, at_head)
+    fork = node.latest()
+    before_fork = dict(client.cursor)
+    snap = node.rpc("evm_snapshot")
+    traffic(node, 4, salt=2)  # blocks after the fork, on the branch that will be dropped
+    wait_for(server, node)
+    follow(chunks, client, at_head)
+    abandoned = dict(client.cursor)
+    assert abandoned["number"] > fork
+    assert node.rpc("evm_revert", snap) is True
+    for _ in range(3):
+        node.rpc("evm_mine")
+    traffic(node, 5, salt=3)
+    wait_for(server, node, "the tables to follow the new branch")
+    follow(chunks, client, at_head)
+    stream.close()
+    assert client.reorgs >= 1, "the client was told of the reorg"
+    head = node.latest()
+    canonical = sorted(adbc_query(server, sql).to_pylist(), key=lambda r: r["block_num"])
+    assert [r["hash"].hex() for r in canonical] == [
+        node.rpc("eth_getBlockByNumber", hex(b), False)["hash"][2:] for b in range(head + 1)]
+    assert client.sorted_rows(head) == sorted(canonical, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+    # A client that disconnected before the fork resumes from its cursor: every block after it, once.
+    resumed = StreamClient("eth")
+    resumed.cursor = before_fork
+    again = FlightStream(server, sql, resume={"eth": before_fork})
+    follow(again.chunks(), resumed, at_head)
+    again.close()
+    assert resumed.reorgs == 0
+    assert sorted(resumed.rows) == list(range(before_fork["number"] + 1, head + 1))
+    assert [r[0]["hash"].hex() for _, r in sorted(resumed.rows.items())] == [
+        c["hash"].hex() for c in canonical[before_fork["number"] + 1:]]
+    # A cursor on the abandoned branch is told: its first range starts where the chains part.
+    told = StreamClient("eth")
+    told.cursor = abandoned
+    lost = FlightStream(server, sql, resume={"eth": abandoned})
+    follow(lost.chunks(), told, lambda c: c.ranges)
+    lost.close()
+    assert told.reorgs == 1
+    assert told.ranges[0]["numbers"]["start"] == fork + 1
+    assert told.ranges[0]["prev_hash"] == node.rpc("eth_getBlockByNumber", hex(fork), False)["hash"]
+
+
+def head_hash(node):
+    return node.rpc("eth_getBlockByNumber", "latest", False)["hash"]

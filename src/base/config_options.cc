@@ -49,6 +49,13 @@ std::function<std::string(const void*)> DoubleAtLeast(double min, bool exclusive
   });
 }
 
+std::function<std::string(const void*)> DoubleBetween(double min, double max) {
+  return Check<double>([min, max](const double& v) {
+    if (std::isfinite(v) && v >= min && v <= max) return std::string();
+    return fmt::format("must be from {} to {}, got {}", min, max, v);
+  });
+}
+
 std::function<std::string(const void*)> OneOf(std::vector<std::string> allowed) {
   return Check<std::string>([allowed](const std::string& v) {
     for (const auto& a : allowed) {
@@ -221,13 +228,13 @@ const std::vector<Option>& Options() {
       {"query.flight_listen", FIELD(query.flight_listen), T::kString, ListenOrNone()},
       {"query.jsonl_listen", FIELD(query.jsonl_listen), T::kString, ListenOrNone()},
       {"query.memory_limit_mib", FIELD(query.memory_limit_mib), T::kInt, IntBetween(16, int64_t{1} << 30)},
-      {"query.timeout_secs", FIELD(query.timeout_secs), T::kDouble, DoubleAtLeast(0.1)},
+      {"query.timeout_secs", FIELD(query.timeout_secs), T::kDouble, DoubleBetween(0.1, 86400)},
       {"query.threads", FIELD(query.threads), T::kInt, IntBetween(1, 256)},
       {"query.max_concurrent", FIELD(query.max_concurrent), T::kInt, IntBetween(1, 1024)},
       {"query.max_streams", FIELD(query.max_streams), T::kInt, IntBetween(0, 100000)},
       {"query.microbatch_max_blocks", FIELD(query.microbatch_max_blocks), T::kInt, IntAtLeast(1)},
-      {"query.keep_alive_secs", FIELD(query.keep_alive_secs), T::kDouble, DoubleAtLeast(0.1)},
-      {"query.poll_interval_secs", FIELD(query.poll_interval_secs), T::kDouble, DoubleAtLeast(0.01)},
+      {"query.keep_alive_secs", FIELD(query.keep_alive_secs), T::kDouble, DoubleBetween(0.1, 3600)},
+      {"query.poll_interval_secs", FIELD(query.poll_interval_secs), T::kDouble, DoubleBetween(0.01, 60)},
       {"actions.enabled", FIELD(actions.enabled), T::kBool, Any(), {"LAKEFS_ACTIONS_ENABLED"}},
       {"actions.env_prefix", FIELD(actions.env_prefix), T::kString, Any()},
       {"actions.hook_timeout_secs", FIELD(actions.hook_timeout_secs), T::kDouble, DoubleAtLeast(0.1)},

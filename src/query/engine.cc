@@ -271,12 +271,23 @@ Result<std::vector<std::vector<std::string>>> QueryRun::Plan() {
   return s.plan;
 }
 
-Result<std::shared_ptr<arrow::RecordBatch>> QueryRun::Next() {
+Result<std::shared_ptr<arrow::RecordBatch>> QueryRun::Next(const std::function<bool()>& cancelled) {
   State& s = *state_;
   std::unique_lock<std::mutex> lock(s.mu);
-  if (!s.cv.wait_until(lock, s.deadline, [&] { return !s.queue.empty() || s.done || s.stop; })) {
+  auto ready = [&] { return !s.queue.empty() || s.done || s.stop; };
+  while (!ready()) {
+    auto slice = std::min(s.deadline, SteadyClock::now() + std::chrono::milliseconds(250));
+    if (s.cv.wait_until(lock, slice, ready)) break;
+    Status why;
+    if (SteadyClock::now() >= s.deadline) {
+      why = s.TimedOut();
+    } else if (cancelled && cancelled()) {
+      why = Status::Cancelled("the client went away");
+    } else {
+      continue;
+    }
     lock.unlock();
-    s.Stop(s.TimedOut());
+    s.Stop(why);
     lock.lock();
   }
   if (s.stop) return s.status.ok() ? Cancelled() : s.status;

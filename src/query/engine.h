@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -115,7 +116,9 @@ class QueryRun {
   // The result's columns; waits until the query is prepared (or failed).
   Result<std::shared_ptr<arrow::Schema>> Schema();
   // The next batch, or nullptr after the last; the run's error, if it failed.
-  Result<std::shared_ptr<arrow::RecordBatch>> Next();
+  // `cancelled` (asked a few times a second while waiting): the client went
+  // away, and the run stops at once rather than at its time limit.
+  Result<std::shared_ptr<arrow::RecordBatch>> Next(const std::function<bool()>& cancelled = nullptr);
   // Stops the run; Next() then answers Cancelled.
   void Cancel();
 

@@ -41,6 +41,15 @@ TEST_F(QueryEngineTest, ParseNamesTheTablesAndStripsAmpSettings) {
   EXPECT_EQ(q->tables[0].ToString(), "eth.logs");
   EXPECT_EQ(q->tables[1].ToString(), "eth.blocks");
   EXPECT_EQ(q->sql.find("SETTINGS"), std::string::npos);
+  q = engine_->Parse("WITH T AS (SELECT 1 AS a) SELECT * FROM t settings STREAM=false ;");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_FALSE(q->stream);
+  EXPECT_EQ(q->sql, "WITH T AS (SELECT 1 AS a) SELECT * FROM t");
+  // A megabyte of spaces: no regex over all of it (libstdc++'s recurses per character).
+  q = engine_->Parse("SELECT 1" + std::string(1 << 20, ' ') + "SETTINGS stream = true");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_TRUE(q->stream);
+  EXPECT_TRUE(IsInvalidArgument(engine_->Parse(std::string(1 << 20, ' ')).status()));
 }
 
 TEST_F(QueryEngineTest, ParseRefusesWhatIsNotOneQueryOverNamedTables) {

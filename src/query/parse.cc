@@ -5,6 +5,7 @@
 
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -34,7 +35,12 @@ namespace {
 // Table functions a query may call: they generate rows and read nothing.
 const std::set<std::string> kAllowedTableFunctions = {"range", "generate_series", "unnest"};
 
-// The names the query's WITH clauses define, anywhere in it.
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The names the query's WITH clauses define, anywhere in it (lower case).
 void CollectCtes(const nlohmann::json& node, std::set<std::string>* names) {
   if (node.is_array()) {
     for (const auto& child : node) CollectCtes(child, names);
@@ -44,7 +50,9 @@ void CollectCtes(const nlohmann::json& node, std::set<std::string>* names) {
   auto ctes = node.find("cte_map");
   if (ctes != node.end() && ctes->is_object() && ctes->contains("map") && (*ctes)["map"].is_array()) {
     for (const auto& entry : (*ctes)["map"]) {
-      if (entry.is_object() && entry.contains("key") && entry["key"].is_string()) names->insert(entry["key"]);
+      if (entry.is_object() && entry.contains("key") && entry["key"].is_string()) {
+        names->insert(Lower(entry["key"].get<std::string>()));  // DuckDB's names are case-insensitive
+      }
     }
   }
   for (const auto& [key, child] : node.items()) CollectCtes(child, names);
@@ -87,7 +95,7 @@ struct Walk {
     if (schema.empty()) {
       // Not even as a CTE's name: a CTE in one scope does not hide DuckDB's view in another.
       static const std::regex kSystem(R"(^(duckdb_|sqlite_|pragma_|pg_|information_schema).*)", std::regex::icase);
-      if (ctes.count(name) == 0 || std::regex_match(name, kSystem)) {
+      if (ctes.count(Lower(name)) == 0 || std::regex_match(name, kSystem)) {
         status = InvalidArgument(fmt::format("table {}: name tables as <dataset>.<table>", name));
       }
       return;
@@ -113,18 +121,34 @@ struct Walk {
 
 }  // namespace
 
+// Strips Amp's clause after the statement, `SETTINGS stream = true|false`
+// (words in any case), and trailing `;` from `sql`: the clause's value, if it
+// has one. The regex runs over the last 64 bytes only: libstdc++'s recurses
+// once per character, and a request may be a megabyte of spaces.
+std::optional<bool> StripSettings(std::string* sql) {
+  size_t end = sql->size();
+  while (end > 0 && (std::isspace(static_cast<unsigned char>((*sql)[end - 1])) || (*sql)[end - 1] == ';')) --end;
+  sql->resize(end);
+  const size_t tail_at = end > 64 ? end - 64 : 0;
+  static const std::regex kSettings(R"((^|\s)SETTINGS\s+stream\s*=\s*(true|false)$)", std::regex::icase);
+  std::smatch m;
+  std::string tail = sql->substr(tail_at);
+  if (!std::regex_search(tail, m, kSettings)) return std::nullopt;
+  const bool glued = m.position(0) == 0 && m[1].length() == 0 && tail_at > 0 &&
+                     !std::isspace(static_cast<unsigned char>((*sql)[tail_at - 1]));
+  if (glued) return std::nullopt;  // "xSETTINGS ..." is no clause
+  bool value = std::tolower(static_cast<unsigned char>(m[2].str()[0])) == 't';
+  sql->resize(tail_at + static_cast<size_t>(m.position(0)));
+  while (!sql->empty() && (std::isspace(static_cast<unsigned char>(sql->back())) || sql->back() == ';')) {
+    sql->pop_back();
+  }
+  return value;
+}
+
 Result<ParsedQuery> QueryEngine::Parse(std::string_view text) {
   ParsedQuery out;
   std::string sql(text);
-  // Amp's clause, after the statement: SETTINGS stream = true.
-  static const std::regex kSettings(R"(\s+SETTINGS\s+stream\s*=\s*(true|false)\s*;?\s*$)", std::regex::icase);
-  std::smatch m;
-  if (std::regex_search(sql, m, kSettings)) {
-    std::string value = m[1].str();
-    out.stream = value[0] == 't' || value[0] == 'T';
-    sql = m.prefix().str();
-  }
-  while (!sql.empty() && (std::isspace(static_cast<unsigned char>(sql.back())) || sql.back() == ';')) sql.pop_back();
+  if (auto stream = StripSettings(&sql)) out.stream = *stream;
   if (sql.find_first_not_of(" \t\r\n") == std::string::npos) return InvalidArgument("the query is empty");
   if (parser_->db == nullptr) return Status::IOError("the SQL parser did not start");
   std::string json;

@@ -95,7 +95,7 @@ Result<Microbatch> QueryStream::Next(const std::function<bool()>& cancelled) {
     auto now = SteadyClock::now();
     if (now >= keep_alive_at) {
       Microbatch keep_alive;
-      keep_alive.span.network = network_;
+      if (last_span_) keep_alive.span = *last_span_;
       return keep_alive;
     }
     watch_->WaitPast(seen, std::min(keep_alive_at, now + options_.poll));
@@ -122,8 +122,18 @@ Result<bool> QueryStream::IsCanonical(uint64_t block, const std::string& hash) {
 }
 
 Result<std::optional<uint64_t>> QueryStream::AncestorOf(uint64_t block, const std::string& hash) {
-  ARROW_ASSIGN_OR_RAISE(auto abandoned, tables_->Abandoned(query_.tables[0], hash));
-  if (abandoned) return abandoned->ancestor;  // nullopt: the reorg replaced block 0, start over
+  // The reorg that abandoned `hash` says where the chains parted; a later,
+  // deeper reorg may have abandoned that block too: follow the records down.
+  std::string at = hash;
+  for (int depth = 0; depth < 64; ++depth) {
+    ARROW_ASSIGN_OR_RAISE(auto abandoned, tables_->Abandoned(query_.tables[0], at));
+    if (!abandoned) break;
+    if (!abandoned->ancestor) return std::optional<uint64_t>();  // the reorg replaced block 0: start over
+    ARROW_ASSIGN_OR_RAISE(bool holds, IsCanonical(*abandoned->ancestor, abandoned->ancestor_hash));
+    if (holds || abandoned->ancestor_hash.empty()) return abandoned->ancestor;
+    block = *abandoned->ancestor;
+    at = abandoned->ancestor_hash;
+  }
   // Not recorded (a reorg of a block whose hash the table never stored): the
   // deepest reorg the table accepts bounds where the chains can part.
   uint64_t depth = tables_->max_reorg_depth();
@@ -199,15 +209,21 @@ Result<std::optional<Microbatch>> QueryStream::TryNext() {
     batch.span.prev_hash = prev.value_or("");
   }
   ARROW_ASSIGN_OR_RAISE(batch.run, engine_->Run(query_, BlockRange{from, *to}));
-  // Pinned now: every table must agree on the end's hash (a reorg may have reached one and not yet another).
+  // Pinned now: every table must still reach the end and agree on its hash
+  // (a reorg may have reached one table and not yet another).
   for (const auto& id : query_.tables) {
     ARROW_ASSIGN_OR_RAISE(auto at, HashAt(id, *to));
     if (at && *at != hash) return std::optional<Microbatch>();
+    if (!at) {
+      ARROW_ASSIGN_OR_RAISE(auto state, tables_->State(id));
+      if (state.empty() || state.end < *to) return std::optional<Microbatch>();
+    }
   }
   batch.reorg = reorg_;
   reorg_ = false;
   next_from_ = *to + 1;
   delivered_.emplace_back(*to, hash);
+  last_span_ = batch.span;
   if (delivered_.size() > kDeliveredKept) delivered_.pop_front();
   return std::optional<Microbatch>(std::move(batch));
 }

@@ -80,6 +80,8 @@ struct StreamOptions {
 
 struct Microbatch {
   std::unique_ptr<QueryRun> run;  // null: a keep-alive (nothing new for keep_alive)
+  // The range's blocks; a keep-alive's: the last range delivered (Amp's
+  // watermark, sent again complete), or none (network "") before the first.
   BlockSpan span;
   bool reorg = false;  // span.start is at or before a block already delivered
 };
@@ -122,8 +124,9 @@ class QueryStream {
   std::shared_ptr<arrow::Schema> schema_;
   // Ends of the delivered ranges (block, hash), newest last; a few hundred at most.
   std::deque<std::pair<uint64_t, std::string>> delivered_;
-  std::optional<uint64_t> next_from_;  // set: the next range starts here (after a reorg, or a cursor)
-  bool reorg_ = false;                 // the next range follows a reorg
+  std::optional<uint64_t> next_from_;   // set: the next range starts here (after a reorg, or a cursor)
+  std::optional<BlockSpan> last_span_;  // the last range delivered
+  bool reorg_ = false;                  // the next range follows a reorg
 };
 
 // `batch` with the columns of `schema` (a microbatch whose files are all of an

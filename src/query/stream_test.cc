@@ -123,6 +123,17 @@ TEST_F(QueryStreamTest, AResumeGoesOnAfterTheCursorOrIsToldOfTheReorg) {
   EXPECT_EQ(mb.span.prev_hash, ForkHash(34, 0));
 }
 
+TEST_F(QueryStreamTest, ACursorOnAForkTwiceAbandonedGoesBackToWhereItParted) {
+  Append(35, 41, 1, 0);  // fork 1 from block 35 (a cursor at 39 of fork 0 would go on from 35)
+  Append(32, 42, 2, 0);  // fork 2 from 32: 34 of fork 0, fork 0's ancestor, is gone too
+  auto stream =
+      *Open("SELECT block_num FROM eth.logs SETTINGS stream = true", StreamCursor{"eth", 39, ForkHash(39, 0)});
+  auto mb = *stream->Next([] { return false; });
+  EXPECT_TRUE(mb.reorg);
+  EXPECT_EQ(mb.span.start, 32u);
+  EXPECT_EQ(mb.span.prev_hash, ForkHash(31, 0));
+}
+
 TEST_F(QueryStreamTest, RefusesWhatCannotStream) {
   auto aggregate = Open("SELECT count(*) FROM eth.logs");
   EXPECT_TRUE(IsInvalidArgument(aggregate.status()));

@@ -201,7 +201,7 @@ Result<LiveSetChange> Appender::PlanChange(const TableInfo& table, const Segment
     if (hash == seg.parent_hash) continue;  // cannot be: that hash is the ancestor's
     std::optional<uint64_t> ancestor;
     if (seg.start > 0) ancestor = seg.start - 1;
-    change.abandoned.push_back(AbandonedBlock{block, std::move(hash), ancestor});
+    change.abandoned.push_back(AbandonedBlock{block, std::move(hash), ancestor, seg.parent_hash});
   }
   for (const auto& s : tail.segments) {
     if (s.end < seg.start) {

@@ -83,7 +83,8 @@ struct SegmentPage {
 struct AbandonedBlock {
   uint64_t block = 0;
   std::string hash;                  // lowercase hex
-  std::optional<uint64_t> ancestor;  // the last block both chains share (none: the reorg replaced block 0)
+  std::optional<uint64_t> ancestor;  // the last block both chains shared then (none: the reorg replaced block 0)
+  std::string ancestor_hash;         // its hash then (a later, deeper reorg may replace it too)
 };
 
 struct LiveSetChange {

@@ -31,7 +31,7 @@ std::string EncodeBlockHash(const std::string& hex) { return json{{"v", 1}, {"h"
 
 std::string EncodeAbandonedBlock(const AbandonedBlock& b) {
   json j = {{"v", 1}, {"b", b.block}};
-  if (b.ancestor) j["a"] = *b.ancestor;
+  if (b.ancestor) j["a"] = *b.ancestor, j["ah"] = b.ancestor_hash;
   return j.dump();
 }
 
@@ -44,6 +44,7 @@ Result<AbandonedBlock> DecodeAbandonedBlock(const std::string& key, const std::s
   AbandonedBlock out;
   out.block = j["b"].get<uint64_t>();
   if (j.contains("a")) out.ancestor = j["a"].get<uint64_t>();
+  if (j.contains("ah") && j["ah"].is_string()) out.ancestor_hash = j["ah"].get<std::string>();
   return out;
 }
 

@@ -25,7 +25,8 @@ Result<std::string> HashOf(const json& j, const std::string& network) {
   return h;
 }
 
-std::string Hex0x(const std::string& hex) { return hex.empty() ? "" : "0x" + hex; }
+// A hash as Amp's clients read it: 0x-prefixed hex, or null when not known (the parent of block 0).
+json Hex0x(const std::string& hex) { return hex.empty() ? json(nullptr) : json("0x" + hex); }
 
 }  // namespace
 

@@ -24,7 +24,8 @@ Result<std::optional<bool>> ParseStreamHeader(std::string_view text);
 
 // {"ranges": [<span>], "ranges_complete": <complete>, "reorg": <reorg>}, a
 // span as {"numbers": {"start", "end"}, "network", "hash": "0x…", "prev_hash": "0x…"};
-// no span: "ranges": [] (a batch query, a keep-alive).
+// no span: "ranges": [] (a batch query, a keep-alive before the first range).
+// An unknown hash is null.
 std::string RangesJson(const query::BlockSpan* span, bool complete, bool reorg);
 
 // Amp's error codes: what a failure at `step` of a query is called, and its HTTP status.

@@ -57,7 +57,8 @@ std::string EncodeTicket(const TicketContents& t) {
   return json{{"v", 1}, {"sql", t.sql}, {"stream", t.stream}, {"resume", t.resume}}.dump();
 }
 
-Result<TicketContents> DecodeTicket(const std::string& text) {
+Result<TicketContents> DecodeTicket(const std::string& text, size_t max_bytes) {
+  if (text.size() > max_bytes + 4096) return InvalidArgument("TICKET_DECODING_ERROR: the ticket is too large");
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || j.value("v", 0) != 1 || !j.contains("sql") || !j["sql"].is_string() ||
       !j.contains("stream") || !j["stream"].is_boolean() || !j.contains("resume") || !j["resume"].is_string()) {
@@ -86,13 +87,14 @@ Result<flight::FlightPayload> SchemaPayload(const arrow::Schema& schema) {
 // A batch query's rows, then an empty batch whose metadata says the ranges are complete.
 class RunStream final : public flight::FlightDataStream {
  public:
-  RunStream(std::unique_ptr<query::QueryRun> run, std::shared_ptr<arrow::Schema> schema)
-      : run_(std::move(run)), schema_(std::move(schema)) {}
+  RunStream(std::unique_ptr<query::QueryRun> run, std::shared_ptr<arrow::Schema> schema,
+            const flight::ServerCallContext* context)
+      : run_(std::move(run)), schema_(std::move(schema)), context_(context) {}
   std::shared_ptr<arrow::Schema> schema() override { return schema_; }
   arrow::Result<flight::FlightPayload> GetSchemaPayload() override { return SchemaPayload(*schema_); }
   arrow::Result<flight::FlightPayload> Next() override {
     if (finished_) return flight::FlightPayload();
-    auto batch = run_->Next();
+    auto batch = run_->Next([this] { return context_->is_cancelled(); });
     if (!batch.ok()) return ToFlight(batch.status());
     if (*batch != nullptr) return BatchPayload(**batch, RangesJson(nullptr, false, false));
     finished_ = true;
@@ -103,6 +105,7 @@ class RunStream final : public flight::FlightDataStream {
  private:
   std::unique_ptr<query::QueryRun> run_;
   std::shared_ptr<arrow::Schema> schema_;
+  const flight::ServerCallContext* context_;  // the DoGet call's, which outlives its stream
   bool finished_ = false;
 };
 
@@ -116,7 +119,7 @@ class MicrobatchStream final : public flight::FlightDataStream {
   arrow::Result<flight::FlightPayload> GetSchemaPayload() override { return SchemaPayload(*stream_->schema()); }
   arrow::Result<flight::FlightPayload> Next() override {
     if (current_) {
-      auto batch = current_->run->Next();
+      auto batch = current_->run->Next([this] { return context_->is_cancelled() || stopping_->load(); });
       if (batch.ok() && *batch != nullptr) batch = query::Conform(*batch, stream_->schema());
       if (!batch.ok()) return ToFlight(batch.status());
       if (*batch != nullptr) return BatchPayload(**batch, RangesJson(&current_->span, false, current_->reorg));
@@ -130,9 +133,10 @@ class MicrobatchStream final : public flight::FlightDataStream {
       if (next.status().IsCancelled()) return flight::FlightPayload();  // the end
       return ToFlight(next.status());
     }
-    if (next->run == nullptr) {  // a keep-alive
+    if (next->run == nullptr) {  // a keep-alive: the last range again, complete (Amp's watermark)
       ARROW_ASSIGN_OR_RAISE(auto empty, arrow::RecordBatch::MakeEmpty(stream_->schema()));
-      return BatchPayload(*empty, RangesJson(nullptr, false, false));
+      const query::BlockSpan* last = next->span.network.empty() ? nullptr : &next->span;
+      return BatchPayload(*empty, RangesJson(last, last != nullptr, false));
     }
     current_ = std::move(*next);
     return Next();
@@ -250,7 +254,7 @@ class QueryFlightServer::Service final : public flight::FlightServerBase {
 
   Status Get(const flight::ServerCallContext& context, const flight::Ticket& ticket,
              std::unique_ptr<flight::FlightDataStream>* out) {
-    ARROW_ASSIGN_OR_RAISE(auto contents, DecodeTicket(ticket.ticket));
+    ARROW_ASSIGN_OR_RAISE(auto contents, DecodeTicket(ticket.ticket, max_query_bytes_));
     // The ticket is no capability: its caller is admitted again.
     ARROW_ASSIGN_OR_RAISE(auto parsed, Admit(context, contents.sql));
     if (contents.stream) {
@@ -260,7 +264,7 @@ class QueryFlightServer::Service final : public flight::FlightServerBase {
     }
     ARROW_ASSIGN_OR_RAISE(auto run, s_->engine->Run(parsed));
     ARROW_ASSIGN_OR_RAISE(auto schema, run->Schema());
-    *out = std::make_unique<RunStream>(std::move(run), std::move(schema));
+    *out = std::make_unique<RunStream>(std::move(run), std::move(schema), &context);
     return Status::OK();
   }
 
@@ -290,7 +294,9 @@ Status QueryFlightServer::Start(const std::string& host, int port) {
 void QueryFlightServer::Stop() {
   if (!started_) return;
   started_ = false;
-  (void)service_->Shutdown();
+  // Calls still running (a stream, a client that stopped reading) get a few seconds to end.
+  auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(3);
+  (void)service_->Shutdown(&deadline);
   if (service_->serving.joinable()) service_->serving.join();
 }
 

@@ -4,6 +4,7 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include "server/http/http_server.h"
 #include "server/http/json_lines.h"
 #include "server/query/amp_format.h"
 
@@ -55,11 +56,12 @@ bool SendRows(query::QueryRun& run, const std::shared_ptr<arrow::Schema>* confor
               const std::function<void()>& before_first = nullptr) {
   std::string buf;
   bool first = true;
+  auto gone = [&sink] { return !sink.is_writable(); };
   while (true) {
-    auto batch = run.Next();
+    auto batch = run.Next(gone);
     if (batch.ok() && *batch != nullptr && conform_to != nullptr) batch = query::Conform(*batch, *conform_to);
     if (!batch.ok()) {
-      buf = AmpErrorJson(AmpErrorCode(batch.status(), QueryStep::kExecute), batch.status().message()) + "\n";
+      buf = AmpErrorJson("QUERY_ERROR", batch.status().message()) + "\n";
       sink.write(buf.data(), buf.size());
       return false;
     }
@@ -116,19 +118,17 @@ Status StartStream(const QueryServices* s, const query::ParsedQuery& parsed, con
                    httplib::Response& res, bool own_port) {
   auto cursor = CursorOf(req, parsed);
   if (!cursor.ok()) return Reply(res, cursor.status(), QueryStep::kStreamCheck);
-  std::shared_ptr<std::atomic<int>> slot;  // the API port's share, given back with the stream
-  if (!own_port) {
-    std::atomic<int>* open = s->api_port_streams;
-    if (open->fetch_add(1) >= kApiPortStreams) {
-      open->fetch_sub(1);
-      return Reply(res,
-                   Busy(fmt::format("{} streaming queries are open on the API port, its most; stream on the query "
-                                    "server's ports ([query] jsonl_listen, flight_listen)",
-                                    kApiPortStreams)),
-                   QueryStep::kStreamCheck);
-    }
-    slot = std::shared_ptr<std::atomic<int>>(open, [](std::atomic<int>* p) { p->fetch_sub(1); });
+  // The port's share of its workers, given back with the stream.
+  std::atomic<int>* open = own_port ? s->jsonl_port_streams : s->api_port_streams;
+  if (open->fetch_add(1) >= StreamsAllowed(own_port)) {
+    open->fetch_sub(1);
+    return Reply(res,
+                 Busy(fmt::format("{} streaming queries are open on this port, its most (each holds one of its "
+                                  "workers); stream over Flight SQL ([query] flight_listen)",
+                                  StreamsAllowed(own_port))),
+                 QueryStep::kStreamCheck);
   }
+  std::shared_ptr<std::atomic<int>> slot(open, [](std::atomic<int>* p) { p->fetch_sub(1); });
   auto stream = query::QueryStream::Open(s->engine, s->tables, s->watch, parsed, *cursor, s->stream);
   if (!stream.ok()) return Reply(res, stream.status(), QueryStep::kStreamCheck);
   std::shared_ptr<query::QueryStream> shared = std::move(*stream);
@@ -138,14 +138,15 @@ Status StartStream(const QueryServices* s, const query::ParsedQuery& parsed, con
       auto mb = shared->Next(gone);
       if (!mb.ok()) {
         if (!gone()) {
-          std::string line = AmpErrorJson(AmpErrorCode(mb.status(), QueryStep::kExecute), mb.status().message());
+          std::string line = AmpErrorJson("QUERY_ERROR", mb.status().message());
           line += "\n";
           sink.write(line.data(), line.size());
         }
         return false;
       }
-      if (mb->run == nullptr) {  // a keep-alive
-        std::string m = Marker(nullptr, false, false);
+      if (mb->run == nullptr) {  // a keep-alive: the last range again, complete (Amp's watermark)
+        const query::BlockSpan* last = mb->span.network.empty() ? nullptr : &mb->span;
+        std::string m = Marker(last, last != nullptr, false);
         if (!sink.write(m.data(), m.size())) return false;
         continue;
       }
@@ -166,6 +167,8 @@ Status ServeQuery(const QueryServices* s, const Call& c, bool own_port) {
 }
 
 }  // namespace
+
+int StreamsAllowed(bool own_port) { return own_port ? static_cast<int>(HttpWorkers() / 2) : 4; }
 
 std::vector<Route> QueryRoutes(const QueryServices* s, bool own_port) {
   const auto read = Need("tables:ReadTable", "arn:sediment:tables:::{@table}");

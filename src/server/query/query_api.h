@@ -28,8 +28,9 @@ struct QueryServices {
   table::TableService* tables = nullptr;
   const query::TableWatch* watch = nullptr;
   query::StreamOptions stream;
-  const std::atomic<bool>* stopping = nullptr;   // set: open streams end (the server stops)
-  std::atomic<int>* api_port_streams = nullptr;  // streams open on the API port, whose workers the APIs share
+  const std::atomic<bool>* stopping = nullptr;     // set: open streams end (the server stops)
+  std::atomic<int>* api_port_streams = nullptr;    // streams open on the API port, whose workers the APIs share
+  std::atomic<int>* jsonl_port_streams = nullptr;  // streams open on [query] jsonl_listen
 };
 
 // The JSON lines rows: on the API port, or (own_port) on [query] jsonl_listen.
@@ -39,7 +40,9 @@ std::vector<Route> QueryRoutes(const QueryServices* services, bool own_port);
 // admits its calls by (Router::AdmitOperation).
 inline constexpr const char* kQueryOperation = "query Query";
 
-// Streaming queries the API port keeps open at once (each holds one of its workers).
-inline constexpr int kApiPortStreams = 4;
+// Streaming queries an HTTP port keeps open at once (each holds one of its
+// workers): 4 on the API port, half the workers on the JSON lines port (its
+// health and batch queries keep the rest; Flight SQL has no such bound).
+int StreamsAllowed(bool own_port);
 
 }  // namespace sediment::server

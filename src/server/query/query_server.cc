@@ -31,6 +31,7 @@ QueryServer::QueryServer(const Config& config, MetricsRegistry* metrics) : confi
   services_.stream.poll = Millis(config.query.poll_interval_secs);
   services_.stopping = &stopping_;
   services_.api_port_streams = &api_port_streams_;
+  services_.jsonl_port_streams = &jsonl_port_streams_;
 }
 
 QueryServer::~QueryServer() { Stop(); }

@@ -55,6 +55,7 @@ class QueryServer {
   QueryServices services_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> api_port_streams_{0};
+  std::atomic<int> jsonl_port_streams_{0};
   std::unique_ptr<HttpServer> jsonl_http_;
   std::unique_ptr<Router> router_;  // the JSON lines port's rows; Flight SQL calls are admitted by them
   std::unique_ptr<QueryFlightServer> flight_;
