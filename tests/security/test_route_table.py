@@ -2,6 +2,8 @@
 gateway, is authenticated and authorized exactly as it declares, and a path no row serves is a 404 before
 any handler. The rows come from `sediment routes`, so a route added to the table is walked here without
 being listed anywhere in the suite."""
+import functools
+
 import requests
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -32,14 +34,16 @@ def fill(template):
     return fill_template(template, PARAMS, QUERY, BODY)
 
 
-def call(server, route, auth=None):
+def call_at(server, route, auth=None, base=None):
     method, path = route["method"], fill(route["path"])
     kw = {"params": QUERY, "timeout": 30, "auth": auth}
-    if route["streamed"]:
+    if route["protocol"] == "query" and method == "POST":  # the query server: SQL naming a table
+        kw.update(data=b"SELECT * FROM walkds.walktable")
+    elif route["streamed"]:
         kw.update(data=b"walk", headers={"Content-Type": "application/octet-stream"})
     elif method in ("POST", "PUT", "PATCH"):
         kw["json"] = ICEBERG_BODY if route["protocol"] == "lakefs-iceberg" else BODY
-    return requests.request(method, server.url + path, **kw)
+    return requests.request(method, (base or server.url) + path, **kw)
 
 
 def granted_user(api, name, needs):
@@ -58,11 +62,14 @@ def test_every_row_is_authenticated_and_authorized_as_it_declares(catalog_server
     create_repo(api, "walk", server.namespace("walk"))
     nobody = create_user(api, "walk-nobody")
     table = route_table()
-    rows = [r for r in table["routes"] if not r["operation"].endswith(" NotFound")]
+    rows = [(r, server.url) for r in table["routes"] if not r["operation"].endswith(" NotFound")]
     assert len(rows) > 100, "the table is missing rows"
+    # The query server's own port ([query] jsonl_listen) is walked too.
+    rows += [(r, f"http://127.0.0.1:{server.query_ports['jsonl']}") for r in table["query_port_routes"]]
     failures = []
-    for i, route in enumerate(rows):
-        what = f"{route['method']} {route['path']} ({route['operation']})"
+    for i, (route, base) in enumerate(rows):
+        what = f"{route['method']} {base}{route['path']} ({route['operation']})"
+        call = functools.partial(call_at, base=base)
         anonymous = call(server, route)
         if route["access"] == "public":
             if anonymous.status_code in REFUSED and route["operation"] not in ("lakefs Login", "iceberg GetToken"):
