@@ -129,7 +129,7 @@ Status QueryRun::State::Execute(duck::Connection* conn) {
   ARROW_ASSIGN_OR_RAISE(auto statement, duck::Statement::Prepare(conn, sql));
   {
     std::lock_guard<std::mutex> lock(mu);
-    schema = statement->schema();
+    schema = TableTypes(statement->schema(), views);
     prepared = true;
     cv.notify_all();
   }
@@ -141,6 +141,9 @@ Status QueryRun::State::Execute(duck::Connection* conn) {
     if (stop) return Status::OK();
     if (batch == nullptr) return Status::OK();
     if (batch->num_rows() == 0) continue;
+    lock.unlock();
+    ARROW_ASSIGN_OR_RAISE(batch, Retyped(batch, schema));
+    lock.lock();
     // Backpressure: a client that reads slowly holds a few batches, not the result.
     if (!cv.wait_until(lock, deadline, [&] { return stop || queue.size() < kQueueBatches; })) {
       return TimedOut();

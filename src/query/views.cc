@@ -1,8 +1,12 @@
+#include <arrow/compute/cast.h>
+#include <arrow/record_batch.h>
 #include <arrow/type.h>
 #include <arrow/type_traits.h>
 #include <fmt/format.h>
 
+#include <map>
 #include <regex>
+#include <set>
 
 #include "query/duck_internal.h"
 #include "query/views_internal.h"
@@ -78,34 +82,21 @@ Result<std::string> EmptySelect(const arrow::Schema& stored) {
   return fmt::format("SELECT {} WHERE false", columns);
 }
 
-// The table's columns over its stored ones: unsigned integers stored signed
-// (stored_types.h) cast back to the table's types, the rest as read.
-//
-// Binary columns (addresses, hashes) go through an expression DuckDB does not
-// push into the Parquet reader: DuckDB 1.5.6 answers an equality filter on a
-// BLOB column that has a bloom filter with no rows (its probe disagrees with
-// the filters Parquet's writers, and DuckDB itself, write: duckdb/duckdb#24994),
-// and so does a join's dynamic filter. Block ranges, on integers, still prune
-// row groups and pages; filters on binary columns run after the read
-// (docs/query.md).
-//
-// Binary columns (addresses, hashes) go through an expression DuckDB does not
-// push into the Parquet reader: DuckDB 1.5.6 answers an equality filter on a
-// BLOB column that has a bloom filter with no rows (it probes the filter with
-// a hash Parquet's writers do not use; duckdb/duckdb#24994), and so does a
-// join's dynamic filter. Block ranges, on integers, still prune row groups
-// and pages; filters on binary columns run after the read (docs/query.md).
-Result<std::string> TableColumns(const arrow::Schema& table, const arrow::Schema& stored) {
+// The view's columns: binary columns (addresses, hashes) through an
+// expression DuckDB does not push into the Parquet reader: DuckDB 1.5.6
+// answers an equality filter on a BLOB column that has a bloom filter with no
+// rows (its probe disagrees with the filters Parquet's writers, and DuckDB
+// itself, write: duckdb/duckdb#24994), and so does a join's dynamic filter.
+// The rest as stored, so filters on them (block ranges above all) prune row
+// groups and pages; unsigned integers get the table's types back on the way
+// out (TableTypes), not in the view: a CAST there would stop that pruning.
+std::string ViewColumns(const arrow::Schema& stored) {
   std::string columns;
-  for (int i = 0; i < table.num_fields(); ++i) {
-    const auto& f = table.field(i);
+  for (const auto& f : stored.fields()) {
     std::string name = duck::Identifier(f->name());
     if (!columns.empty()) columns += ", ";
     const auto id = f->type()->id();
-    if (i < stored.num_fields() && !stored.field(i)->type()->Equals(f->type()) && arrow::is_unsigned_integer(id)) {
-      ARROW_ASSIGN_OR_RAISE(auto type, DuckTypeOf(*f->type()));
-      columns += fmt::format("CAST({0} AS {1}) AS {0}", name, type);
-    } else if (id == arrow::Type::FIXED_SIZE_BINARY || id == arrow::Type::BINARY || id == arrow::Type::LARGE_BINARY) {
+    if (id == arrow::Type::FIXED_SIZE_BINARY || id == arrow::Type::BINARY || id == arrow::Type::LARGE_BINARY) {
       columns += fmt::format("{0} || ''::BLOB AS {0}", name);
     } else {
       columns += name;
@@ -140,20 +131,72 @@ Result<TableView> OpenView(table::TableService* tables, const table::TableId& id
     }
     view.files.push_back(std::move(*file));
   }
+  const auto& schema = view.snapshot->schema();
+  const auto stored = table::StoredSchema(schema);
+  for (int i = 0; i < schema->num_fields() && i < stored->num_fields(); ++i) {
+    const auto& f = schema->field(i);
+    if (arrow::is_unsigned_integer(f->type()->id()) && !stored->field(i)->type()->Equals(f->type())) {
+      view.unsigned_columns.emplace_back(f->name(), f->type());
+    }
+  }
   std::string select;
   if (view.files.empty()) {
-    ARROW_ASSIGN_OR_RAISE(select, EmptySelect(*view.snapshot->schema()));
+    ARROW_ASSIGN_OR_RAISE(select, EmptySelect(*stored));
   } else {
     // Files written before a schema change lack its columns: read by name, the missing as nulls.
-    const auto& schema = view.snapshot->schema();
-    ARROW_ASSIGN_OR_RAISE(auto columns, TableColumns(*schema, *table::StoredSchema(schema)));
-    select = fmt::format("SELECT {} FROM read_parquet({}{})", columns, PathList(view.files),
+    select = fmt::format("SELECT {} FROM read_parquet({}{})", ViewColumns(*stored), PathList(view.files),
                          info.version() > 1 ? ", union_by_name = true" : "");
     if (range) select += fmt::format(" WHERE block_num BETWEEN {} AND {}", range->from, range->to);
   }
   view.create_sql = fmt::format("CREATE SCHEMA IF NOT EXISTS {0}; CREATE VIEW {0}.{1} AS {2};",
                                 duck::Identifier(id.dataset), duck::Identifier(id.table), select);
   return view;
+}
+
+std::shared_ptr<arrow::Schema> TableTypes(const std::shared_ptr<arrow::Schema>& result,
+                                          const std::vector<TableView>& views) {
+  std::map<std::string, std::shared_ptr<arrow::DataType>> types;
+  std::set<std::string> ambiguous;
+  for (const auto& v : views) {
+    for (const auto& [name, type] : v.unsigned_columns) {
+      auto [it, added] = types.emplace(name, type);
+      if (!added && !it->second->Equals(type)) ambiguous.insert(name);
+    }
+  }
+  auto fields = result->fields();
+  bool changed = false;
+  for (auto& f : fields) {
+    auto it = types.find(f->name());
+    if (it == types.end() || ambiguous.count(f->name())) continue;
+    // Only a column still of its stored type (int64, or int32 for the small ones): an expression's is not.
+    auto stored_id = it->second->id() == arrow::Type::UINT8 || it->second->id() == arrow::Type::UINT16
+                         ? arrow::Type::INT32
+                         : arrow::Type::INT64;
+    if (f->type()->id() != stored_id) continue;
+    f = f->WithType(it->second);
+    changed = true;
+  }
+  return changed ? arrow::schema(fields, result->metadata()) : result;
+}
+
+Result<std::shared_ptr<arrow::RecordBatch>> Retyped(const std::shared_ptr<arrow::RecordBatch>& batch,
+                                                    const std::shared_ptr<arrow::Schema>& schema) {
+  if (batch->schema()->Equals(*schema, /*check_metadata=*/false)) return batch;
+  std::vector<std::shared_ptr<arrow::Array>> columns;
+  for (int i = 0; i < batch->num_columns(); ++i) {
+    auto column = batch->column(i);
+    const auto& want = schema->field(i)->type();
+    if (!column->type()->Equals(want)) {
+      if (arrow::bit_width(column->type_id()) == arrow::bit_width(want->id())) {
+        ARROW_ASSIGN_OR_RAISE(column, column->View(want));  // the same bits: stored as signed
+      } else {
+        ARROW_ASSIGN_OR_RAISE(auto datum, arrow::compute::Cast(*column, want));
+        column = datum;
+      }
+    }
+    columns.push_back(std::move(column));
+  }
+  return arrow::RecordBatch::Make(schema, batch->num_rows(), std::move(columns));
 }
 
 std::string LockDownSql(const std::vector<TableView>& views) {

@@ -12,6 +12,12 @@
 #include "query/engine.h"
 #include "table/names.h"
 
+namespace arrow {
+class DataType;
+class RecordBatch;
+class Schema;
+}  // namespace arrow
+
 namespace sediment::table {
 class ReadSnapshot;
 class TableService;
@@ -24,7 +30,18 @@ struct TableView {
   std::shared_ptr<table::ReadSnapshot> snapshot;  // holds the files against GC
   std::vector<std::string> files;                 // local paths of the snapshot's files
   std::string create_sql;                         // CREATE SCHEMA/VIEW statements
+  // The table's unsigned columns, stored signed and read as stored (a CAST in
+  // the view would keep DuckDB from pruning by block_num): name -> the table's type.
+  std::vector<std::pair<std::string, std::shared_ptr<arrow::DataType>>> unsigned_columns;
 };
+
+// A result's columns named as one of `views`' unsigned columns, of its stored
+// type, with the table's type (names the views disagree on are left alone).
+std::shared_ptr<arrow::Schema> TableTypes(const std::shared_ptr<arrow::Schema>& result,
+                                          const std::vector<TableView>& views);
+// `batch` as `schema` says (TableTypes): the same bits for 64-bit integers, a checked cast for the widened.
+Result<std::shared_ptr<arrow::RecordBatch>> Retyped(const std::shared_ptr<arrow::RecordBatch>& batch,
+                                                    const std::shared_ptr<arrow::Schema>& schema);
 
 // Pins `id`'s snapshot (only the files holding blocks in `range`, the view
 // restricted to those blocks) and writes its view.

@@ -6,11 +6,14 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "auth/auth.h"
 #include "base/codec.h"
+#include "base/crypto.h"
 #include "server/http/route.h"
 #include "server/query/amp_format.h"
 #include "server/query/flight_sql_proto.h"
@@ -51,11 +54,52 @@ struct TicketContents {
   std::string sql;
   bool stream = false;
   std::string resume;  // amp-resume as sent
+  std::string id;      // the run GetFlightInfo started for it (Handoffs), if any
 };
 
 std::string EncodeTicket(const TicketContents& t) {
-  return json{{"v", 1}, {"sql", t.sql}, {"stream", t.stream}, {"resume", t.resume}}.dump();
+  return json{{"v", 1}, {"sql", t.sql}, {"stream", t.stream}, {"resume", t.resume}, {"id", t.id}}.dump();
 }
+
+// Batch queries GetFlightInfo started, for the DoGet of their ticket to take:
+// one engine start and one pinned snapshot per query, not two. A run no DoGet
+// takes within kHandoffTtl is cancelled (its slot freed).
+class Handoffs {
+ public:
+  static constexpr auto kHandoffTtl = std::chrono::seconds(30);
+  std::string Put(const std::string& user, const std::string& sql, std::unique_ptr<query::QueryRun> run) {
+    std::string id = RandomHex(16);
+    std::lock_guard<std::mutex> lock(mu_);
+    Reap();
+    pending_[id] = Pending{user, sql, std::move(run), std::chrono::steady_clock::now() + kHandoffTtl};
+    return id;
+  }
+  // The run left under `id` for `user` and `sql`; null if there is none (expired, or another's).
+  std::unique_ptr<query::QueryRun> Take(const std::string& id, const std::string& user, const std::string& sql) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Reap();
+    auto it = pending_.find(id);
+    if (it == pending_.end() || it->second.user != user || it->second.sql != sql) return nullptr;
+    auto run = std::move(it->second.run);
+    pending_.erase(it);
+    return run;
+  }
+
+ private:
+  struct Pending {
+    std::string user, sql;
+    std::unique_ptr<query::QueryRun> run;
+    std::chrono::steady_clock::time_point expires;
+  };
+  void Reap() {
+    auto now = std::chrono::steady_clock::now();
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      it = it->second.expires < now ? pending_.erase(it) : std::next(it);
+    }
+  }
+  std::mutex mu_;
+  std::map<std::string, Pending> pending_;  // GUARDED_BY(mu_)
+};
 
 Result<TicketContents> DecodeTicket(const std::string& text, size_t max_bytes) {
   if (text.size() > max_bytes + 4096) return InvalidArgument("TICKET_DECODING_ERROR: the ticket is too large");
@@ -64,7 +108,8 @@ Result<TicketContents> DecodeTicket(const std::string& text, size_t max_bytes) {
       !j.contains("stream") || !j["stream"].is_boolean() || !j.contains("resume") || !j["resume"].is_string()) {
     return InvalidArgument("TICKET_DECODING_ERROR: the ticket is not one this server issued");
   }
-  return TicketContents{j["sql"].get<std::string>(), j["stream"].get<bool>(), j["resume"].get<std::string>()};
+  std::string id = j.contains("id") && j["id"].is_string() ? j["id"].get<std::string>() : "";
+  return TicketContents{j["sql"].get<std::string>(), j["stream"].get<bool>(), j["resume"].get<std::string>(), id};
 }
 
 Result<flight::FlightPayload> BatchPayload(const arrow::RecordBatch& batch, const std::string& metadata) {
@@ -202,15 +247,16 @@ class QueryFlightServer::Service final : public flight::FlightServerBase {
   std::thread serving;
 
  private:
-  // The caller, admitted as the JSON lines row admits a POST of `sql`.
-  Result<query::ParsedQuery> Admit(const flight::ServerCallContext& context, const std::string& sql) {
+  // The caller, admitted as the JSON lines row admits a POST of `sql`; who it is in `user`.
+  Result<query::ParsedQuery> Admit(const flight::ServerCallContext& context, const std::string& sql,
+                                   std::string* user) {
     httplib::Request req;
     req.method = "POST";
     req.path = "/";
     req.body = sql;
     std::string authorization = Header(context, "authorization");
     if (!authorization.empty()) req.set_header("Authorization", authorization);
-    ARROW_RETURN_NOT_OK(router_->AdmitOperation(kQueryOperation, req).status());
+    ARROW_ASSIGN_OR_RAISE(*user, router_->AdmitOperation(kQueryOperation, req));
     return s_->engine->Parse(sql);
   }
 
@@ -220,16 +266,18 @@ class QueryFlightServer::Service final : public flight::FlightServerBase {
       return InvalidArgument("UNSUPPORTED_FLIGHT_DESCRIPTOR_TYPE: send a command (a Flight SQL statement query)");
     }
     ARROW_ASSIGN_OR_RAISE(std::string sql, StatementQueryOf(descriptor.cmd, max_query_bytes_));
-    ARROW_ASSIGN_OR_RAISE(auto parsed, Admit(context, sql));
+    std::string user;
+    ARROW_ASSIGN_OR_RAISE(auto parsed, Admit(context, sql, &user));
     ARROW_ASSIGN_OR_RAISE(auto header, ParseStreamHeader(Header(context, "amp-stream")));
-    TicketContents ticket{sql, header.value_or(parsed.stream), Header(context, "amp-resume")};
+    TicketContents ticket{sql, header.value_or(parsed.stream), Header(context, "amp-resume"), ""};
     std::shared_ptr<arrow::Schema> schema;
     if (ticket.stream) {
       ARROW_ASSIGN_OR_RAISE(auto stream, OpenStream(parsed, ticket.resume));
       schema = stream->schema();
     } else {
-      ARROW_ASSIGN_OR_RAISE(auto run, s_->engine->Run(parsed, std::nullopt, /*execute=*/false));
+      ARROW_ASSIGN_OR_RAISE(auto run, s_->engine->Run(parsed));
       ARROW_ASSIGN_OR_RAISE(schema, run->Schema());
+      ticket.id = handoffs_.Put(user, sql, std::move(run));
     }
     flight::FlightEndpoint endpoint;
     endpoint.ticket.ticket = EncodeTicket(ticket);
@@ -256,13 +304,17 @@ class QueryFlightServer::Service final : public flight::FlightServerBase {
              std::unique_ptr<flight::FlightDataStream>* out) {
     ARROW_ASSIGN_OR_RAISE(auto contents, DecodeTicket(ticket.ticket, max_query_bytes_));
     // The ticket is no capability: its caller is admitted again.
-    ARROW_ASSIGN_OR_RAISE(auto parsed, Admit(context, contents.sql));
+    std::string user;
+    ARROW_ASSIGN_OR_RAISE(auto parsed, Admit(context, contents.sql, &user));
     if (contents.stream) {
       ARROW_ASSIGN_OR_RAISE(auto stream, OpenStream(parsed, contents.resume));
       *out = std::make_unique<MicrobatchStream>(std::move(stream), &context, s_->stopping);
       return Status::OK();
     }
-    ARROW_ASSIGN_OR_RAISE(auto run, s_->engine->Run(parsed));
+    std::unique_ptr<query::QueryRun> run = handoffs_.Take(contents.id, user, contents.sql);
+    if (run == nullptr) {
+      ARROW_ASSIGN_OR_RAISE(run, s_->engine->Run(parsed));
+    }
     ARROW_ASSIGN_OR_RAISE(auto schema, run->Schema());
     *out = std::make_unique<RunStream>(std::move(run), std::move(schema), &context);
     return Status::OK();
@@ -271,6 +323,7 @@ class QueryFlightServer::Service final : public flight::FlightServerBase {
   const QueryServices* s_;
   Router* router_;
   const size_t max_query_bytes_;
+  Handoffs handoffs_;
 };
 
 QueryFlightServer::QueryFlightServer(const QueryServices* services, Router* router, auth::AuthService* auth,
