@@ -7,9 +7,7 @@ fixed_size_binary and once as binary; median of 7.
 Usage: POLARS_MAX_THREADS=1 .venv/bin/python bench/binary_types_probe.py <dir of input parquet files> <out dir>
 """
 import glob
-import statistics
 import sys
-import time
 
 import datafusion
 import duckdb
@@ -17,22 +15,14 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from timing import median_ms
+
 
 def as_variable_binary(table):
     """The table with its fixed-size binary columns as variable binary (Parquet BYTE_ARRAY)."""
     cols = [c.cast(pa.binary()) if pa.types.is_fixed_size_binary(f.type) else c
             for f, c in zip(table.schema, table.columns)]
     return pa.table(cols, names=table.column_names)
-
-
-def median_ms(fn, runs=7):
-    fn()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
 
 
 def main():

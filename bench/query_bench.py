@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from query_util import FlightStream, adbc  # noqa: E402
 from tables_util import SCHEMA, append, ipc  # noqa: E402
+from timing import median_ms  # noqa: E402
 
 SEDIMENT = ROOT / "build" / "sediment"
 
@@ -96,16 +97,6 @@ class Server:
     def stop(self):
         self.proc.terminate()
         self.proc.wait(30)
-
-
-def median_ms(fn, runs):
-    fn()  # warm the page cache and footers alike for both
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
 
 
 def wait_loaded(server, blocks):

@@ -23,12 +23,10 @@ import argparse
 import io
 import json
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 import duckdb
@@ -36,6 +34,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc
 import requests
+
+from timing import median_ms
 
 ROOT = Path(__file__).resolve().parent.parent
 SEDIMENT = ROOT / "build" / "sediment"
@@ -49,16 +49,6 @@ cooldown_duration = 0.0
 skip_latest_segments = 0
 gc_manifest_grace_period = 1000000000.0
 """
-
-
-def median_ms(fn, runs):
-    fn()  # warm caches (page cache, footers) alike for both engines
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
 
 
 def main():
