@@ -136,7 +136,7 @@ Result<TableView> OpenView(table::TableService* tables, const table::TableId& id
   for (int i = 0; i < schema->num_fields() && i < stored->num_fields(); ++i) {
     const auto& f = schema->field(i);
     if (arrow::is_unsigned_integer(f->type()->id()) && !stored->field(i)->type()->Equals(f->type())) {
-      view.unsigned_columns.emplace_back(f->name(), f->type());
+      view.unsigned_columns.push_back({f->name(), f->type(), stored->field(i)->type()});
     }
   }
   std::string select;
@@ -155,25 +155,22 @@ Result<TableView> OpenView(table::TableService* tables, const table::TableId& id
 
 std::shared_ptr<arrow::Schema> TableTypes(const std::shared_ptr<arrow::Schema>& result,
                                           const std::vector<TableView>& views) {
-  std::map<std::string, std::shared_ptr<arrow::DataType>> types;
+  std::map<std::string, const UnsignedColumn*> columns;
   std::set<std::string> ambiguous;
   for (const auto& v : views) {
-    for (const auto& [name, type] : v.unsigned_columns) {
-      auto [it, added] = types.emplace(name, type);
-      if (!added && !it->second->Equals(type)) ambiguous.insert(name);
+    for (const auto& c : v.unsigned_columns) {
+      auto [it, added] = columns.emplace(c.name, &c);
+      if (!added && !it->second->type->Equals(c.type)) ambiguous.insert(c.name);
     }
   }
   auto fields = result->fields();
   bool changed = false;
   for (auto& f : fields) {
-    auto it = types.find(f->name());
-    if (it == types.end() || ambiguous.count(f->name())) continue;
-    // Only a column still of its stored type (int64, or int32 for the small ones): an expression's is not.
-    auto stored_id = it->second->id() == arrow::Type::UINT8 || it->second->id() == arrow::Type::UINT16
-                         ? arrow::Type::INT32
-                         : arrow::Type::INT64;
-    if (f->type()->id() != stored_id) continue;
-    f = f->WithType(it->second);
+    auto it = columns.find(f->name());
+    if (it == columns.end() || ambiguous.count(f->name())) continue;
+    // Only a column still of its stored type: an expression's is not.
+    if (!f->type()->Equals(it->second->stored)) continue;
+    f = f->WithType(it->second->type);
     changed = true;
   }
   return changed ? arrow::schema(fields, result->metadata()) : result;

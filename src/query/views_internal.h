@@ -25,14 +25,20 @@ class TableService;
 
 namespace sediment::query {
 
+// An unsigned column of a table and the signed type its files store it as.
+struct UnsignedColumn {
+  std::string name;
+  std::shared_ptr<arrow::DataType> type, stored;
+};
+
 struct TableView {
   table::TableId id;
   std::shared_ptr<table::ReadSnapshot> snapshot;  // holds the files against GC
   std::vector<std::string> files;                 // local paths of the snapshot's files
   std::string create_sql;                         // CREATE SCHEMA/VIEW statements
   // The table's unsigned columns, stored signed and read as stored (a CAST in
-  // the view would keep DuckDB from pruning by block_num): name -> the table's type.
-  std::vector<std::pair<std::string, std::shared_ptr<arrow::DataType>>> unsigned_columns;
+  // the view would keep DuckDB from pruning by block_num).
+  std::vector<UnsignedColumn> unsigned_columns;
 };
 
 // A result's columns named as one of `views`' unsigned columns, of its stored
