@@ -163,3 +163,7 @@ def test_simulate_replays_a_tables_appends(server):
     assert out.startswith("tiered policy, demo.logs: its ") and " appends over " in out
     code, out = server.cli("table", "simulate", "--from", "demo.nope")
     assert code == 1 and "table demo.nope not found" in out
+    # Without --config the replay runs with the server's settings (issue 47), not the built-in ones.
+    assert server.get(LOGS + "/history").json()["settings"]["writer.compactor.cooldown_duration"] == 2.0
+    code, out = server.cli("table", "simulate", "--from", "demo.logs")
+    assert code == 0 and "adjacent policy" in out and "cooldown 2s, max_eager_bytes 97.7 KiB" in out, out

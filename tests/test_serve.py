@@ -113,6 +113,32 @@ def test_bad_config_exits_with_one_clear_line(tmp_path, text, expect):
     assert not data.exists(), "nothing is created when the config is bad"
 
 
+def test_what_settings_name_on_disk_is_checked_before_anything_is_created(tmp_path):
+    """Issue 47: paths that cannot work, and rules between settings, stop start-up with the file and line,
+    before kv/, objects/ or server-id exist; `sediment check-config` says the same and starts nothing."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    cases = [
+        (f'[catalog]\ncache_dir = "{a_file}"\n', f"sediment.toml:2: catalog.cache_dir: {a_file} exists and is not a"),
+        (f'[console]\ndir = "{pages}"\n', f"sediment.toml:2: console.dir: {pages} has no index.html"),
+        (f'[console]\nchart_js = "{tmp_path}/chart.js"\n', f"sediment.toml:2: console.chart_js: {tmp_path}/chart.js"),
+        ("[catalog]\nrange_min_bytes = 4096\nrange_max_bytes = 2048\n",
+         "sediment.toml:3: catalog.range_max_bytes: catalog.range_max_bytes (2048) must be at least"),
+    ]
+    cfg, data = tmp_path / "sediment.toml", tmp_path / "data"
+    for text, expect in cases:
+        cfg.write_text(text)
+        code, out = run_sediment("serve", "--config", str(cfg), "--data-dir", str(data), "--listen", "127.0.0.1:0")
+        assert (code, len(out.splitlines())) == (2, 1) and expect in out, (text, out)
+        assert not data.exists(), "nothing is created when the config is bad"
+        code, out = run_sediment("check-config", "--config", str(cfg))
+        assert code == 2 and expect in out, (text, out)
+    cfg.write_text('[writer]\nbytes = 1048576\n')
+    assert run_sediment("check-config", "--config", str(cfg)) == (0, f"{cfg}: ok")
+
+
 def test_bad_env_value(tmp_path):
     data = tmp_path / "data"
     code, out = run_sediment("serve", "--data-dir", str(data), env={"SEDIMENT_WRITER_COMPACTOR_ACTIVE": "maybe"})

@@ -17,8 +17,16 @@
 extern char** environ;
 
 namespace sediment {
+
+std::string config_internal::EnvName(const std::string& key) {
+  std::string name = "SEDIMENT_";
+  for (char ch : key) name += ch == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return name;
+}
+
 namespace {
 
+using config_internal::EnvName;
 using config_internal::JobOption;
 using config_internal::JobOptions;
 using config_internal::Option;
@@ -38,12 +46,6 @@ bool IsSection(const std::string& prefix) {
     }
   }
   return false;
-}
-
-std::string EnvName(const std::string& key) {
-  std::string name = "SEDIMENT_";
-  for (char ch : key) name += ch == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  return name;
 }
 
 const char* TypeName(Option::Type t) {
@@ -72,6 +74,7 @@ Status Store(Config* config, const Option& opt, V value, const std::string& orig
   std::string problem = opt.check(&value);
   if (!problem.empty()) return ConfigError(origin, opt.key, problem);
   *static_cast<V*>(opt.field(*config)) = std::move(value);
+  config->origins[opt.key] = origin;
   return Status::OK();
 }
 
@@ -381,18 +384,29 @@ Status Config::Set(const std::string& key, const std::string& value, const std::
   return SetFromText(this, *opt, value, origin);
 }
 
+std::string Config::OriginOf(const std::string& key) const {
+  auto it = origins.find(key);
+  return it == origins.end() ? "built-in default" : it->second;
+}
+
 Status Config::Validate() const {
   if (database.type == "postgres" && database.postgres_dsn.empty()) {
-    return InvalidArgument(
-        "database.type is \"postgres\" but database.postgres_dsn is empty (set it or "
-        "SEDIMENT_DATABASE_POSTGRES_DSN)");
+    return ConfigError(OriginOf("database.type"), "database.type",
+                       "is \"postgres\" but database.postgres_dsn is empty (set it or "
+                       "SEDIMENT_DATABASE_POSTGRES_DSN)");
   }
   if (storage.objects.rfind("s3://", 0) == 0 && storage.objects.size() <= 5) {
-    return InvalidArgument("storage.objects: \"s3://\" needs a bucket, as in s3://bucket/prefix");
+    return ConfigError(OriginOf("storage.objects"), "storage.objects",
+                       "\"s3://\" needs a bucket, as in s3://bucket/prefix");
   }
   if (catalog.range_max_bytes < catalog.range_min_bytes) {
-    return InvalidArgument(fmt::format("catalog.range_max_bytes ({}) must be at least catalog.range_min_bytes ({})",
-                                       catalog.range_max_bytes, catalog.range_min_bytes));
+    // Named where one of the two was set (range_max_bytes if it was), and both origins said.
+    const char* key = origins.count("catalog.range_max_bytes") ? "catalog.range_max_bytes" : "catalog.range_min_bytes";
+    return ConfigError(OriginOf(key), key,
+                       fmt::format("catalog.range_max_bytes ({}) must be at least catalog.range_min_bytes ({}) "
+                                   "(range_max_bytes set at {}, range_min_bytes at {})",
+                                   catalog.range_max_bytes, catalog.range_min_bytes,
+                                   OriginOf("catalog.range_max_bytes"), OriginOf("catalog.range_min_bytes")));
   }
   return Status::OK();
 }
@@ -419,40 +433,6 @@ std::vector<std::string> Config::LocalNamespaceRoots() const {
   if (ec) data = storage.data_dir;
   std::string root = (data / "namespaces").lexically_normal().string();
   return {root};
-}
-
-std::string Config::Dump() const {
-  std::string out;
-  Config copy = *this;
-  for (const auto& opt : Options()) {
-    void* f = opt.field(copy);
-    std::string v;
-    switch (opt.type) {
-      case Option::Type::kBool:
-        v = *static_cast<bool*>(f) ? "true" : "false";
-        break;
-      case Option::Type::kInt:
-        v = std::to_string(*static_cast<int64_t*>(f));
-        break;
-      case Option::Type::kDouble:
-        v = fmt::format("{}", *static_cast<double*>(f));
-        break;
-      case Option::Type::kString: {
-        const auto& s = *static_cast<std::string*>(f);
-        v = "\"" + (opt.secret && !s.empty() ? std::string("***") : s) + "\"";
-        break;
-      }
-      case Option::Type::kStringList: {
-        std::string items;
-        for (const auto& s : *static_cast<std::vector<std::string>*>(f))
-          items += (items.empty() ? "\"" : ", \"") + s + "\"";
-        v = "[" + items + "]";
-        break;
-      }
-    }
-    out += opt.key + " = " + v + "\n";
-  }
-  return out;
 }
 
 }  // namespace sediment

@@ -261,6 +261,9 @@ struct Config {
   WorkerConfig worker;
   std::vector<JobConfig> jobs;
   std::string source_path;  // the config file read (absolute), "" if none
+  // Where each setting not left at its default was set: "file:line",
+  // "environment variable NAME" or "flag --name" (for messages).
+  std::map<std::string, std::string> origins;
 
   // Defaults, then `path` (if not empty), then the environment `env`
   // (a snapshot of environ; pass CurrentEnvironment()).
@@ -271,6 +274,15 @@ struct Config {
 
   // Checks rules that span settings. Load calls it; call it again after Set.
   Status Validate() const;
+
+  // Checks what the settings name on this machine (directories that are
+  // files, a console directory without index.html, a Chart.js that is not
+  // there), before the server creates anything. Returns warnings for what
+  // only turns a feature off (a default path that is missing).
+  Result<std::vector<std::string>> CheckPaths() const;
+
+  // "file:line" (or the variable or flag) that set `key`, "built-in default" if none did.
+  std::string OriginOf(const std::string& key) const;
 
   // Derived locations.
   std::string ObjectsUri() const;
@@ -284,6 +296,18 @@ struct Config {
 };
 
 std::map<std::string, std::string> CurrentEnvironment();
+
+// One setting as `sediment options` prints it (from the table the server
+// validates with; tests/test_docs.py holds docs/configuration.md to it).
+struct OptionInfo {
+  std::string key;                   // "writer.bytes"; [[jobs]] keys as "jobs.<key>"
+  std::string type;                  // bool | int | number | string | list
+  std::string default_value;         // TOML
+  std::string bound;                 // "≥ 1", "> 0", "16 to 1073741824", or ""
+  std::vector<std::string> choices;  // a setting that is one of a few
+  std::vector<std::string> env;      // its environment variables ([[jobs]]: none)
+};
+std::vector<OptionInfo> DescribeOptions();
 
 // "HOST:PORT" -> parts; the port must be 0..65535.
 Status ParseHostPort(const std::string& text, std::string* host, int* port);

@@ -10,13 +10,22 @@
 
 namespace sediment::config_internal {
 
+// A setting's check, and what it allows in words (what `sediment options`
+// prints and docs/configuration.md must say: tests/test_docs.py holds them to it).
+struct Rule {
+  // Returns an empty string if the value is fine, else what is wrong.
+  std::function<std::string(const void*)> check;
+  std::string bound = {};                 // numbers: "≥ 1024", "> 0", "16 to 1073741824"; else ""
+  std::vector<std::string> choices = {};  // the allowed values of a setting that is one of a few
+  std::string operator()(const void* v) const { return check(v); }
+};
+
 // One setting: its dotted key, a typed pointer into Config, and a check.
 struct Option {
   std::string key;
   std::function<void*(Config&)> field;
   enum class Type { kBool, kInt, kDouble, kString, kStringList } type;
-  // Returns an empty string if the value is fine, else what is wrong.
-  std::function<std::string(const void*)> check;
+  Rule check;
   std::vector<std::string> env_aliases = {};
   bool secret = false;
 };
@@ -26,8 +35,11 @@ struct JobOption {
   const char* key;
   std::function<void*(JobConfig&)> field;
   Option::Type type;
-  std::function<std::string(const void*)> check;
+  Rule check;
 };
+
+// SEDIMENT_ + the key in upper case, dots as underscores.
+std::string EnvName(const std::string& key);
 
 // Every setting, in the order docs/configuration.md lists them.
 const std::vector<Option>& Options();

@@ -14,24 +14,29 @@ namespace sediment::config_internal {
 namespace {
 
 template <typename T>
-std::function<std::string(const void*)> Check(std::function<std::string(const T&)> f) {
-  return [f](const void* v) { return f(*static_cast<const T*>(v)); };
+Rule Check(std::function<std::string(const T&)> f, std::string bound = {}) {
+  return Rule{[f](const void* v) { return f(*static_cast<const T*>(v)); }, std::move(bound)};
 }
 
-std::function<std::string(const void*)> IntAtLeast(int64_t min) {
-  return Check<int64_t>([min](const int64_t& v) {
-    return v >= min ? std::string() : fmt::format("must be at least {}, got {}", min, v);
-  });
+// A bound as docs/configuration.md writes it: integers in full, numbers as short as they go.
+std::string Num(double v) { return fmt::format("{}", v); }
+
+Rule IntAtLeast(int64_t min) {
+  return Check<int64_t>(
+      [min](const int64_t& v) { return v >= min ? std::string() : fmt::format("must be at least {}, got {}", min, v); },
+      fmt::format("≥ {}", min));
 }
 
-std::function<std::string(const void*)> IntBetween(int64_t min, int64_t max) {
-  return Check<int64_t>([min, max](const int64_t& v) {
-    return v >= min && v <= max ? std::string() : fmt::format("must be from {} to {}, got {}", min, max, v);
-  });
+Rule IntBetween(int64_t min, int64_t max) {
+  return Check<int64_t>(
+      [min, max](const int64_t& v) {
+        return v >= min && v <= max ? std::string() : fmt::format("must be from {} to {}, got {}", min, max, v);
+      },
+      fmt::format("{} to {}", min, max));
 }
 
 // HOST:PORT, or "" for no listener.
-std::function<std::string(const void*)> ListenOrNone() {
+Rule ListenOrNone() {
   return Check<std::string>([](const std::string& v) {
     if (v.empty()) return std::string();
     std::string host;
@@ -41,23 +46,27 @@ std::function<std::string(const void*)> ListenOrNone() {
   });
 }
 
-std::function<std::string(const void*)> DoubleAtLeast(double min, bool exclusive = false) {
-  return Check<double>([min, exclusive](const double& v) {
-    if (!std::isfinite(v)) return std::string("must be a finite number");
-    if (exclusive ? v > min : v >= min) return std::string();
-    return fmt::format("must be {} {}, got {}", exclusive ? "greater than" : "at least", min, v);
-  });
+Rule DoubleAtLeast(double min, bool exclusive = false) {
+  return Check<double>(
+      [min, exclusive](const double& v) {
+        if (!std::isfinite(v)) return std::string("must be a finite number");
+        if (exclusive ? v > min : v >= min) return std::string();
+        return fmt::format("must be {} {}, got {}", exclusive ? "greater than" : "at least", min, v);
+      },
+      (exclusive ? "> " : "≥ ") + Num(min));
 }
 
-std::function<std::string(const void*)> DoubleBetween(double min, double max) {
-  return Check<double>([min, max](const double& v) {
-    if (std::isfinite(v) && v >= min && v <= max) return std::string();
-    return fmt::format("must be from {} to {}, got {}", min, max, v);
-  });
+Rule DoubleBetween(double min, double max) {
+  return Check<double>(
+      [min, max](const double& v) {
+        if (std::isfinite(v) && v >= min && v <= max) return std::string();
+        return fmt::format("must be from {} to {}, got {}", min, max, v);
+      },
+      Num(min) + " to " + Num(max));
 }
 
-std::function<std::string(const void*)> OneOf(std::vector<std::string> allowed) {
-  return Check<std::string>([allowed](const std::string& v) {
+Rule OneOf(std::vector<std::string> allowed) {
+  Rule rule = Check<std::string>([allowed](const std::string& v) {
     for (const auto& a : allowed) {
       if (v == a) return std::string();
     }
@@ -65,10 +74,12 @@ std::function<std::string(const void*)> OneOf(std::vector<std::string> allowed) 
     for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
     return fmt::format("must be one of {}, got \"{}\"", list, v);
   });
+  rule.choices = std::move(allowed);
+  return rule;
 }
 
 // A list setting whose every entry passes `f`.
-std::function<std::string(const void*)> EachEntry(std::function<std::string(const std::string&)> f) {
+Rule EachEntry(std::function<std::string(const std::string&)> f) {
   return Check<std::vector<std::string>>([f](const std::vector<std::string>& v) {
     for (const auto& entry : v) {
       if (entry.empty()) return std::string("an entry is empty");
@@ -90,8 +101,8 @@ std::string S3Prefix(const std::string& v) {
   return ParseS3Uri(v).ok() ? std::string() : fmt::format("\"{}\" is not s3://bucket or s3://bucket/prefix", v);
 }
 
-std::function<std::string(const void*)> Any() {
-  return [](const void*) { return std::string(); };
+Rule Any() {
+  return Rule{[](const void*) { return std::string(); }};
 }
 
 #define FIELD(path) [](Config& c) -> void* { return &c.path; }
@@ -220,10 +231,12 @@ const std::vector<Option>& Options() {
       {"iceberg.repository_credentials", FIELD(iceberg.repository_credentials), T::kString, OneOf({"sts", "none"})},
       {"iceberg.sts_role_arn", FIELD(iceberg.sts_role_arn), T::kString, Any()},
       {"iceberg.vended_credentials_secs", FIELD(iceberg.vended_credentials_secs), T::kDouble,
-       Check<double>([](const double& v) {
-         return v >= 900 && v <= 43200 ? std::string()
-                                       : fmt::format("must be from 900 to 43200 (STS's bounds), got {}", v);
-       })},
+       Check<double>(
+           [](const double& v) {
+             return v >= 900 && v <= 43200 ? std::string()
+                                           : fmt::format("must be from 900 to 43200 (STS's bounds), got {}", v);
+           },
+           "900 to 43200")},
       {"query.enabled", FIELD(query.enabled), T::kBool, Any()},
       {"query.flight_listen", FIELD(query.flight_listen), T::kString, ListenOrNone()},
       {"query.jsonl_listen", FIELD(query.jsonl_listen), T::kString, ListenOrNone()},
@@ -306,8 +319,7 @@ const std::vector<JobOption>& JobOptions() {
       {"concurrency", JF(concurrency), T::kInt, IntAtLeast(1)},
       {"rate_limit", JF(rate_limit), T::kDouble, DoubleAtLeast(0)},
       {"timeout", JF(timeout), T::kDouble, DoubleAtLeast(0.001)},
-      {"tables", JF(tables), T::kStringList,
-       [](const void* p) -> std::string {
+      {"tables", JF(tables), T::kStringList, Rule{[](const void* p) -> std::string {
          const auto& v = *static_cast<const std::vector<std::string>*>(p);
          if (v.empty()) return "must name at least one of blocks, transactions, logs";
          std::set<std::string> seen;
@@ -318,7 +330,7 @@ const std::vector<JobOption>& JobOptions() {
            if (!seen.insert(t).second) return fmt::format("\"{}\" is named twice", t);
          }
          return std::string();
-       }},
+       }}},
       {"logs_from", JF(logs_from), T::kString, OneOf({"auto", "receipts", "eth_getLogs"})},
       {"logs_range", JF(logs_range), T::kInt, IntAtLeast(1)},
       {"seed", JF(seed), T::kInt, IntAtLeast(0)},
@@ -327,9 +339,12 @@ const std::vector<JobOption>& JobOptions() {
       {"block_time", JF(block_time), T::kDouble, DoubleAtLeast(0.001)},
       {"txs_per_block", JF(txs_per_block), T::kInt, IntAtLeast(0)},
       {"logs_per_tx", JF(logs_per_tx), T::kDouble, DoubleAtLeast(0)},
-      {"reorg_probability", JF(reorg_probability), T::kDouble, Check<double>([](const double& v) {
-         return v >= 0 && v <= 1 ? std::string() : fmt::format("must be from 0 to 1, got {}", v);
-       })},
+      {"reorg_probability", JF(reorg_probability), T::kDouble,
+       Check<double>(
+           [](const double& v) {
+             return v >= 0 && v <= 1 ? std::string() : fmt::format("must be from 0 to 1, got {}", v);
+           },
+           "0 to 1")},
       {"max_reorg_depth", JF(max_reorg_depth), T::kInt, IntAtLeast(1)},
       {"autostart", JF(autostart), T::kBool, Any()},
   };

@@ -104,7 +104,8 @@ TEST_F(ConfigTest, BadFilesNameKeyFileAndLine) {
       {"[writer]\ncompression = \"lzma\"\n", "unknown codec"},
       {"[catalog]\nrange_min_bytes = 0\n", "catalog.range_min_bytes: must be at least 1, got 0"},
       {"[catalog]\nrange_min_bytes = 4096\nrange_max_bytes = 2048\n",
-       "catalog.range_max_bytes (2048) must be at least catalog.range_min_bytes (4096)"},
+       "config.toml:3: catalog.range_max_bytes: catalog.range_max_bytes (2048) must be at least "
+       "catalog.range_min_bytes (4096) (range_max_bytes set at "},
       {"[graveler.compaction]\nworkers = 0\n", "graveler.compaction.workers: must be at least 1, got 0"},
       {"[writer.compactor]\nlease_ttl = 0.5\n", "writer.compactor.lease_ttl: must be at least 1"},
       {"[server]\nlisten = \"localhost\"\n", "config.toml:2: server.listen: \"localhost\" is not HOST:PORT"},
@@ -114,7 +115,8 @@ TEST_F(ConfigTest, BadFilesNameKeyFileAndLine) {
       {"writer = 5\n", "config.toml:1: writer: must be a table"},
       {"[writer\nbytes = 5\n", "config.toml:1:"},
       {"[storage]\nobjects = \"gs://bucket\"\n", "unsupported scheme \"gs://\""},
-      {"[database]\ntype = \"postgres\"\n", "database.postgres_dsn is empty"},
+      {"[database]\ntype = \"postgres\"\n",
+       "config.toml:2: database.type: is \"postgres\" but database.postgres_dsn is empty"},
       {"[database]\npostgres_schema = \"Bad-Name\"\n", "database.postgres_schema: \"Bad-Name\" must be [a-z0-9_]+"},
       {"[writer]\nmax_row_group_rows = 10\n",
        "config.toml:2: writer.max_row_group_rows: must be at least 1024, got 10"},
@@ -357,6 +359,56 @@ TEST_F(JobsConfigTest, BadJobsNameTheSetting) {
     ASSERT_FALSE(config.ok()) << toml;
     EXPECT_NE(config.status().message().find(expect), std::string::npos) << config.status().message();
   }
+}
+
+// What a setting names on disk is checked before anything is created, naming where it was set.
+TEST_F(ConfigTest, PathsThatCannotWorkStopStartUpNamingTheirOrigin) {
+  std::ofstream(dir_ / "a-file") << "x";
+  const std::string file = (dir_ / "a-file").string(), here = dir_.string();
+  struct Case {
+    std::string toml, expect;
+  };
+  const Case cases[] = {
+      {"[catalog]\ncache_dir = \"" + file + "\"\n", "config.toml:2: catalog.cache_dir: " + file + " exists and is not"},
+      {"[storage]\ndata_dir = \"" + file + "\"\n", "config.toml:2: storage.data_dir: " + file + " exists and is not"},
+      {"[console]\ndir = \"" + here + "\"\n", "config.toml:2: console.dir: " + here + " has no index.html"},
+      {"[console]\nchart_js = \"" + here + "/nope.js\"\n",
+       "config.toml:2: console.chart_js: " + here + "/nope.js is not"},
+  };
+  for (const auto& c : cases) {
+    auto config = Config::Load(Write(c.toml), {});
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    auto checked = config->CheckPaths();
+    ASSERT_FALSE(checked.ok()) << c.toml;
+    EXPECT_NE(checked.status().message().find(c.expect), std::string::npos) << checked.status().message();
+  }
+  // The built-in Chart.js path, missing, turns the charts off with a warning; from the environment it is an error.
+  auto config = Config::Load("", {{"SEDIMENT_STORAGE_DATA_DIR", here}});
+  ASSERT_TRUE(config.ok());
+  config->console.chart_js = here + "/missing.js";
+  auto warned = config->CheckPaths();
+  ASSERT_TRUE(warned.ok()) << warned.status().ToString();
+  ASSERT_EQ(warned->size(), 1u);
+  EXPECT_NE(warned->front().find("the console shows no charts"), std::string::npos);
+  config = Config::Load("", {{"SEDIMENT_CONSOLE_CHART_JS", here + "/missing.js"}});
+  ASSERT_TRUE(config.ok());
+  EXPECT_NE(config->CheckPaths().status().message().find("environment variable SEDIMENT_CONSOLE_CHART_JS"),
+            std::string::npos);
+}
+
+TEST_F(ConfigTest, OptionsDescribeTheirDefaultsAndBounds) {
+  std::map<std::string, OptionInfo> by_key;
+  for (auto& o : DescribeOptions()) by_key[o.key] = o;
+  EXPECT_EQ(by_key["writer.max_row_group_rows"].bound, "≥ 1024");
+  EXPECT_EQ(by_key["writer.max_row_group_rows"].default_value, "131072");
+  EXPECT_EQ(by_key["query.memory_limit_mib"].bound, "16 to 1073741824");
+  EXPECT_EQ(by_key["server.header_timeout_secs"].bound, "> 0");
+  EXPECT_EQ(by_key["worker.poll_interval_secs"].bound, "≥ 0.01");
+  EXPECT_EQ(by_key["database.type"].choices, (std::vector<std::string>{"rocksdb", "postgres", "mem"}));
+  EXPECT_EQ(by_key["actions.enabled"].env,
+            (std::vector<std::string>{"SEDIMENT_ACTIONS_ENABLED", "LAKEFS_ACTIONS_ENABLED"}));
+  EXPECT_EQ(by_key["jobs.reorg_probability"].bound, "0 to 1");
+  EXPECT_EQ(by_key["console.chart_js"].default_value, "\"/usr/share/javascript/chart.js/chart.min.js\"");
 }
 
 }  // namespace

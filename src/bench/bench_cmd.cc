@@ -51,6 +51,8 @@ struct BenchFlags {
   std::string s3_endpoint;
   // ingest: run a compaction pass over every table after each poll.
   bool compact = false;
+  // KEY=VALUE settings over the defaults (`--set writer.bloom_filter_columns=address`), applied last.
+  std::vector<std::string> sets;
 };
 
 std::string ObjectsUri(const BenchFlags& f) { return f.objects.empty() ? f.data_dir + "/objects" : f.objects; }
@@ -84,6 +86,11 @@ Result<std::unique_ptr<Stack>> OpenStack(const BenchFlags& f) {
   config.writer.compactor.skip_latest_segments = 0;
   config.writer.compactor.write_concurrency = f.threads;
   config.writer.compactor.metadata_concurrency = f.metadata_concurrency > 0 ? f.metadata_concurrency : f.threads;
+  for (const auto& kv : f.sets) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) return InvalidArgument(fmt::format("--set \"{}\": expected KEY=VALUE", kv));
+    ARROW_RETURN_NOT_OK(config.Set(kv.substr(0, eq), kv.substr(eq + 1), "flag --set"));
+  }
   stack->tables = std::make_unique<table::TableService>(stack->kv, stack->blobs, SystemClock::Default(),
                                                         &stack->metrics, config.writer);
   ARROW_RETURN_NOT_OK(stack->tables->Start(/*background=*/false));
@@ -358,6 +365,7 @@ std::function<int()> AddBenchCommands(CLI::App& app) {
   compact->add_option("--max-row-group-rows", flags->row_group_rows, "[writer] max_row_group_rows")
       ->check(CLI::Range(1024, 1 << 30));
   for (auto* cmd : {import, compact}) {
+    cmd->add_option("--set", flags->sets, "KEY=VALUE: a setting over the defaults, e.g. writer.bloom_filter_columns=");
     cmd->add_option("--objects", flags->objects, "Object storage URI (default: <data-dir>/objects), e.g. s3://b/p");
     cmd->add_option("--s3-endpoint", flags->s3_endpoint, "S3 endpoint host:port (plain http), e.g. a local MinIO");
   }

@@ -50,9 +50,13 @@ int Serve(const ServeFlags& flags) {
     if (!st.ok()) return Fail(kExitConfig, st.message());
   }
   if (Status st = config.Validate(); !st.ok()) return Fail(kExitConfig, st.message());
+  // Before anything is created on disk.
+  auto warnings = config.CheckPaths();
+  if (!warnings.ok()) return Fail(kExitConfig, warnings.status().message());
   if (Status st = SetupLogging(config.log.level, config.log.format); !st.ok()) {
     return Fail(kExitConfig, st.message());
   }
+  for (const auto& w : *warnings) spdlog::warn("{}", w);
 
   // SIGINT/SIGTERM are taken by sigwait below, never by a worker thread:
   // block them before any thread starts (threads inherit the mask).
@@ -79,6 +83,17 @@ int Serve(const ServeFlags& flags) {
   }
   blob::FinalizeS3();
   return code;
+}
+
+// `sediment check-config`: what `serve` would say of the settings, and nothing started.
+int CheckConfig(const std::string& path) {
+  auto loaded = Config::Load(path, CurrentEnvironment());
+  if (!loaded.ok()) return Fail(kExitConfig, loaded.status().message());
+  auto warnings = loaded->CheckPaths();
+  if (!warnings.ok()) return Fail(kExitConfig, warnings.status().message());
+  for (const auto& w : *warnings) std::fprintf(stderr, "sediment: warning: %s\n", w.c_str());
+  std::printf("%s: ok\n", path.c_str());
+  return 0;
 }
 
 }  // namespace
@@ -110,6 +125,12 @@ int main(int argc, char** argv) {
   auto* version = cli.add_subcommand("version", "Print the version of sediment and of Arrow it uses");
   auto* routes = cli.add_subcommand(
       "routes", "Print the server's route table as JSON: every route, who may call it and the permissions it needs");
+  std::string check_path;
+  auto* check = cli.add_subcommand(
+      "check-config", "Check a config file (and the SEDIMENT_* environment) as `serve` would, without starting");
+  check->add_option("--config", check_path, "TOML config file")->required();
+  auto* options = cli.add_subcommand(
+      "options", "Print every setting as JSON: its key, type, default, bounds and environment variables");
 
   auto run_table = cli::AddTableCommands(cli);
   auto run_query = cli::AddQueryCommand(cli);
@@ -128,6 +149,20 @@ int main(int argc, char** argv) {
   if (int rc = run_catalog(); rc >= 0) return rc;
   if (routes->parsed()) {
     std::cout << server::DescribeRouteTable().dump(2) << "\n";
+    return 0;
+  }
+  if (check->parsed()) return CheckConfig(check_path);
+  if (options->parsed()) {
+    auto out = nlohmann::json::array();
+    for (const auto& o : DescribeOptions()) {
+      out.push_back({{"key", o.key},
+                     {"type", o.type},
+                     {"default", o.default_value},
+                     {"bound", o.bound},
+                     {"choices", o.choices},
+                     {"env", o.env}});
+    }
+    std::cout << out.dump(2) << "\n";
     return 0;
   }
   if (version->parsed()) {

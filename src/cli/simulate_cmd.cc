@@ -80,14 +80,39 @@ void WriteSvg(const std::string& path, const std::vector<table::SimulationPoint>
       Duration(tmax));
 }
 
-Status Simulate(const SimFlags& f) {
+// A replay without --config runs with the server's own planner settings
+// (GET .../history says them); flags still override them.
+Status UseServerSettings(const SimFlags& f, Config* config) {
+  ARROW_ASSIGN_OR_RAISE(auto id, table::ParseTableId(f.from));
+  Client client(f.server);
+  ARROW_ASSIGN_OR_RAISE(
+      json j, client.Get(fmt::format("/api/v1/datasets/{}/tables/{}/history?amount=1", id.dataset, id.table)));
+  if (!j.contains("settings") || !j["settings"].is_object()) {
+    return InvalidArgument(
+        fmt::format("{} answered no settings with the history of {}: give --config", f.server, f.from));
+  }
+  for (const auto& [key, value] : j["settings"].items()) {
+    std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+    ARROW_RETURN_NOT_OK(config->Set(key, text, "the server's settings (" + f.server + ")"));
+  }
+  return Status::OK();
+}
+
+// The settings a run uses: --config (or the server's, replaying without one), then the flags.
+Result<Config> SettingsOf(const SimFlags& f) {
   ARROW_ASSIGN_OR_RAISE(Config config, Config::Load(f.config_path, CurrentEnvironment()));
+  if (!f.from.empty() && f.config_path.empty()) ARROW_RETURN_NOT_OK(UseServerSettings(f, &config));
   if (!f.policy.empty()) ARROW_RETURN_NOT_OK(config.Set("writer.compactor.policy", f.policy, "flag --policy"));
   for (const auto& kv : f.sets) {
     auto eq = kv.find('=');
     if (eq == std::string::npos) return InvalidArgument(fmt::format("--set \"{}\": expected KEY=VALUE", kv));
     ARROW_RETURN_NOT_OK(config.Set(kv.substr(0, eq), kv.substr(eq + 1), "flag --set"));
   }
+  return config;
+}
+
+Status Simulate(const SimFlags& f) {
+  ARROW_ASSIGN_OR_RAISE(Config config, SettingsOf(f));
   table::SimulationOptions o;
   o.planner = table::PlannerSettings::FromConfig(config.writer);
   o.min_interval = config.writer.compactor.min_interval;
@@ -166,7 +191,9 @@ Status Simulate(const SimFlags& f) {
 std::function<int()> AddSimulateCommand(CLI::App* table) {
   auto f = std::make_shared<SimFlags>();
   auto* sim = table->add_subcommand("simulate", "Simulate compaction of a table over days, with the real planner");
-  sim->add_option("--config", f->config_path, "The server's TOML config ([writer] settings)");
+  sim->add_option("--config", f->config_path,
+                  "A TOML config whose [writer] settings to use (default: the built-in ones, or with --from the "
+                  "server's)");
   sim->add_option("--set", f->sets, "Override a setting, e.g. --set writer.compactor.cooldown_duration=60");
   sim->add_option("--policy", f->policy, "adjacent (the spec) or tiered");
   sim->add_option("--days", f->days, "Simulated time")->check(CLI::PositiveNumber);

@@ -78,9 +78,17 @@ std::vector<std::string> ServerOwnedPaths(const Config& c) {
   return out;
 }
 
-// The limits of a listener on `listen` (HOST:PORT, validated with the config).
-HttpLimits LimitsOf(const Config& c, const std::string& listen) {
+// The limits of a listener on `listen` (HOST:PORT, validated with the config);
+// `gateway`: the gateway's own port, where every refusal is an S3 error.
+HttpLimits LimitsOf(const Config& c, const std::string& listen, bool gateway = false) {
   HttpLimits l;
+  l.refuse = [gateway](const httplib::Request& req, httplib::Response& res, int status, const std::string& message) {
+    if (gateway || IsGatewayRequest(req)) {
+      ReplyS3Refusal(req, res, status, message);
+    } else {
+      ReplyError(res, status, message);
+    }
+  };
   l.max_body_bytes = static_cast<size_t>(c.server.max_body_bytes);
   l.header_timeout = std::chrono::milliseconds(static_cast<int64_t>(c.server.header_timeout_secs * 1000));
   std::string host;
@@ -257,7 +265,8 @@ Status App::BindListeners(std::string* host, int* port) {
     std::string ghost;
     int gport = 0;
     ARROW_RETURN_NOT_OK(ParseHostPort(config_.gateway.listen, &ghost, &gport));
-    gateway_http_ = std::make_unique<HttpServer>(&metrics_, LimitsOf(config_, config_.gateway.listen));
+    gateway_http_ =
+        std::make_unique<HttpServer>(&metrics_, LimitsOf(config_, config_.gateway.listen, /*gateway=*/true));
     ARROW_RETURN_NOT_OK(gateway_http_->Bind(ghost, gport));
   }
   query_ = std::make_unique<QueryServer>(config_, &metrics_);

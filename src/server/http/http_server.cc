@@ -238,16 +238,16 @@ HttpServer::HttpServer(MetricsRegistry* metrics, HttpLimits limits)
       tl_close = true;
       res.body.clear();
       res.set_header("Connection", "close");
-      ReplyError(res, 400, "the request's chunked framing is not RFC 9112's: " + tl_stream->framing_error());
+      Refuse(req, res, 400, "the request's chunked framing is not RFC 9112's: " + tl_stream->framing_error());
     }
     if (tl_stream && tl_stream->over_budget()) {
       tl_close = true;
       res.status = 413;
       res.body.clear();
       res.set_header("Connection", "close");
-      ReplyError(res, 413,
-                 fmt::format("the request body is larger than the limit of {} bytes ([server] max_body_bytes)",
-                             limits_.max_body_bytes));
+      Refuse(req, res, 413,
+             fmt::format("the request body is larger than the limit of {} bytes ([server] max_body_bytes)",
+                         limits_.max_body_bytes));
     }
     if (res.body.empty()) {
       std::string what = res.status == 404 ? fmt::format("no route for {} {}", req.method, req.path)
@@ -367,12 +367,21 @@ bool HttpServer::IsStreamRoute(const httplib::Request& req) const {
   return false;
 }
 
+void HttpServer::Refuse(const httplib::Request& req, httplib::Response& res, int status,
+                        const std::string& message) const {
+  if (limits_.refuse) {
+    limits_.refuse(req, res, status, message);
+  } else {
+    ReplyError(res, status, message);
+  }
+}
+
 bool HttpServer::CheckLimits(const httplib::Request& req, httplib::Response& res) {
   if (limits_.host_allowed && req.has_header("Host")) {
     std::string host = req.get_header_value("Host");
     if (!limits_.host_allowed(HostOf(host))) {
-      ReplyError(res, 421,
-                 fmt::format("this server does not answer for host \"{}\": add it to [server] allowed_hosts", host));
+      Refuse(req, res, 421,
+             fmt::format("this server does not answer for host \"{}\": add it to [server] allowed_hosts", host));
       return false;
     }
   }
@@ -397,26 +406,26 @@ bool HttpServer::CheckLimits(const httplib::Request& req, httplib::Response& res
     std::string v = req.get_header_value("Content-Length");
     auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), length);
     if (ec != std::errc() || end != v.data() + v.size() || v.empty()) {
-      ReplyError(res, 400, fmt::format("Content-Length \"{}\" is not a number of bytes", v));
+      Refuse(req, res, 400, fmt::format("Content-Length \"{}\" is not a number of bytes", v));
       return false;
     }
   }
   if (!chunked && length == 0) return true;
   if (chunked && req.method == "DELETE") {
     // httplib reads a DELETE's body only by its Content-Length.
-    ReplyError(res, 400, "a DELETE request's body must have a Content-Length");
+    Refuse(req, res, 400, "a DELETE request's body must have a Content-Length");
     return false;
   }
   if (req.method != "POST" && req.method != "PUT" && req.method != "PATCH" && req.method != "DELETE") {
     // httplib does not read a GET's body: one reading of the stream is to refuse it.
-    ReplyError(res, 400, fmt::format("a {} request has no body here", req.method));
+    Refuse(req, res, 400, fmt::format("a {} request has no body here", req.method));
     return false;  // and the connection is closed
   }
   if (IsStreamRoute(req)) return true;  // uploads stream, whatever their size
   if (length > limits_.max_body_bytes) {
-    ReplyError(res, 413,
-               fmt::format("the request body ({} bytes) is larger than the limit of {} bytes ([server] max_body_bytes)",
-                           length, limits_.max_body_bytes));
+    Refuse(req, res, 413,
+           fmt::format("the request body ({} bytes) is larger than the limit of {} bytes ([server] max_body_bytes)",
+                       length, limits_.max_body_bytes));
     return false;
   }
   // A chunked body's size shows only as it arrives: cut it off past the limit

@@ -38,6 +38,9 @@ struct HttpLimits {
   std::chrono::milliseconds header_timeout{10'000};
   // Whether a request's Host (without port) names this server; null = any.
   std::function<bool(std::string_view host)> host_allowed;
+  // How a request refused before routing (421, 413, a malformed head) is
+  // answered, in the format of the API it was for; null = JSON (ReplyError).
+  std::function<void(const httplib::Request&, httplib::Response&, int status, const std::string& message)> refuse;
 };
 
 // The Host rule of a server listening on `listen_host`: loopback names and
@@ -88,6 +91,7 @@ class HttpServer {
   void Observe(const std::string& method, const std::string& route, int status, double seconds);
   // The limits every request passes before the guard: false = answered here.
   bool CheckLimits(const httplib::Request& req, httplib::Response& res);
+  void Refuse(const httplib::Request& req, httplib::Response& res, int status, const std::string& message) const;
   bool IsStreamRoute(const httplib::Request& req) const;
 
   class Server;  // httplib::Server whose connections go through the gate

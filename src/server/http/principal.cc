@@ -6,10 +6,14 @@
 
 namespace sediment::server {
 
-std::string AuthorizationOf(const httplib::Request& req) {
-  std::string header = req.get_header_value("Authorization");
-  if (!header.empty()) return header;
-  if (req.method != "GET" && req.method != "HEAD" && !req.has_header("X-Requested-With")) return "";
+namespace {
+
+bool CookieNeedsHeader(const httplib::Request& req) {
+  return req.method != "GET" && req.method != "HEAD" && !req.has_header("X-Requested-With");
+}
+
+// The session cookie's token as "Bearer <token>", "" if there is none.
+std::string SessionCookie(const httplib::Request& req) {
   const std::string header_value = req.get_header_value("Cookie");  // get_header_value returns a copy
   std::string_view cookies = header_value;
   std::string_view name = kSessionCookie;
@@ -24,6 +28,21 @@ std::string AuthorizationOf(const httplib::Request& req) {
     cookies.remove_prefix(end + 1);
   }
   return "";
+}
+
+}  // namespace
+
+std::string AuthorizationOf(const httplib::Request& req) {
+  std::string header = req.get_header_value("Authorization");
+  if (!header.empty()) return header;
+  if (CookieNeedsHeader(req)) return "";
+  return SessionCookie(req);
+}
+
+std::string CookieRefusedBecause(const httplib::Request& req) {
+  if (req.has_header("Authorization") || !CookieNeedsHeader(req) || SessionCookie(req).empty()) return "";
+  return "a write with the session cookie needs an X-Requested-With header (the console sends it; a page of "
+         "another site cannot, so it cannot write with your cookie)";
 }
 
 }  // namespace sediment::server

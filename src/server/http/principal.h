@@ -20,4 +20,8 @@ inline constexpr const char* kSessionCookie = "internal_auth_session";
 // site on another port of the same host counts as the same site).
 std::string AuthorizationOf(const httplib::Request& req);
 
+// Why AuthorizationOf found no credentials in a request that has a session
+// cookie ("" if it has credentials or no cookie): a write without X-Requested-With.
+std::string CookieRefusedBecause(const httplib::Request& req);
+
 }  // namespace sediment::server

@@ -157,7 +157,11 @@ Result<std::string> Router::Admit(const Route& route, const CompiledPath& path, 
   ARROW_ASSIGN_OR_RAISE(bool open, IsOpen(route));
   if (open) return std::string();
   auto user = auth_->Authenticate(AuthorizationOf(req));
-  if (!user.ok()) return route.protocol->refusal ? route.protocol->refusal(user.status()) : user.status();
+  if (!user.ok()) {
+    Status st = route.protocol->refusal ? route.protocol->refusal(user.status()) : user.status();
+    std::string cookie = CookieRefusedBecause(req);
+    return cookie.empty() || !IsUnauthorized(st) ? st : Unauthorized(st.message() + ": " + cookie);
+  }
   ARROW_RETURN_NOT_OK(Authorize(route, path, req, *user));
   return *user;
 }

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "auth/auth.h"
+#include "base/ascii.h"
 #include "base/crypto.h"
 #include "iceberg_tables/catalog.h"
 #include "server/http/errors.h"
@@ -156,6 +157,16 @@ void ReplyOAuthError(Res& res, int code, const std::string& error, const std::st
 }  // namespace
 
 Status ServeOAuthToken(AuthService* auth, Duration ttl, bool open_until_set_up, const Req& req, Res& res) {
+  std::string type = req.get_header_value("Content-Type");
+  if (!req.body.empty() && AsciiLower(type).rfind("application/x-www-form-urlencoded", 0) != 0) {
+    ReplyOAuthError(res, 400, "invalid_request",
+                    fmt::format("the token request's body must be a form (Content-Type: "
+                                "application/x-www-form-urlencoded), as OAuth2 sends it: "
+                                "grant_type=client_credentials&client_id=<access key id>&client_secret=<secret>; "
+                                "it came as \"{}\"",
+                                type.empty() ? "no Content-Type" : type));
+    return Status::OK();
+  }
   std::string grant = req.get_param_value("grant_type");
   if (grant != "client_credentials") {
     ReplyOAuthError(res, 400, "unsupported_grant_type",
@@ -200,9 +211,20 @@ Status ServeOAuthToken(AuthService* auth, Duration ttl, bool open_until_set_up, 
   return Status::OK();
 }
 
+Status IcebergRefusal(const Status& st) {
+  if (!IsUnauthorized(st) || st.message().rfind("authentication required", 0) != 0) return st;
+  return Unauthorized(
+      "authentication required: get a token from the catalog's POST .../v1/oauth/tokens (a form: "
+      "grant_type=client_credentials, client_id and client_secret = an access key and its secret) and send it as "
+      "Authorization: Bearer <token>, or send the access key as HTTP basic auth (docs/iceberg.md)");
+}
+
 void ReplyIcebergError(Res& res, const Status& st) {
   int code = HttpStatusFor(st);
-  std::string type = code == 400   ? "BadRequestException"
+  // A path no route serves is no table (RouteTable's "iceberg NotFound" rows).
+  bool no_route = code == 404 && st.message().rfind("no route for ", 0) == 0;
+  std::string type = no_route      ? "NotFoundException"
+                     : code == 400 ? "BadRequestException"
                      : code == 401 ? "NotAuthorizedException"
                      : code == 403 ? "ForbiddenException"
                      : code == 404 ? "NoSuchTableException"
@@ -217,7 +239,7 @@ std::vector<Route> IcebergRoutes(iceberg::IcebergCatalog* catalog, table::TableS
                                  IcebergApiOptions options) {
   // The routes share it; each holds it, so it lives as long as they do.
   auto api = std::make_shared<IcebergApi>(IcebergApi{catalog, tables, auth, std::move(options)});
-  static const Protocol kIceberg{"iceberg", ReplyIcebergError, nullptr, /*open_until_set_up=*/true};
+  static const Protocol kIceberg{"iceberg", ReplyIcebergError, IcebergRefusal, /*open_until_set_up=*/true};
   const std::string v1 = "/iceberg/v1", nss = v1 + "/namespaces", ns = nss + "/{namespace}";
   const std::string tables_path = ns + "/tables", table = tables_path + "/{table}";
   constexpr const char* kTableArn = "arn:sediment:tables:::{namespace}/{table}";

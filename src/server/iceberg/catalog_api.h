@@ -52,5 +52,7 @@ Status ServeOAuthToken(AuthService* auth, Duration ttl, bool open_until_set_up, 
 
 // A failed Status as the protocol's ErrorModel.
 void ReplyIcebergError(httplib::Response& res, const Status& st);
+// An Iceberg client's refused authentication, saying how to get a token.
+Status IcebergRefusal(const Status& st);
 
 }  // namespace sediment::server

@@ -375,7 +375,7 @@ DeriveFn GuardedDerive(std::shared_ptr<Api> api, Deriver derive) {
 
 std::vector<Route> RepoCatalogRoutes(repo_tables::RepoTables* tables, auth::AuthService* auth,
                                      RepoCatalogOptions options) {
-  static const Protocol kProtocol{"lakefs-iceberg", ReplyIcebergError, nullptr, /*open_until_set_up=*/false};
+  static const Protocol kProtocol{"lakefs-iceberg", ReplyIcebergError, IcebergRefusal, /*open_until_set_up=*/false};
   using A = Access;
   using Handler = Status (*)(const Api&, const Call&);
   constexpr const char* kObject = "arn:lakefs:fs:::repository/{@repo}/object/{@object}";

@@ -181,7 +181,7 @@ void Serve(const Gateway& gw, const Req& req, Res& res, const Reader* body) {
     ReplyS3Error(res, st, resource);
     if (req.method == "HEAD") res.body.clear();
   }
-  res.set_header("x-amz-request-id", RandomHex(8));
+  if (!res.has_header("x-amz-request-id")) res.set_header("x-amz-request-id", RandomHex(8));
   res.set_header("Server", "Sediment");
 }
 
@@ -239,10 +239,13 @@ std::pair<int, std::string> S3CodeFor(const Status& st) {
 
 void ReplyS3Error(httplib::Response& res, const Status& st, const std::string& resource) {
   auto [http, code] = S3CodeFor(st);
+  // The same id in the header and the body, as S3 gives it.
+  std::string id = RandomHex(8);
+  res.set_header("x-amz-request-id", id);
   ReplyXml(res, http,
            fmt::format("<Error><Code>{}</Code><Message>{}</Message><Resource>{}</Resource><RequestId>{}</RequestId>"
                        "</Error>",
-                       code, XmlEscape(st.message()), XmlEscape(resource), RandomHex(8)));
+                       code, XmlEscape(st.message()), XmlEscape(resource), id));
 }
 
 Status KeyNotFound(const Status& st, const std::string& key) {
@@ -464,6 +467,25 @@ void RegisterS3Gateway(HttpServer* http, catalog::Catalog* catalog, AuthService*
                          s3::Serve(*gw, req, res, &body);
                        });
   }
+}
+
+bool IsGatewayRequest(const httplib::Request& req) {
+  if (IsAwsSigned(req)) return true;
+  const std::string& p = req.path;
+  // The paths RegisterS3Gateway leaves to the other APIs, and the console's.
+  for (const char* api : {"/api/", "/iceberg/v1/", "/iceberg/api/", "/iceberg/relative_to/", "/_console/"}) {
+    if (p.rfind(api, 0) == 0) return false;
+  }
+  return p != "/" && p != "/metrics";
+}
+
+void ReplyS3Refusal(const httplib::Request& req, httplib::Response& res, int status, const std::string& message) {
+  const char* code = status == 408   ? "RequestTimeout"
+                     : status == 413 ? "EntityTooLarge"
+                     : status == 421 ? "MisdirectedRequest"
+                     : status == 400 ? "InvalidRequest"
+                                     : "InternalError";
+  s3::ReplyS3Error(res, s3::S3Error(status, code, message), req.path);
 }
 
 }  // namespace sediment::server

@@ -47,6 +47,13 @@ bool IsAwsSigned(const httplib::Request& req);
 // configured with the API's URL as its S3 endpoint.
 void ReplyApiPathToS3Client(const httplib::Request& req, httplib::Response& res);
 
+// Whether a request on the API port is one for the gateway: signed for S3,
+// or on a path no other API serves (not /, /api/..., the Iceberg catalogs', /_console/..., /metrics).
+bool IsGatewayRequest(const httplib::Request& req);
+// A request refused before routing (HttpLimits::refuse), as an S3 error:
+// 400 InvalidRequest, 408 RequestTimeout, 413 EntityTooLarge, 421 MisdirectedRequest.
+void ReplyS3Refusal(const httplib::Request& req, httplib::Response& res, int status, const std::string& message);
+
 // Registers the gateway's routes on `http`: after every other route, since
 // they catch all paths but /api/... and /metrics.
 void RegisterS3Gateway(HttpServer* http, catalog::Catalog* catalog, AuthService* auth, const GatewayOptions& options);

@@ -458,7 +458,21 @@ Status GetHistory(TableService* tables, const httplib::Request& req, httplib::Re
   }
   size_t n = appends.size();
   std::string next = history.empty() ? "" : history.back().cursor;
-  ReplyJson(res, 200, {{"appends", std::move(appends)}, {"pagination", PageJson(more, next, n, amount)}});
+  // The settings the planner runs with here, so `sediment table simulate --from` replays with them.
+  const WriterConfig& w = tables->writer_config();
+  json settings = {{"writer.bytes", w.bytes},
+                   {"writer.rows", w.rows},
+                   {"writer.overflow", w.overflow},
+                   {"writer.compactor.min_interval", w.compactor.min_interval},
+                   {"writer.compactor.skip_latest_segments", w.compactor.skip_latest_segments},
+                   {"writer.compactor.cooldown_duration", w.compactor.cooldown_duration},
+                   {"writer.compactor.max_eager_bytes", w.compactor.max_eager_bytes},
+                   {"writer.compactor.policy", w.compactor.policy},
+                   {"writer.compactor.size_ratio", w.compactor.size_ratio}};
+  ReplyJson(res, 200,
+            {{"appends", std::move(appends)},
+             {"settings", std::move(settings)},
+             {"pagination", PageJson(more, next, n, amount)}});
   return Status::OK();
 }
 
