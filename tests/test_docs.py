@@ -128,7 +128,8 @@ SECTION = re.compile(r"^## `\[{1,2}([a-z_.]+)\]{1,2}`", re.M)
 
 
 def documented():
-    """{key: (default cell, whole row)} of docs/configuration.md's tables."""
+    """{key: [(default cell, whole row), ...]} of docs/configuration.md's tables (a key may have several rows:
+    [[jobs]] has one table per source)."""
     rows, section = {}, None
     for line in (ROOT / "docs" / "configuration.md").read_text().splitlines():
         if m := SECTION.match(line):
@@ -138,7 +139,7 @@ def documented():
         if section is None or not line.startswith("| `") or len(cells) < 3:
             continue
         for name in re.findall(r"`([a-z0-9_.]+)`", cells[0]):
-            rows[f"{section}.{name}"] = (cells[1], line)
+            rows.setdefault(f"{section}.{name}", []).append((cells[1], line))
     return rows
 
 
@@ -155,21 +156,21 @@ def test_configuration_md_states_every_setting_as_the_server_checks_it():
         if key not in docs:
             problems.append(f"{key}: not in docs/configuration.md")
             continue
-        cell, row = docs[key]
-        literal = re.match(r"`([^`]*)`", cell)
-        try:
-            value = toml_value(literal[1]) if literal else None
-        except tomllib.TOMLDecodeError:
-            value = None
-        if value is None:
-            # A default said in words ("(required)", "<data_dir>/range-cache") stands for an empty one.
-            if toml_value(o["default"]) not in ("", [], 0):
-                problems.append(f"{key}: the docs' default {cell!r} is not the server's {o['default']}")
-        elif value != toml_value(o["default"]):
-            problems.append(f"{key}: the docs say the default is {literal[1]}, the server has {o['default']}")
-        if o["bound"] and f"({o['bound']})" not in row and f"({o['bound']};" not in row:
-            problems.append(f"{key}: its bound ({o['bound']}) is not in its row")
-        for choice in o["choices"]:
-            if f"`{choice}`" not in row:
-                problems.append(f"{key}: its choice `{choice}` is not in its row")
+        for cell, row in docs[key]:
+            literal = re.match(r"`([^`]*)`", cell)
+            try:
+                value = toml_value(literal[1]) if literal else None
+            except tomllib.TOMLDecodeError:
+                value = None
+            if value is None:
+                # A default said in words ("(required)", "<data_dir>/range-cache") stands for an empty one.
+                if toml_value(o["default"]) not in ("", [], 0):
+                    problems.append(f"{key}: the docs' default {cell!r} is not the server's {o['default']}")
+            elif value != toml_value(o["default"]):
+                problems.append(f"{key}: the docs say the default is {literal[1]}, the server has {o['default']}")
+            if o["bound"] and f"({o['bound']})" not in row and f"({o['bound']};" not in row:
+                problems.append(f"{key}: its bound ({o['bound']}) is not in its row")
+            for choice in o["choices"]:
+                if f"`{choice}`" not in row:
+                    problems.append(f"{key}: its choice `{choice}` is not in its row")
     assert not problems, "\n".join(problems)

@@ -288,6 +288,8 @@ struct Config {
   std::string ObjectsUri() const;
   std::string RocksDbPath() const;
   std::string RangeCacheDir() const;
+  // actions.lua_sandbox, or the sediment-lua beside the running binary if it is empty.
+  std::string LuaSandboxPath() const;
   // catalog.local_namespace_roots, or <data_dir>/namespaces (made absolute) if it is empty.
   std::vector<std::string> LocalNamespaceRoots() const;
 
@@ -296,6 +298,9 @@ struct Config {
 };
 
 std::map<std::string, std::string> CurrentEnvironment();
+
+// How many threads serve HTTP requests (at least 16; four per core).
+size_t HttpWorkerCount();
 
 // One setting as `sediment options` prints it (from the table the server
 // validates with; tests/test_docs.py holds docs/configuration.md to it).

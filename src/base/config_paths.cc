@@ -1,9 +1,14 @@
 // Config's checks of the machine it runs on (CheckPaths), and its settings
 // as text: Dump, and the option table for `sediment options` (DescribeOptions).
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "base/config.h"
 #include "base/config_internal.h"
@@ -84,7 +89,33 @@ std::string TomlValue(Option::Type type, const void* field) {
   return "";
 }
 
+// [actions]: at most half the HTTP workers wait for hooks, and the Lua sandbox can be run.
+Status CheckActions(const Config& c) {
+  if (!c.actions.enabled) return Status::OK();
+  if (static_cast<size_t>(c.actions.hook_workers) > HttpWorkerCount() / 2) {
+    return PathError(c, "actions.hook_workers",
+                     fmt::format("{} is more than half this machine's {} HTTP workers: requests waiting for hooks "
+                                 "could take every worker",
+                                 c.actions.hook_workers, HttpWorkerCount()));
+  }
+  std::string sandbox = c.LuaSandboxPath();
+  if (::access(sandbox.c_str(), X_OK) != 0) {
+    return PathError(c, "actions.lua_sandbox",
+                     fmt::format("the Lua sandbox program {} cannot be run: {} (or set actions.enabled = false)",
+                                 sandbox, std::strerror(errno)));
+  }
+  return Status::OK();
+}
+
 }  // namespace
+
+size_t HttpWorkerCount() { return std::max(16u, std::thread::hardware_concurrency() * 4); }
+
+std::string Config::LuaSandboxPath() const {
+  if (!actions.lua_sandbox.empty()) return actions.lua_sandbox;
+  std::error_code ec;
+  return (fs::read_symlink("/proc/self/exe", ec).parent_path() / "sediment-lua").string();
+}
 
 Result<std::vector<std::string>> Config::CheckPaths() const {
   std::vector<std::string> warnings;
@@ -99,6 +130,7 @@ Result<std::vector<std::string>> Config::CheckPaths() const {
     ARROW_RETURN_NOT_OK(
         DirectoryOrAbsent(*this, storage.objects.empty() ? "storage.data_dir" : "storage.objects", objects));
   }
+  ARROW_RETURN_NOT_OK(CheckActions(*this));
   if (!console.enabled) return warnings;
   std::error_code ec;
   if (!console.dir.empty() && !fs::is_regular_file(fs::path(console.dir) / "index.html", ec)) {

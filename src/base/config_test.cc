@@ -375,25 +375,37 @@ TEST_F(ConfigTest, PathsThatCannotWorkStopStartUpNamingTheirOrigin) {
       {"[console]\nchart_js = \"" + here + "/nope.js\"\n",
        "config.toml:2: console.chart_js: " + here + "/nope.js is not"},
   };
+  const std::map<std::string, std::string> no_actions = {{"SEDIMENT_ACTIONS_ENABLED", "false"}};
   for (const auto& c : cases) {
-    auto config = Config::Load(Write(c.toml), {});
+    auto config = Config::Load(Write(c.toml), no_actions);
     ASSERT_TRUE(config.ok()) << config.status().ToString();
     auto checked = config->CheckPaths();
     ASSERT_FALSE(checked.ok()) << c.toml;
     EXPECT_NE(checked.status().message().find(c.expect), std::string::npos) << checked.status().message();
   }
   // The built-in Chart.js path, missing, turns the charts off with a warning; from the environment it is an error.
-  auto config = Config::Load("", {{"SEDIMENT_STORAGE_DATA_DIR", here}});
+  auto config = Config::Load("", {{"SEDIMENT_STORAGE_DATA_DIR", here}, {"SEDIMENT_ACTIONS_ENABLED", "false"}});
   ASSERT_TRUE(config.ok());
   config->console.chart_js = here + "/missing.js";
   auto warned = config->CheckPaths();
   ASSERT_TRUE(warned.ok()) << warned.status().ToString();
   ASSERT_EQ(warned->size(), 1u);
   EXPECT_NE(warned->front().find("the console shows no charts"), std::string::npos);
-  config = Config::Load("", {{"SEDIMENT_CONSOLE_CHART_JS", here + "/missing.js"}});
+  config = Config::Load("", {{"SEDIMENT_CONSOLE_CHART_JS", here + "/missing.js"}, {"SEDIMENT_ACTIONS_ENABLED", "0"}});
   ASSERT_TRUE(config.ok());
   EXPECT_NE(config->CheckPaths().status().message().find("environment variable SEDIMENT_CONSOLE_CHART_JS"),
             std::string::npos);
+  // With actions on: a sandbox that cannot be run, and more hook workers than half the HTTP workers.
+  config = Config::Load(Write("[actions]\nlua_sandbox = \"" + file + "\"\n"), {});
+  ASSERT_TRUE(config.ok());
+  EXPECT_NE(config->CheckPaths().status().message().find("config.toml:2: actions.lua_sandbox: the Lua sandbox program"),
+            std::string::npos)
+      << config->CheckPaths().status().ToString();
+  config = Config::Load(Write("[actions]\nhook_workers = 100000\n"), {});
+  ASSERT_TRUE(config.ok());
+  EXPECT_NE(config->CheckPaths().status().message().find("config.toml:2: actions.hook_workers: 100000 is more than"),
+            std::string::npos)
+      << config->CheckPaths().status().ToString();
 }
 
 TEST_F(ConfigTest, OptionsDescribeTheirDefaultsAndBounds) {

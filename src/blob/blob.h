@@ -49,6 +49,12 @@ class BlobStore {
 
   // A stream whose Close() publishes `path` atomically (replacing any object there).
   virtual Result<std::shared_ptr<arrow::io::OutputStream>> OpenWriter(const std::string& path) = 0;
+  // The same for a large object written once and read later (a merge's
+  // final file): the local store writes it around the page cache (O_DIRECT),
+  // which spares the copy into new cache pages that a write costs otherwise.
+  virtual Result<std::shared_ptr<arrow::io::OutputStream>> OpenLargeWriter(const std::string& path) {
+    return OpenWriter(path);
+  }
   // NotFound if absent.
   virtual Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenReader(const std::string& path) = 0;
   // The same for an object whose size the caller knows (the registry keeps

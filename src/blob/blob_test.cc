@@ -191,6 +191,35 @@ TEST_P(BlobStoreTest, WriterPublishesOnlyOnClose) {
   EXPECT_EQ(FilesOnDisk(), std::vector<std::string>{"stream/obj"});
 }
 
+// A large object's writer (O_DIRECT locally): pieces of any size and alignment, several buffers'
+// worth and a tail shorter than a block, read back byte for byte; aborted, nothing is left.
+TEST_P(BlobStoreTest, LargeWriterWritesEveryByteOfAnySizeOfPiece) {
+  std::string expect;
+  auto w = store_->OpenLargeWriter("large/obj");
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  uint64_t x = 88172645463325252ull;
+  for (int64_t piece : {1, 4095, 4097, 3 << 20, 7, 6 << 20, 123457, 1}) {
+    std::string bytes(static_cast<size_t>(piece), '\0');
+    for (auto& c : bytes) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      c = static_cast<char>(x);
+    }
+    ASSERT_TRUE((*w)->Write(bytes.data(), piece).ok());
+    expect += bytes;
+  }
+  EXPECT_EQ(*(*w)->Tell(), static_cast<int64_t>(expect.size()));
+  EXPECT_TRUE(IsNotFound(store_->Stat("large/obj").status())) << "not visible before Close";
+  ASSERT_TRUE((*w)->Close().ok());
+  EXPECT_EQ(store_->Stat("large/obj")->size, static_cast<int64_t>(expect.size()));
+  EXPECT_TRUE(Read("large/obj") == expect) << "the bytes read back differ from those written";
+  auto aborted = store_->OpenLargeWriter("large/aborted");
+  ASSERT_TRUE(aborted.ok());
+  ASSERT_TRUE((*aborted)->Write(expect.data(), 5 << 20).ok());
+  ASSERT_TRUE((*aborted)->Abort().ok());
+  EXPECT_TRUE(IsNotFound(store_->Stat("large/aborted").status()));
+  EXPECT_EQ(FilesOnDisk(), std::vector<std::string>{"large/obj"});
+}
+
 TEST_P(BlobStoreTest, DroppedOrAbortedWriterLeavesNothing) {
   {
     auto w = store_->OpenWriter("x/dropped");

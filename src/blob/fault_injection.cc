@@ -84,6 +84,11 @@ Result<std::shared_ptr<arrow::io::OutputStream>> FaultInjectingBlobStore::OpenWr
   return std::make_shared<FaultyWriter>(std::move(inner), this, path);
 }
 
+Result<std::shared_ptr<arrow::io::OutputStream>> FaultInjectingBlobStore::OpenLargeWriter(const std::string& path) {
+  ARROW_ASSIGN_OR_RAISE(auto inner, base_->OpenLargeWriter(path));
+  return std::make_shared<FaultyWriter>(std::move(inner), this, path);
+}
+
 Result<std::shared_ptr<arrow::io::RandomAccessFile>> FaultInjectingBlobStore::OpenReader(const std::string& path) {
   ARROW_RETURN_NOT_OK(MaybeFail(BlobOp::kRead, path));
   return base_->OpenReader(path);

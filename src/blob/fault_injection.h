@@ -36,6 +36,7 @@ class FaultInjectingBlobStore final : public BlobStore {
   int64_t Injected() const { return injected_.load(); }
 
   Result<std::shared_ptr<arrow::io::OutputStream>> OpenWriter(const std::string& path) override;
+  Result<std::shared_ptr<arrow::io::OutputStream>> OpenLargeWriter(const std::string& path) override;
   Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenReader(const std::string& path) override;
   Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenReaderSized(const std::string& path, int64_t size) override;
   Result<ObjectInfo> Stat(const std::string& path) override;

@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <vector>
 
 #include "base/crypto.h"
@@ -53,16 +55,29 @@ Status EnsureDir(const std::string& dir) {
 }
 
 // Local writes: temp file in the target directory, fsync, rename, fsync dir.
+// With `direct` (the file was opened O_DIRECT) the bytes are gathered in an
+// aligned buffer and written in whole blocks around the page cache; the
+// tail, shorter than a block, after O_DIRECT is turned off.
 class LocalAtomicOutputStream final : public arrow::io::OutputStream {
  public:
-  LocalAtomicOutputStream(int fd, std::string temp, std::string target, std::string dir)
-      : fd_(fd), temp_(std::move(temp)), target_(std::move(target)), dir_(std::move(dir)) {}
+  LocalAtomicOutputStream(int fd, std::string temp, std::string target, std::string dir, bool direct = false)
+      : fd_(fd), temp_(std::move(temp)), target_(std::move(target)), dir_(std::move(dir)) {
+    if (direct) {
+      void* p = nullptr;
+      if (::posix_memalign(&p, kBlock, kDirectBufferSize) == 0) {
+        direct_.reset(static_cast<char*>(p));
+      } else {
+        (void)Buffered();
+      }
+    }
+  }
   ~LocalAtomicOutputStream() override {
     if (!closed_) (void)Abort();
   }
 
   Status Write(const void* data, int64_t nbytes) override {
     if (closed_) return Status::Invalid("write to closed stream for ", target_);
+    if (direct_) return WriteDirect(static_cast<const char*>(data), nbytes);
     // Parquet writes many small pieces: gather them into kBufferSize writes.
     if (buffer_.size() + static_cast<size_t>(nbytes) > kBufferSize) ARROW_RETURN_NOT_OK(FlushBuffer());
     if (static_cast<size_t>(nbytes) >= kBufferSize) {
@@ -76,7 +91,7 @@ class LocalAtomicOutputStream final : public arrow::io::OutputStream {
 
   Status Close() override {
     if (closed_) return Status::OK();
-    Status st = FlushBuffer();
+    Status st = direct_ ? FlushDirect() : FlushBuffer();
     closed_ = true;
     if (st.ok() && ::fsync(fd_) != 0) st = Errno("fsync", temp_, errno);
     if (::close(fd_) != 0 && st.ok()) st = Errno("close", temp_, errno);
@@ -103,17 +118,63 @@ class LocalAtomicOutputStream final : public arrow::io::OutputStream {
 
  private:
   static constexpr size_t kBufferSize = 1 << 20;
+  static constexpr size_t kBlock = 4096;  // O_DIRECT's alignment of memory, offsets and sizes
+  static constexpr size_t kDirectBufferSize = 4 << 20;
+
+  struct Free {
+    void operator()(char* p) const { std::free(p); }
+  };
+
+  // Turns O_DIRECT off: the rest of the file goes through the page cache.
+  Status Buffered() {
+    int flags = ::fcntl(fd_, F_GETFL);
+    if (flags < 0 || ::fcntl(fd_, F_SETFL, flags & ~O_DIRECT) != 0) return Errno("fcntl", temp_, errno);
+    return Status::OK();
+  }
 
   Status WriteAll(const char* p, int64_t n) {
     while (n > 0) {
       ssize_t w = ::write(fd_, p, static_cast<size_t>(n));
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return Errno("write", target_, errno);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0 && errno == EINVAL && direct_) {
+        // A file system that took O_DIRECT at open but not these writes.
+        ARROW_RETURN_NOT_OK(Buffered());
+        continue;
       }
+      if (w < 0) return Errno("write", target_, errno);
+      // After a short direct write the next one would be misaligned.
+      if (w < n && direct_) ARROW_RETURN_NOT_OK(Buffered());
       p += w;
       n -= w;
     }
+    return Status::OK();
+  }
+
+  Status WriteDirect(const char* p, int64_t n) {
+    position_ += n;
+    while (n > 0) {
+      size_t take = std::min(static_cast<size_t>(n), kDirectBufferSize - fill_);
+      std::memcpy(direct_.get() + fill_, p, take);
+      fill_ += take;
+      p += take;
+      n -= static_cast<int64_t>(take);
+      if (fill_ == kDirectBufferSize) {
+        ARROW_RETURN_NOT_OK(WriteAll(direct_.get(), static_cast<int64_t>(fill_)));
+        fill_ = 0;
+      }
+    }
+    return Status::OK();
+  }
+
+  // The whole blocks direct, then the tail through the page cache.
+  Status FlushDirect() {
+    const size_t whole = fill_ / kBlock * kBlock;
+    ARROW_RETURN_NOT_OK(WriteAll(direct_.get(), static_cast<int64_t>(whole)));
+    if (fill_ > whole) {
+      ARROW_RETURN_NOT_OK(Buffered());
+      ARROW_RETURN_NOT_OK(WriteAll(direct_.get() + whole, static_cast<int64_t>(fill_ - whole)));
+    }
+    fill_ = 0;
     return Status::OK();
   }
 
@@ -124,6 +185,8 @@ class LocalAtomicOutputStream final : public arrow::io::OutputStream {
   }
 
   std::vector<char> buffer_;
+  std::unique_ptr<char, Free> direct_;  // the aligned buffer of direct writes, null if buffered
+  size_t fill_ = 0;
   int fd_;
   const std::string temp_, target_, dir_;
   int64_t position_ = 0;
@@ -141,15 +204,11 @@ class LocalBlobStore final : public FsBlobStore {
   }
 
   Result<std::shared_ptr<arrow::io::OutputStream>> OpenWriter(const std::string& path) override {
-    ARROW_RETURN_NOT_OK(ValidateObjectPath(path));
-    std::string full = Full(path);
-    auto p = std::filesystem::path(full);
-    std::string dir = p.parent_path().string();
-    ARROW_RETURN_NOT_OK(EnsureDir(dir));
-    std::string temp = root_ + "/" + std::string(kTempPrefix) + "/" + RandomHex(8) + "-" + p.filename().string();
-    int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) return Errno("cannot create", temp, errno);
-    return std::make_shared<LocalAtomicOutputStream>(fd, temp, full, dir);
+    return Create(path, /*direct=*/false);
+  }
+
+  Result<std::shared_ptr<arrow::io::OutputStream>> OpenLargeWriter(const std::string& path) override {
+    return Create(path, /*direct=*/true);
   }
 
   Status Delete(const std::string& path) override {
@@ -157,6 +216,26 @@ class LocalBlobStore final : public FsBlobStore {
     std::string full = Full(path);
     if (::unlink(full.c_str()) != 0 && errno != ENOENT) return Errno("cannot delete", full, errno);
     return Status::OK();
+  }
+
+ private:
+  // A temp file beside the store's others; `direct`: O_DIRECT where the file system takes it.
+  Result<std::shared_ptr<arrow::io::OutputStream>> Create(const std::string& path, bool direct) {
+    ARROW_RETURN_NOT_OK(ValidateObjectPath(path));
+    std::string full = Full(path);
+    auto p = std::filesystem::path(full);
+    std::string dir = p.parent_path().string();
+    ARROW_RETURN_NOT_OK(EnsureDir(dir));
+    std::string temp = root_ + "/" + std::string(kTempPrefix) + "/" + RandomHex(8) + "-" + p.filename().string();
+    const int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
+    int fd = ::open(temp.c_str(), flags | (direct ? O_DIRECT : 0), 0644);
+    if (fd < 0 && direct && errno == EINVAL) {  // no O_DIRECT here (it may have made the file first)
+      ::unlink(temp.c_str());
+      direct = false;
+      fd = ::open(temp.c_str(), flags, 0644);
+    }
+    if (fd < 0) return Errno("cannot create", temp, errno);
+    return std::make_shared<LocalAtomicOutputStream>(fd, temp, full, dir, direct);
   }
 };
 

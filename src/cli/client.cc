@@ -18,8 +18,9 @@ Status FromResponse(const std::string& url, const httplib::Result& res) {
   auto j = nlohmann::json::parse(res->body, nullptr, false);
   if (!j.is_discarded() && j.is_object() && j.contains("message")) message = j["message"].get<std::string>();
   if (res->status == 401) {
-    bool have =
-        std::getenv("SEDIMENT_ACCESS_KEY_ID") != nullptr && std::getenv("SEDIMENT_SECRET_ACCESS_KEY") != nullptr;
+    const char* key = std::getenv("SEDIMENT_ACCESS_KEY_ID");
+    const char* secret = std::getenv("SEDIMENT_SECRET_ACCESS_KEY");
+    bool have = key != nullptr && *key != '\0' && secret != nullptr && *secret != '\0';
     message += have ? " (the access key in SEDIMENT_ACCESS_KEY_ID and SEDIMENT_SECRET_ACCESS_KEY was refused)"
                     : " (the server is set up: set SEDIMENT_ACCESS_KEY_ID and SEDIMENT_SECRET_ACCESS_KEY to an access "
                       "key, e.g. the one `sediment setup` printed)";

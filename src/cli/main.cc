@@ -92,7 +92,7 @@ int CheckConfig(const std::string& path) {
   auto warnings = loaded->CheckPaths();
   if (!warnings.ok()) return Fail(kExitConfig, warnings.status().message());
   for (const auto& w : *warnings) std::fprintf(stderr, "sediment: warning: %s\n", w.c_str());
-  std::printf("%s: ok\n", path.c_str());
+  std::printf("%s: ok\n", path.empty() ? "the built-in settings and the environment" : path.c_str());
   return 0;
 }
 
@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
   std::string check_path;
   auto* check = cli.add_subcommand(
       "check-config", "Check a config file (and the SEDIMENT_* environment) as `serve` would, without starting");
-  check->add_option("--config", check_path, "TOML config file")->required();
+  check->add_option("--config", check_path, "TOML config file (without one: the defaults and the environment)");
   auto* options = cli.add_subcommand(
       "options", "Print every setting as JSON: its key, type, default, bounds and environment variables");
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <iostream>
@@ -88,10 +89,12 @@ Status UseServerSettings(const SimFlags& f, Config* config) {
   ARROW_ASSIGN_OR_RAISE(
       json j, client.Get(fmt::format("/api/v1/datasets/{}/tables/{}/history?amount=1", id.dataset, id.table)));
   if (!j.contains("settings") || !j["settings"].is_object()) {
-    return InvalidArgument(
-        fmt::format("{} answered no settings with the history of {}: give --config", f.server, f.from));
+    std::fprintf(stderr, "sediment: %s says no settings with the history (an older server): built-in ones\n",
+                 f.server.c_str());
+    return Status::OK();
   }
   for (const auto& [key, value] : j["settings"].items()) {
+    if (config->origins.count(key)) continue;  // the environment's SEDIMENT_ variables still win
     std::string text = value.is_string() ? value.get<std::string>() : value.dump();
     ARROW_RETURN_NOT_OK(config->Set(key, text, "the server's settings (" + f.server + ")"));
   }

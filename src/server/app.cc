@@ -85,6 +85,8 @@ HttpLimits LimitsOf(const Config& c, const std::string& listen, bool gateway = f
   l.refuse = [gateway](const httplib::Request& req, httplib::Response& res, int status, const std::string& message) {
     if (gateway || IsGatewayRequest(req)) {
       ReplyS3Refusal(req, res, status, message);
+    } else if (req.path.rfind("/iceberg/", 0) == 0) {
+      ReplyIcebergRefusal(res, status, message);
     } else {
       ReplyError(res, status, message);
     }
@@ -328,18 +330,8 @@ Status App::StartCatalog(const std::string& owner) {
   aopts.hook_workers = config_.actions.hook_workers;
   aopts.hook_runs_per_repository = config_.actions.hook_runs_per_repository;
   aopts.webhook_allowed_hosts = config_.actions.webhook_allowed_hosts;
-  if (static_cast<size_t>(aopts.hook_workers) > HttpWorkers() / 2) {
-    return InvalidArgument(fmt::format(
-        "[actions] hook_workers = {} is more than half the server's {} HTTP workers: requests waiting for hooks "
-        "could take every worker",
-        aopts.hook_workers, HttpWorkers()));
-  }
-  // The sandbox program is installed beside the server's binary (unless the config says where).
-  std::error_code ec;
-  aopts.lua_sandbox =
-      !config_.actions.lua_sandbox.empty()
-          ? config_.actions.lua_sandbox
-          : (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "sediment-lua").string();
+  // hook_workers is at most half the HTTP workers, and the sandbox runs (Config::CheckPaths, at start-up).
+  aopts.lua_sandbox = config_.LuaSandboxPath();
   // Before the catalog starts: the actions name their keys for repository deletion, whose cleanup may run at once.
   ARROW_ASSIGN_OR_RAISE(actions_, actions::ActionsService::Make(catalog_.get(), kv_.get(), aopts));
   // Every hooked catalog operation, from any API, runs the repository's actions.

@@ -118,7 +118,12 @@ Result<std::unique_ptr<SegmentFileWriter>> SegmentFileWriter::Open(blob::BlobSto
   w->settings_ = settings;
   w->props_ = settings.Properties(*schema, layout);
   w->segment_metadata_ = segment_metadata_json;
-  ARROW_ASSIGN_OR_RAISE(w->sink_, store->OpenWriter(path));
+  // A final file is written once and read later, not at once by the next merge: around the page cache.
+  if (layout == FileLayout::kFinal) {
+    ARROW_ASSIGN_OR_RAISE(w->sink_, store->OpenLargeWriter(path));
+  } else {
+    ARROW_ASSIGN_OR_RAISE(w->sink_, store->OpenWriter(path));
+  }
   auto opened = ParquetAssembler::Open(w->sink_, StoredSchema(schema), w->props_);
   if (!opened.ok()) return Status::IOError(fmt::format("{}: {}", path, opened.status().message()));
   w->assembler_ = std::move(*opened);

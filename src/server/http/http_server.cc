@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "base/ascii.h"
+#include "base/config.h"
 #include "base/wildcard.h"
 #include "server/http/connection_gate.h"
 #include "server/http/connection_stream_internal.h"
@@ -227,7 +228,7 @@ std::function<bool(std::string_view)> HostRule(const std::string& listen_host, c
   };
 }
 
-size_t HttpWorkers() { return std::max(16u, std::thread::hardware_concurrency() * 4); }
+size_t HttpWorkers() { return HttpWorkerCount(); }
 
 HttpServer::HttpServer(MetricsRegistry* metrics, HttpLimits limits)
     : metrics_(metrics), limits_(std::move(limits)), server_(std::make_unique<Server>()) {

@@ -38,8 +38,9 @@ struct HttpLimits {
   std::chrono::milliseconds header_timeout{10'000};
   // Whether a request's Host (without port) names this server; null = any.
   std::function<bool(std::string_view host)> host_allowed;
-  // How a request refused before routing (421, 413, a malformed head) is
+  // How a request refused before routing (421, 413, a bad body framing) is
   // answered, in the format of the API it was for; null = JSON (ReplyError).
+  // Not a head too malformed to parse (JSON 400) or the gate's canned 408/431/503.
   std::function<void(const httplib::Request&, httplib::Response&, int status, const std::string& message)> refuse;
 };
 

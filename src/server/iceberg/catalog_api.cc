@@ -158,7 +158,8 @@ void ReplyOAuthError(Res& res, int code, const std::string& error, const std::st
 
 Status ServeOAuthToken(AuthService* auth, Duration ttl, bool open_until_set_up, const Req& req, Res& res) {
   std::string type = req.get_header_value("Content-Type");
-  if (!req.body.empty() && AsciiLower(type).rfind("application/x-www-form-urlencoded", 0) != 0) {
+  // Exactly as httplib reads form parameters (case and all): a body it would not parse is refused here.
+  if (!req.body.empty() && type.rfind("application/x-www-form-urlencoded", 0) != 0) {
     ReplyOAuthError(res, 400, "invalid_request",
                     fmt::format("the token request's body must be a form (Content-Type: "
                                 "application/x-www-form-urlencoded), as OAuth2 sends it: "
@@ -209,6 +210,14 @@ Status ServeOAuthToken(AuthService* auth, Duration ttl, bool open_until_set_up, 
              {"token_type", "bearer"},
              {"issued_token_type", "urn:ietf:params:oauth:token-type:access_token"}});
   return Status::OK();
+}
+
+void ReplyIcebergRefusal(Res& res, int status, const std::string& message) {
+  ReplyModel(res, status,
+             status == 413   ? "BadRequestException"
+             : status == 421 ? "ForbiddenException"
+                             : "BadRequestException",
+             message);
 }
 
 Status IcebergRefusal(const Status& st) {

@@ -52,6 +52,8 @@ Status ServeOAuthToken(AuthService* auth, Duration ttl, bool open_until_set_up, 
 
 // A failed Status as the protocol's ErrorModel.
 void ReplyIcebergError(httplib::Response& res, const Status& st);
+// A request to an Iceberg catalog refused before routing (HttpLimits::refuse), as an ErrorModel.
+void ReplyIcebergRefusal(httplib::Response& res, int status, const std::string& message);
 // An Iceberg client's refused authentication, saying how to get a token.
 Status IcebergRefusal(const Status& st);
 

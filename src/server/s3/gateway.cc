@@ -241,6 +241,7 @@ void ReplyS3Error(httplib::Response& res, const Status& st, const std::string& r
   auto [http, code] = S3CodeFor(st);
   // The same id in the header and the body, as S3 gives it.
   std::string id = RandomHex(8);
+  res.headers.erase("x-amz-request-id");  // set_header adds: an answer replaced after an error keeps one
   res.set_header("x-amz-request-id", id);
   ReplyXml(res, http,
            fmt::format("<Error><Code>{}</Code><Message>{}</Message><Resource>{}</Resource><RequestId>{}</RequestId>"
@@ -480,8 +481,7 @@ bool IsGatewayRequest(const httplib::Request& req) {
 }
 
 void ReplyS3Refusal(const httplib::Request& req, httplib::Response& res, int status, const std::string& message) {
-  const char* code = status == 408   ? "RequestTimeout"
-                     : status == 413 ? "EntityTooLarge"
+  const char* code = status == 413   ? "EntityTooLarge"
                      : status == 421 ? "MisdirectedRequest"
                      : status == 400 ? "InvalidRequest"
                                      : "InternalError";

@@ -51,7 +51,7 @@ void ReplyApiPathToS3Client(const httplib::Request& req, httplib::Response& res)
 // or on a path no other API serves (not /, /api/..., the Iceberg catalogs', /_console/..., /metrics).
 bool IsGatewayRequest(const httplib::Request& req);
 // A request refused before routing (HttpLimits::refuse), as an S3 error:
-// 400 InvalidRequest, 408 RequestTimeout, 413 EntityTooLarge, 421 MisdirectedRequest.
+// 400 InvalidRequest, 413 EntityTooLarge, 421 MisdirectedRequest.
 void ReplyS3Refusal(const httplib::Request& req, httplib::Response& res, int status, const std::string& message);
 
 // Registers the gateway's routes on `http`: after every other route, since
