@@ -204,4 +204,4 @@ def test_a_wrong_console_dir_stops_the_server(start_server, tmp_path):
     cfg.write_text(f'[console]\ndir = "{tmp_path}/nothing-here"\n')
     with pytest.raises(RuntimeError) as e:
         start_server("--config", str(cfg))
-    assert f"console.dir {tmp_path}/nothing-here has no index.html" in str(e.value)
+    assert f"sediment.toml:2: console.dir: {tmp_path}/nothing-here has no index.html" in str(e.value)
