@@ -45,8 +45,11 @@ def spark_agrees_with_pyiceberg(uri, credential=None):
     for jar in JARS:
         assert os.path.exists(jar), f"{jar} missing: run scripts/install-test.sh"
     r = engine({"engine": "pyiceberg", "uri": uri, "credential": credential, "table": "demo.logs",
-                "columns": ["block_num", "tx_index", "log_index"]})
+                "columns": ["block_num", "tx_index", "log_index", "address"]})
     snap, cols = r["snapshot_id"], r["columns"]
+    # Addresses are stored as BYTE_ARRAY and typed binary in Iceberg (table/stored_types.h): 20 bytes each.
+    assert {len(a) for a in cols["address"]} == {40}
+    address = max(set(cols["address"]), key=cols["address"].count)
     keys = list(zip(cols["block_num"], cols["tx_index"], cols["log_index"]))
     per_block = {}
     for b in cols["block_num"]:
@@ -57,10 +60,12 @@ def spark_agrees_with_pyiceberg(uri, credential=None):
         f"sum(tx_index), sum(log_index) FROM sed.demo.logs VERSION AS OF {snap}",
         f"SELECT block_num, count(*) FROM sed.demo.logs VERSION AS OF {snap} WHERE block_num BETWEEN 10 AND 14 "
         "GROUP BY block_num ORDER BY block_num",
+        f"SELECT count(*) FROM sed.demo.logs VERSION AS OF {snap} WHERE address = X'{address}'",
     ]}, timeout=300)["results"]
     assert sp[0] == [[len(keys), len(set(keys)), min(cols["block_num"]), max(cols["block_num"]),
                       sum(cols["tx_index"]), sum(cols["log_index"])]], "Spark and PyIceberg read the same rows"
     assert sp[1] == [[b, n] for b, n in sorted(per_block.items())]
+    assert sp[2] == [[cols["address"].count(address)]], "an address filter in Spark finds PyIceberg's rows"
     return snap
 
 
@@ -101,8 +106,10 @@ def test_pyiceberg_reads_every_block_once_while_the_table_changes(server):
 
 def test_engines_prune_by_block_range_and_agree(server):
     logs = engine({"engine": "pyiceberg", "uri": server.iceberg, "table": "demo.logs",
-                   "columns": ["block_num", "tx_index", "log_index"]})
+                   "columns": ["block_num", "tx_index", "log_index", "topic0"]})
     snap = logs["snapshot_id"]
+    topics = [t for t in logs["columns"]["topic0"] if t is not None]
+    topic = max(set(topics), key=topics.count)
     keys = list(zip(*(logs["columns"][c] for c in ("block_num", "tx_index", "log_index"))))
     assert len(keys) == len(set(keys)), "no log twice"
     all_files = logs["files"]
@@ -116,6 +123,7 @@ def test_engines_prune_by_block_range_and_agree(server):
         f"SELECT count(*) FROM sed.demo.logs AT (VERSION => {snap}) WHERE block_num BETWEEN 10 AND 19",
         "SELECT count(*), count(DISTINCT block_num), max(block_num) FROM sed.demo.blocks",
         "SELECT count(*) FROM sed.demo.transactions WHERE block_num BETWEEN 10 AND 19",
+        f"SELECT count(*) FROM sed.demo.logs AT (VERSION => {snap}) WHERE topic0 = from_hex('{topic}')",
     ]})["results"]
     assert d[0] == [[len(keys), len(keys)]], "DuckDB reads the same snapshot: every log once"
     assert d[1] == [[len(want)]]
@@ -124,6 +132,11 @@ def test_engines_prune_by_block_range_and_agree(server):
     scanned = server.get("/api/v1/datasets/demo/tables/transactions/scan",
                          params={"format": "jsonl", "from_block": 10, "to_block": 19, "columns": "block_num"}).text.split()
     assert d[3][0][0] == len(scanned), "DuckDB and the scan API agree on settled blocks"
+    assert d[4] == [[topics.count(topic)]], "a topic filter in DuckDB finds PyIceberg's rows"
+    schema = server.get("/iceberg/v1/namespaces/demo/tables/logs").json()["metadata"]
+    types = {f["name"]: f["type"] for f in next(x for x in schema["schemas"]
+                                                if x["schema-id"] == schema["current-schema-id"])["fields"]}
+    assert types["address"] == types["topic0"] == "binary", "Iceberg's type is what the files store"
 
 
 def test_spark_reads_the_tables_and_agrees_with_pyiceberg(server):

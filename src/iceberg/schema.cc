@@ -14,6 +14,7 @@ using nlohmann::json;
 struct Mapper {
   int next_id = 0;
   bool micros_stored = false;  // the top-level column being mapped is stored in microseconds
+  bool binary_stored = false;  // the top-level column being mapped, fixed binary, is stored as binary
 
   // The Iceberg type of `type` (a string for primitives, an object for nested
   // ones), its name-mapping children, and how its statistics become bounds.
@@ -50,7 +51,8 @@ struct Mapper {
       case arrow::Type::LARGE_BINARY:
         return json("binary");  // no bounds: values are long, and a truncated upper bound needs care
       case arrow::Type::FIXED_SIZE_BINARY:
-        *bounds = BoundKind::kBytes;
+        *bounds = BoundKind::kBytes;  // values of n bytes: exact bounds
+        if (binary_stored) return json("binary");
         return json(fmt::format("fixed[{}]", static_cast<const arrow::FixedSizeBinaryType&>(type).byte_width()));
       case arrow::Type::DATE32:
         *bounds = BoundKind::kInt32;
@@ -112,7 +114,7 @@ struct Mapper {
 }  // namespace
 
 Result<IcebergSchema> ToIcebergSchema(const std::vector<std::shared_ptr<arrow::Schema>>& versions,
-                                      const std::string& micros_key) {
+                                      const std::string& micros_key, const std::string& binary_key) {
   if (versions.empty()) return InvalidArgument("a table without a schema");
   const arrow::Schema& schema = *versions.back();
   Mapper mapper;
@@ -132,8 +134,10 @@ Result<IcebergSchema> ToIcebergSchema(const std::vector<std::shared_ptr<arrow::S
       json children = json::array();
       IcebergColumn column{f.name(), id, "", BoundKind::kNone};
       mapper.micros_stored = !micros_key.empty() && f.metadata() && f.metadata()->Contains(micros_key);
+      mapper.binary_stored = !binary_key.empty() && f.metadata() && f.metadata()->Contains(binary_key) &&
+                             f.metadata()->Get(binary_key).ValueOr("") != "false";
       ARROW_ASSIGN_OR_RAISE(json type, mapper.TypeOf(f.name(), *f.type(), &children, &column.bounds));
-      mapper.micros_stored = false;
+      mapper.micros_stored = mapper.binary_stored = false;
       if (type.is_string()) column.type = type.get<std::string>();
       fields.push_back({{"id", id}, {"name", f.name()}, {"required", !f.nullable()}, {"type", type}});
       json m = {{"field-id", id}, {"names", {f.name()}}};
@@ -161,10 +165,11 @@ Result<IcebergSchema> ToIcebergSchema(const std::vector<std::shared_ptr<arrow::S
   return out;
 }
 
-Result<IcebergSchema> ToIcebergSchema(const arrow::Schema& schema, const std::string& micros_key) {
+Result<IcebergSchema> ToIcebergSchema(const arrow::Schema& schema, const std::string& micros_key,
+                                      const std::string& binary_key) {
   return ToIcebergSchema(
       std::vector<std::shared_ptr<arrow::Schema>>{std::make_shared<arrow::Schema>(schema.fields(), schema.metadata())},
-      micros_key);
+      micros_key, binary_key);
 }
 
 }  // namespace sediment::iceberg

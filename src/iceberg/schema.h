@@ -48,9 +48,13 @@ struct IcebergSchema {
 // InvalidArgument naming the column if a type has no Iceberg equivalent.
 // `micros_key`: a field metadata key marking a nanosecond timestamp column
 // whose files store microseconds (its bounds are then usable); "" none.
+// `binary_key`: one marking (with any value but "false") a fixed binary
+// column whose files store it as binary (BYTE_ARRAY): Iceberg's type is then
+// binary, as the files say.
 Result<IcebergSchema> ToIcebergSchema(const std::vector<std::shared_ptr<arrow::Schema>>& versions,
-                                      const std::string& micros_key = "");
+                                      const std::string& micros_key = "", const std::string& binary_key = "");
 // One version.
-Result<IcebergSchema> ToIcebergSchema(const arrow::Schema& schema, const std::string& micros_key = "");
+Result<IcebergSchema> ToIcebergSchema(const arrow::Schema& schema, const std::string& micros_key = "",
+                                      const std::string& binary_key = "");
 
 }  // namespace sediment::iceberg

@@ -85,6 +85,19 @@ TEST(IcebergSchemaTest, AnAddedColumnTakesNewIdsAndNoIdChanges) {
   EXPECT_EQ(both->columns[2].bounds, BoundKind::kInt64);
 }
 
+TEST(IcebergSchemaTest, FixedBinaryStoredAsBinaryIsBinaryWithBounds) {
+  auto marked = arrow::key_value_metadata({std::string(table::kStoreBinaryKey)}, {"true"});
+  auto schema = arrow::schema({arrow::field("block_num", arrow::uint64(), false),
+                               arrow::field("address", arrow::fixed_size_binary(20), false, marked),
+                               arrow::field("raw", arrow::fixed_size_binary(20), false)});
+  auto s = ToIcebergSchema({schema}, std::string(table::kStoreMicrosKey), std::string(table::kStoreBinaryKey));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  json fields = json::parse(s->json)["fields"];
+  EXPECT_EQ(fields[1]["type"], "binary") << "what the files store (table/stored_types.h)";
+  EXPECT_EQ(fields[2]["type"], "fixed[20]") << "unmarked: stored as FIXED_LEN_BYTE_ARRAY";
+  EXPECT_EQ(s->columns[1].bounds, BoundKind::kBytes) << "20-byte values: exact bounds";
+}
+
 TEST(IcebergManifestTest, ReadsBackWithAvroC) {
   sediment::testing::TempDir dir;
   DataFile f{"tables/a/b/1.parquet", "file:///x/1.parquet", "1", 10, 19, "ab", 30, 1234, {}};

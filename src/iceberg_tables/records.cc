@@ -114,7 +114,7 @@ std::vector<std::shared_ptr<arrow::Schema>> Versions(const table::TableInfo& inf
 }
 
 Result<IcebergSchema> IcebergSchemaOf(const table::TableInfo& info) {
-  return ToIcebergSchema(Versions(info), std::string(table::kStoreMicrosKey));
+  return ToIcebergSchema(Versions(info), std::string(table::kStoreMicrosKey), std::string(table::kStoreBinaryKey));
 }
 
 std::string EncodeSnapshot(const SnapshotRecord& s) {

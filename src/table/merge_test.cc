@@ -6,6 +6,7 @@
 
 #include <arrow/api.h>
 #include <arrow/io/api.h>
+#include <arrow/util/key_value_metadata.h>
 #include <gtest/gtest.h>
 #include <parquet/arrow/writer.h>
 #include <parquet/bloom_filter.h>
@@ -26,6 +27,7 @@
 #include "base/test_util.h"
 #include "table/plain_pages.h"
 #include "table/segment.h"
+#include "table/stored_types.h"
 #include "table/table_test_fixture_internal.h"
 
 namespace sediment::table {
@@ -739,6 +741,123 @@ TEST_F(MergeTest, EachRowGroupTakesTheWayItAllows) {
     EXPECT_TRUE(fmd->RowGroup(rg)->ColumnChunk(4)->bloom_filter_offset()) << rg;
   }
   EXPECT_TRUE(ReadAll(final_file->path)->Equals(*want));
+}
+
+TEST_F(MergeTest, MarkedFixedBinaryIsStoredAsByteArrayAndReadBackFixed) {
+  // kStoreBinaryKey (table/stored_types.h): files store the column as
+  // BYTE_ARRAY, through the head files, the page-joining merge and the final
+  // encode, with bloom filters and bounds of its bytes; Sediment's reader gives
+  // fixed_size_binary back. An unmarked fixed column stays FIXED_LEN_BYTE_ARRAY.
+  auto marked = arrow::key_value_metadata({std::string(kStoreBinaryKey)}, {"true"});
+  table_.schema = arrow::schema({arrow::field("block_num", arrow::uint64(), false),
+                                 arrow::field("address", arrow::fixed_size_binary(4), false, marked),
+                                 arrow::field("topic", arrow::fixed_size_binary(4), true, marked),
+                                 arrow::field("raw", arrow::fixed_size_binary(4), false)});
+  settings_.bloom_filter_columns = {"address"};
+  auto value = [](uint64_t b, int salt) {
+    uint32_t v = static_cast<uint32_t>(b * 2654435761u + static_cast<uint32_t>(salt));
+    return std::string(reinterpret_cast<const char*>(&v), 4);
+  };
+  auto write = [&](uint64_t start, uint64_t end, FileLayout layout) {
+    arrow::UInt64Builder blocks;
+    arrow::FixedSizeBinaryBuilder address(arrow::fixed_size_binary(4)), topic(arrow::fixed_size_binary(4)),
+        raw(arrow::fixed_size_binary(4));
+    for (uint64_t b = start; b <= end; ++b) {
+      EXPECT_TRUE(blocks.Append(b).ok());
+      EXPECT_TRUE(address.Append(value(b, 1)).ok());
+      EXPECT_TRUE(b % 3 == 0 ? topic.AppendNull().ok() : topic.Append(value(b, 2)).ok());
+      EXPECT_TRUE(raw.Append(value(b, 3)).ok());
+    }
+    auto batch = arrow::RecordBatch::Make(table_.schema, static_cast<int64_t>(end - start + 1),
+                                          {*blocks.Finish(), *address.Finish(), *topic.Finish(), *raw.Finish()});
+    SegmentRecord s = Record(start, end);
+    auto w =
+        *SegmentFileWriter::Open(blobs_.get(), s.path, table_.schema, settings_, layout, EncodeSegmentFileMetadata(s));
+    EXPECT_TRUE(w->Write(batch).ok());
+    auto facts = *w->Finish();
+    s.rows = facts.rows;
+    s.bytes = facts.bytes;
+    s.stored_bytes = facts.stored_bytes;
+    return s;
+  };
+  auto read_all = [&](const std::string& path) {
+    auto r = *SegmentFileReader::Open(blobs_.get(), path);
+    std::vector<std::shared_ptr<arrow::Table>> parts;
+    for (int i = 0; i < r->num_row_groups(); ++i) {
+      auto rg = r->ReadRowGroup(i);
+      EXPECT_TRUE(rg.ok()) << rg.status().ToString();
+      parts.push_back(*rg);
+    }
+    return *(*arrow::ConcatenateTables(parts))->CombineChunks();
+  };
+  std::vector<SegmentRecord> heads = {write(0, 99, FileLayout::kPages), write(100, 199, FileLayout::kPages)};
+  MergeStats stats;
+  auto joined = Merge(heads, 1, 1, nullptr, FileLayout::kPages, &stats);
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  EXPECT_EQ(stats.row_groups_from_pages, 1) << "BYTE_ARRAY pages join as FLBA ones did";
+  auto final_file = Merge({*joined, write(200, 299, FileLayout::kPages)}, 2);
+  ASSERT_TRUE(final_file.ok()) << final_file.status().ToString();
+  auto want = *(*arrow::ConcatenateTables({read_all(heads[0].path), read_all(heads[1].path)}))->CombineChunks();
+  for (const auto& path : {heads[0].path, joined->path, final_file->path}) {
+    SCOPED_TRACE(path);
+    auto reader = parquet::ParquetFileReader::Open(*blobs_->OpenReader(path));
+    auto md = reader->metadata();
+    EXPECT_EQ(md->schema()->Column(1)->physical_type(), parquet::Type::BYTE_ARRAY);
+    EXPECT_EQ(md->schema()->Column(2)->physical_type(), parquet::Type::BYTE_ARRAY);
+    EXPECT_EQ(md->schema()->Column(3)->physical_type(), parquet::Type::FIXED_LEN_BYTE_ARRAY);
+    auto got = read_all(path);
+    ASSERT_TRUE(got->schema()->Equals(*table_.schema, /*check_metadata=*/false)) << got->schema()->ToString();
+    if (path != final_file->path) {
+      EXPECT_TRUE(got->Slice(0, std::min(got->num_rows(), want->num_rows()))
+                      ->Equals(*want->Slice(0, std::min(got->num_rows(), want->num_rows()))));
+    }
+  }
+  auto got = read_all(final_file->path);
+  ASSERT_EQ(got->num_rows(), 300);
+  auto address = std::static_pointer_cast<arrow::FixedSizeBinaryArray>(got->column(1)->chunk(0));
+  auto topic = std::static_pointer_cast<arrow::FixedSizeBinaryArray>(got->column(2)->chunk(0));
+  for (int64_t i = 0; i < 300; ++i) {
+    ASSERT_EQ(address->GetString(i), value(static_cast<uint64_t>(i), 1)) << i;
+    ASSERT_EQ(topic->IsNull(i), i % 3 == 0) << i;
+  }
+  auto reader = parquet::ParquetFileReader::Open(*blobs_->OpenReader(final_file->path));
+  auto bloom = reader->GetBloomFilterReader().RowGroup(0)->GetColumnBloomFilter(1);
+  ASSERT_NE(bloom, nullptr);
+  for (int64_t i = 0; i < address->length(); ++i) {
+    parquet::ByteArray ba(4, address->GetValue(i));
+    ASSERT_TRUE(bloom->FindHash(bloom->Hash(&ba))) << i;
+  }
+  auto bounds = reader->metadata()->RowGroup(0)->ColumnChunk(1)->encoded_statistics();
+  ASSERT_TRUE(bounds && bounds->has_min && bounds->has_max);
+  EXPECT_EQ(bounds->min().size(), 4u) << "a bound is the value's bytes, without a length";
+}
+
+TEST_F(MergeTest, AStoredFixedBinaryValueOfAnotherLengthIsAnErrorNamingTheColumn) {
+  // A file (not written by Sediment) whose binary column says it holds
+  // fixed_size_binary(4) but has a 3-byte value: refused, not truncated or padded.
+  auto md = arrow::key_value_metadata({std::string(kStoreBinaryKey), std::string(kFixedSizeKey)}, {"true", "4"});
+  auto schema = arrow::schema({arrow::field("block_num", arrow::int64(), false,
+                                            arrow::key_value_metadata({std::string(kUnsignedKey)}, {"uint64"})),
+                               arrow::field("address", arrow::binary(), false, md)});
+  arrow::Int64Builder blocks;
+  arrow::BinaryBuilder address;
+  ASSERT_TRUE(blocks.AppendValues({1, 2}).ok());
+  ASSERT_TRUE(address.Append("abcd").ok());
+  ASSERT_TRUE(address.Append("abc").ok());
+  auto table = arrow::Table::Make(schema, {*blocks.Finish(), *address.Finish()});
+  const std::string path = "odd.parquet";
+  auto sink = *blobs_->OpenWriter(path);
+  auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
+  ASSERT_TRUE(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), sink, 10,
+                                         parquet::default_writer_properties(), arrow_props)
+                  .ok());
+  ASSERT_TRUE(sink->Close().ok());
+  auto reader = SegmentFileReader::Open(blobs_.get(), path);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_TRUE((*reader)->schema()->field(1)->type()->Equals(arrow::fixed_size_binary(4)));
+  auto rows = (*reader)->ReadRowGroup(0);
+  ASSERT_FALSE(rows.ok());
+  EXPECT_NE(rows.status().message().find("column address"), std::string::npos) << rows.status().message();
 }
 
 TEST_F(MergeTest, RowCountDisagreeingWithRegistryFailsNamingTheFile) {

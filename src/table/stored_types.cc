@@ -57,8 +57,44 @@ std::shared_ptr<arrow::DataType> UnsignedNamed(const std::string& name) {
   return nullptr;
 }
 
-std::shared_ptr<arrow::Field> Convert(const std::shared_ptr<arrow::Field>& f, bool to_stored) {
+// The byte width a stored binary field marked kFixedSizeKey had, or 0.
+int32_t FixedSizeOf(const arrow::Field& f) {
+  if (!f.metadata() || f.type()->id() != arrow::Type::BINARY) return 0;
+  auto n = f.metadata()->Get(std::string(kFixedSizeKey));
+  if (!n.ok()) return 0;
+  int32_t width = 0;
+  for (char c : *n) {
+    if (c < '0' || c > '9' || width > (1 << 24)) return 0;
+    width = width * 10 + (c - '0');
+  }
+  return width;
+}
+
+// Fixed binary stored as binary (kStoreBinaryKey), and back; null if `f` is neither.
+std::shared_ptr<arrow::Field> ConvertFixedBinary(const std::shared_ptr<arrow::Field>& f, bool to_stored) {
   const auto& type = f->type();
+  if (to_stored && StoresFixedAsBinary(*f)) {
+    auto md = f->metadata()->Copy();
+    md->Append(std::string(kFixedSizeKey),
+               std::to_string(static_cast<const arrow::FixedSizeBinaryType&>(*type).byte_width()));
+    return f->WithType(arrow::binary())->WithMetadata(md);
+  }
+  if (!to_stored) {
+    if (int32_t width = FixedSizeOf(*f); width > 0) {
+      auto md = f->metadata()->Copy();
+      (void)md->Delete(std::string(kFixedSizeKey));
+      auto out = f->WithType(arrow::fixed_size_binary(width));
+      return md->size() > 0 ? out->WithMetadata(md) : out->RemoveMetadata();
+    }
+  }
+  return nullptr;
+}
+
+std::shared_ptr<arrow::Field> Convert(const std::shared_ptr<arrow::Field>& f, bool to_stored, bool top = false) {
+  const auto& type = f->type();
+  if (top) {
+    if (auto converted = ConvertFixedBinary(f, to_stored)) return converted;
+  }
   if (to_stored && type->id() == arrow::Type::TIMESTAMP &&
       static_cast<const arrow::TimestampType&>(*type).unit() == arrow::TimeUnit::NANO && f->metadata() &&
       f->metadata()->Contains(std::string(kStoreMicrosKey))) {
@@ -105,7 +141,7 @@ std::shared_ptr<arrow::Schema> ConvertSchema(const std::shared_ptr<arrow::Schema
   std::vector<std::shared_ptr<arrow::Field>> fields;
   bool changed = false;
   for (const auto& f : schema->fields()) {
-    fields.push_back(Convert(f, to_stored));
+    fields.push_back(Convert(f, to_stored, /*top=*/true));
     changed |= fields.back() != f;
   }
   if (!changed) return schema;
@@ -144,6 +180,26 @@ std::shared_ptr<arrow::ArrayData> SwapTypes(const std::shared_ptr<arrow::ArrayDa
 
 }  // namespace
 
+bool StoresFixedAsBinary(const arrow::Field& field) {
+  if (field.type()->id() != arrow::Type::FIXED_SIZE_BINARY || !field.metadata()) return false;
+  auto v = field.metadata()->Get(std::string(kStoreBinaryKey));
+  return v.ok() && *v != "false";
+}
+
+std::shared_ptr<arrow::Schema> MarkNewColumns(const std::shared_ptr<arrow::Schema>& schema) {
+  arrow::FieldVector fields = schema->fields();
+  bool changed = false;
+  for (auto& f : fields) {
+    if (f->type()->id() != arrow::Type::FIXED_SIZE_BINARY) continue;
+    if (f->metadata() && f->metadata()->Contains(std::string(kStoreBinaryKey))) continue;
+    auto md = f->metadata() ? f->metadata()->Copy() : std::make_shared<arrow::KeyValueMetadata>();
+    md->Append(std::string(kStoreBinaryKey), "true");
+    f = f->WithMetadata(md);
+    changed = true;
+  }
+  return changed ? arrow::schema(std::move(fields), schema->metadata()) : schema;
+}
+
 std::shared_ptr<arrow::Schema> StoredSchema(const std::shared_ptr<arrow::Schema>& schema) {
   return ConvertSchema(schema, true);
 }
@@ -168,8 +224,8 @@ Result<std::shared_ptr<arrow::Table>> Retype(const std::shared_ptr<arrow::Table>
       continue;
     }
     if (!SameBits(*column->type(), *type)) {
-      // Widened (uint32 as int64, uint8 as int32), or nanoseconds kept as
-      // microseconds (and back): a checked cast, so a
+      // Widened (uint32 as int64, uint8 as int32), nanoseconds kept as
+      // microseconds, fixed binary as binary (and back): a checked cast, so a
       // value the table's type cannot hold is an error, not a wrapped number.
       auto cast = arrow::compute::Cast(column, type, arrow::compute::CastOptions::Safe());
       if (!cast.ok()) {

@@ -20,6 +20,7 @@
 #include "base/status.h"
 
 namespace arrow {
+class Field;
 class Schema;
 class Table;
 }  // namespace arrow
@@ -34,13 +35,31 @@ inline constexpr std::string_view kUnsignedKey = "sediment.unsigned";
 // nanoseconds back. Without the key, nanoseconds are stored as they are.
 inline constexpr std::string_view kStoreMicrosKey = "sediment.store_micros";
 inline constexpr std::string_view kNanosecondsKey = "sediment.nanoseconds";
+// A top-level fixed_size_binary(n) column whose table field carries
+// kStoreBinaryKey (any value but "false") is stored as BYTE_ARRAY (Arrow
+// binary), the stored field marked kFixedSizeKey = n: Polars filters
+// FIXED_LEN_BYTE_ARRAY ten times slower and DataFusion a third slower
+// (bench/RESULTS.md, issue 46), and BYTE_ARRAY is what DuckDB, Spark and
+// Polars write. Sediment's readers give fixed_size_binary(n) back (a value of
+// another length is an error); Iceberg sees the column as binary. A new
+// table's or new column's field gets the key unless it says "false"
+// (MarkNewColumns); a column keeps how it was created, so its files never mix
+// the two physical types, and tables created before keep FIXED_LEN_BYTE_ARRAY.
+inline constexpr std::string_view kStoreBinaryKey = "sediment.store_binary";
+inline constexpr std::string_view kFixedSizeKey = "sediment.fixed_size";
 
-// The schema a file of a table with `schema` stores (itself when it has no uint64).
+// `schema` (a new table's, or a table's next version) with kStoreBinaryKey
+// on every top-level fixed_size_binary field that does not carry it.
+std::shared_ptr<arrow::Schema> MarkNewColumns(const std::shared_ptr<arrow::Schema>& schema);
+// Whether `field` is fixed binary stored as binary (kStoreBinaryKey, not "false").
+bool StoresFixedAsBinary(const arrow::Field& field);
+// The schema a file of a table with `schema` stores (itself when nothing above applies).
 std::shared_ptr<arrow::Schema> StoredSchema(const std::shared_ptr<arrow::Schema>& schema);
 // The table's schema of a file's stored schema: marked fields back to their unsigned types.
 std::shared_ptr<arrow::Schema> TableSchemaOf(const std::shared_ptr<arrow::Schema>& stored);
 // `table` with `schema`'s types (stored to table or back): 64-bit integers
-// change type over the same buffers, the widened ones are cast (checked).
+// change type over the same buffers, the widened ones and fixed binary are
+// cast (checked: a stored value of the wrong length is an error naming the column).
 Result<std::shared_ptr<arrow::Table>> Retype(const std::shared_ptr<arrow::Table>& table,
                                              const std::shared_ptr<arrow::Schema>& schema);
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "base/crypto.h"
+#include "table/stored_types.h"
 #include "table/table_metrics_internal.h"
 
 namespace sediment::table {
@@ -197,12 +198,14 @@ Result<GcBacklog> TableService::GcBacklogOf(const TableId& id) {
 Result<bool> TableService::CreateTable(const TableId& id, const std::shared_ptr<arrow::Schema>& schema) {
   ARROW_RETURN_NOT_OK(BlockColumn(*schema).status());
   if (schema->num_fields() == 0) return InvalidArgument("the schema has no columns");
-  return registry_.CreateTable(id, schema, clock_->Now());
+  // Fixed binary columns stored as BYTE_ARRAY, unless a field says otherwise (stored_types.h).
+  return registry_.CreateTable(id, MarkNewColumns(schema), clock_->Now());
 }
 
 Result<bool> TableService::EvolveTable(const TableId& id, const std::shared_ptr<arrow::Schema>& schema) {
   ARROW_RETURN_NOT_OK(BlockColumn(*schema).status());
-  return registry_.EvolveTable(id, schema);
+  // The table keeps its own fields as they are: only the new ones take the marks.
+  return registry_.EvolveTable(id, MarkNewColumns(schema));
 }
 
 Result<Snapshot> TableService::LiveSegments(const TableId& id) {

@@ -38,6 +38,58 @@ TEST_F(TableServiceTest, CreateTableRules) {
   EXPECT_TRUE((*tables)[0].schema->Equals(*TestSchema()));
 }
 
+TEST_F(TableServiceTest, ANewTablesFixedBinaryIsStoredAsByteArrayUnlessAFieldSaysOtherwise) {
+  // stored_types.h: a new table's top-level fixed binary columns get
+  // kStoreBinaryKey; "false" keeps FIXED_LEN_BYTE_ARRAY; a column added later
+  // gets it too, and the table's own columns keep what they had.
+  auto keep = arrow::key_value_metadata({std::string(kStoreBinaryKey)}, {"false"});
+  auto v1 = arrow::schema({arrow::field("block_num", arrow::uint64(), false),
+                           arrow::field("address", arrow::fixed_size_binary(3), false),
+                           arrow::field("raw", arrow::fixed_size_binary(3), false, keep)});
+  ASSERT_TRUE(*service_->CreateTable(id_, v1));
+  EXPECT_FALSE(*service_->CreateTable(id_, v1)) << "the same schema again: the marks are not a difference";
+  auto v2 = arrow::schema({v1->field(0), v1->field(1)->WithMetadata(keep), v1->field(2),
+                           arrow::field("topic", arrow::fixed_size_binary(3), true)});
+  ASSERT_TRUE(*service_->EvolveTable(id_, v2));
+  auto info = *service_->GetTable(id_);
+  EXPECT_TRUE(StoresFixedAsBinary(*info.schema->field(1))) << "kept from creation, not the evolved schema's";
+  EXPECT_FALSE(StoresFixedAsBinary(*info.schema->field(2)));
+  EXPECT_TRUE(StoresFixedAsBinary(*info.schema->field(3)));
+  arrow::UInt64Builder blocks;
+  arrow::FixedSizeBinaryBuilder address(arrow::fixed_size_binary(3)), raw(arrow::fixed_size_binary(3)),
+      topic(arrow::fixed_size_binary(3));
+  for (uint64_t b = 0; b < 4; ++b) {
+    ASSERT_TRUE(blocks.Append(b).ok());
+    ASSERT_TRUE(address.Append(fmt::format("a{:02}", b)).ok());
+    ASSERT_TRUE(raw.Append(fmt::format("r{:02}", b)).ok());
+    ASSERT_TRUE((b % 2 ? topic.AppendNull() : topic.Append(fmt::format("t{:02}", b))).ok());
+  }
+  auto batch =
+      arrow::RecordBatch::Make(info.schema, 4, {*blocks.Finish(), *address.Finish(), *raw.Finish(), *topic.Finish()});
+  AppendRequest req{0, 3, Hash(3, 0), Hash(uint64_t(0) - 1, 0)};
+  for (uint64_t b = 0; b <= 3; ++b) req.block_hashes.push_back(Hash(b, 0));
+  auto reader = Reader({batch}, info.schema);
+  ASSERT_TRUE(service_->Append(id_, req, reader.get()).ok());
+  auto md = parquet::ParquetFileReader::Open(*faulty_->OpenReader(Live()[0].path))->metadata();
+  EXPECT_EQ(md->schema()->Column(1)->physical_type(), parquet::Type::BYTE_ARRAY);
+  EXPECT_EQ(md->schema()->Column(2)->physical_type(), parquet::Type::FIXED_LEN_BYTE_ARRAY);
+  EXPECT_EQ(md->schema()->Column(3)->physical_type(), parquet::Type::BYTE_ARRAY);
+  auto snap = service_->OpenSnapshot(id_);
+  ASSERT_TRUE(snap.ok());
+  auto t = *service_->ReadAll(**snap);
+  ASSERT_TRUE(t->schema()->Equals(*info.schema, /*check_metadata=*/false)) << t->schema()->ToString();
+  EXPECT_TRUE(t->Equals(*arrow::Table::FromRecordBatches({batch}).ValueOrDie()));
+  // A scan filter on the stored-as-binary column takes the table's type.
+  ScanRequest q;
+  q.columns = {"block_num"};
+  q.filter = *ParseFilter("address = 0x613032");
+  auto scan = Scan::Open(service_.get(), id_, q);
+  ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+  int64_t n = 0;
+  while (auto b = *(*scan)->Next()) n += b->num_rows();
+  EXPECT_EQ(n, 1);
+}
+
 TEST_F(TableServiceTest, ATableGainsNullableColumnsAndItsOldFilesReadWithNulls) {
   config_.writer.compactor.max_eager_bytes = 1 << 20;
   Restart();
