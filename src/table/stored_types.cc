@@ -5,6 +5,8 @@
 #include <arrow/util/key_value_metadata.h>
 #include <fmt/format.h>
 
+#include <charconv>
+
 namespace sediment::table {
 namespace {
 
@@ -63,11 +65,8 @@ int32_t FixedSizeOf(const arrow::Field& f) {
   auto n = f.metadata()->Get(std::string(kFixedSizeKey));
   if (!n.ok()) return 0;
   int32_t width = 0;
-  for (char c : *n) {
-    if (c < '0' || c > '9' || width > (1 << 24)) return 0;
-    width = width * 10 + (c - '0');
-  }
-  return width;
+  auto [end, ec] = std::from_chars(n->data(), n->data() + n->size(), width);
+  return ec == std::errc() && end == n->data() + n->size() && width > 0 ? width : 0;
 }
 
 // Fixed binary stored as binary (kStoreBinaryKey), and back; null if `f` is neither.

@@ -1,6 +1,7 @@
 #include "table/table_service.h"
 
 #include <arrow/api.h>
+#include <arrow/util/key_value_metadata.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -195,8 +196,24 @@ Result<GcBacklog> TableService::GcBacklogOf(const TableId& id) {
   return b;
 }
 
+namespace {
+
+// kFixedSizeKey marks stored fields only: on a table's field it would make a binary column read as fixed.
+Status NoStoredMarks(const arrow::Schema& schema) {
+  for (const auto& f : schema.fields()) {
+    if (f->metadata() && f->metadata()->Contains(std::string(kFixedSizeKey))) {
+      return InvalidArgument(fmt::format("column \"{}\": field metadata key {} is for Sediment's files, not a table",
+                                         f->name(), kFixedSizeKey));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Result<bool> TableService::CreateTable(const TableId& id, const std::shared_ptr<arrow::Schema>& schema) {
   ARROW_RETURN_NOT_OK(BlockColumn(*schema).status());
+  ARROW_RETURN_NOT_OK(NoStoredMarks(*schema));
   if (schema->num_fields() == 0) return InvalidArgument("the schema has no columns");
   // Fixed binary columns stored as BYTE_ARRAY, unless a field says otherwise (stored_types.h).
   return registry_.CreateTable(id, MarkNewColumns(schema), clock_->Now());
@@ -204,6 +221,7 @@ Result<bool> TableService::CreateTable(const TableId& id, const std::shared_ptr<
 
 Result<bool> TableService::EvolveTable(const TableId& id, const std::shared_ptr<arrow::Schema>& schema) {
   ARROW_RETURN_NOT_OK(BlockColumn(*schema).status());
+  ARROW_RETURN_NOT_OK(NoStoredMarks(*schema));
   // The table keeps its own fields as they are: only the new ones take the marks.
   return registry_.EvolveTable(id, MarkNewColumns(schema));
 }

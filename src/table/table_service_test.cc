@@ -46,6 +46,14 @@ TEST_F(TableServiceTest, ANewTablesFixedBinaryIsStoredAsByteArrayUnlessAFieldSay
   auto v1 = arrow::schema({arrow::field("block_num", arrow::uint64(), false),
                            arrow::field("address", arrow::fixed_size_binary(3), false),
                            arrow::field("raw", arrow::fixed_size_binary(3), false, keep)});
+  // The stored files' own mark is refused on a table's field (it would read a binary column as fixed).
+  auto stored_mark =
+      arrow::schema({v1->field(0), arrow::field("b", arrow::binary(), true,
+                                                arrow::key_value_metadata({std::string(kFixedSizeKey)}, {"3"}))});
+  auto refused = service_->CreateTable(id_, stored_mark);
+  ASSERT_TRUE(IsInvalidArgument(refused.status())) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("column \"b\""), std::string::npos) << refused.status().message();
+  EXPECT_TRUE(IsNotFound(service_->GetTable(id_).status())) << "nothing created";
   ASSERT_TRUE(*service_->CreateTable(id_, v1));
   EXPECT_FALSE(*service_->CreateTable(id_, v1)) << "the same schema again: the marks are not a difference";
   auto v2 = arrow::schema({v1->field(0), v1->field(1)->WithMetadata(keep), v1->field(2),
