@@ -267,22 +267,33 @@ def import_shape(work, name, inputs, row_group_rows, s3=None):
     return base, imported
 
 
-def merge_all(work, name, base, imported, threads_list, rg_rows, rows_out, s3=None, keep=()):
-    """Every engine merges the imported files at every thread count; s3: MinIO's endpoint, keys, bucket.
-    Outputs are deleted as soon as they are measured (disk space), except the (engine, threads) in keep."""
+def median_run(results):
+    """The run of median time among (JSON, RSS) results, with the largest RSS of them all."""
+    ordered = sorted(results, key=lambda r: r[0].get("seconds") or 0)
+    return ordered[len(ordered) // 2][0], max(r[1] for r in results)
+
+
+def merge_all(work, name, base, imported, threads_list, rg_rows, rows_out, s3=None, keep=(), runs=1):
+    """Every engine merges the imported files at every thread count, `runs` times (the median is kept; on MinIO
+    once); s3: MinIO's endpoint, keys, bucket. Outputs are deleted as soon as they are measured (disk space),
+    except the (engine, threads) in keep."""
     seg_dir = imported["files"][0].rsplit("/", 1)[0]
     outputs = {}
     for threads in threads_list:
         copy = work / f"{name}-sediment-{threads}"
-        if copy.exists():
-            shutil.rmtree(copy)
-        shutil.copytree(base, copy)
         cmd = [str(BENCH), "compact", "--data-dir", str(copy), "--threads", str(threads),
                "--bytes", str(1 << 40), "--max-row-group-rows", str(rg_rows)]
         if s3:
             # As many reads in flight as pyarrow gets I/O threads here.
             cmd += ["--objects", s3["objects"], "--s3-endpoint", s3["endpoint"], "--metadata-concurrency", "8"]
-        sed, sed_rss = run(cmd, env=s3 and {"AWS_ACCESS_KEY_ID": s3["key"], "AWS_SECRET_ACCESS_KEY": s3["secret"]})
+        sed_runs = []
+        for _ in range(runs if not s3 else 1):
+            if copy.exists():
+                shutil.rmtree(copy)
+            shutil.copytree(base, copy)
+            sed_runs.append(run(cmd, env=s3 and {"AWS_ACCESS_KEY_ID": s3["key"],
+                                                 "AWS_SECRET_ACCESS_KEY": s3["secret"]}))
+        sed, sed_rss = median_run(sed_runs)
         results = {"sediment": (sed["seconds"], sed_rss),
                    "row_groups": (sed.get("row_groups_copied", 0), sed.get("row_groups_from_pages", 0),
                                   sed.get("row_groups_reencoded", 0))}
@@ -309,7 +320,12 @@ def merge_all(work, name, base, imported, threads_list, rg_rows, rows_out, s3=No
             arg_file = work / f"{name}-{peer}-{threads}.json"  # too long for a command line
             arg_file.write_text(json.dumps(arg))
             python = ENGINES_PYTHON if (s3 and peer == "duckdb") else sys.executable
-            res, rss = run([str(python), "-c", script, str(arg_file)], env=env)
+            peer_runs = []
+            for k in range(runs if not s3 else 1):
+                if k and not s3:
+                    fresh(Path(out))
+                peer_runs.append(run([str(python), "-c", script, str(arg_file)], env=env))
+            res, rss = median_run(peer_runs)
             results[peer] = (res.get("seconds"), rss)
             outputs[(peer, threads)] = Path(out) if not s3 else out
             if not s3 and (peer, threads) not in keep:
@@ -346,6 +362,8 @@ def main():
                     help="local shapes; none (--shapes alone) runs only the MinIO shape")
     ap.add_argument("--row-group-rows", type=int, default=131072)
     ap.add_argument("--repeat", type=int, default=15, help="runs of each query")
+    ap.add_argument("--merge-runs", type=int, default=1,
+                    help="runs of each local merge (every engine); the median time is reported")
     ap.add_argument("--work", default=None, help="work directory (default: a temp dir, removed)")
     ap.add_argument("--minio-files", type=int, default=600,
                     help="tiny files merged on MinIO (started here by scripts/minio.sh); 0 = skip")
@@ -378,7 +396,8 @@ def main():
             print(f"{name}: {len(imported['files'])} files, {imported['rows']:,} rows, "
                   f"{imported['stored_bytes'] / 2**20:.0f} MiB stored", file=sys.stderr)
             keep = {("sediment", args.threads[-1]), ("duckdb", args.threads[-1])} if name == "tiny" else set()
-            outputs = merge_all(work, name, base, imported, args.threads, rg, rows_out, keep=keep)
+            outputs = merge_all(work, name, base, imported, args.threads, rg, rows_out, keep=keep,
+                                runs=args.merge_runs)
             if name == "tiny":
                 final = final_merge(work, base, imported, args.threads[-1], rg, rows_out)
                 sed_files = [f for f in sediment_live(outputs[("sediment", args.threads[-1])])
@@ -418,7 +437,7 @@ def main():
                 subprocess.run([str(ROOT / "scripts" / "minio.sh"), "stop", str(mdir)], check=False)
         print()
         print(f"Merge: one output, zstd(1), row groups of {rg:,} rows. Ratio = fastest peer's time / Sediment's "
-              f"(>1: Sediment faster). RSS = peak MiB.")
+              f"(>1: Sediment faster). RSS = peak MiB. Times: median of {args.merge_runs} run(s) per engine.")
         print()
         peers = ["duckdb", "datafusion", "polars", "pyarrow"]
         print("| shape | threads | Sediment s | " + " | ".join(f"{p} s" for p in peers) +

@@ -162,7 +162,7 @@ Status Compact(const BenchFlags& f) {
   ARROW_ASSIGN_OR_RAISE(auto pass, stack->tables->CompactNow(id));
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   int64_t read = 0, written = 0, inputs = 0, outputs = 0, failed = 0, copied = 0, encoded = 0, pages = 0, finals = 0,
-          step_buffers = 0;
+          plain = 0, step_buffers = 0;
   for (const auto& m : pass.merges) {
     if (!m.output) {
       failed++;
@@ -174,6 +174,7 @@ Status Compact(const BenchFlags& f) {
     copied += m.stats.row_groups_copied;
     pages += m.stats.row_groups_from_pages;
     encoded += m.stats.row_groups_reencoded;
+    plain += m.stats.inputs_decoded_plain;
     finals += m.final ? 1 : 0;
     step_buffers = std::max(step_buffers, m.stats.step_buffers);
     read += m.output->bytes;
@@ -189,6 +190,7 @@ Status Compact(const BenchFlags& f) {
                     {"row_groups_copied", copied},
                     {"row_groups_from_pages", pages},
                     {"row_groups_reencoded", encoded},
+                    {"inputs_decoded_plain", plain},
                     {"final_outputs", finals},
                     {"step_buffers", step_buffers},
                     {"rss_before_bytes", rss_before},

@@ -58,10 +58,16 @@ class StepPipeline {
         reads_(ctx, table, inputs),
         planner_(descr, *props, *ctx.file_settings, layout),
         // Workers fill `window` steps and this thread writes one: buffers for all of them.
-        step_inputs_{ctx.blobs,        std::make_shared<StepBuffers>(window_ + 1),
-                     footers_.get(),   wholes_.get(),
-                     &inputs,          ctx.file_settings,
-                     std::move(props), table.schema} {}
+        step_inputs_{ctx.blobs,
+                     std::make_shared<StepBuffers>(window_ + 1),
+                     footers_.get(),
+                     wholes_.get(),
+                     &inputs,
+                     ctx.file_settings,
+                     std::move(props),
+                     table.schema,
+                     StoredSchema(table.schema),
+                     &descr} {}
 
   // Submits steps until the window is full, planning more as footers arrive.
   Status Fill();
@@ -146,6 +152,7 @@ void CountStep(StepKind kind, const Prepared& ready, MergeStats* stats) {
   (kind == StepKind::kCopy    ? stats->row_groups_copied
    : kind == StepKind::kPages ? stats->row_groups_from_pages
                               : stats->row_groups_reencoded) += made;
+  stats->inputs_decoded_plain += ready.plain_decoded;
 }
 
 // Appends a step's result to the output; adds its rows to `rows`.

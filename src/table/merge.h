@@ -50,6 +50,7 @@ struct MergeStats {
   int64_t row_groups_from_pages = 0;  // output row groups made of inputs' data pages, copied
   int64_t row_groups_reencoded = 0;   // output row groups decoded and encoded again
   int64_t step_buffers = 0;           // most buffers held at once for local inputs, reused step after step
+  int64_t inputs_decoded_plain = 0;   // input row groups re-encoded from their PLAIN pages (plain_decode.h)
 };
 
 // The output's record (id, path, block range, hashes, generation, parents,

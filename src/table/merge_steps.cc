@@ -15,6 +15,7 @@
 
 #include "table/merge_steps_internal.h"
 #include "table/parquet_guard_internal.h"
+#include "table/plain_decode.h"
 
 namespace sediment::table::merge_internal {
 
@@ -245,14 +246,67 @@ Result<Prepared> ProducePages(const StepInputs& in, const Step& step) {
   return out;
 }
 
+// An encoded step's pieces: each row group fetched in one request, several in flight.
+struct Fetch {
+  std::shared_ptr<arrow::io::RandomAccessFile> file;
+  int64_t begin = 0;
+  arrow::Future<std::shared_ptr<arrow::Buffer>> bytes;
+};
+
+// Whether piece `p` is PLAIN pages that PlainTableBuilder reads.
+bool PieceIsPlain(const StepInputs& in, const Piece& p) {
+  const auto& footer = *(*in.footers)[p.input];
+  return PlainDecodable(*footer.RowGroup(p.row_group), *footer.schema(), *in.descr, *in.stored_schema);
+}
+
+// Pieces [from, to) of `step`, all PieceIsPlain, decoded from their pages into one table.
+Result<std::shared_ptr<arrow::Table>> DecodePlain(const StepInputs& in, const Step& step, size_t from, size_t to,
+                                                  std::vector<Fetch>& fetches) {
+  PlainTableBuilder builder(in.stored_schema, *in.descr);
+  int64_t rows = 0;
+  std::vector<int64_t> uncompressed(static_cast<size_t>(in.descr->num_columns()));
+  for (size_t k = from; k < to; ++k) {
+    auto rg = (*in.footers)[step.pieces[k].input]->RowGroup(step.pieces[k].row_group);
+    rows += rg->num_rows();
+    for (int c = 0; c < rg->num_columns(); ++c) uncompressed[c] += rg->ColumnChunk(c)->total_uncompressed_size();
+  }
+  ARROW_RETURN_NOT_OK(builder.Reserve(rows, uncompressed));
+  for (size_t k = from; k < to; ++k) {
+    const Piece& p = step.pieces[k];
+    auto bytes = fetches[k].bytes.result();
+    if (!bytes.ok()) return in.Named(p.input, bytes.status());
+    const std::string_view view(reinterpret_cast<const char*>((*bytes)->data()), static_cast<size_t>((*bytes)->size()));
+    Status st = builder.Append(*(*in.footers)[p.input]->RowGroup(p.row_group), view, fetches[k].begin);
+    if (!st.ok()) return in.Named(p.input, st);
+    fetches[k].bytes = {};  // decoded: its bytes can go
+  }
+  return builder.Finish();
+}
+
+// Piece `k` of `step` decoded through Arrow's reader (any encoding, earlier schemas).
+Result<std::shared_ptr<arrow::Table>> DecodeThroughArrow(const StepInputs& in, const Step& step, size_t k,
+                                                         std::vector<Fetch>& fetches) {
+  const Piece& p = step.pieces[k];
+  const auto& s = (*in.inputs)[p.input];
+  auto bytes = fetches[k].bytes.result();
+  if (!bytes.ok()) return in.Named(p.input, bytes.status());
+  auto window = std::make_shared<FetchedRange>(*bytes, fetches[k].begin,
+                                               std::max(s.stored_bytes, fetches[k].begin + (*bytes)->size()));
+  fetches[k].bytes = {};
+  auto reader = SegmentFileReader::Open(window, s.path, false, (*in.footers)[p.input], false);
+  if (!reader.ok()) return in.Named(p.input, reader.status());
+  // Read and encoded again as stored: no conversion to the table's types and back.
+  if (Status st = (*reader)->ReadStoredAs(in.schema); !st.ok()) return in.Named(p.input, st);
+  auto t = (*reader)->ReadRowGroup(p.row_group);
+  if (!t.ok()) return in.Named(p.input, t.status());
+  // The stored schema exactly (a file's carries its own metadata).
+  return arrow::Table::Make(in.stored_schema, (*t)->columns(), (*t)->num_rows());
+}
+
 // Row groups decoded together and encoded again. All are fetched at once,
-// one request each, several in flight, then decoded from memory.
+// one request each, several in flight, then decoded from memory: from their
+// PLAIN pages where they are such (head files), else through Arrow.
 Result<Prepared> ProduceEncoded(const StepInputs& in, const Step& step) {
-  struct Fetch {
-    std::shared_ptr<arrow::io::RandomAccessFile> file;
-    int64_t begin = 0;
-    arrow::Future<std::shared_ptr<arrow::Buffer>> bytes;
-  };
   std::vector<Fetch> fetches;
   for (const Piece& p : step.pieces) {
     const auto& s = (*in.inputs)[p.input];
@@ -261,25 +315,22 @@ Result<Prepared> ProduceEncoded(const StepInputs& in, const Step& step) {
     auto [begin, end] = RowGroupByteRange(*(*in.footers)[p.input]->RowGroup(p.row_group));
     fetches.push_back(Fetch{*file, begin, (*file)->ReadAsync(arrow::io::default_io_context(), begin, end - begin)});
   }
+  // Runs of plain pieces into one table each, the others one by one.
+  Prepared out;
   std::vector<std::shared_ptr<arrow::Table>> tables;
-  for (size_t k = 0; k < step.pieces.size(); ++k) {
-    const Piece& p = step.pieces[k];
-    const auto& s = (*in.inputs)[p.input];
-    auto bytes = fetches[k].bytes.result();
-    if (!bytes.ok()) return in.Named(p.input, bytes.status());
-    auto window = std::make_shared<FetchedRange>(*bytes, fetches[k].begin,
-                                                 std::max(s.stored_bytes, fetches[k].begin + (*bytes)->size()));
-    auto reader = SegmentFileReader::Open(window, s.path, false, (*in.footers)[p.input], false);
-    if (!reader.ok()) return in.Named(p.input, reader.status());
-    if (Status st = (*reader)->ReadAs(in.schema); !st.ok()) return in.Named(p.input, st);
-    auto t = (*reader)->ReadRowGroup(p.row_group);
-    if (!t.ok()) return in.Named(p.input, t.status());
-    // The table's schema exactly (a file's carries its own metadata).
-    tables.push_back(arrow::Table::Make(in.schema, (*t)->columns(), (*t)->num_rows()));
+  for (size_t k = 0; k < step.pieces.size();) {
+    size_t end = k;
+    while (end < step.pieces.size() && PieceIsPlain(in, step.pieces[end])) ++end;
+    if (end > k) {
+      ARROW_ASSIGN_OR_RAISE(tables.emplace_back(), DecodePlain(in, step, k, end, fetches));
+      out.plain_decoded += static_cast<int64_t>(end - k);
+      k = end;
+    } else {
+      ARROW_ASSIGN_OR_RAISE(tables.emplace_back(), DecodeThroughArrow(in, step, k++, fetches));
+    }
   }
   fetches.clear();
-  ARROW_ASSIGN_OR_RAISE(auto table, arrow::ConcatenateTables(tables));
-  Prepared out;
+  ARROW_ASSIGN_OR_RAISE(auto table, tables.size() == 1 ? tables.front() : arrow::ConcatenateTables(tables));
   ARROW_ASSIGN_OR_RAISE(out.row_groups, EncodeForSegment(table, *in.settings, in.props));
   return out;
 }

@@ -56,6 +56,7 @@ class StepBuffers : public std::enable_shared_from_this<StepBuffers> {
 struct Prepared {
   std::vector<EncodedRowGroup> row_groups;
   std::optional<PageRun> run;
+  int64_t plain_decoded = 0;  // input row groups decoded from their PLAIN pages (plain_decode.h)
 };
 
 // What a step reads and writes: shared by its worker tasks.
@@ -68,6 +69,8 @@ struct StepInputs {
   const WriterSettings* settings = nullptr;
   std::shared_ptr<parquet::WriterProperties> props;
   std::shared_ptr<arrow::Schema> schema;
+  std::shared_ptr<arrow::Schema> stored_schema;      // StoredSchema(schema): what re-encoded steps read
+  const parquet::SchemaDescriptor* descr = nullptr;  // the output's Parquet schema (stored_schema's)
 
   Status Named(size_t input, const Status& st) const;
 };

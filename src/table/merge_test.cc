@@ -858,6 +858,34 @@ TEST_F(MergeTest, AStoredFixedBinaryValueOfAnotherLengthIsAnErrorNamingTheColumn
   auto rows = (*reader)->ReadRowGroup(0);
   ASSERT_FALSE(rows.ok());
   EXPECT_NE(rows.status().message().find("column address"), std::string::npos) << rows.status().message();
+  // A merge reads the stored values and encodes them again without converting
+  // them (ReadStoredAs): the same value is refused there too.
+  auto stored = *SegmentFileReader::Open(blobs_.get(), path);
+  ASSERT_TRUE(stored->ReadStoredAs(stored->schema()).ok());
+  auto raw = stored->ReadRowGroup(0);
+  ASSERT_FALSE(raw.ok());
+  EXPECT_NE(raw.status().message().find("column address: row 1 holds 3 bytes"), std::string::npos)
+      << raw.status().message();
+}
+
+TEST_F(MergeTest, AFinalMergeDecodesHeadFilesFromTheirPlainPages) {
+  // Head files (kPages: PLAIN pages, no dictionaries) re-encoded into a final
+  // file are decoded by plain_decode.h, not Arrow's reader; a file written
+  // otherwise (plain Arrow: dictionaries, UINT_64) in the same merge goes
+  // through Arrow's reader. Either way the rows are the inputs'.
+  settings_.max_row_group_rows = 100000;
+  std::vector<SegmentRecord> inputs;
+  for (uint64_t b = 0; b < 40; b += 10) inputs.push_back(Write(b, b + 9, settings_, FileLayout::kPages));
+  inputs.push_back(WritePlain(40, 49, 1000));
+  MergeStats stats;
+  auto merged = Merge(inputs, 2, 2, nullptr, FileLayout::kFinal, &stats);
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  EXPECT_EQ(stats.inputs_decoded_plain, 4);
+  EXPECT_EQ(stats.row_groups_reencoded, 1);
+  std::vector<std::shared_ptr<arrow::Table>> expected;
+  for (const auto& s : inputs) expected.push_back(ReadAll(s.path));
+  auto want = *(*arrow::ConcatenateTables(expected))->CombineChunks();
+  EXPECT_TRUE(ReadAll(merged->path)->Equals(*want));
 }
 
 TEST_F(MergeTest, RowCountDisagreeingWithRegistryFailsNamingTheFile) {

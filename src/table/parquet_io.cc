@@ -394,6 +394,13 @@ Status SegmentFileReader::ReadAs(const std::shared_ptr<arrow::Schema>& table) {
   return Status::OK();
 }
 
+Status SegmentFileReader::ReadStoredAs(const std::shared_ptr<arrow::Schema>& table) {
+  ARROW_RETURN_NOT_OK(ReadAs(table));
+  schema_ = StoredSchema(table);
+  stored_reads_ = true;
+  return Status::OK();
+}
+
 Result<std::shared_ptr<arrow::Table>> SegmentFileReader::ReadColumnsLocked(int i, std::vector<int> columns) {
   if (columns.empty()) {
     for (int c = 0; c < schema_->num_fields(); ++c) columns.push_back(c);
@@ -420,7 +427,12 @@ Result<std::shared_ptr<arrow::Table>> SegmentFileReader::ReadColumnsLocked(int i
   std::shared_ptr<arrow::Table> read;
   if (!own.empty()) {
     ARROW_ASSIGN_OR_RAISE(read, reader_->ReadRowGroup(i, leaves));
-    ARROW_ASSIGN_OR_RAISE(read, Retype(read, TableSchemaOf(read->schema())));
+    // To what the reads return: the table's types, or its stored ones
+    // (ReadStoredAs; a file written before may store them otherwise).
+    arrow::FieldVector wanted;
+    for (int c : own) wanted.push_back(schema_->field(c));
+    ARROW_ASSIGN_OR_RAISE(read, Retype(read, arrow::schema(std::move(wanted))));
+    if (stored_reads_) ARROW_RETURN_NOT_OK(CheckStoredWidths(*read));
   }
   // In the order asked for: the file's columns (read in file order), nulls for the others.
   arrow::FieldVector fields;

@@ -146,6 +146,11 @@ class SegmentFileReader {
   // must begin the table's, and the table's others read as nulls. Invalid
   // (naming the file) otherwise. Column numbers are then the table's.
   Status ReadAs(const std::shared_ptr<arrow::Schema>& table);
+  // As ReadAs, but the reads return the types the table's files store
+  // (StoredSchema(table), table/stored_types.h): a merge that encodes the
+  // rows again skips converting them to the table's types and back (a fifth
+  // of a final merge's time, bench/RESULTS.md).
+  Status ReadStoredAs(const std::shared_ptr<arrow::Schema>& table);
   // How many of schema()'s columns the file holds.
   int file_columns() const { return file_columns_; }
   // The JSON under kSegmentMetadataKey, or empty.
@@ -182,6 +187,7 @@ class SegmentFileReader {
   std::shared_ptr<arrow::Schema> schema_;
   std::shared_ptr<arrow::Schema> stored_schema_;  // as the file stores it
   int file_columns_ = 0;                          // the file's top-level columns
+  bool stored_reads_ = false;                     // ReadStoredAs: reads return stored types
   std::string segment_metadata_;
   FileFacts facts_;
 };

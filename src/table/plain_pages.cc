@@ -8,6 +8,7 @@
 #include <zstd.h>
 
 #include <cstring>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -96,14 +97,13 @@ bool HashValues(const uint8_t* p, const uint8_t* end, const parquet::ColumnDescr
 
 }  // namespace
 
-Result<bool> HashPlainValues(std::string_view chunk, const parquet::ColumnDescriptor& column, int codec,
-                             parquet::BloomFilter* filter) {
+Result<bool> ForEachPlainPage(std::string_view chunk, const parquet::ColumnDescriptor& column, int codec,
+                              const std::function<Status(const PlainPage&)>& each) {
   const bool zstd = codec == arrow::Compression::ZSTD;
   if (!zstd && codec != arrow::Compression::UNCOMPRESSED) return false;
   const auto* p = reinterpret_cast<const uint8_t*>(chunk.data());
   const auto* end = p + chunk.size();
-  std::vector<uint8_t> page;
-  std::vector<uint64_t> hashes;
+  std::vector<uint8_t> scratch;
   while (p < end) {
     PageHeader h;
     const uint8_t* body = nullptr;
@@ -117,40 +117,63 @@ Result<bool> HashPlainValues(std::string_view chunk, const parquet::ColumnDescri
       return false;
     }
     p = body + h.compressed;
+    PlainPage page;
+    page.num_values = h.num_values;
     // Data page v2: the levels come first, uncompressed; only the values are compressed.
     const int64_t levels = v2 ? int64_t{h.repetition_bytes} + h.definition_bytes : 0;
+    if (v2) {
+      page.num_nulls = h.num_nulls;
+      page.levels = body + h.repetition_bytes;
+      page.levels_size = static_cast<size_t>(h.definition_bytes);
+    }
     const uint8_t* data = body + levels;
     const int64_t size = h.uncompressed - levels;
-    if (size == 0) {
-      // nothing to hash (a page of nulls)
-    } else if (zstd && (!v2 || h.is_compressed)) {
+    if (size > 0 && zstd && (!v2 || h.is_compressed)) {
       ZSTD_DCtx* ctx = ThreadContext();
       if (ctx == nullptr) return false;
-      page.resize(static_cast<size_t>(size));
+      scratch.resize(static_cast<size_t>(size));
       const size_t n =
-          ZSTD_decompressDCtx(ctx, page.data(), page.size(), data, static_cast<size_t>(h.compressed - levels));
-      if (ZSTD_isError(n) || n != page.size()) {
+          ZSTD_decompressDCtx(ctx, scratch.data(), scratch.size(), data, static_cast<size_t>(h.compressed - levels));
+      if (ZSTD_isError(n) || n != scratch.size()) {
         return Status::Invalid(fmt::format("column {}: a page does not decompress", column.path()->ToDotString()));
       }
-      data = page.data();
-    } else if (h.uncompressed != h.compressed) {
+      data = scratch.data();
+    } else if (size > 0 && h.uncompressed != h.compressed) {
       return false;
     }
-    const uint8_t* values = data;
-    const uint8_t* values_end = data + size;
+    page.values = data;
+    page.values_end = data + size;
     // Data page v1: repetition levels, then definition levels, each RLE with a 4-byte length.
-    for (auto [max_level, encoding] : {std::pair{column.max_repetition_level(), h.repetition_encoding},
-                                       std::pair{column.max_definition_level(), h.definition_encoding}}) {
+    for (auto [max_level, encoding, definition] :
+         {std::tuple{column.max_repetition_level(), h.repetition_encoding, false},
+          std::tuple{column.max_definition_level(), h.definition_encoding, true}}) {
       if (v2 || max_level == 0) continue;
-      if (encoding != static_cast<int32_t>(parquet::Encoding::RLE) || values_end - values < 4) return false;
+      if (encoding != static_cast<int32_t>(parquet::Encoding::RLE) || page.values_end - page.values < 4) return false;
       uint32_t n;
-      std::memcpy(&n, values, 4);
-      if (static_cast<size_t>(values_end - values - 4) < n) return false;
-      values += 4 + n;
+      std::memcpy(&n, page.values, 4);
+      if (static_cast<size_t>(page.values_end - page.values - 4) < n) return false;
+      if (definition) {
+        page.levels = page.values + 4;
+        page.levels_size = n;
+      }
+      page.values += 4 + n;
     }
-    if (!HashValues(values, values_end, column, filter, &hashes)) return false;
+    ARROW_RETURN_NOT_OK(each(page));
   }
   return true;
+}
+
+Result<bool> HashPlainValues(std::string_view chunk, const parquet::ColumnDescriptor& column, int codec,
+                             parquet::BloomFilter* filter) {
+  std::vector<uint64_t> hashes;
+  bool handled = true;
+  ARROW_ASSIGN_OR_RAISE(bool whole, ForEachPlainPage(chunk, column, codec, [&](const PlainPage& page) {
+                          if (handled && page.values < page.values_end) {
+                            handled = HashValues(page.values, page.values_end, column, filter, &hashes);
+                          }
+                          return Status::OK();
+                        }));
+  return whole && handled;
 }
 
 }  // namespace sediment::table

@@ -59,16 +59,6 @@ std::shared_ptr<arrow::DataType> UnsignedNamed(const std::string& name) {
   return nullptr;
 }
 
-// The byte width a stored binary field marked kFixedSizeKey had, or 0.
-int32_t FixedSizeOf(const arrow::Field& f) {
-  if (!f.metadata() || f.type()->id() != arrow::Type::BINARY) return 0;
-  auto n = f.metadata()->Get(std::string(kFixedSizeKey));
-  if (!n.ok()) return 0;
-  int32_t width = 0;
-  auto [end, ec] = std::from_chars(n->data(), n->data() + n->size(), width);
-  return ec == std::errc() && end == n->data() + n->size() && width > 0 ? width : 0;
-}
-
 // Fixed binary stored as binary (kStoreBinaryKey), and back; null if `f` is neither.
 std::shared_ptr<arrow::Field> ConvertFixedBinary(const std::shared_ptr<arrow::Field>& f, bool to_stored) {
   const auto& type = f->type();
@@ -79,7 +69,7 @@ std::shared_ptr<arrow::Field> ConvertFixedBinary(const std::shared_ptr<arrow::Fi
     return f->WithType(arrow::binary())->WithMetadata(md);
   }
   if (!to_stored) {
-    if (int32_t width = FixedSizeOf(*f); width > 0) {
+    if (int32_t width = StoredFixedWidth(*f); width > 0) {
       auto md = f->metadata()->Copy();
       (void)md->Delete(std::string(kFixedSizeKey));
       auto out = f->WithType(arrow::fixed_size_binary(width));
@@ -179,6 +169,15 @@ std::shared_ptr<arrow::ArrayData> SwapTypes(const std::shared_ptr<arrow::ArrayDa
 
 }  // namespace
 
+int32_t StoredFixedWidth(const arrow::Field& f) {
+  if (!f.metadata() || f.type()->id() != arrow::Type::BINARY) return 0;
+  auto n = f.metadata()->Get(std::string(kFixedSizeKey));
+  if (!n.ok()) return 0;
+  int32_t width = 0;
+  auto [end, ec] = std::from_chars(n->data(), n->data() + n->size(), width);
+  return ec == std::errc() && end == n->data() + n->size() && width > 0 ? width : 0;
+}
+
 bool StoresFixedAsBinary(const arrow::Field& field) {
   if (field.type()->id() != arrow::Type::FIXED_SIZE_BINARY || !field.metadata()) return false;
   auto v = field.metadata()->Get(std::string(kStoreBinaryKey));
@@ -238,6 +237,29 @@ Result<std::shared_ptr<arrow::Table>> Retype(const std::shared_ptr<arrow::Table>
     columns.push_back(std::make_shared<arrow::ChunkedArray>(std::move(chunks), type));
   }
   return arrow::Table::Make(schema, std::move(columns), table->num_rows());
+}
+
+Status CheckStoredWidths(const arrow::Table& stored) {
+  for (int i = 0; i < stored.num_columns(); ++i) {
+    const int32_t width = StoredFixedWidth(*stored.schema()->field(i));
+    if (width == 0 || stored.column(i)->type()->id() != arrow::Type::BINARY) continue;
+    int64_t row = 0;
+    for (const auto& chunk : stored.column(i)->chunks()) {
+      const auto& values = static_cast<const arrow::BinaryArray&>(*chunk);
+      const int32_t* offsets = values.raw_value_offsets();
+      for (int64_t k = 0; k < values.length(); ++k) {
+        const int32_t length = offsets[k + 1] - offsets[k];
+        if (length != width && values.IsValid(k)) {
+          return Status::Invalid(
+              fmt::format("column {}: row {} holds {} bytes where its type, fixed_size_binary({}), "
+                          "holds {}",
+                          stored.schema()->field(i)->name(), row + k, length, width, width));
+        }
+      }
+      row += values.length();
+    }
+  }
+  return Status::OK();
 }
 
 }  // namespace sediment::table

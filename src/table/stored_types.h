@@ -14,6 +14,7 @@
 // (docs/formats.md).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string_view>
 
@@ -51,6 +52,9 @@ inline constexpr std::string_view kFixedSizeKey = "sediment.fixed_size";
 // `schema` (a new table's, or a table's next version) with kStoreBinaryKey
 // on every top-level fixed_size_binary field that does not carry it.
 std::shared_ptr<arrow::Schema> MarkNewColumns(const std::shared_ptr<arrow::Schema>& schema);
+// The width n of a stored binary field marked kFixedSizeKey = n (fixed_size_binary(n)
+// in the table), or 0.
+int32_t StoredFixedWidth(const arrow::Field& stored);
 // Whether `field` is fixed binary stored as binary (kStoreBinaryKey, not "false").
 bool StoresFixedAsBinary(const arrow::Field& field);
 // The schema a file of a table with `schema` stores (itself when nothing above applies).
@@ -62,5 +66,9 @@ std::shared_ptr<arrow::Schema> TableSchemaOf(const std::shared_ptr<arrow::Schema
 // cast (checked: a stored value of the wrong length is an error naming the column).
 Result<std::shared_ptr<arrow::Table>> Retype(const std::shared_ptr<arrow::Table>& table,
                                              const std::shared_ptr<arrow::Schema>& schema);
+// Invalid, naming the column and row, if a column of `stored` (a stored
+// schema's) marked kFixedSizeKey holds a value of another length: what Retype
+// to the table's types would refuse, checked where the values stay stored.
+Status CheckStoredWidths(const arrow::Table& stored);
 
 }  // namespace sediment::table

@@ -1,0 +1,235 @@
+#include "table/plain_decode.h"
+
+#include <arrow/api.h>
+#include <arrow/buffer_builder.h>
+#include <fmt/format.h>
+#include <parquet/metadata.h>
+#include <parquet/schema.h>
+
+#include <climits>
+#include <cstring>
+
+#include "table/page_format.h"
+#include "table/plain_pages.h"
+#include "table/stored_types.h"
+
+namespace sediment::table {
+namespace {
+
+// Bytes a PLAIN value of `column` takes held as `type`: 0 for binary, -1 if
+// this reader does not handle the pair.
+int PlainWidth(const parquet::ColumnDescriptor& column, const arrow::DataType& type) {
+  if (column.max_repetition_level() != 0 || column.max_definition_level() > 1) return -1;
+  const auto id = type.id();
+  switch (column.physical_type()) {
+    case parquet::Type::INT32:
+      return id == arrow::Type::INT32 || id == arrow::Type::DATE32 || id == arrow::Type::TIME32 ? 4 : -1;
+    case parquet::Type::INT64:
+      return id == arrow::Type::INT64 || id == arrow::Type::TIMESTAMP || id == arrow::Type::TIME64 ? 8 : -1;
+    case parquet::Type::FLOAT:
+      return id == arrow::Type::FLOAT ? 4 : -1;
+    case parquet::Type::DOUBLE:
+      return id == arrow::Type::DOUBLE ? 8 : -1;
+    case parquet::Type::BYTE_ARRAY:
+      return id == arrow::Type::BINARY || id == arrow::Type::STRING ? 0 : -1;
+    case parquet::Type::FIXED_LEN_BYTE_ARRAY:
+      return id == arrow::Type::FIXED_SIZE_BINARY &&
+                     static_cast<const arrow::FixedSizeBinaryType&>(type).byte_width() == column.type_length() &&
+                     column.type_length() > 0
+                 ? column.type_length()
+                 : -1;
+    default:
+      return -1;
+  }
+}
+
+}  // namespace
+
+bool PlainDecodable(const parquet::RowGroupMetaData& rg, const parquet::SchemaDescriptor& descr,
+                    const parquet::SchemaDescriptor& expected, const arrow::Schema& schema) {
+  if (!descr.Equals(expected) || expected.num_columns() != schema.num_fields()) return false;
+  for (int c = 0; c < rg.num_columns(); ++c) {
+    if (PlainWidth(*expected.Column(c), *schema.field(c)->type()) < 0) return false;
+    auto cc = rg.ColumnChunk(c);
+    const auto codec = cc->compression();
+    if ((codec != arrow::Compression::ZSTD && codec != arrow::Compression::UNCOMPRESSED) || cc->has_dictionary_page()) {
+      return false;
+    }
+    for (auto e : cc->encodings()) {
+      if (e != parquet::Encoding::PLAIN && e != parquet::Encoding::RLE && e != parquet::Encoding::BIT_PACKED) return false;
+    }
+  }
+  return true;
+}
+
+// One column's arrays as they grow: validity bits (nullable columns),
+// values, and offsets (binary).
+struct PlainTableBuilder::Column {
+  const parquet::ColumnDescriptor* descr = nullptr;
+  std::shared_ptr<arrow::Field> field;
+  int width = 0;              // bytes a value; 0: binary
+  int32_t fixed_width = 0;    // a binary column's kFixedSizeKey: every value's length
+  bool nullable = false;      // one definition level
+  arrow::TypedBufferBuilder<bool> validity;
+  arrow::BufferBuilder values;
+  arrow::TypedBufferBuilder<int32_t> offsets;
+  int64_t length = 0, nulls = 0;
+  std::vector<int16_t> levels;
+
+  Status Invalid(const std::string& what) const {
+    return Status::Invalid(fmt::format("column {}: {}", field->name(), what));
+  }
+  Status AddPage(const PlainPage& page);
+  Status AddFixed(const PlainPage& page, const int16_t* defs, int64_t valid);
+  Status AddBinary(const PlainPage& page, const int16_t* defs);
+};
+
+Status PlainTableBuilder::Column::AddPage(const PlainPage& page) {
+  const int64_t n = page.num_values;
+  int64_t page_nulls = 0;
+  const int16_t* defs = nullptr;
+  if (nullable) {
+    if (page.num_nulls != 0) {  // data page v1 (-1) does not say: the levels do
+      levels.clear();
+      ARROW_RETURN_NOT_OK(DecodeLevels(page.levels, page.levels_size, 1, n, &levels));
+      if (static_cast<int64_t>(levels.size()) != n) return Invalid("a page's levels do not cover its values");
+      defs = levels.data();
+      for (int16_t d : levels) page_nulls += d == 0;
+    }
+    ARROW_RETURN_NOT_OK(validity.Reserve(n));
+    if (defs == nullptr) {
+      validity.UnsafeAppend(n, true);
+    } else {
+      for (int64_t k = 0; k < n; ++k) validity.UnsafeAppend(defs[k] != 0);
+    }
+  }
+  if (width > 0) {
+    ARROW_RETURN_NOT_OK(AddFixed(page, defs, n - page_nulls));
+  } else {
+    ARROW_RETURN_NOT_OK(AddBinary(page, defs));
+  }
+  length += n;
+  nulls += page_nulls;
+  return Status::OK();
+}
+
+Status PlainTableBuilder::Column::AddFixed(const PlainPage& page, const int16_t* defs, int64_t valid) {
+  const int64_t size = page.values_end - page.values;
+  if (size != valid * width) {
+    return Invalid(fmt::format("a page holds {} bytes of values where its {} values take {}", size, valid,
+                               valid * width));
+  }
+  if (defs == nullptr) return values.Append(page.values, size);
+  // A null's slot holds zeros.
+  ARROW_RETURN_NOT_OK(values.Reserve(page.num_values * width));
+  const uint8_t* v = page.values;
+  for (int64_t k = 0; k < page.num_values; ++k) {
+    if (defs[k] != 0) {
+      values.UnsafeAppend(v, width);
+      v += width;
+    } else {
+      values.UnsafeAppend(width, 0);
+    }
+  }
+  return Status::OK();
+}
+
+Status PlainTableBuilder::Column::AddBinary(const PlainPage& page, const int16_t* defs) {
+  ARROW_RETURN_NOT_OK(offsets.Reserve(page.num_values));
+  const uint8_t* v = page.values;
+  const uint8_t* end = page.values_end;
+  for (int64_t k = 0; k < page.num_values; ++k) {
+    if (defs == nullptr || defs[k] != 0) {
+      uint32_t n;
+      if (end - v < 4) return Invalid("a value runs past the end of its page");
+      std::memcpy(&n, v, 4);
+      v += 4;
+      if (static_cast<uint64_t>(end - v) < n) return Invalid("a value runs past the end of its page");
+      if (fixed_width != 0 && n != static_cast<uint32_t>(fixed_width)) {
+        return Invalid(fmt::format("a value of {} bytes where its type, fixed_size_binary({}), holds {}", n,
+                                   fixed_width, fixed_width));
+      }
+      if (values.length() + n > INT32_MAX) return Invalid("more than 2 GiB of values in one merge step");
+      ARROW_RETURN_NOT_OK(values.Append(v, n));
+      v += n;
+    }
+    offsets.UnsafeAppend(static_cast<int32_t>(values.length()));
+  }
+  if (v != end) return Invalid(fmt::format("{} bytes left after a page's values", end - v));
+  return Status::OK();
+}
+
+PlainTableBuilder::PlainTableBuilder(std::shared_ptr<arrow::Schema> schema, const parquet::SchemaDescriptor& descr)
+    : schema_(std::move(schema)) {
+  for (int c = 0; c < schema_->num_fields(); ++c) {
+    auto col = std::make_unique<Column>();
+    col->descr = descr.Column(c);
+    col->field = schema_->field(c);
+    col->width = PlainWidth(*col->descr, *col->field->type());
+    col->fixed_width = StoredFixedWidth(*col->field);
+    col->nullable = col->descr->max_definition_level() == 1;
+    columns_.push_back(std::move(col));
+  }
+}
+
+PlainTableBuilder::~PlainTableBuilder() = default;
+
+Status PlainTableBuilder::Reserve(int64_t rows, const std::vector<int64_t>& uncompressed) {
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    Column& col = *columns_[c];
+    if (col.nullable) ARROW_RETURN_NOT_OK(col.validity.Reserve(rows));
+    if (col.width > 0) {
+      ARROW_RETURN_NOT_OK(col.values.Reserve(rows * col.width));
+    } else {
+      ARROW_RETURN_NOT_OK(col.offsets.Reserve(rows + 1));
+      ARROW_RETURN_NOT_OK(col.values.Reserve(c < uncompressed.size() ? uncompressed[c] : 0));
+    }
+  }
+  return Status::OK();
+}
+
+Status PlainTableBuilder::Append(const parquet::RowGroupMetaData& rg, std::string_view bytes, int64_t begin) {
+  const int64_t rows = rg.num_rows();
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    Column& col = *columns_[c];
+    if (col.width == 0 && col.offsets.length() == 0) ARROW_RETURN_NOT_OK(col.offsets.Append(0));
+    auto cc = rg.ColumnChunk(static_cast<int>(c));
+    const int64_t start = cc->data_page_offset();
+    const int64_t size = cc->total_compressed_size();
+    if (start < begin || size < 0 || start + size > begin + static_cast<int64_t>(bytes.size())) {
+      return col.Invalid(fmt::format("its chunk [{}, {}) lies outside the bytes read", start, start + size));
+    }
+    const int64_t before = col.length;
+    ARROW_ASSIGN_OR_RAISE(bool handled, ForEachPlainPage(bytes.substr(static_cast<size_t>(start - begin),
+                                                                      static_cast<size_t>(size)),
+                                                         *col.descr, static_cast<int>(cc->compression()),
+                                                         [&col](const PlainPage& page) { return col.AddPage(page); }));
+    if (!handled) return col.Invalid("a page that is not PLAIN, where its chunk's metadata says it is");
+    if (col.length - before != rows) {
+      return col.Invalid(fmt::format("{} values in a row group of {} rows", col.length - before, rows));
+    }
+  }
+  rows_ += rows;
+  return Status::OK();
+}
+
+Result<std::shared_ptr<arrow::Table>> PlainTableBuilder::Finish() {
+  arrow::ArrayVector arrays;
+  for (auto& c : columns_) {
+    Column& col = *c;
+    std::shared_ptr<arrow::Buffer> bitmap, data, offsets;
+    if (col.nullable && col.nulls > 0) ARROW_RETURN_NOT_OK(col.validity.Finish(&bitmap));
+    ARROW_RETURN_NOT_OK(col.values.Finish(&data));
+    std::vector<std::shared_ptr<arrow::Buffer>> buffers = {bitmap, data};
+    if (col.width == 0) {
+      if (col.offsets.length() == 0) ARROW_RETURN_NOT_OK(col.offsets.Append(0));
+      ARROW_RETURN_NOT_OK(col.offsets.Finish(&offsets));
+      buffers = {bitmap, offsets, data};
+    }
+    arrays.push_back(arrow::MakeArray(
+        arrow::ArrayData::Make(col.field->type(), col.length, std::move(buffers), col.nulls)));
+  }
+  return arrow::Table::Make(schema_, std::move(arrays), rows_);
+}
+
+}  // namespace sediment::table
