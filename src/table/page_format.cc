@@ -206,6 +206,10 @@ void ReadDataPageV1(CompactReader* r, PageHeader* h) {
              [](int16_t, uint8_t) { return false; });
 }
 
+void ReadDictionaryPage(CompactReader* r, PageHeader* h) {
+  ReadStruct(r, {{1, &h->num_values}, {2, &h->encoding}}, [](int16_t, uint8_t) { return false; });
+}
+
 void ReadDataPageV2(CompactReader* r, PageHeader* h) {
   ReadStruct(r,
              {{1, &h->num_values},
@@ -237,6 +241,8 @@ bool ReadPageHeader(const uint8_t* p, const uint8_t* end, PageHeader* header, co
       h.compressed = r.ZigZag();
     } else if (id == 5 && type == 12) {
       ReadDataPageV1(&r, &h);
+    } else if (id == 7 && type == 12) {
+      ReadDictionaryPage(&r, &h);
     } else if (id == 8 && type == 12) {
       ReadDataPageV2(&r, &h);
     } else {

@@ -21,7 +21,7 @@ namespace sediment::table {
 struct PageHeader {
   int32_t type = -1;  // parquet::PageType
   int64_t uncompressed = -1, compressed = -1;
-  int32_t encoding = -1;  // of the values
+  int32_t encoding = -1;  // of the values (a dictionary page's too, with its num_values)
   // Data page v1: how its levels are encoded.
   int32_t definition_encoding = -1, repetition_encoding = -1;
   // Data page v2: its counts, and the byte lengths of its levels, which come

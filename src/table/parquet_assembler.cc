@@ -28,6 +28,7 @@
 #include "table/page_joiner.h"
 #include "table/parquet_guard_internal.h"
 #include "table/plain_pages.h"
+#include "table/row_group_blooms.h"
 
 namespace sediment::table {
 namespace {
@@ -324,18 +325,24 @@ Result<std::vector<EncodedRowGroup>> EncodeRowGroups(const arrow::Table& table,
       for (const auto& chunk : column->chunks()) arrow_bytes += arrow::util::TotalBufferSize(*chunk->data());
     }
     ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create(arrow_bytes + (1 << 20)));
-    // Threads are ours (one row group per task), not Arrow's.
+    // Threads are ours (one row group per task), not Arrow's. Bloom filters
+    // are made after the writer, from dictionaries where they can be (row_group_blooms.h).
     auto arrow_props = parquet::ArrowWriterProperties::Builder().set_use_threads(false)->build();
+    ARROW_ASSIGN_OR_RAISE(auto descr, ParquetSchemaFor(*table.schema(), *props));
+    const BloomPlan blooms = PlanBloomFilters(*table.schema(), *descr, props);
     ARROW_ASSIGN_OR_RAISE(auto writer, parquet::arrow::FileWriter::Open(*table.schema(), arrow::default_memory_pool(),
-                                                                        sink, props, arrow_props));
+                                                                        sink, blooms.props, arrow_props));
     ARROW_RETURN_NOT_OK(writer->WriteTable(table, std::max<int64_t>(1, rows_per_group)));
     ARROW_RETURN_NOT_OK(writer->Close());
     ARROW_ASSIGN_OR_RAISE(auto buffer, sink->Finish());
     auto file = std::make_shared<arrow::io::BufferReader>(buffer);
     auto reader = parquet::ParquetFileReader::Open(file);
     std::vector<EncodedRowGroup> out;
+    int64_t offset = 0;
     for (int i = 0; i < reader->metadata()->num_row_groups(); ++i) {
       ARROW_ASSIGN_OR_RAISE(auto rg, ReadEncodedRowGroup(reader.get(), file.get(), i));
+      if (!blooms.columns.empty()) ARROW_RETURN_NOT_OK(MakeBloomFilters(blooms, *table.Slice(offset, rg.rows()), &rg));
+      offset += rg.rows();
       out.push_back(std::move(rg));
     }
     return out;

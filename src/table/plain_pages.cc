@@ -176,4 +176,38 @@ Result<bool> HashPlainValues(std::string_view chunk, const parquet::ColumnDescri
   return whole && handled;
 }
 
+Result<bool> HashDictionaryPage(std::string_view chunk, const parquet::ColumnDescriptor& column, int codec,
+                                parquet::BloomFilter* filter) {
+  const bool zstd = codec == arrow::Compression::ZSTD;
+  if (!zstd && codec != arrow::Compression::UNCOMPRESSED) return false;
+  const auto* p = reinterpret_cast<const uint8_t*>(chunk.data());
+  PageHeader h;
+  const uint8_t* body = nullptr;
+  if (!ReadPageHeader(p, p + chunk.size(), &h, &body)) {
+    return Status::Invalid(fmt::format("column {}: a malformed dictionary page header", column.path()->ToDotString()));
+  }
+  if (h.type != static_cast<int32_t>(parquet::PageType::DICTIONARY_PAGE) ||
+      (h.encoding != static_cast<int32_t>(parquet::Encoding::PLAIN) &&
+       h.encoding != static_cast<int32_t>(parquet::Encoding::PLAIN_DICTIONARY))) {
+    return false;
+  }
+  std::vector<uint8_t> page;
+  const uint8_t* values = body;
+  if (zstd && h.uncompressed > 0) {
+    ZSTD_DCtx* ctx = ThreadContext();
+    if (ctx == nullptr) return false;
+    page.resize(static_cast<size_t>(h.uncompressed));
+    const size_t n = ZSTD_decompressDCtx(ctx, page.data(), page.size(), body, static_cast<size_t>(h.compressed));
+    if (ZSTD_isError(n) || n != page.size()) {
+      return Status::Invalid(
+          fmt::format("column {}: a dictionary page does not decompress", column.path()->ToDotString()));
+    }
+    values = page.data();
+  } else if (h.uncompressed != h.compressed) {
+    return false;
+  }
+  std::vector<uint64_t> hashes;
+  return HashValues(values, values + h.uncompressed, column, filter, &hashes);
+}
+
 }  // namespace sediment::table

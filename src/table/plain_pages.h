@@ -57,4 +57,11 @@ Result<bool> ForEachPlainPage(std::string_view chunk, const parquet::ColumnDescr
 Result<bool> HashPlainValues(std::string_view chunk, const parquet::ColumnDescriptor& column, int codec,
                              parquet::BloomFilter* filter);
 
+// Inserts the hash of every value of the dictionary page that begins the
+// column chunk `chunk` into `filter`. False when the chunk does not begin
+// with a PLAIN dictionary page this reader handles; an error when it is
+// malformed.
+Result<bool> HashDictionaryPage(std::string_view chunk, const parquet::ColumnDescriptor& column, int codec,
+                                parquet::BloomFilter* filter);
+
 }  // namespace sediment::table
