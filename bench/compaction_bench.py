@@ -337,15 +337,19 @@ def merge_all(work, name, base, imported, threads_list, rg_rows, rows_out, s3=No
     return outputs
 
 
-def final_merge(work, base, imported, threads, rg_rows, rows_out):
-    """Sediment's final merge of the same files (target = their size: the output is encoded fully); its time
-    goes in a row of its own beside the peers' times of the head-merge row (they do the same work either way)."""
+def final_merge(work, base, imported, threads, rg_rows, rows_out, runs=1):
+    """Sediment's final merge of the same files (target = their size: the output is encoded fully), `runs`
+    times (the median is kept); its time goes in a row of its own beside the peers' times of the head-merge row
+    (they do the same work either way)."""
     copy = work / "tiny-sediment-final"
-    if copy.exists():
-        shutil.rmtree(copy)
-    shutil.copytree(base, copy)
-    sed, rss = run([str(BENCH), "compact", "--data-dir", str(copy), "--threads", str(threads),
-                    "--bytes", str(imported["bytes"]), "--max-row-group-rows", str(rg_rows)])
+    results = []
+    for _ in range(runs):
+        if copy.exists():
+            shutil.rmtree(copy)
+        shutil.copytree(base, copy)
+        results.append(run([str(BENCH), "compact", "--data-dir", str(copy), "--threads", str(threads),
+                            "--bytes", str(imported["bytes"]), "--max-row-group-rows", str(rg_rows)]))
+    sed, rss = median_run(results)
     assert sed["final_outputs"] == 1, sed
     peers = next(res for name, t, res in rows_out if name == "tiny" and t == threads)
     res = dict(peers, sediment=(sed["seconds"], rss),
@@ -399,7 +403,8 @@ def main():
             outputs = merge_all(work, name, base, imported, args.threads, rg, rows_out, keep=keep,
                                 runs=args.merge_runs)
             if name == "tiny":
-                final = final_merge(work, base, imported, args.threads[-1], rg, rows_out)
+                for t in args.threads:
+                    final = final_merge(work, base, imported, t, rg, rows_out, args.merge_runs)
                 sed_files = [f for f in sediment_live(outputs[("sediment", args.threads[-1])])
                              if pq.ParquetFile(f).metadata.num_rows == imported["rows"]]
                 final_files = [f for f in sediment_live(final) if pq.ParquetFile(f).metadata.num_rows == imported["rows"]]

@@ -180,8 +180,10 @@ Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& ta
   using merge_internal::StepKind;
   using merge_internal::StepPipeline;
   SegmentRecord out = merge_internal::OutputRecord(table, inputs, now, ctx.writer_tag);
+  int64_t stored_in = 0;
+  for (const auto& s : inputs) stored_in += s.stored_bytes;
   ARROW_ASSIGN_OR_RAISE(auto writer, SegmentFileWriter::Open(ctx.blobs, out.path, table.schema, *ctx.file_settings,
-                                                             layout, EncodeSegmentFileMetadata(out)));
+                                                             layout, EncodeSegmentFileMetadata(out), stored_in));
   const auto props = writer->properties();
   ARROW_ASSIGN_OR_RAISE(auto descr, ParquetSchemaFor(*StoredSchema(table.schema), *props));
   // Workers read, decode and encode up to `window` (workers + 1) steps

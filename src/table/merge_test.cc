@@ -390,7 +390,7 @@ TEST_F(MergeTest, FootersAreReadMetadataConcurrencyAtATime) {
 TEST_F(MergeTest, ABlockRangeReadsOnlyThePagesThatHoldIt) {
   WriterSettings paged = settings_;
   paged.max_row_group_rows = 6000;
-  paged.max_page_rows = 100;
+  paged.final_page_rows = 100;
   auto s = Write(0, 1999, paged);  // 6,000 rows: one row group, pages of 100 rows
   auto reader = *SegmentFileReader::Open(blobs_.get(), s.path);
   ASSERT_EQ(reader->num_row_groups(), 1);
@@ -886,6 +886,41 @@ TEST_F(MergeTest, AFinalMergeDecodesHeadFilesFromTheirPlainPages) {
   for (const auto& s : inputs) expected.push_back(ReadAll(s.path));
   auto want = *(*arrow::ConcatenateTables(expected))->CombineChunks();
   EXPECT_TRUE(ReadAll(merged->path)->Equals(*want));
+}
+
+TEST_F(MergeTest, FinalAndLargeOutputsAreWrittenAroundThePageCache) {
+  // A final file, or any output of at least kLargeFileBytes (what a merge
+  // expects from its inputs' sizes), goes through OpenLargeWriter (O_DIRECT
+  // locally); a small file that will be merged again through the page cache.
+  struct Counting : blob::BlobStore {
+    explicit Counting(blob::BlobStore* inner) : inner(inner) {}
+    Result<std::shared_ptr<arrow::io::OutputStream>> OpenWriter(const std::string& path) override {
+      return inner->OpenWriter(path);
+    }
+    Result<std::shared_ptr<arrow::io::OutputStream>> OpenLargeWriter(const std::string& path) override {
+      ++large;
+      return inner->OpenLargeWriter(path);
+    }
+    Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenReader(const std::string& path) override {
+      return inner->OpenReader(path);
+    }
+    Result<blob::ObjectInfo> Stat(const std::string& path) override { return inner->Stat(path); }
+    Result<std::vector<blob::ObjectInfo>> List(const std::string& prefix) override { return inner->List(prefix); }
+    Status Delete(const std::string& path) override { return inner->Delete(path); }
+    std::string Describe() const override { return inner->Describe(); }
+    blob::BlobStore* inner;
+    int large = 0;
+  } store(blobs_.get());
+  auto open = [&](FileLayout layout, int64_t expected) {
+    auto w = SegmentFileWriter::Open(&store, "w.parquet", TestSchema(), settings_, layout, "{}", expected);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+  };
+  open(FileLayout::kPages, SegmentFileWriter::kLargeFileBytes - 1);
+  EXPECT_EQ(store.large, 0);
+  open(FileLayout::kPages, SegmentFileWriter::kLargeFileBytes);
+  EXPECT_EQ(store.large, 1);
+  open(FileLayout::kFinal, 0);
+  EXPECT_EQ(store.large, 2);
 }
 
 TEST_F(MergeTest, RowCountDisagreeingWithRegistryFailsNamingTheFile) {

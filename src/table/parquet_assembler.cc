@@ -25,6 +25,7 @@
 #include <map>
 #include <type_traits>
 
+#include "table/dictionary_choice.h"
 #include "table/page_joiner.h"
 #include "table/parquet_guard_internal.h"
 #include "table/plain_pages.h"
@@ -329,7 +330,8 @@ Result<std::vector<EncodedRowGroup>> EncodeRowGroups(const arrow::Table& table,
     // are made after the writer, from dictionaries where they can be (row_group_blooms.h).
     auto arrow_props = parquet::ArrowWriterProperties::Builder().set_use_threads(false)->build();
     ARROW_ASSIGN_OR_RAISE(auto descr, ParquetSchemaFor(*table.schema(), *props));
-    const BloomPlan blooms = PlanBloomFilters(*table.schema(), *descr, props);
+    const BloomPlan blooms =
+        PlanBloomFilters(*table.schema(), *descr, ChooseDictionaries(table, *descr, props, rows_per_group));
     ARROW_ASSIGN_OR_RAISE(auto writer, parquet::arrow::FileWriter::Open(*table.schema(), arrow::default_memory_pool(),
                                                                         sink, blooms.props, arrow_props));
     ARROW_RETURN_NOT_OK(writer->WriteTable(table, std::max<int64_t>(1, rows_per_group)));

@@ -65,7 +65,7 @@ std::shared_ptr<parquet::WriterProperties> WriterSettings::Properties(const arro
   props.compression(*Codec(compression.codec));  // validated by ParseCompression
   if (compression.level) props.compression_level(*compression.level);
   props.max_row_group_length(max_row_group_rows);
-  props.max_rows_per_page(max_page_rows);
+  props.max_rows_per_page(layout == FileLayout::kFinal ? final_page_rows : max_page_rows);
   // A dictionary that outgrows 256 KiB is dropped for the rest of the column
   // chunk: high-cardinality columns (values, hashes, payloads) stop paying for
   // hashing sooner, and zstd compresses their plain pages better (docs/compaction.md).
@@ -110,7 +110,8 @@ bool SameSchema(const arrow::Schema& a, const arrow::Schema& b) { return a.Equal
 Result<std::unique_ptr<SegmentFileWriter>> SegmentFileWriter::Open(blob::BlobStore* store, const std::string& path,
                                                                    std::shared_ptr<arrow::Schema> schema,
                                                                    const WriterSettings& settings, FileLayout layout,
-                                                                   const std::string& segment_metadata_json) {
+                                                                   const std::string& segment_metadata_json,
+                                                                   int64_t expected_bytes) {
   ARROW_RETURN_NOT_OK(Codec(settings.compression.codec).status());
   std::unique_ptr<SegmentFileWriter> w(new SegmentFileWriter());
   w->path_ = path;
@@ -118,8 +119,10 @@ Result<std::unique_ptr<SegmentFileWriter>> SegmentFileWriter::Open(blob::BlobSto
   w->settings_ = settings;
   w->props_ = settings.Properties(*schema, layout);
   w->segment_metadata_ = segment_metadata_json;
-  // A final file is written once and read later, not at once by the next merge: around the page cache.
-  if (layout == FileLayout::kFinal) {
+  // A final file is written once and read later, not at once by the next
+  // merge: around the page cache. So is a large file: copying it into new
+  // cache pages cost more than the merge's own work (bench/RESULTS.md).
+  if (layout == FileLayout::kFinal || expected_bytes >= kLargeFileBytes) {
     ARROW_ASSIGN_OR_RAISE(w->sink_, store->OpenLargeWriter(path));
   } else {
     ARROW_ASSIGN_OR_RAISE(w->sink_, store->OpenWriter(path));

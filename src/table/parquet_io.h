@@ -56,7 +56,11 @@ struct WriterSettings {
   int64_t max_row_group_bytes = 128ll << 20;
   int64_t max_row_group_rows = 131072;
   // Rows per data page at most: what a block-range read decodes at least.
+  // Files merged again (kPages: the chain's newest blocks, read in narrow
+  // ranges) keep small pages; final files larger ones, which engines filter
+  // by equality up to 12% faster (bench/RESULTS.md, issue 46).
   int64_t max_page_rows = 8192;
+  int64_t final_page_rows = 16384;
   std::vector<std::string> bloom_filter_columns;  // those the schema lacks are ignored
 
   static Result<WriterSettings> FromConfig(const WriterConfig& writer);
@@ -75,11 +79,15 @@ struct FileFacts {
 
 class SegmentFileWriter {
  public:
-  // Starts writing `path`; nothing is visible until Finish() succeeds.
+  // Starts writing `path`; nothing is visible until Finish() succeeds. A
+  // final file, or one of `expected_bytes` >= kLargeFileBytes, is written
+  // around the page cache (BlobStore::OpenLargeWriter).
   static Result<std::unique_ptr<SegmentFileWriter>> Open(blob::BlobStore* store, const std::string& path,
                                                          std::shared_ptr<arrow::Schema> schema,
                                                          const WriterSettings& settings, FileLayout layout,
-                                                         const std::string& segment_metadata_json);
+                                                         const std::string& segment_metadata_json,
+                                                         int64_t expected_bytes = 0);
+  static constexpr int64_t kLargeFileBytes = int64_t{256} << 20;
   ~SegmentFileWriter();  // aborts if not finished
 
   // Buffers `batch`; a row group is written when the buffered batches reach

@@ -61,7 +61,6 @@ TEST(RowGroupBloomsTest, FiltersAreTheBitsArrowsWriterMakes) {
   ASSERT_EQ(ours->size(), 3u);
   bool fell_back = false, dictionary = false;
   for (int i = 0; i < 3; ++i) {
-    auto rg = arrows->metadata()->RowGroup(i);
     for (int c = 0; c < schema->num_fields(); ++c) {
       SCOPED_TRACE(schema->field(c)->name() + " in row group " + std::to_string(i));
       auto want = arrows->GetBloomFilterReader().RowGroup(i)->GetColumnBloomFilter(c);
@@ -69,19 +68,19 @@ TEST(RowGroupBloomsTest, FiltersAreTheBitsArrowsWriterMakes) {
       ASSERT_NE(want, nullptr);
       ASSERT_NE(got, nullptr);
       EXPECT_EQ(Bits(*got), Bits(*want));
+      const auto& encoded = (*ours)[static_cast<size_t>(i)];
+      auto cc = encoded.source->RowGroup(i)->ColumnChunk(c);
       bool plain = false;
-      for (const auto& e : rg->ColumnChunk(c)->encoding_stats()) {
+      for (const auto& e : cc->encoding_stats()) {
         plain |= e.page_type != parquet::PageType::DICTIONARY_PAGE && e.encoding == parquet::Encoding::PLAIN;
       }
       (plain ? fell_back : dictionary) = true;
       // A dictionary-encoded chunk's dictionary page is read by this reader (not left to the values).
-      const auto& encoded = (*ours)[static_cast<size_t>(i)];
-      auto cc = encoded.source->RowGroup(i)->ColumnChunk(c);
       if (!plain) {
         ASSERT_TRUE(cc->has_dictionary_page());
-        std::string_view chunk(reinterpret_cast<const char*>(encoded.bytes->data()) +
-                                   (cc->dictionary_page_offset() - encoded.begin),
-                               static_cast<size_t>(cc->total_compressed_size()));
+        std::string_view chunk(
+            reinterpret_cast<const char*>(encoded.bytes->data()) + (cc->dictionary_page_offset() - encoded.begin),
+            static_cast<size_t>(cc->total_compressed_size()));
         parquet::BlockSplitBloomFilter probe;
         probe.Init(1024);
         auto read = HashDictionaryPage(chunk, *encoded.source->schema()->Column(c), static_cast<int>(cc->compression()),
