@@ -270,7 +270,7 @@ Result<std::shared_ptr<arrow::Table>> DecodePlain(const StepInputs& in, const St
     rows += rg->num_rows();
     for (int c = 0; c < rg->num_columns(); ++c) uncompressed[c] += rg->ColumnChunk(c)->total_uncompressed_size();
   }
-  ARROW_RETURN_NOT_OK(builder.Reserve(rows, uncompressed));
+  if (Status st = builder.Reserve(rows, uncompressed); !st.ok()) return in.Named(step.pieces[from].input, st);
   for (size_t k = from; k < to; ++k) {
     const Piece& p = step.pieces[k];
     auto bytes = fetches[k].bytes.result();
@@ -280,7 +280,9 @@ Result<std::shared_ptr<arrow::Table>> DecodePlain(const StepInputs& in, const St
     if (!st.ok()) return in.Named(p.input, st);
     fetches[k].bytes = {};  // decoded: its bytes can go
   }
-  return builder.Finish();
+  auto table = builder.Finish();
+  if (!table.ok()) return in.Named(step.pieces[from].input, table.status());
+  return table;
 }
 
 // Piece `k` of `step` decoded through Arrow's reader (any encoding, earlier schemas).
@@ -322,7 +324,10 @@ Result<Prepared> ProduceEncoded(const StepInputs& in, const Step& step) {
     size_t end = k;
     while (end < step.pieces.size() && PieceIsPlain(in, step.pieces[end])) ++end;
     if (end > k) {
-      ARROW_ASSIGN_OR_RAISE(tables.emplace_back(), DecodePlain(in, step, k, end, fetches));
+      // A hostile size may throw (an allocation): an error naming the run's first input, not a crash.
+      ARROW_ASSIGN_OR_RAISE(tables.emplace_back(), ParquetGuard((*in.inputs)[step.pieces[k].input].path, [&]() {
+                              return DecodePlain(in, step, k, end, fetches);
+                            }));
       out.plain_decoded += static_cast<int64_t>(end - k);
       k = end;
     } else {

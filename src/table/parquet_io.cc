@@ -435,7 +435,7 @@ Result<std::shared_ptr<arrow::Table>> SegmentFileReader::ReadColumnsLocked(int i
     arrow::FieldVector wanted;
     for (int c : own) wanted.push_back(schema_->field(c));
     ARROW_ASSIGN_OR_RAISE(read, Retype(read, arrow::schema(std::move(wanted))));
-    if (stored_reads_) ARROW_RETURN_NOT_OK(CheckStoredWidths(*read));
+    if (stored_reads_) ARROW_RETURN_NOT_OK(CheckStoredValues(*read));
   }
   // In the order asked for: the file's columns (read in file order), nulls for the others.
   arrow::FieldVector fields;

@@ -16,10 +16,21 @@
 namespace sediment::table {
 namespace {
 
+// Whether `type` counts in seconds: Parquet has no such unit, and Arrow's
+// writer stores those values as milliseconds (times 1,000).
+bool InSeconds(const arrow::DataType& type) {
+  if (type.id() == arrow::Type::TIMESTAMP) {
+    return static_cast<const arrow::TimestampType&>(type).unit() == arrow::TimeUnit::SECOND;
+  }
+  return type.id() == arrow::Type::TIME32 &&
+         static_cast<const arrow::Time32Type&>(type).unit() == arrow::TimeUnit::SECOND;
+}
+
 // Bytes a PLAIN value of `column` takes held as `type`: 0 for binary, -1 if
-// this reader does not handle the pair.
+// this reader does not handle the pair (the stored values are not the Arrow
+// values as they are).
 int PlainWidth(const parquet::ColumnDescriptor& column, const arrow::DataType& type) {
-  if (column.max_repetition_level() != 0 || column.max_definition_level() > 1) return -1;
+  if (column.max_repetition_level() != 0 || column.max_definition_level() > 1 || InSeconds(type)) return -1;
   const auto id = type.id();
   switch (column.physical_type()) {
     case parquet::Type::INT32:
@@ -47,7 +58,10 @@ int PlainWidth(const parquet::ColumnDescriptor& column, const arrow::DataType& t
 
 bool PlainDecodable(const parquet::RowGroupMetaData& rg, const parquet::SchemaDescriptor& descr,
                     const parquet::SchemaDescriptor& expected, const arrow::Schema& schema) {
-  if (!descr.Equals(expected) || expected.num_columns() != schema.num_fields()) return false;
+  if (!descr.Equals(expected) || expected.num_columns() != schema.num_fields() ||
+      rg.num_columns() != expected.num_columns()) {
+    return false;
+  }
   for (int c = 0; c < rg.num_columns(); ++c) {
     if (PlainWidth(*expected.Column(c), *schema.field(c)->type()) < 0) return false;
     auto cc = rg.ColumnChunk(c);
@@ -56,7 +70,7 @@ bool PlainDecodable(const parquet::RowGroupMetaData& rg, const parquet::SchemaDe
       return false;
     }
     for (auto e : cc->encodings()) {
-      if (e != parquet::Encoding::PLAIN && e != parquet::Encoding::RLE && e != parquet::Encoding::BIT_PACKED) return false;
+      if (e != parquet::Encoding::PLAIN && e != parquet::Encoding::RLE) return false;  // RLE: the levels
     }
   }
   return true;
@@ -69,6 +83,7 @@ struct PlainTableBuilder::Column {
   std::shared_ptr<arrow::Field> field;
   int width = 0;              // bytes a value; 0: binary
   int32_t fixed_width = 0;    // a binary column's kFixedSizeKey: every value's length
+  int64_t unsigned_max = -1;  // an integer column's kUnsignedKey bound (StoredUnsignedMax)
   bool nullable = false;      // one definition level
   arrow::TypedBufferBuilder<bool> validity;
   arrow::BufferBuilder values;
@@ -81,6 +96,7 @@ struct PlainTableBuilder::Column {
   }
   Status AddPage(const PlainPage& page);
   Status AddFixed(const PlainPage& page, const int16_t* defs, int64_t valid);
+  Status CheckUnsigned(const uint8_t* values, int64_t count) const;
   Status AddBinary(const PlainPage& page, const int16_t* defs);
 };
 
@@ -116,9 +132,10 @@ Status PlainTableBuilder::Column::AddPage(const PlainPage& page) {
 Status PlainTableBuilder::Column::AddFixed(const PlainPage& page, const int16_t* defs, int64_t valid) {
   const int64_t size = page.values_end - page.values;
   if (size != valid * width) {
-    return Invalid(fmt::format("a page holds {} bytes of values where its {} values take {}", size, valid,
-                               valid * width));
+    return Invalid(
+        fmt::format("a page holds {} bytes of values where its {} values take {}", size, valid, valid * width));
   }
+  if (unsigned_max >= 0) ARROW_RETURN_NOT_OK(CheckUnsigned(page.values, valid));
   if (defs == nullptr) return values.Append(page.values, size);
   // A null's slot holds zeros.
   ARROW_RETURN_NOT_OK(values.Reserve(page.num_values * width));
@@ -129,6 +146,23 @@ Status PlainTableBuilder::Column::AddFixed(const PlainPage& page, const int16_t*
       v += width;
     } else {
       values.UnsafeAppend(width, 0);
+    }
+  }
+  return Status::OK();
+}
+
+Status PlainTableBuilder::Column::CheckUnsigned(const uint8_t* values, int64_t count) const {
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t v = 0;
+    if (width == 4) {
+      int32_t narrow;
+      std::memcpy(&narrow, values + k * 4, 4);
+      v = narrow;
+    } else {
+      std::memcpy(&v, values + k * 8, 8);
+    }
+    if (v < 0 || v > unsigned_max) {
+      return Invalid(fmt::format("a value {} outside its unsigned type (at most {})", v, unsigned_max));
     }
   }
   return Status::OK();
@@ -167,6 +201,7 @@ PlainTableBuilder::PlainTableBuilder(std::shared_ptr<arrow::Schema> schema, cons
     col->field = schema_->field(c);
     col->width = PlainWidth(*col->descr, *col->field->type());
     col->fixed_width = StoredFixedWidth(*col->field);
+    if (col->width == 4 || col->width == 8) col->unsigned_max = StoredUnsignedMax(*col->field);
     col->nullable = col->descr->max_definition_level() == 1;
     columns_.push_back(std::move(col));
   }
@@ -196,15 +231,26 @@ Status PlainTableBuilder::Append(const parquet::RowGroupMetaData& rg, std::strin
     auto cc = rg.ColumnChunk(static_cast<int>(c));
     const int64_t start = cc->data_page_offset();
     const int64_t size = cc->total_compressed_size();
-    if (start < begin || size < 0 || start + size > begin + static_cast<int64_t>(bytes.size())) {
-      return col.Invalid(fmt::format("its chunk [{}, {}) lies outside the bytes read", start, start + size));
+    if (start < begin || size < 0 || start - begin > static_cast<int64_t>(bytes.size()) ||
+        size > static_cast<int64_t>(bytes.size()) - (start - begin)) {
+      return col.Invalid(fmt::format("its chunk of {} bytes at {} lies outside the bytes read", size, start));
     }
     const int64_t before = col.length;
-    ARROW_ASSIGN_OR_RAISE(bool handled, ForEachPlainPage(bytes.substr(static_cast<size_t>(start - begin),
-                                                                      static_cast<size_t>(size)),
-                                                         *col.descr, static_cast<int>(cc->compression()),
-                                                         [&col](const PlainPage& page) { return col.AddPage(page); }));
-    if (!handled) return col.Invalid("a page that is not PLAIN, where its chunk's metadata says it is");
+    auto add = [&](const PlainPage& page) {
+      // Before anything is decoded or reserved: a page claims no more values than the row group has rows.
+      if (page.num_values > rows - (col.length - before)) {
+        return col.Invalid(fmt::format("a page of {} values past the {} rows of its row group", page.num_values, rows));
+      }
+      return col.AddPage(page);
+    };
+    ARROW_ASSIGN_OR_RAISE(bool handled,
+                          ForEachPlainPage(bytes.substr(static_cast<size_t>(start - begin), static_cast<size_t>(size)),
+                                           *col.descr, static_cast<int>(cc->compression()), add));
+    if (!handled) {
+      return col.Invalid(
+          "a page this reader does not handle (not PLAIN, or levels not RLE) where its chunk's "
+          "metadata says PLAIN");
+    }
     if (col.length - before != rows) {
       return col.Invalid(fmt::format("{} values in a row group of {} rows", col.length - before, rows));
     }
@@ -226,8 +272,8 @@ Result<std::shared_ptr<arrow::Table>> PlainTableBuilder::Finish() {
       ARROW_RETURN_NOT_OK(col.offsets.Finish(&offsets));
       buffers = {bitmap, offsets, data};
     }
-    arrays.push_back(arrow::MakeArray(
-        arrow::ArrayData::Make(col.field->type(), col.length, std::move(buffers), col.nulls)));
+    arrays.push_back(
+        arrow::MakeArray(arrow::ArrayData::Make(col.field->type(), col.length, std::move(buffers), col.nulls)));
   }
   return arrow::Table::Make(schema_, std::move(arrays), rows_);
 }

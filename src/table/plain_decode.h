@@ -9,10 +9,14 @@
 //
 // Handles flat columns (no repetition, at most one definition level) whose
 // Arrow type holds the physical values as they are: INT32 as int32, date32,
-// time32; INT64 as int64, timestamp, time64; FLOAT; DOUBLE; BYTE_ARRAY as
-// binary or string; FIXED_LEN_BYTE_ARRAY as fixed_size_binary of its width.
-// PlainDecodable says whether a row group is all such chunks; the caller
-// reads others through Arrow.
+// time32; INT64 as int64, timestamp, time64 (not in seconds: Arrow stores
+// those as milliseconds); FLOAT; DOUBLE; BYTE_ARRAY as binary or string;
+// FIXED_LEN_BYTE_ARRAY as fixed_size_binary of its width. PlainDecodable
+// says whether a row group is all such chunks; the caller reads others
+// through Arrow. Hostile pages are refused before anything is sized from
+// them (a page claims at most its row group's rows), and stored values are
+// checked as the conversion to the table's types would (fixed widths,
+// unsigned bounds).
 //
 // Thread-safety: a PlainTableBuilder is used by one thread.
 #pragma once

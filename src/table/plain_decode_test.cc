@@ -45,8 +45,8 @@ std::shared_ptr<arrow::Table> Sample(int64_t rows, int64_t first) {
                                arrow::field("day", arrow::date32()), arrow::field("at", at.type()),
                                arrow::field("data", arrow::binary()), arrow::field("name", arrow::utf8(), false),
                                arrow::field("hash", arrow::fixed_size_binary(3))});
-  return arrow::Table::Make(schema, {*block.Finish(), *index.Finish(), *price.Finish(), *ratio.Finish(),
-                                     *day.Finish(), *at.Finish(), *data.Finish(), *name.Finish(), *hash.Finish()});
+  return arrow::Table::Make(schema, {*block.Finish(), *index.Finish(), *price.Finish(), *ratio.Finish(), *day.Finish(),
+                                     *at.Finish(), *data.Finish(), *name.Finish(), *hash.Finish()});
 }
 
 // `table` as a Parquet file in memory, row groups of `rows` rows, no
@@ -133,6 +133,39 @@ TEST(PlainDecodeTest, DictionariesNestedColumnsAndOtherSchemasAreLeftToArrow) {
   auto nested = Encode(*list, 100, true);
   md = parquet::ParquetFileReader::Open(std::make_shared<arrow::io::BufferReader>(nested))->metadata();
   EXPECT_FALSE(PlainDecodable(*md->RowGroup(0), *md->schema(), *list_expected, *list->schema()));
+}
+
+TEST(PlainDecodeTest, SecondsAreLeftToArrowsReader) {
+  // Parquet has no seconds: Arrow stores timestamp[s] and time32[s] as
+  // milliseconds, which this decoder would read as seconds.
+  arrow::TimestampBuilder at(arrow::timestamp(arrow::TimeUnit::SECOND), arrow::default_memory_pool());
+  arrow::Time32Builder clock(arrow::time32(arrow::TimeUnit::SECOND), arrow::default_memory_pool());
+  ASSERT_TRUE(at.Append(1700000000).ok());
+  ASSERT_TRUE(clock.Append(3600).ok());
+  for (const auto& column : {*at.Finish(), *clock.Finish()}) {
+    auto table = arrow::Table::Make(arrow::schema({arrow::field("t", column->type())}), arrow::ArrayVector{column});
+    auto expected = *ParquetSchemaFor(*table->schema(), *parquet::default_writer_properties());
+    auto file = Encode(*table, 10, true);
+    auto md = parquet::ParquetFileReader::Open(std::make_shared<arrow::io::BufferReader>(file))->metadata();
+    EXPECT_FALSE(PlainDecodable(*md->RowGroup(0), *md->schema(), *expected, *table->schema()))
+        << column->type()->ToString();
+  }
+}
+
+TEST(PlainDecodeTest, AnUnsignedValueOutsideItsTypeIsRefused) {
+  // A uint32 column is stored widened to int64 (kUnsignedKey): a stored value
+  // a uint32 cannot hold is refused, as the cast to the table's type would.
+  auto md = arrow::key_value_metadata({std::string(kUnsignedKey)}, {"uint32"});
+  auto schema = arrow::schema({arrow::field("n", arrow::int64(), true, md)});
+  arrow::Int64Builder values;
+  ASSERT_TRUE(values.AppendValues({1, 4294967295}).ok());
+  ASSERT_TRUE(DecodeAll(Encode(*arrow::Table::Make(schema, arrow::ArrayVector{*values.Finish()}), 10, true), schema)
+                  .status.ok());
+  ASSERT_TRUE(values.AppendValues({1, 4294967296}).ok());
+  auto got = DecodeAll(Encode(*arrow::Table::Make(schema, arrow::ArrayVector{*values.Finish()}), 10, true), schema);
+  ASSERT_FALSE(got.status.ok());
+  EXPECT_NE(got.status.message().find("column n: a value 4294967296 outside its unsigned type"), std::string::npos)
+      << got.status.message();
 }
 
 TEST(PlainDecodeTest, ChunksCutShortOrDamagedAreErrorsNamingTheColumn) {

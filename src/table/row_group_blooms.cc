@@ -15,6 +15,13 @@ namespace {
 
 // Whether values of `type` stored as `physical` hash as MakeBloomFilters hashes them.
 bool Hashable(const arrow::DataType& type, parquet::Type::type physical) {
+  // Seconds are stored as milliseconds (Parquet has no seconds): Arrow's writer hashes those.
+  if ((type.id() == arrow::Type::TIMESTAMP &&
+       static_cast<const arrow::TimestampType&>(type).unit() == arrow::TimeUnit::SECOND) ||
+      (type.id() == arrow::Type::TIME32 &&
+       static_cast<const arrow::Time32Type&>(type).unit() == arrow::TimeUnit::SECOND)) {
+    return false;
+  }
   switch (type.id()) {
     case arrow::Type::INT32:
     case arrow::Type::DATE32:

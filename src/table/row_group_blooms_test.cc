@@ -31,6 +31,7 @@ TEST(RowGroupBloomsTest, FiltersAreTheBitsArrowsWriterMakes) {
   arrow::Int32Builder narrow;
   arrow::DoubleBuilder real;
   arrow::StringBuilder text;
+  arrow::TimestampBuilder seconds(arrow::timestamp(arrow::TimeUnit::SECOND), arrow::default_memory_pool());
   for (int i = 0; i < 5000; ++i) {
     ASSERT_TRUE((i % 9 == 0 ? hot.AppendNull() : hot.Append("address-" + std::to_string(i % 37))).ok());
     ASSERT_TRUE(unique.Append("topic-" + std::to_string(i * 7919)).ok());
@@ -40,13 +41,14 @@ TEST(RowGroupBloomsTest, FiltersAreTheBitsArrowsWriterMakes) {
     ASSERT_TRUE(narrow.Append(i).ok());
     ASSERT_TRUE(real.Append(i % 13 / 4.0).ok());
     ASSERT_TRUE(text.Append(std::to_string(i % 5)).ok());
+    ASSERT_TRUE(seconds.Append(1700000000 + i).ok());
   }
   auto schema = arrow::schema({arrow::field("hot", arrow::binary()), arrow::field("unique", arrow::binary()),
                                arrow::field("fixed", arrow::fixed_size_binary(4)), arrow::field("wide", arrow::int64()),
                                arrow::field("narrow", arrow::int32()), arrow::field("real", arrow::float64()),
-                               arrow::field("text", arrow::utf8())});
+                               arrow::field("text", arrow::utf8()), arrow::field("seconds", seconds.type())});
   auto table = arrow::Table::Make(schema, {*hot.Finish(), *unique.Finish(), *fixed.Finish(), *wide.Finish(),
-                                           *narrow.Finish(), *real.Finish(), *text.Finish()});
+                                           *narrow.Finish(), *real.Finish(), *text.Finish(), *seconds.Finish()});
   parquet::WriterProperties::Builder b;
   b.compression(arrow::Compression::ZSTD)->max_row_group_length(2000)->dictionary_pagesize_limit(4096);
   for (const auto& f : schema->fields()) b.enable_bloom_filter(f->name(), parquet::BloomFilterOptions{});

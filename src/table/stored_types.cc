@@ -239,8 +239,47 @@ Result<std::shared_ptr<arrow::Table>> Retype(const std::shared_ptr<arrow::Table>
   return arrow::Table::Make(schema, std::move(columns), table->num_rows());
 }
 
-Status CheckStoredWidths(const arrow::Table& stored) {
+int64_t StoredUnsignedMax(const arrow::Field& stored) {
+  if (!Marked(stored)) return -1;
+  auto name = stored.metadata()->Get(std::string(kUnsignedKey));
+  if (!name.ok()) return -1;
+  if (*name == "uint8") return 255;
+  if (*name == "uint16") return 65535;
+  if (*name == "uint32") return 4294967295;
+  return -1;  // uint64: the same bits as int64
+}
+
+namespace {
+
+// Invalid, naming the column and row, if an integer column of `stored` marked
+// as a narrower unsigned type holds a value outside it.
+template <typename T>
+Status CheckUnsignedRange(const arrow::Field& field, const arrow::ChunkedArray& column, int64_t max) {
+  int64_t row = 0;
+  for (const auto& chunk : column.chunks()) {
+    const T* values = chunk->data()->GetValues<T>(1);
+    for (int64_t k = 0; k < chunk->length(); ++k) {
+      if ((values[k] < 0 || static_cast<int64_t>(values[k]) > max) && chunk->IsValid(k)) {
+        return Status::Invalid(fmt::format("column {}: row {} holds {}, outside its type, {}", field.name(), row + k,
+                                           static_cast<int64_t>(values[k]),
+                                           *field.metadata()->Get(std::string(kUnsignedKey))));
+      }
+    }
+    row += chunk->length();
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status CheckStoredValues(const arrow::Table& stored) {
   for (int i = 0; i < stored.num_columns(); ++i) {
+    const auto& field = *stored.schema()->field(i);
+    if (const int64_t max = StoredUnsignedMax(field); max >= 0) {
+      const auto id = stored.column(i)->type()->id();
+      if (id == arrow::Type::INT32) ARROW_RETURN_NOT_OK(CheckUnsignedRange<int32_t>(field, *stored.column(i), max));
+      if (id == arrow::Type::INT64) ARROW_RETURN_NOT_OK(CheckUnsignedRange<int64_t>(field, *stored.column(i), max));
+    }
     const int32_t width = StoredFixedWidth(*stored.schema()->field(i));
     if (width == 0 || stored.column(i)->type()->id() != arrow::Type::BINARY) continue;
     int64_t row = 0;

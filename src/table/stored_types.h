@@ -67,8 +67,12 @@ std::shared_ptr<arrow::Schema> TableSchemaOf(const std::shared_ptr<arrow::Schema
 Result<std::shared_ptr<arrow::Table>> Retype(const std::shared_ptr<arrow::Table>& table,
                                              const std::shared_ptr<arrow::Schema>& schema);
 // Invalid, naming the column and row, if a column of `stored` (a stored
-// schema's) marked kFixedSizeKey holds a value of another length: what Retype
-// to the table's types would refuse, checked where the values stay stored.
-Status CheckStoredWidths(const arrow::Table& stored);
+// schema's) marked kFixedSizeKey holds a value of another length, or one
+// marked kUnsignedKey a value its unsigned type cannot hold: what Retype to
+// the table's types would refuse, checked where the values stay stored.
+Status CheckStoredValues(const arrow::Table& stored);
+// The largest value of the unsigned type a stored integer field holds
+// (kUnsignedKey: uint8, uint16, uint32), or -1 (none, or uint64: any bits).
+int64_t StoredUnsignedMax(const arrow::Field& stored);
 
 }  // namespace sediment::table
