@@ -89,11 +89,19 @@ Result<SegmentRecord> DecodeSegmentRecord(std::string_view text) {
   return s;
 }
 
-std::string EncodeSegmentFileMetadata(const SegmentRecord& s) { return CommonJson(s).dump(); }
+std::string EncodeSegmentFileMetadata(const SegmentRecord& s) {
+  json j = CommonJson(s);
+  if (s.parents.size() > kFileParentsListed) {
+    j.erase("parents");
+    j["parents_count"] = s.parents.size();
+  }
+  return j.dump();
+}
 
 Result<SegmentRecord> DecodeSegmentFileMetadata(std::string_view text) {
   const char* what = "segment file metadata";
   ARROW_ASSIGN_OR_RAISE(json j, ParseVersioned(text, what));
+  if (!j.contains("parents") && j.contains("parents_count")) j["parents"] = json::array();  // not listed
   SegmentRecord s;
   ARROW_RETURN_NOT_OK(DecodeCommon(j, &s, what));
   return s;

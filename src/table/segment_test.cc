@@ -47,6 +47,16 @@ TEST(SegmentTest, RecordRoundTrip) {
   EXPECT_EQ(meta->start, 100u);
   EXPECT_EQ(meta->parents, s.parents);
   EXPECT_EQ(meta->rows, 0) << "sizes live in the footer, not the metadata";
+
+  // A merge of many files lists its parents in the registry, only their count in the file.
+  for (int i = 0; i < 100; ++i) s.parents.push_back("p" + std::to_string(i));
+  const std::string text = EncodeSegmentFileMetadata(s);
+  EXPECT_EQ(text.find("p99"), std::string::npos);
+  EXPECT_NE(text.find("\"parents_count\":102"), std::string::npos) << text;
+  meta = DecodeSegmentFileMetadata(text);
+  ASSERT_TRUE(meta.ok()) << meta.status().ToString();
+  EXPECT_TRUE(meta->parents.empty());
+  EXPECT_EQ(meta->generation, s.generation);
 }
 
 TEST(SegmentTest, DecodeErrors) {
