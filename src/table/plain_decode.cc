@@ -26,9 +26,8 @@ bool InSeconds(const arrow::DataType& type) {
          static_cast<const arrow::Time32Type&>(type).unit() == arrow::TimeUnit::SECOND;
 }
 
-// Bytes a PLAIN value of `column` takes held as `type`: 0 for binary, -1 if
-// this reader does not handle the pair (the stored values are not the Arrow
-// values as they are).
+}  // namespace
+
 int PlainWidth(const parquet::ColumnDescriptor& column, const arrow::DataType& type) {
   if (column.max_repetition_level() != 0 || column.max_definition_level() > 1 || InSeconds(type)) return -1;
   const auto id = type.id();
@@ -53,8 +52,6 @@ int PlainWidth(const parquet::ColumnDescriptor& column, const arrow::DataType& t
       return -1;
   }
 }
-
-}  // namespace
 
 bool PlainDecodable(const parquet::RowGroupMetaData& rg, const parquet::SchemaDescriptor& descr,
                     const parquet::SchemaDescriptor& expected, const arrow::Schema& schema) {

@@ -28,15 +28,22 @@
 #include "base/status.h"
 
 namespace arrow {
+class DataType;
 class Schema;
 class Table;
 }  // namespace arrow
 namespace parquet {
+class ColumnDescriptor;
 class RowGroupMetaData;
 class SchemaDescriptor;
 }  // namespace parquet
 
 namespace sediment::table {
+
+// Bytes a PLAIN value of `column` takes held as `type`: 0 for binary, -1 if
+// the stored values are not the Arrow values as they are (the types listed
+// above). Bloom filters made from Arrow values use it too (row_group_blooms.h).
+int PlainWidth(const parquet::ColumnDescriptor& column, const arrow::DataType& type);
 
 // Whether `rg` (of a file whose Parquet schema is `descr`) can be read by a
 // PlainTableBuilder as `schema`: `descr` is the one `schema` is written as,

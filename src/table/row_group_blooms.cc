@@ -8,42 +8,11 @@
 #include <string_view>
 
 #include "table/parquet_assembler.h"
+#include "table/plain_decode.h"
 #include "table/plain_pages.h"
 
 namespace sediment::table {
 namespace {
-
-// Whether values of `type` stored as `physical` hash as MakeBloomFilters hashes them.
-bool Hashable(const arrow::DataType& type, parquet::Type::type physical) {
-  // Seconds are stored as milliseconds (Parquet has no seconds): Arrow's writer hashes those.
-  if ((type.id() == arrow::Type::TIMESTAMP &&
-       static_cast<const arrow::TimestampType&>(type).unit() == arrow::TimeUnit::SECOND) ||
-      (type.id() == arrow::Type::TIME32 &&
-       static_cast<const arrow::Time32Type&>(type).unit() == arrow::TimeUnit::SECOND)) {
-    return false;
-  }
-  switch (type.id()) {
-    case arrow::Type::INT32:
-    case arrow::Type::DATE32:
-    case arrow::Type::TIME32:
-      return physical == parquet::Type::INT32;
-    case arrow::Type::INT64:
-    case arrow::Type::TIMESTAMP:
-    case arrow::Type::TIME64:
-      return physical == parquet::Type::INT64;
-    case arrow::Type::FLOAT:
-      return physical == parquet::Type::FLOAT;
-    case arrow::Type::DOUBLE:
-      return physical == parquet::Type::DOUBLE;
-    case arrow::Type::BINARY:
-    case arrow::Type::STRING:
-      return physical == parquet::Type::BYTE_ARRAY;
-    case arrow::Type::FIXED_SIZE_BINARY:
-      return physical == parquet::Type::FIXED_LEN_BYTE_ARRAY;
-    default:
-      return false;
-  }
-}
 
 // The hashes of `values`' non-null values, as Parquet hashes their physical values.
 void HashArray(const arrow::Array& values, const parquet::BloomFilter& filter, std::vector<uint64_t>* out) {
@@ -92,7 +61,7 @@ void HashArray(const arrow::Array& values, const parquet::BloomFilter& filter, s
       break;
     }
     default:
-      break;  // not planned (Hashable)
+      break;  // not planned (PlainWidth)
   }
 }
 
@@ -123,7 +92,8 @@ BloomPlan PlanBloomFilters(const arrow::Schema& schema, const parquet::SchemaDes
     if (!options) continue;
     const auto parts = column->path()->ToDotVector();
     const int field = parts.size() == 1 ? schema.GetFieldIndex(parts[0]) : -1;
-    if (field < 0 || !Hashable(*schema.field(field)->type(), column->physical_type())) continue;
+    // Hashed from Arrow values as they are stored (PlainWidth), or left to Arrow's writer.
+    if (field < 0 || PlainWidth(*column, *schema.field(field)->type()) < 0) continue;
     plan.columns.push_back({leaf, field, *options});
     without.disable_bloom_filter(column->path());
   }
