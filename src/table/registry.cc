@@ -140,7 +140,13 @@ Result<TableState> TableRegistry::Commit(const TableId& id, const LiveSetChange&
     kv::Batch batch = CommitBatch(id, change, now);
     batch.Require(raw.empty() ? kv::Precondition::Absent(StateKey(id)) : kv::Precondition::Equals(StateKey(id), raw));
     batch.Put(StateKey(id), registry_internal::EncodeState(next));
+    // Keys below the floors of later scans (scan_floors.h): announced before they land.
+    const bool removes = !change.remove.empty(), hashes = !change.put_hashes.empty();
+    if (removes) floors_.BeginWrite(GcQueuePrefix(id), GcQueueKey(id, ToUnixMicros(now), ""));
+    if (hashes) floors_.BeginWrite(BlockHashesPrefix(id), BlockHashKey(id, change.put_hashes.begin()->first));
     Status st = kv_->Apply(batch);
+    if (removes) floors_.EndWrite(GcQueuePrefix(id));
+    if (hashes) floors_.EndWrite(BlockHashesPrefix(id));
     if (st.ok()) {
       UpdateCache(id, state, next, change);
       if (on_commit_) on_commit_(id);

@@ -35,6 +35,7 @@
 #include "base/status.h"
 #include "kv/kv.h"
 #include "table/names.h"
+#include "table/scan_floors.h"
 #include "table/segment.h"
 
 namespace arrow {
@@ -184,6 +185,10 @@ class TableRegistry {
 
   std::mutex cache_mu_;
   std::map<TableId, Snapshot> cache_;  // GUARDED_BY(cache_mu_)
+
+  // Where scans of the GC queue and of the block hashes start (both are
+  // deleted from their front; scan_floors.h).
+  ScanFloors floors_;
 };
 
 }  // namespace sediment::table

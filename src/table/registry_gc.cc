@@ -3,6 +3,8 @@
 // their files are deleted. Entries are written by Commit, in the same batch.
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "table/keys.h"
 #include "table/registry.h"
 
@@ -19,10 +21,17 @@ Result<std::vector<GcEntry>> TableRegistry::ListDueGc(const TableId& id, int64_t
   };
   ARROW_RETURN_NOT_OK(kv_->ScanAll(LegacyGcPrefix(id), "", add));
   const std::string end = GcQueueKey(id, removed_before_us, "");
-  ARROW_RETURN_NOT_OK(kv_->ScanAll(GcQueuePrefix(id), "", [&](const kv::KeyValue& kv) -> Result<bool> {
+  const std::string prefix = GcQueuePrefix(id);
+  const ScanFloors::Ticket ticket = floors_.Start(prefix);
+  std::optional<std::string> first;  // the lowest queue key read
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(prefix, ticket.from, [&](const kv::KeyValue& kv) -> Result<bool> {
+    if (!first) first = kv.key;
     if (kv.key >= end) return false;  // in removal order: the rest are not due
     return add(kv);
   }));
+  // Entries listed stay until their files are deleted: the floor is the first
+  // read, or the queue's end when it is empty from the floor on.
+  floors_.Finish(prefix, ticket, first ? *first : kv::PrefixEnd(prefix));
   return out;
 }
 

@@ -85,7 +85,9 @@ Result<std::optional<AbandonedBlock>> TableRegistry::Abandoned(const TableId& id
 Status TableRegistry::PruneBlockHashes(const TableId& id, uint64_t before) {
   std::string end = BlockHashKey(id, before);
   std::vector<std::string> old;
-  ARROW_RETURN_NOT_OK(kv_->ScanAll(BlockHashesPrefix(id), "", [&](const kv::KeyValue& kv) -> Result<bool> {
+  const std::string prefix = BlockHashesPrefix(id);
+  const ScanFloors::Ticket ticket = floors_.Start(prefix);
+  ARROW_RETURN_NOT_OK(kv_->ScanAll(prefix, ticket.from, [&](const kv::KeyValue& kv) -> Result<bool> {
     if (kv.key >= end) return false;
     old.push_back(kv.key);
     return true;
@@ -97,6 +99,8 @@ Status TableRegistry::PruneBlockHashes(const TableId& id, uint64_t before) {
     return true;
   }));
   for (const auto& k : old) ARROW_RETURN_NOT_OK(kv_->Delete(k));
+  // Nothing is left below `end` (a window that moved back keeps its floor).
+  if (ticket.from < end) floors_.Finish(prefix, ticket, end);
   return Status::OK();
 }
 

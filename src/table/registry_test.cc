@@ -6,11 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include <mutex>
 #include <random>
+#include <set>
 
 #include "base/failpoint.h"
 #include "kv/counting_kv_testing.h"
 #include "kv/hooked_kv_testing.h"
+#include "table/keys.h"
 #include "table/table_test_fixture_internal.h"
 
 namespace sediment::table {
@@ -264,6 +267,97 @@ TEST_F(RegistryTest, TheTimerVisitsABoundedSliceOfTheTablesEachTick) {
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(*first, ids);
   EXPECT_EQ(*reg.TablesWithSegments(ids[2], 2), (std::vector<TableId>{ids[3], ids[4]}));
+}
+
+}  // namespace
+}  // namespace sediment::table
+
+namespace sediment::table {
+namespace {
+
+// Records where each scan of a prefix starts.
+class ScanFromKv final : public kv::HookedKv {
+ public:
+  using HookedKv::HookedKv;
+  Result<kv::ScanPage> Scan(std::string_view prefix, std::string_view from, size_t limit) override {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      froms.emplace_back(prefix, from);
+    }
+    return HookedKv::Scan(prefix, from, limit);
+  }
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::string>> froms;
+};
+
+// The GC queue is read from past what this registry has collected (RocksDB
+// keeps the removed keys' tombstones at the queue's front); what a commit adds
+// below that point is still listed: this registry's at once (even while a
+// listing runs beside the commit), another server's within 32 listings. The
+// block hashes, pruned from their front, likewise.
+TEST_F(RegistryTest, TheGcQueueIsReadFromPastWhatWasCollected) {
+  auto hooked = std::make_shared<ScanFromKv>(kv_);
+  kv_ = hooked;
+  Restart();
+  Create();
+  for (uint64_t b = 0; b < 6; ++b) ASSERT_TRUE(Append(b, b, 0).ok());
+  TableRegistry reg(kv_);
+  const auto live = reg.TakeSnapshot(id_)->segments;
+  ASSERT_EQ(live.size(), 6u);
+  auto remove = [&](TableRegistry& r, size_t i, TimePoint at) {
+    LiveSetChange c;
+    c.remove = {live[i]};
+    ASSERT_TRUE(r.Commit(id_, c, at).ok());
+  };
+  auto due = [&](TableRegistry& r) {
+    std::set<std::string> ids;
+    for (const auto& e : *r.ListDueGc(id_, INT64_MAX)) ids.insert(e.id);
+    return ids;
+  };
+  const TimePoint t0 = clock_->Now();
+  remove(reg, 0, t0);
+  remove(reg, 1, t0 + std::chrono::seconds(1));
+  auto entries = *reg.ListDueGc(id_, ToUnixMicros(t0 + std::chrono::seconds(2)));
+  ASSERT_EQ(entries.size(), 2u);
+  for (const auto& e : entries) ASSERT_TRUE(reg.RemoveGcEntry(id_, e).ok());
+  EXPECT_TRUE(due(reg).empty());  // reads past the tombstones: the floor moves to the queue's end
+  hooked->froms.clear();
+  EXPECT_TRUE(due(reg).empty());
+  const std::string collected = GcQueueKey(id_, ToUnixMicros(t0 + std::chrono::seconds(1)), live[1].id);
+  for (const auto& [prefix, from] : hooked->froms) {
+    if (prefix == GcQueuePrefix(id_)) EXPECT_GT(from, collected) << "the collected entries were read again";
+  }
+
+  remove(reg, 2, t0 - std::chrono::hours(1));  // this server's clock went back
+  EXPECT_EQ(due(reg), std::set<std::string>{live[2].id});
+  // A listing while a commit's batch is being written must not move past it.
+  hooked->BeforeWrite(kv::HookedKv::Prefix(GcQueuePrefix(id_)), [&] { (void)reg.ListDueGc(id_, INT64_MAX); });
+  remove(reg, 3, t0 - std::chrono::hours(2));
+  EXPECT_EQ(due(reg), (std::set<std::string>{live[2].id, live[3].id}));
+
+  for (const auto& e : *reg.ListGc(id_)) ASSERT_TRUE(reg.RemoveGcEntry(id_, e).ok());
+  EXPECT_TRUE(due(reg).empty());
+  TableRegistry other(kv_);  // another server, whose clock is behind
+  remove(other, 4, t0 - std::chrono::hours(3));
+  int listings = 1;
+  while (due(reg).empty() && listings < 100) listings++;
+  EXPECT_LE(listings, 32) << "another server's entry below the floor is listed within 32 listings";
+
+  // Block hashes, pruned below the reorg window, are read from where the last prune ended.
+  ASSERT_TRUE(reg.BlockHash(id_, 2)->has_value());
+  ASSERT_TRUE(reg.PruneBlockHashes(id_, 3).ok());
+  hooked->froms.clear();
+  ASSERT_TRUE(reg.PruneBlockHashes(id_, 4).ok());
+  for (const auto& [prefix, from] : hooked->froms) {
+    if (prefix == BlockHashesPrefix(id_)) EXPECT_GE(from, BlockHashKey(id_, 3)) << "pruned hashes were read again";
+  }
+  EXPECT_FALSE(reg.BlockHash(id_, 3)->has_value());
+  EXPECT_TRUE(reg.BlockHash(id_, 4)->has_value());
+  LiveSetChange rehash;  // a hash written below the floor (a table rewritten from its start)
+  rehash.put_hashes = {{1, std::string(64, 'a')}};
+  ASSERT_TRUE(reg.Commit(id_, rehash, t0).ok());
+  ASSERT_TRUE(reg.PruneBlockHashes(id_, 4).ok());
+  EXPECT_FALSE(reg.BlockHash(id_, 1)->has_value()) << "pruned, though below where the last prune ended";
 }
 
 }  // namespace
