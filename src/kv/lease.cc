@@ -20,14 +20,18 @@ bool Decode(const std::string& text, LeaseValue* out) {
 
 }  // namespace
 
-Result<bool> Lease::TryAcquire(TimePoint now) {
+Result<bool> Lease::TryAcquire(TimePoint now) { return TryAcquire(now, ttl_); }
+
+Result<bool> Lease::TryAcquire(TimePoint now, Duration at_least) {
   std::string mine = nlohmann::json{{"v", 1}, {"owner", owner_}, {"expires_us", ToUnixMicros(now + ttl_)}}.dump();
   auto current = kv_->Get(key_);
   std::optional<std::string> expected;
   if (current.ok()) {
     LeaseValue v;
     // An unreadable value is treated as expired: the lease must not wedge.
-    if (Decode(*current, &v) && v.owner != owner_ && v.expires_us > ToUnixMicros(now)) return false;
+    const bool read = Decode(*current, &v);
+    if (read && v.owner != owner_ && v.expires_us > ToUnixMicros(now)) return false;
+    if (read && v.owner == owner_ && v.expires_us > ToUnixMicros(now + at_least)) return true;
     expected = *current;
   } else if (!IsNotFound(current.status())) {
     return current.status();

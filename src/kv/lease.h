@@ -26,6 +26,10 @@ class Lease {
 
   // True if we hold the lease until now + ttl; false if someone else holds it.
   Result<bool> TryAcquire(TimePoint now);
+  // True if we hold it for at least `at_least` more (renewed to now + ttl
+  // only when less is left: a holder that asks often writes seldom); false if
+  // someone else holds it.
+  Result<bool> TryAcquire(TimePoint now, Duration at_least);
   // Gives it up if we hold it.
   Status Release();
   // Who holds it now (empty if free or expired).

@@ -33,10 +33,12 @@ SegmentRecord OutputRecord(const TableInfo& table, const std::vector<SegmentReco
   out.end = inputs.back().end;
   out.end_hash = inputs.back().end_hash;
   out.parent_hash = inputs.front().parent_hash;
+  std::vector<std::string> parents;
   for (const auto& s : inputs) {
     out.generation = std::max(out.generation, s.generation + 1);
-    out.parents.push_back(s.id);
+    parents.push_back(s.id);
   }
+  out.parents = std::move(parents);
   out.created_at_us = ToUnixMicros(now);
   return out;
 }

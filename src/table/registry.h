@@ -185,6 +185,10 @@ class TableRegistry {
 
   std::mutex cache_mu_;
   std::map<TableId, Snapshot> cache_;  // GUARDED_BY(cache_mu_)
+  // Each table's record as last read, by key, and it decoded: appends and
+  // passes read it each time, and decoding its schemas cost more than the read.
+  Result<TableInfo> DecodeCached(const std::string& key, const std::string& raw);
+  std::map<std::string, std::pair<std::string, TableInfo>> decoded_tables_;  // GUARDED_BY(cache_mu_)
 
   // Where scans of the GC queue and of the block hashes start (both are
   // deleted from their front; scan_floors.h).

@@ -138,13 +138,23 @@ Result<TableInfo> TableRegistry::GetTable(const TableId& id) {
   auto raw = kv_->Get(TableKey(id));
   if (IsNotFound(raw.status())) return NotFound(fmt::format("table {} not found", id.ToString()));
   ARROW_RETURN_NOT_OK(raw.status());
-  return DecodeTable(*raw);
+  return DecodeCached(TableKey(id), *raw);
+}
+
+Result<TableInfo> TableRegistry::DecodeCached(const std::string& key, const std::string& raw) {
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  auto& [text, info] = decoded_tables_[key];
+  if (text != raw || !info.schema) {
+    ARROW_ASSIGN_OR_RAISE(info, DecodeTable(raw));
+    text = raw;
+  }
+  return info;
 }
 
 Result<std::vector<TableInfo>> TableRegistry::ListTables() {
   std::vector<TableInfo> out;
   ARROW_RETURN_NOT_OK(kv_->ScanAll(TablesPrefix(), "", [&](const kv::KeyValue& kv) -> Result<bool> {
-    ARROW_ASSIGN_OR_RAISE(TableInfo t, DecodeTable(kv.value));
+    ARROW_ASSIGN_OR_RAISE(TableInfo t, DecodeCached(kv.key, kv.value));
     out.push_back(std::move(t));
     return true;
   }));
@@ -162,7 +172,7 @@ Result<std::vector<TableInfo>> TableRegistry::ListTables(const std::string& afte
       *has_more = true;
       return false;
     }
-    ARROW_ASSIGN_OR_RAISE(TableInfo t, DecodeTable(kv.value));
+    ARROW_ASSIGN_OR_RAISE(TableInfo t, DecodeCached(kv.key, kv.value));
     out.push_back(std::move(t));
     return true;
   }));

@@ -46,7 +46,7 @@ json CommonJson(const SegmentRecord& s) {
               {"end_hash", s.end_hash},
               {"parent_hash", s.parent_hash},
               {"generation", s.generation},
-              {"parents", s.parents},
+              {"parents", s.parents.get()},
               {"created_at_us", s.created_at_us},
               {"storage", s.storage}};
 }
@@ -58,7 +58,9 @@ Status DecodeCommon(const json& j, SegmentRecord* s, const char* what) {
   ARROW_RETURN_NOT_OK(Field(j, "end_hash", &s->end_hash, what));
   ARROW_RETURN_NOT_OK(Field(j, "parent_hash", &s->parent_hash, what));
   ARROW_RETURN_NOT_OK(Field(j, "generation", &s->generation, what));
-  ARROW_RETURN_NOT_OK(Field(j, "parents", &s->parents, what));
+  std::vector<std::string> parents;
+  ARROW_RETURN_NOT_OK(Field(j, "parents", &parents, what));
+  s->parents = std::move(parents);
   ARROW_RETURN_NOT_OK(Field(j, "created_at_us", &s->created_at_us, what));
   s->storage = 0;
   if (j.contains("storage")) ARROW_RETURN_NOT_OK(Field(j, "storage", &s->storage, what));

@@ -8,6 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +27,28 @@ inline constexpr int kSegmentFormatVersion = 1;
 // (table/stored_types.h). The compactor rewrites files below the current one.
 inline constexpr int kStorageVersion = 1;
 
+// The ids a merged file was made from. Copies share one list (a compaction
+// pass copies every live record of its table, and a head merge lists up to
+// dozens of parents); it is replaced whole, never changed in place.
+class IdList {
+ public:
+  IdList() = default;
+  IdList(std::vector<std::string> ids)  // NOLINT(google-explicit-constructor): a list of ids is one
+      : ids_(std::make_shared<const std::vector<std::string>>(std::move(ids))) {}
+  IdList(std::initializer_list<std::string> ids) : IdList(std::vector<std::string>(ids)) {}
+  const std::vector<std::string>& get() const { return ids_ ? *ids_ : None(); }
+  size_t size() const { return get().size(); }
+  bool empty() const { return get().empty(); }
+  bool operator==(const IdList& o) const { return get() == o.get(); }
+
+ private:
+  static const std::vector<std::string>& None() {
+    static const std::vector<std::string> none;
+    return none;
+  }
+  std::shared_ptr<const std::vector<std::string>> ids_;
+};
+
 struct SegmentRecord {
   std::string id;    // "<start:09>-<16 hex>", the file name without ".parquet"
   std::string path;  // object path in the blob store
@@ -36,9 +60,9 @@ struct SegmentRecord {
   int64_t bytes = 0;                 // uncompressed size of the data (sum of row groups' sizes)
   int64_t stored_bytes = 0;          // size of the file on storage
   int64_t generation = 0;            // 0 written, max(inputs) + 1 merged
-  std::vector<std::string> parents;  // ids of the files it was merged from
-  int64_t created_at_us = 0;         // Unix microseconds
-  int storage = kStorageVersion;     // 0 when the record does not say (older files)
+  IdList parents;                  // ids of the files it was merged from
+  int64_t created_at_us = 0;       // Unix microseconds
+  int storage = kStorageVersion;   // 0 when the record does not say (older files)
 
   TimePoint created_at() const { return FromUnixMicros(created_at_us); }
   bool operator==(const SegmentRecord&) const = default;

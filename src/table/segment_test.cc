@@ -49,7 +49,9 @@ TEST(SegmentTest, RecordRoundTrip) {
   EXPECT_EQ(meta->rows, 0) << "sizes live in the footer, not the metadata";
 
   // A merge of many files lists its parents in the registry, only their count in the file.
-  for (int i = 0; i < 100; ++i) s.parents.push_back("p" + std::to_string(i));
+  std::vector<std::string> many = s.parents.get();
+  for (int i = 0; i < 100; ++i) many.push_back("p" + std::to_string(i));
+  s.parents = many;
   const std::string text = EncodeSegmentFileMetadata(s);
   EXPECT_EQ(text.find("p99"), std::string::npos);
   EXPECT_NE(text.find("\"parents_count\":102"), std::string::npos) << text;

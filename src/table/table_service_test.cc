@@ -847,7 +847,7 @@ TEST_F(TableServiceTest, FilesStoredTheOldWayAreRewrittenWhenNothingIsToMerge) {
   auto live = Live();
   ASSERT_EQ(live.size(), 1u);
   EXPECT_EQ(live[0].storage, kStorageVersion);
-  EXPECT_EQ(live[0].parents, std::vector<std::string>{old.id});
+  EXPECT_EQ(live[0].parents.get(), std::vector<std::string>{old.id});
   EXPECT_EQ(live[0].end_hash, old.end_hash);
   EXPECT_EQ(ReadRows(), rows);
   auto md = parquet::ParquetFileReader::Open(*faulty_->OpenReader(live[0].path))->metadata();

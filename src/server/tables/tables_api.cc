@@ -79,7 +79,7 @@ json SegmentJson(const SegmentRecord& s) {
           {"bytes", s.bytes},
           {"stored_bytes", s.stored_bytes},
           {"generation", s.generation},
-          {"parents", s.parents},
+          {"parents", s.parents.get()},
           {"created_at", FormatTime(s.created_at())}};
 }
 
