@@ -29,7 +29,9 @@ extensions are built for; locally DuckDB is .venv's).
 
 Query side: the tiny shape's outputs (Sediment's head merge, Sediment's final
 merge, DuckDB's) are queried by DuckDB, Polars and DataFusion: a 100-block
-range, equality on an address, equality on topic0. Median of --repeat runs.
+range, equality on an address, equality on topic0, topic0 = within a 5,000-block
+range, and a full-scan aggregate (the ten addresses with the most logs). Median
+of --repeat runs.
 
 Usage: .venv/bin/python bench/compaction_bench.py [--scale 1.0] [--threads 1 2] [--shapes tiny medium ...]
                                                  [--minio-files 600]
@@ -133,20 +135,25 @@ import json, sys, time, statistics
 engine, path, lo, addr, topic, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6])
 addr, topic = bytes.fromhex(addr), bytes.fromhex(topic)
 hi = lo + 99
+wide = lo + 4999  # topic0 = within 5,000 blocks: a third of the tiny shape's 15,000
 if engine == "duckdb":
     import duckdb
     con = duckdb.connect()
     con.execute("SET threads = 2")
     qs = {"range": lambda: con.execute(f"SELECT count(*), sum(value) FROM read_parquet('{path}') WHERE block_num BETWEEN {lo} AND {hi}").fetchall(),
           "address": lambda: con.execute(f"SELECT count(*), sum(value) FROM read_parquet('{path}') WHERE address = ?", [addr]).fetchall(),
-          "topic0": lambda: con.execute(f"SELECT count(*), sum(value) FROM read_parquet('{path}') WHERE topic0 = ?", [topic]).fetchall()}
+          "topic0": lambda: con.execute(f"SELECT count(*), sum(value) FROM read_parquet('{path}') WHERE topic0 = ?", [topic]).fetchall(),
+          "topic0_range": lambda: con.execute(f"SELECT count(*), sum(value) FROM read_parquet('{path}') WHERE topic0 = ? AND block_num BETWEEN {lo} AND {wide}", [topic]).fetchall(),
+          "aggregate": lambda: con.execute(f"SELECT address, count(*), sum(value) FROM read_parquet('{path}') GROUP BY address ORDER BY 2 DESC LIMIT 10").fetchall()}
 elif engine == "polars":
     import polars as pl
     lf = pl.scan_parquet(path)
     agg = [pl.len(), pl.col("value").sum()]
     qs = {"range": lambda: lf.filter(pl.col("block_num").is_between(lo, hi)).select(agg).collect().rows(),
           "address": lambda: lf.filter(pl.col("address") == addr).select(agg).collect().rows(),
-          "topic0": lambda: lf.filter(pl.col("topic0") == topic).select(agg).collect().rows()}
+          "topic0": lambda: lf.filter(pl.col("topic0") == topic).select(agg).collect().rows(),
+          "topic0_range": lambda: lf.filter((pl.col("topic0") == topic) & pl.col("block_num").is_between(lo, wide)).select(agg).collect().rows(),
+          "aggregate": lambda: lf.group_by("address").agg(agg).sort("len", descending=True).head(10).collect().rows()}
 else:
     from datafusion import SessionContext, SessionConfig
     ctx = SessionContext(SessionConfig().with_target_partitions(2)
@@ -155,7 +162,9 @@ else:
     ctx.register_parquet("t", path)
     qs = {"range": lambda: ctx.sql(f"SELECT count(*), sum(value) FROM t WHERE block_num BETWEEN {lo} AND {hi}").collect(),
           "address": lambda: ctx.sql(f"SELECT count(*), sum(value) FROM t WHERE address = X'{addr.hex()}'").collect(),
-          "topic0": lambda: ctx.sql(f"SELECT count(*), sum(value) FROM t WHERE topic0 = X'{topic.hex()}'").collect()}
+          "topic0": lambda: ctx.sql(f"SELECT count(*), sum(value) FROM t WHERE topic0 = X'{topic.hex()}'").collect(),
+          "topic0_range": lambda: ctx.sql(f"SELECT count(*), sum(value) FROM t WHERE topic0 = X'{topic.hex()}' AND block_num BETWEEN {lo} AND {wide}").collect(),
+          "aggregate": lambda: ctx.sql("SELECT address, count(*), sum(value) FROM t GROUP BY address ORDER BY 2 DESC LIMIT 10").collect()}
 out = {}
 for name, q in qs.items():
     q()
@@ -165,6 +174,8 @@ for name, q in qs.items():
     out[name] = statistics.median(times)
 print(json.dumps(out))
 """
+
+QUERIES = ("range", "address", "topic0", "topic0_range", "aggregate")
 
 SCHEMA = pa.schema([pa.field("block_num", pa.uint64(), nullable=False), ("log_index", pa.int32()),
                     ("address", pa.binary(20)), ("topic0", pa.binary(32)), ("topic1", pa.binary(32)),
@@ -368,6 +379,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=15, help="runs of each query")
     ap.add_argument("--merge-runs", type=int, default=1,
                     help="runs of each local merge (every engine); the median time is reported")
+    ap.add_argument("--iceberg", action="store_true",
+                    help="also query the tiny shape's final file through Sediment's Iceberg catalog against "
+                         "DuckDB's file through a local one, in DuckDB and PyIceberg (bench/iceberg_query_probe.py)")
     ap.add_argument("--work", default=None, help="work directory (default: a temp dir, removed)")
     ap.add_argument("--minio-files", type=int, default=600,
                     help="tiny files merged on MinIO (started here by scripts/minio.sh); 0 = skip")
@@ -378,6 +392,7 @@ def main():
     rg = args.row_group_rows
     rows_out = []
     queries = []
+    iceberg_queries = {}
     try:
         def inputs_for(name, files, rows, blocks_per_file, seed):
             d = work / f"{name}-inputs"
@@ -421,6 +436,13 @@ def main():
                                     str(args.repeat)])
                         times.append(t)
                     queries.append((engine, *times))
+                if args.iceberg:
+                    probe_out, _ = run([str(ROOT / ".venv-engines" / "bin" / "python"),
+                                        str(ROOT / "bench" / "iceberg_query_probe.py"), "--data-dir", str(final),
+                                        "--duck-file", str(duck_file), "--lo", str(lo), "--addr", addr,
+                                        "--topic", topic, "--sediment-file", str(final_files[0]),
+                                        "--repeat", str(args.repeat)])
+                    iceberg_queries.update(probe_out)
                 shutil.rmtree(final, ignore_errors=True)
             shutil.rmtree(base, ignore_errors=True)
         if args.minio_files:
@@ -468,9 +490,20 @@ def main():
                   "head-merge vs final |")
             print("| --- | --- | --- | --- | --- | --- | --- |")
             for engine, f, h, d in queries:
-                for q in ("range", "address", "topic0"):
+                for q in QUERIES:
                     print(f"| {engine} | {q} | {f[q]:.1f} | {h[q]:.1f} | {d[q]:.1f} | {d[q] / f[q]:.2f}x | "
                           f"{f[q] / h[q]:.2f}x |")
+        if iceberg_queries:
+            print()
+            print("Through Iceberg catalogs (median ms): Sediment's final file served by its catalog; DuckDB's file in "
+                  "a local PyIceberg catalog. Ratio = DuckDB's file / Sediment's (>=1: Sediment's as fast or faster)")
+            print()
+            print("| engine | query | Sediment ms | DuckDB's file ms | ratio | the files read directly: ratio |")
+            print("| --- | --- | --- | --- | --- | --- |")
+            for engine, per in iceberg_queries.items():
+                for q, t in per.items():
+                    direct = f"{t[3] / t[2]:.2f}x ({t[2]:.1f} / {t[3]:.1f} ms)" if len(t) > 2 else "n/a"
+                    print(f"| {engine} | {q} | {t[0]:.1f} | {t[1]:.1f} | {t[1] / t[0]:.2f}x | {direct} |")
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -28,7 +28,36 @@ Compactor::Compactor(TableRegistry* registry, blob::BlobStore* blobs, Clock* clo
       write_concurrency_(static_cast<int>(writer.compactor.write_concurrency)),
       metadata_concurrency_(static_cast<int>(writer.compactor.metadata_concurrency)) {}
 
+struct Compactor::PassPools {
+  PassPools(int write_concurrency, int metadata_concurrency)
+      : group("table-merge", write_concurrency, 1 << 20),
+        worker("table-merge-work", write_concurrency, 1 << 20),
+        footer("table-footers", metadata_concurrency, 1 << 20) {}
+  ThreadPool group, worker, footer;
+};
+
 Compactor::~Compactor() = default;
+
+std::unique_ptr<Compactor::PassPools> Compactor::TakePools() {
+  {
+    std::lock_guard<std::mutex> lock(pools_mu_);
+    if (!idle_pools_.empty()) {
+      auto pools = std::move(idle_pools_.back());
+      idle_pools_.pop_back();
+      return pools;
+    }
+  }
+  return std::make_unique<PassPools>(write_concurrency_, metadata_concurrency_);
+}
+
+void Compactor::ReturnPools(std::unique_ptr<PassPools> pools) {
+  // Nothing of this pass may still run when the next one takes them.
+  pools->group.WaitIdle();
+  pools->worker.WaitIdle();
+  pools->footer.WaitIdle();
+  std::lock_guard<std::mutex> lock(pools_mu_);
+  if (idle_pools_.size() < 4) idle_pools_.push_back(std::move(pools));
+}
 
 Result<PassResult> Compactor::RunPass(const TableId& id, const ProgressFn& progress) {
   PassResult result;
@@ -65,14 +94,13 @@ Result<PassResult> Compactor::RunPass(const TableId& id, const ProgressFn& progr
 
   if (!jobs.empty()) {
     // This pass's threads: groups merged at once, the workers they share, footer readers.
-    ThreadPool group_pool("table-merge", write_concurrency_, 1 << 20);
-    ThreadPool worker_pool("table-merge-work", write_concurrency_, 1 << 20);
-    ThreadPool footer_pool("table-footers", metadata_concurrency_, 1 << 20);
-    MergeContext ctx{blobs_, &footer_pool, &worker_pool, write_concurrency_, &file_settings_, stopping_, writer_tag_};
+    std::unique_ptr<PassPools> pools = TakePools();
+    MergeContext ctx{blobs_,          &pools->footer, &pools->worker, write_concurrency_,
+                     &file_settings_, stopping_,      writer_tag_};
     std::vector<std::future<MergeOutcome>> futures;
     for (const auto& job : jobs) {
       futures.push_back(
-          RunOn<MergeOutcome>(&group_pool, [this, table, inputs = job.inputs, layout = job.layout, &ctx]() {
+          RunOn<MergeOutcome>(&pools->group, [this, table, inputs = job.inputs, layout = job.layout, &ctx]() {
             return MergeAndSwap(table, inputs, layout, ctx);
           }));
     }
@@ -81,6 +109,7 @@ Result<PassResult> Compactor::RunPass(const TableId& id, const ProgressFn& progr
       Report(id, m, progress);
       result.merges.push_back(std::move(m));
     }
+    ReturnPools(std::move(pools));
   }
   if (!jobs.empty()) {
     auto state = registry_->State(id);

@@ -46,13 +46,14 @@ void TableLeases::ReleaseAll() {
 
 // ---------------------------------------------------------------- lease keeper
 
-namespace {
-
-// Renews a table's lease every ttl/3 while a pass runs, so a pass longer
-// than the lease does not let another server run the same plan.
+// Renews the leases of the tables whose passes run here, every ttl/3, from
+// one thread for the server (a thread per pass cost more than a quiet
+// table's pass), so a pass longer than the lease does not let another server
+// run the same plan. A pass starts with at least half the lease left
+// (TableLeases::Hold), so the first renewal comes in time.
 class LeaseKeeper {
  public:
-  LeaseKeeper(TableLeases* leases, TableId id) : leases_(leases), id_(std::move(id)) {
+  explicit LeaseKeeper(TableLeases* leases) : leases_(leases) {
     thread_ = std::thread([this] { Loop(); });
   }
   ~LeaseKeeper() {
@@ -63,33 +64,47 @@ class LeaseKeeper {
     cv_.notify_all();
     thread_.join();
   }
+  // Renewed from now until the returned guard goes.
+  std::shared_ptr<void> Keep(const TableId& id) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      passes_[id]++;
+    }
+    return std::shared_ptr<void>(nullptr, [this, id](void*) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--passes_[id] == 0) passes_.erase(id);
+    });
+  }
 
  private:
   void Loop() {
     auto period = std::max<Duration>(leases_->ttl() / 3, std::chrono::milliseconds(10));
     std::unique_lock<std::mutex> lock(mu_);
     while (!cv_.wait_for(lock, period, [&] { return done_; })) {
+      std::vector<TableId> ids;
+      for (const auto& [id, n] : passes_) ids.push_back(id);
       lock.unlock();
-      auto held = leases_->Hold(id_);
-      if (!held.ok()) {
-        spdlog::warn("table {}: cannot renew the compaction lease: {}", id_.ToString(), held.status().ToString());
-      } else if (!*held) {
-        spdlog::error("table {}: lost the compaction lease during a pass; its swaps are checked by the registry",
-                      id_.ToString());
-      }
+      for (const auto& id : ids) Renew(id);
       lock.lock();
+    }
+  }
+  void Renew(const TableId& id) {
+    auto held = leases_->Hold(id);
+    if (!held.ok()) {
+      spdlog::warn("table {}: cannot renew the compaction lease: {}", id.ToString(), held.status().ToString());
+    } else if (!*held) {
+      spdlog::error("table {}: lost the compaction lease during a pass; its swaps are checked by the registry",
+                    id.ToString());
     }
   }
 
   TableLeases* const leases_;
-  const TableId id_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool done_ = false;  // GUARDED_BY(mu_)
+  bool done_ = false;              // GUARDED_BY(mu_)
+  std::map<TableId, int> passes_;  // GUARDED_BY(mu_): passes running, by table
   std::thread thread_;
 };
-
-}  // namespace
 
 // ---------------------------------------------------------------- scheduler
 
@@ -98,7 +113,8 @@ CompactionScheduler::CompactionScheduler(const CompactorConfig& config, Clock* c
       clock_(clock),
       leases_(leases),
       pass_(std::move(pass)),
-      pass_pool_(std::make_unique<ThreadPool>("table-passes", 2, 1024)) {}
+      pass_pool_(std::make_unique<ThreadPool>("table-passes", 2, 1024)),
+      keeper_(std::make_unique<LeaseKeeper>(leases)) {}
 
 CompactionScheduler::~CompactionScheduler() { Stop(); }
 
@@ -151,7 +167,7 @@ void CompactionScheduler::RunScheduled(const TableId& id, const std::shared_ptr<
       spdlog::warn("table {}: pass skipped: cannot take the compaction lease: {}", id.ToString(),
                    mine.status().ToString());
     } else if (pass.owns_lock() && !stopping_ && *mine) {
-      LeaseKeeper keeper(leases_, id);
+      auto kept = keeper_->Keep(id);
       auto r = pass_(id, nullptr);
       if (!r.ok()) spdlog::warn("table {}: compaction pass failed: {}", id.ToString(), r.status().ToString());
     }
@@ -175,7 +191,7 @@ Result<PassResult> CompactionScheduler::RunNow(const TableId& id, const Progress
     std::lock_guard<std::mutex> lock(mu_);
     state->last_started = clock_->Now();
   }
-  LeaseKeeper keeper(leases_, id);
+  auto kept = keeper_->Keep(id);
   return pass_(id, progress);
 }
 

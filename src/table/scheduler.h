@@ -60,6 +60,8 @@ class TableLeases {
   std::set<TableId> taken_;  // GUARDED_BY(mu_)
 };
 
+class LeaseKeeper;  // scheduler.cc
+
 class CompactionScheduler {
  public:
   using PassFn = std::function<Result<PassResult>(const TableId&, const ProgressFn&)>;
@@ -97,6 +99,7 @@ class CompactionScheduler {
   std::atomic<bool> started_{false};
   std::atomic<bool> stopping_{false};
   std::unique_ptr<ThreadPool> pass_pool_;
+  std::unique_ptr<LeaseKeeper> keeper_;  // after pass_pool_: its passes stop first
   std::unique_ptr<PeriodicTask> timer_;
   std::mutex mu_;
   std::map<TableId, std::shared_ptr<TableState>> states_;  // GUARDED_BY(mu_)

@@ -57,12 +57,12 @@ struct SegmentRecord {
   std::string end_hash;     // lowercase hex: hash of block `end`
   std::string parent_hash;  // lowercase hex: parent hash of block `start`
   int64_t rows = 0;
-  int64_t bytes = 0;                 // uncompressed size of the data (sum of row groups' sizes)
-  int64_t stored_bytes = 0;          // size of the file on storage
-  int64_t generation = 0;            // 0 written, max(inputs) + 1 merged
-  IdList parents;                  // ids of the files it was merged from
-  int64_t created_at_us = 0;       // Unix microseconds
-  int storage = kStorageVersion;   // 0 when the record does not say (older files)
+  int64_t bytes = 0;              // uncompressed size of the data (sum of row groups' sizes)
+  int64_t stored_bytes = 0;       // size of the file on storage
+  int64_t generation = 0;         // 0 written, max(inputs) + 1 merged
+  IdList parents;                 // ids of the files it was merged from
+  int64_t created_at_us = 0;      // Unix microseconds
+  int storage = kStorageVersion;  // 0 when the record does not say (older files)
 
   TimePoint created_at() const { return FromUnixMicros(created_at_us); }
   bool operator==(const SegmentRecord&) const = default;

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Queries through Iceberg catalogs (issue 46): Sediment's table, served by its Iceberg REST catalog,
+against DuckDB's own compaction of the same rows registered in a local catalog, read by the same engine
+through the same kind of catalog.
+
+compaction_bench.py runs it (with --iceberg) on the tiny shape's final merge:
+  * Sediment: `sediment serve` on the final merge's data dir (compaction off), the table `bench.logs`
+    through /iceberg (DuckDB ATTACH ... TYPE iceberg; PyIceberg's REST catalog);
+  * the peer: DuckDB's `COPY` output (block_num cast to BIGINT: Iceberg has no unsigned types; Sediment
+    stores it as a signed 64-bit integer too) added to a PyIceberg SQL catalog (SQLite), read by DuckDB's
+    iceberg_scan of its metadata and by PyIceberg's scan.
+Each query (the bench's block range, `address =`, `topic0 =`, `topic0 =` within 5,000 blocks, and the
+full-scan aggregate) loads the table and reads through the catalog every time; median of --repeat runs.
+
+Run with the engines' venv (DuckDB 1.4.4 with its iceberg extension, PyIceberg):
+    .venv-engines/bin/python bench/iceberg_query_probe.py --data-dir D --duck-file F --lo N --addr HEX \
+        --topic HEX --sediment-file P [--repeat 9]
+Prints one JSON object: {"duckdb": {query: [sediment ms, peer ms, sediment's file read directly ms, peer's
+file read directly ms]}, "pyiceberg": {query: [sediment ms, peer ms]}}.
+"""
+import argparse
+import glob
+import json
+import re
+import signal
+import site
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow.compute as pc
+
+ROOT = Path(__file__).resolve().parent.parent
+SEDIMENT = ROOT / "build" / "sediment"
+QUERIES = ("range", "address", "topic0", "topic0_range", "aggregate")
+
+
+def serve(data_dir, work):
+    cfg = work / "sediment.toml"
+    cfg.write_text("[writer.compactor]\nactive = false\n")
+    log = open(work / "server.log", "w+")
+    proc = subprocess.Popen([str(SEDIMENT), "serve", "--config", str(cfg), "--data-dir", str(data_dir),
+                             "--listen", "127.0.0.1:0"], stdout=log, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        m = re.search(r"listening on http://([^\s:]+):(\d+)", (work / "server.log").read_text())
+        if m:
+            return proc, f"http://{m.group(1)}:{m.group(2)}"
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    raise RuntimeError("the server did not start: " + (work / "server.log").read_text()[-2000:])
+
+
+def peer_table(duck_file, work):
+    """DuckDB's file, block_num as BIGINT, in a PyIceberg SQL catalog; returns (table, metadata path)."""
+    import duckdb
+    from pyiceberg.catalog.sql import SqlCatalog
+    data = work / "peer-data"
+    data.mkdir()
+    path = data / "peer.parquet"
+    con = duckdb.connect()
+    con.execute("SET threads = 2")
+    con.execute("SET preserve_insertion_order = true")
+    con.execute(f"COPY (SELECT * REPLACE (CAST(block_num AS BIGINT) AS block_num) FROM read_parquet('{duck_file}')) "
+                f"TO '{path}' (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, ROW_GROUP_SIZE 131072)")
+    import pyarrow.parquet as pq
+    catalog = SqlCatalog("peer", uri=f"sqlite:///{work}/peer.db", warehouse=f"file://{work}/peer-warehouse")
+    catalog.create_namespace("bench")
+    table = catalog.create_table("bench.logs", schema=pq.read_schema(path))
+    table.add_files([str(path)])
+    table = catalog.load_table("bench.logs")
+    return catalog, table.metadata_location, path
+
+
+def duckdb_times(url, peer_metadata, sediment_file, peer_file, lo, addr, topic, repeat):
+    import duckdb
+    con = duckdb.connect()
+    con.execute("SET threads = 2")
+    root = site.getsitepackages()[0]
+    for name in ("httpfs", "avro", "iceberg"):
+        con.execute(f"LOAD '{glob.glob(f'{root}/duckdb_ext/extensions/*/*/{name}.duckdb_extension')[0]}'")
+    con.execute(f"CREATE SECRET s (TYPE iceberg, CLIENT_ID 'x', CLIENT_SECRET 'y', "
+                f"OAUTH2_SERVER_URI '{url}/iceberg/v1/oauth/tokens')")
+    con.execute(f"ATTACH 'sediment' AS sed (TYPE iceberg, SECRET s, ENDPOINT '{url}/iceberg', READ_ONLY)")
+    agg = "count(*), sum(value)"
+    sql = {"range": f"SELECT {agg} FROM {{t}} WHERE block_num BETWEEN {lo} AND {lo + 99}",
+           "address": f"SELECT {agg} FROM {{t}} WHERE address = from_hex('{addr}')",
+           "topic0": f"SELECT {agg} FROM {{t}} WHERE topic0 = from_hex('{topic}')",
+           "topic0_range": f"SELECT {agg} FROM {{t}} WHERE topic0 = from_hex('{topic}') "
+                           f"AND block_num BETWEEN {lo} AND {lo + 4999}",
+           "aggregate": f"SELECT address, {agg} FROM {{t}} GROUP BY address ORDER BY 2 DESC, 1 LIMIT 10"}
+    tables = {"sediment": "sed.bench.logs", "peer": f"iceberg_scan('{peer_metadata}')"}
+    # The same files read directly, in the same process: what the catalogs add, apart from the files.
+    direct = {"sediment": f"read_parquet('{sediment_file}')", "peer": f"read_parquet('{peer_file}')"}
+    out = {}
+    for q in QUERIES:
+        results = {name: con.execute(sql[q].format(t=t)).fetchall() for name, t in tables.items()}
+        if results["sediment"] != results["peer"]:
+            raise RuntimeError(f"duckdb {q}: the two tables disagree: {results}")
+        out[q] = alternate({name: (lambda t=t: con.execute(sql[q].format(t=t)).fetchall())
+                            for name, t in tables.items()}, repeat)
+        out[q] += alternate({name: (lambda t=t: con.execute(sql[q].format(t=t)).fetchall())
+                             for name, t in direct.items()}, repeat)
+    return out
+
+
+def pyiceberg_times(url, peer_catalog, lo, addr, topic, repeat):
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.expressions import And, EqualTo, GreaterThanOrEqual, LessThanOrEqual
+    catalogs = {"sediment": load_catalog("sed", type="rest", uri=f"{url}/iceberg", credential="x:y"),
+                "peer": peer_catalog}
+    addr, topic = bytes.fromhex(addr), bytes.fromhex(topic)
+    between = lambda a, b: And(GreaterThanOrEqual("block_num", a), LessThanOrEqual("block_num", b))
+    filters = {"range": between(lo, lo + 99), "address": EqualTo("address", addr),
+               "topic0": EqualTo("topic0", topic), "topic0_range": And(EqualTo("topic0", topic), between(lo, lo + 4999))}
+
+    def run(catalog, q):
+        table = catalog.load_table("bench.logs")
+        if q == "aggregate":
+            data = table.scan(selected_fields=("address", "value")).to_arrow()
+            g = data.group_by("address").aggregate([("value", "count"), ("value", "sum")])
+            return sorted(g.to_pylist(), key=lambda r: (-r["value_count"], r["address"]))[:10]
+        data = table.scan(row_filter=filters[q], selected_fields=("value",)).to_arrow()
+        return data.num_rows, pc.sum(data["value"]).as_py()
+
+    out = {}
+    for q in QUERIES:
+        results = {name: run(c, q) for name, c in catalogs.items()}
+        if results["sediment"] != results["peer"]:
+            raise RuntimeError(f"pyiceberg {q}: the two tables disagree")
+        out[q] = alternate({name: (lambda c=c: run(c, q)) for name, c in catalogs.items()}, repeat)
+    return out
+
+
+def alternate(fns, repeat):
+    """Median ms of each function, the two run in turn."""
+    times = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            times[name].append((time.perf_counter() - t) * 1000)
+    return [statistics.median(times["sediment"]), statistics.median(times["peer"])]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data-dir", required=True)
+    ap.add_argument("--duck-file", required=True)
+    ap.add_argument("--sediment-file", required=True, help="the table's live file, read directly beside the catalog")
+    ap.add_argument("--lo", type=int, required=True)
+    ap.add_argument("--addr", required=True)
+    ap.add_argument("--topic", required=True)
+    ap.add_argument("--repeat", type=int, default=9)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="sediment-iceberg-probe-") as tmp:
+        work = Path(tmp)
+        proc, url = serve(args.data_dir, work)
+        try:
+            catalog, metadata, peer_file = peer_table(args.duck_file, work)
+            out = {"duckdb": duckdb_times(url, metadata, args.sediment_file, peer_file, args.lo, args.addr, args.topic,
+                                          args.repeat),
+                   "pyiceberg": pyiceberg_times(url, catalog, args.lo, args.addr, args.topic, args.repeat)}
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(60)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
