@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -115,6 +116,7 @@ TEST_F(ImporterTest, AStatusReadBetweenTheCommitAndItsRecordCountsEveryObject) {
   // read there reports completed, and the count of what was imported.
   auto committed = std::make_shared<std::atomic<bool>>(false);
   auto seen = std::make_shared<ImportStatus>();
+  auto ran = std::make_shared<std::atomic<bool>>(false);  // set once `seen` is written
   kv_->BeforeWrite(
       [committed](const std::string& key) {
         if (key.size() < 4 || key.compare(key.size() - 4, 4, "/end") != 0) return false;
@@ -126,7 +128,11 @@ TEST_F(ImporterTest, AStatusReadBetweenTheCommitAndItsRecordCountsEveryObject) {
       [committed](const std::string& key) {
         return *committed && key.rfind("c/imp/repo/", 0) == 0 && key.find('/', 11) == std::string::npos;
       },
-      [this, seen] {
+      [this, seen, ran] {
+        struct Done {
+          std::atomic<bool>* ran;
+          ~Done() { *ran = true; }
+        } done{ran.get()};
         auto ids = kv_->Scan("c/imp/repo/", "", 10);
         ASSERT_OK(ids.status());
         ASSERT_FALSE(ids->items.empty());
@@ -140,7 +146,11 @@ TEST_F(ImporterTest, AStatusReadBetweenTheCommitAndItsRecordCountsEveryObject) {
   ASSERT_OK(id.status());
   auto s = WaitForEnd(*id);
   ASSERT_TRUE(s.completed) << s.error;
-  EXPECT_TRUE(seen->completed) << "the hook did not run between the commit and the record";
+  // A status read reports the import completed from its end marker on, so
+  // the wait can end while the hook (before the record's write) still runs.
+  for (int i = 0; i < 1000 && !*ran; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(*ran) << "the hook did not run between the commit and the record";
+  EXPECT_TRUE(seen->completed);
   EXPECT_EQ(seen->ingested_objects, 2);
   EXPECT_EQ(seen->commit_id, s.commit_id);
 }
