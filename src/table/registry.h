@@ -190,6 +190,9 @@ class TableRegistry {
   Result<TableInfo> DecodeCached(const std::string& key, const std::string& raw);
   std::map<std::string, std::pair<std::string, TableInfo>> decoded_tables_;  // GUARDED_BY(cache_mu_)
 
+  // The queue's entries removed before `removed_before_us`, read from the
+  // floor (ListDueGc) or from the start (ListGc).
+  Result<std::vector<GcEntry>> ListQueued(const TableId& id, int64_t removed_before_us, bool from_floor);
   // Where scans of the GC queue and of the block hashes start (both are
   // deleted from their front; scan_floors.h).
   ScanFloors floors_;

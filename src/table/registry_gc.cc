@@ -10,9 +10,15 @@
 
 namespace sediment::table {
 
-Result<std::vector<GcEntry>> TableRegistry::ListGc(const TableId& id) { return ListDueGc(id, INT64_MAX); }
+// Whole: its callers (the orphan sweep, the Iceberg catalog's expiry) need
+// every entry, another server's below the floor too.
+Result<std::vector<GcEntry>> TableRegistry::ListGc(const TableId& id) { return ListQueued(id, INT64_MAX, false); }
 
 Result<std::vector<GcEntry>> TableRegistry::ListDueGc(const TableId& id, int64_t removed_before_us) {
+  return ListQueued(id, removed_before_us, true);
+}
+
+Result<std::vector<GcEntry>> TableRegistry::ListQueued(const TableId& id, int64_t removed_before_us, bool from_floor) {
   std::vector<GcEntry> out;
   auto add = [&](const kv::KeyValue& kv) -> Result<bool> {
     ARROW_ASSIGN_OR_RAISE(GcEntry e, DecodeGcEntry(kv.value));
@@ -22,7 +28,8 @@ Result<std::vector<GcEntry>> TableRegistry::ListDueGc(const TableId& id, int64_t
   ARROW_RETURN_NOT_OK(kv_->ScanAll(LegacyGcPrefix(id), "", add));
   const std::string end = GcQueueKey(id, removed_before_us, "");
   const std::string prefix = GcQueuePrefix(id);
-  const ScanFloors::Ticket ticket = floors_.Start(prefix);
+  ScanFloors::Ticket ticket = floors_.Start(prefix);
+  if (!from_floor) ticket.from.clear();
   std::optional<std::string> first;  // the lowest queue key read
   ARROW_RETURN_NOT_OK(kv_->ScanAll(prefix, ticket.from, [&](const kv::KeyValue& kv) -> Result<bool> {
     if (!first) first = kv.key;

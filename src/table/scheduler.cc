@@ -22,8 +22,17 @@ Result<bool> TableLeases::Hold(const TableId& id) {
   }
   kv::Lease lease(kv_, TableLeaseKey(id), server_id_, ttl_);
   // Held for half its time or more: not written again (a pass and its GC
-  // each ask; the keeper renews every third of it while a pass runs).
+  // each ask; the keeper renews it in full every third of it while a pass runs).
   return lease.TryAcquire(clock_->Now(), ttl_ / 2);
+}
+
+Result<bool> TableLeases::Renew(const TableId& id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    taken_.insert(id);
+  }
+  kv::Lease lease(kv_, TableLeaseKey(id), server_id_, ttl_);
+  return lease.TryAcquire(clock_->Now());
 }
 
 Result<std::string> TableLeases::Holder(const TableId& id) {
@@ -56,13 +65,15 @@ class LeaseKeeper {
   explicit LeaseKeeper(TableLeases* leases) : leases_(leases) {
     thread_ = std::thread([this] { Loop(); });
   }
-  ~LeaseKeeper() {
+  ~LeaseKeeper() { Stop(); }
+  // No renewal runs after this returns (the server is handing its tables over).
+  void Stop() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       done_ = true;
     }
     cv_.notify_all();
-    thread_.join();
+    if (thread_.joinable()) thread_.join();
   }
   // Renewed from now until the returned guard goes.
   std::shared_ptr<void> Keep(const TableId& id) {
@@ -81,15 +92,12 @@ class LeaseKeeper {
     auto period = std::max<Duration>(leases_->ttl() / 3, std::chrono::milliseconds(10));
     std::unique_lock<std::mutex> lock(mu_);
     while (!cv_.wait_for(lock, period, [&] { return done_; })) {
-      std::vector<TableId> ids;
-      for (const auto& [id, n] : passes_) ids.push_back(id);
-      lock.unlock();
-      for (const auto& id : ids) Renew(id);
-      lock.lock();
+      // Under the lock: a pass that ended is not renewed after its guard went.
+      for (const auto& [id, n] : passes_) Renew(id);
     }
   }
   void Renew(const TableId& id) {
-    auto held = leases_->Hold(id);
+    auto held = leases_->Renew(id);
     if (!held.ok()) {
       spdlog::warn("table {}: cannot renew the compaction lease: {}", id.ToString(), held.status().ToString());
     } else if (!*held) {
@@ -113,8 +121,8 @@ CompactionScheduler::CompactionScheduler(const CompactorConfig& config, Clock* c
       clock_(clock),
       leases_(leases),
       pass_(std::move(pass)),
-      pass_pool_(std::make_unique<ThreadPool>("table-passes", 2, 1024)),
-      keeper_(std::make_unique<LeaseKeeper>(leases)) {}
+      keeper_(std::make_unique<LeaseKeeper>(leases)),
+      pass_pool_(std::make_unique<ThreadPool>("table-passes", 2, 1024)) {}
 
 CompactionScheduler::~CompactionScheduler() { Stop(); }
 
@@ -130,6 +138,7 @@ void CompactionScheduler::Stop() {
   stopping_ = true;
   if (timer_) timer_->Stop();
   pass_pool_->Shutdown();
+  keeper_->Stop();
 }
 
 std::shared_ptr<CompactionScheduler::TableState> CompactionScheduler::State(const TableId& id) {
@@ -185,13 +194,13 @@ Result<PassResult> CompactionScheduler::RunNow(const TableId& id, const Progress
     return Busy(fmt::format("table {} is being compacted by another server ({}); try again later", id.ToString(),
                             holder.ok() ? *holder : "?"));
   }
+  auto kept = keeper_->Keep(id);  // renewed while this waits for a pass already running
   auto state = State(id);
   std::lock_guard<std::mutex> pass(state->pass_mu);
   {
     std::lock_guard<std::mutex> lock(mu_);
     state->last_started = clock_->Now();
   }
-  auto kept = keeper_->Keep(id);
   return pass_(id, progress);
 }
 

@@ -43,6 +43,9 @@ class TableLeases {
 
   // Takes or renews the table's lease; false if another server holds it.
   Result<bool> Hold(const TableId& id);
+  // Like Hold, but written again for the full ttl whatever is left (the
+  // keeper's renewal during a pass).
+  Result<bool> Renew(const TableId& id);
   // Who holds it now ("" if nobody).
   Result<std::string> Holder(const TableId& id);
   // Gives up every lease this server took.
@@ -98,8 +101,8 @@ class CompactionScheduler {
   const PassFn pass_;
   std::atomic<bool> started_{false};
   std::atomic<bool> stopping_{false};
+  std::unique_ptr<LeaseKeeper> keeper_;  // before pass_pool_: outlives the passes it renews for
   std::unique_ptr<ThreadPool> pass_pool_;
-  std::unique_ptr<LeaseKeeper> keeper_;  // after pass_pool_: its passes stop first
   std::unique_ptr<PeriodicTask> timer_;
   std::mutex mu_;
   std::map<TableId, std::shared_ptr<TableState>> states_;  // GUARDED_BY(mu_)
