@@ -69,12 +69,12 @@ def rows(b, per_block=8):
 
 
 class Server:
-    def __init__(self, work):
+    def __init__(self, work, data_dir=None):
         cfg = work / "sediment.toml"
         cfg.write_text("[writer.compactor]\nactive = false\n")
         # The log goes to a file: a pipe nobody reads would block the server once full.
         self.log = open(work / "server.log", "w+")
-        self.proc = subprocess.Popen([str(SEDIMENT), "serve", "--config", str(cfg), "--data-dir", str(work / "data"),
+        self.proc = subprocess.Popen([str(SEDIMENT), "serve", "--config", str(cfg), "--data-dir", str(data_dir or work / "data"),
                                       "--listen", "127.0.0.1:0"], stdout=self.log, stderr=subprocess.STDOUT, text=True)
         deadline = time.time() + 60
         while time.time() < deadline:
@@ -108,10 +108,10 @@ class Server:
         self.proc.wait(60)
 
 
-def duckdb_con(url):
+def duckdb_con(url, threads=1):
     import duckdb
     con = duckdb.connect()
-    con.execute("SET threads = 1")
+    con.execute(f"SET threads = {threads}")
     root = site.getsitepackages()[0]
     for name in ("httpfs", "avro", "iceberg"):
         con.execute(f"LOAD '{glob.glob(f'{root}/duckdb_ext/extensions/*/*/{name}.duckdb_extension')[0]}'")

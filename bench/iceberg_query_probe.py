@@ -19,39 +19,17 @@ Prints one JSON object: {"duckdb": {query: [sediment ms, peer ms, sediment's fil
 file read directly ms]}, "pyiceberg": {query: [sediment ms, peer ms]}}.
 """
 import argparse
-import glob
 import json
-import re
-import signal
-import site
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 import pyarrow.compute as pc
 
-ROOT = Path(__file__).resolve().parent.parent
-SEDIMENT = ROOT / "build" / "sediment"
+from iceberg_bench import Server, duckdb_con
+
 QUERIES = ("range", "address", "topic0", "topic0_range", "aggregate")
-
-
-def serve(data_dir, work):
-    cfg = work / "sediment.toml"
-    cfg.write_text("[writer.compactor]\nactive = false\n")
-    log = open(work / "server.log", "w+")
-    proc = subprocess.Popen([str(SEDIMENT), "serve", "--config", str(cfg), "--data-dir", str(data_dir),
-                             "--listen", "127.0.0.1:0"], stdout=log, stderr=subprocess.STDOUT, text=True)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        m = re.search(r"listening on http://([^\s:]+):(\d+)", (work / "server.log").read_text())
-        if m:
-            return proc, f"http://{m.group(1)}:{m.group(2)}"
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    raise RuntimeError("the server did not start: " + (work / "server.log").read_text()[-2000:])
 
 
 def peer_table(duck_file, work):
@@ -76,15 +54,7 @@ def peer_table(duck_file, work):
 
 
 def duckdb_times(url, peer_metadata, sediment_file, peer_file, lo, addr, topic, repeat):
-    import duckdb
-    con = duckdb.connect()
-    con.execute("SET threads = 2")
-    root = site.getsitepackages()[0]
-    for name in ("httpfs", "avro", "iceberg"):
-        con.execute(f"LOAD '{glob.glob(f'{root}/duckdb_ext/extensions/*/*/{name}.duckdb_extension')[0]}'")
-    con.execute(f"CREATE SECRET s (TYPE iceberg, CLIENT_ID 'x', CLIENT_SECRET 'y', "
-                f"OAUTH2_SERVER_URI '{url}/iceberg/v1/oauth/tokens')")
-    con.execute(f"ATTACH 'sediment' AS sed (TYPE iceberg, SECRET s, ENDPOINT '{url}/iceberg', READ_ONLY)")
+    con = duckdb_con(url, threads=2)
     agg = "count(*), sum(value)"
     sql = {"range": f"SELECT {agg} FROM {{t}} WHERE block_num BETWEEN {lo} AND {lo + 99}",
            "address": f"SELECT {agg} FROM {{t}} WHERE address = from_hex('{addr}')",
@@ -158,15 +128,15 @@ def main():
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="sediment-iceberg-probe-") as tmp:
         work = Path(tmp)
-        proc, url = serve(args.data_dir, work)
+        server = Server(work, args.data_dir)  # compaction off: the final file stays as it is
+        url = server.url
         try:
             catalog, metadata, peer_file = peer_table(args.duck_file, work)
             out = {"duckdb": duckdb_times(url, metadata, args.sediment_file, peer_file, args.lo, args.addr, args.topic,
                                           args.repeat),
                    "pyiceberg": pyiceberg_times(url, catalog, args.lo, args.addr, args.topic, args.repeat)}
         finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(60)
+            server.stop()
     print(json.dumps(out))
 
 

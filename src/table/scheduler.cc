@@ -15,24 +15,19 @@ namespace sediment::table {
 
 // ---------------------------------------------------------------- leases
 
-Result<bool> TableLeases::Hold(const TableId& id) {
+// Held for half its time or more: not written again (a pass and its GC each
+// ask; the keeper renews it in full every third of it while a pass runs).
+Result<bool> TableLeases::Hold(const TableId& id) { return Acquire(id, ttl_ / 2); }
+
+Result<bool> TableLeases::Renew(const TableId& id) { return Acquire(id, ttl_); }
+
+Result<bool> TableLeases::Acquire(const TableId& id, Duration at_least) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     taken_.insert(id);  // remembered, so ReleaseAll() releases it
   }
   kv::Lease lease(kv_, TableLeaseKey(id), server_id_, ttl_);
-  // Held for half its time or more: not written again (a pass and its GC
-  // each ask; the keeper renews it in full every third of it while a pass runs).
-  return lease.TryAcquire(clock_->Now(), ttl_ / 2);
-}
-
-Result<bool> TableLeases::Renew(const TableId& id) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    taken_.insert(id);
-  }
-  kv::Lease lease(kv_, TableLeaseKey(id), server_id_, ttl_);
-  return lease.TryAcquire(clock_->Now());
+  return lease.TryAcquire(clock_->Now(), at_least);
 }
 
 Result<std::string> TableLeases::Holder(const TableId& id) {

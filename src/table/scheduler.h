@@ -59,6 +59,8 @@ class TableLeases {
   Clock* const clock_;
   const std::string server_id_;
   const Duration ttl_;
+  // Held until at least now + `at_least` (renewed to now + ttl if less is left).
+  Result<bool> Acquire(const TableId& id, Duration at_least);
   std::mutex mu_;
   std::set<TableId> taken_;  // GUARDED_BY(mu_)
 };
