@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "table/columnwise_encode.h"
 #include "table/merge_steps_internal.h"
 #include "table/parquet_guard_internal.h"
 #include "table/plain_decode.h"
@@ -305,6 +306,79 @@ Result<std::shared_ptr<arrow::Table>> DecodeThroughArrow(const StepInputs& in, c
   return arrow::Table::Make(in.stored_schema, (*t)->columns(), (*t)->num_rows());
 }
 
+// What a plain step's footers say it holds, added up with checks (a
+// footer's sizes are not trusted).
+struct StepSizes {
+  int64_t rows = 0, uncompressed = 0;
+  std::vector<int64_t> column_bytes;  // PLAIN bytes (uncompressed pages) per column
+};
+
+Result<StepSizes> SizesOf(const StepInputs& in, const Step& step) {
+  StepSizes out;
+  const int columns = in.descr->num_columns();
+  out.column_bytes.resize(static_cast<size_t>(columns));
+  for (const Piece& p : step.pieces) {
+    auto rg = (*in.footers)[p.input]->RowGroup(p.row_group);
+    bool bad = rg->num_rows() < 0 || __builtin_add_overflow(out.rows, rg->num_rows(), &out.rows);
+    for (int c = 0; c < columns && !bad; ++c) {
+      const int64_t b = rg->ColumnChunk(c)->total_uncompressed_size();
+      bad = b < 0 || __builtin_add_overflow(out.column_bytes[c], b, &out.column_bytes[c]) ||
+            __builtin_add_overflow(out.uncompressed, b, &out.uncompressed);
+    }
+    if (bad) return in.Named(p.input, Status::Invalid("row group sizes in the footer out of range"));
+  }
+  return out;
+}
+
+// A step of plain pieces only, decoded and encoded one column at a time
+// (columnwise_encode.h): the column's values of every piece, then its
+// chunks. The fetched bytes are kept until the last column.
+Result<std::vector<EncodedRowGroup>> EncodePlainStep(const StepInputs& in, const Step& step,
+                                                     std::vector<Fetch>& fetches) {
+  std::vector<std::shared_ptr<arrow::Buffer>> bytes(step.pieces.size());
+  for (size_t k = 0; k < step.pieces.size(); ++k) {
+    auto got = fetches[k].bytes.result();
+    if (!got.ok()) return in.Named(step.pieces[k].input, got.status());
+    bytes[k] = *got;
+  }
+  ARROW_ASSIGN_OR_RAISE(const StepSizes sizes, SizesOf(in, step));
+  // Near max_row_group_bytes of PLAIN values per row group too (EncodeForSegment
+  // measures Arrow's buffers; this, the pages the planner added up).
+  int64_t rows_per_group = in.settings->max_row_group_rows;
+  if (sizes.rows > 0 && sizes.uncompressed > 0) {
+    const double per_row = static_cast<double>(sizes.uncompressed) / static_cast<double>(sizes.rows);
+    rows_per_group = std::min<int64_t>(
+        rows_per_group, std::max<int64_t>(1, static_cast<int64_t>(in.settings->max_row_group_bytes / per_row)));
+  }
+  PlainTableBuilder builder(in.stored_schema, *in.descr);
+  Status failed;  // a decode error, named by its input
+  auto column = [&](int c) -> Result<std::shared_ptr<arrow::Array>> {
+    failed = builder.ReserveColumn(c, sizes.rows, sizes.column_bytes[c]);
+    if (!failed.ok()) return failed = in.Named(step.pieces.front().input, failed);
+    for (size_t k = 0; k < step.pieces.size() && failed.ok(); ++k) {
+      const Piece& p = step.pieces[k];
+      const std::string_view view(reinterpret_cast<const char*>(bytes[k]->data()),
+                                  static_cast<size_t>(bytes[k]->size()));
+      failed = builder.AppendColumn(c, *(*in.footers)[p.input]->RowGroup(p.row_group), view, fetches[k].begin);
+      if (!failed.ok()) failed = in.Named(p.input, failed);
+    }
+    if (!failed.ok()) return failed;
+    return builder.FinishColumn(c);
+  };
+  // Room for the encoded chunks: the values' PLAIN bytes, a dictionary page
+  // (at most its limit) and a compression bound per chunk. Bounded: the
+  // sink grows if it must.
+  const int64_t groups = std::min<int64_t>((sizes.rows + rows_per_group - 1) / rows_per_group, 1024);
+  const int64_t room = std::min<int64_t>(sizes.uncompressed, int64_t{1} << 32) * 65 / 64 +
+                       groups * in.descr->num_columns() * (in.props->dictionary_pagesize_limit() + (64 << 10));
+  auto buffer = in.buffers->Take(room);
+  if (!buffer.ok()) return in.Named(step.pieces.front().input, buffer.status());
+  auto encoded =
+      sediment::table::EncodeColumnwise(*in.descr, in.props, sizes.rows, rows_per_group, column, std::move(*buffer));
+  if (!encoded.ok() && failed.ok()) return in.Named(step.pieces.front().input, encoded.status());
+  return encoded;
+}
+
 // Row groups decoded together and encoded again. All are fetched at once,
 // one request each, several in flight, then decoded from memory: from their
 // PLAIN pages where they are such (head files), else through Arrow.
@@ -317,8 +391,16 @@ Result<Prepared> ProduceEncoded(const StepInputs& in, const Step& step) {
     auto [begin, end] = RowGroupByteRange(*(*in.footers)[p.input]->RowGroup(p.row_group));
     fetches.push_back(Fetch{*file, begin, (*file)->ReadAsync(arrow::io::default_io_context(), begin, end - begin)});
   }
-  // Runs of plain pieces into one table each, the others one by one.
   Prepared out;
+  if (std::all_of(step.pieces.begin(), step.pieces.end(), [&](const Piece& p) { return PieceIsPlain(in, p); }) &&
+      ColumnwiseEncodable(*in.descr, *in.props)) {
+    // A hostile size may throw (an allocation): an error naming the step's first input, not a crash.
+    ARROW_ASSIGN_OR_RAISE(out.row_groups, ParquetGuard((*in.inputs)[step.pieces.front().input].path,
+                                                       [&]() { return EncodePlainStep(in, step, fetches); }));
+    out.plain_decoded += static_cast<int64_t>(step.pieces.size());
+    return out;
+  }
+  // Runs of plain pieces into one table each, the others one by one.
   std::vector<std::shared_ptr<arrow::Table>> tables;
   for (size_t k = 0; k < step.pieces.size();) {
     size_t end = k;

@@ -180,7 +180,7 @@ class CompactWriter {
 };
 
 // Parquet's PageType and field ids (parquet.thrift).
-constexpr int32_t kDataPage = 0, kDataPageV2 = 3;
+constexpr int32_t kDataPage = 0, kDictionaryPage = 2, kDataPageV2 = 3;
 
 // Reads a struct's fields: the i32 fields listed go to their targets; `other`
 // is offered the rest and returns false for those it does not take (skipped).
@@ -268,6 +268,32 @@ bool ReadPageHeader(const uint8_t* p, const uint8_t* end, PageHeader* header, co
   return true;
 }
 
+std::string DataPageV1Header(const PageHeader& h) {
+  CompactWriter w;
+  w.I32(1, kDataPage);
+  w.I32(2, static_cast<int32_t>(h.uncompressed));
+  w.I32(3, static_cast<int32_t>(h.compressed));
+  w.BeginStruct(5);
+  w.I32(1, h.num_values);
+  w.I32(2, h.encoding);
+  w.I32(3, h.definition_encoding);
+  w.I32(4, h.repetition_encoding);
+  w.EndStruct();
+  return w.Finish();
+}
+
+std::string DictionaryPageHeader(const PageHeader& h) {
+  CompactWriter w;
+  w.I32(1, kDictionaryPage);
+  w.I32(2, static_cast<int32_t>(h.uncompressed));
+  w.I32(3, static_cast<int32_t>(h.compressed));
+  w.BeginStruct(7);
+  w.I32(1, h.num_values);
+  w.I32(2, h.encoding);
+  w.EndStruct();
+  return w.Finish();
+}
+
 std::string DataPageV2Header(const PageHeader& h) {
   CompactWriter w;
   w.I32(1, kDataPageV2);
@@ -352,46 +378,52 @@ void PutVarint(uint64_t v, std::string* out) {
   *out += static_cast<char>(v);
 }
 
-// Bit-packs levels [begin, begin + n) (n a multiple of 8, the tail padded
-// with zeros by the caller's count), at most 63 groups a run as Arrow does.
-void PutBitPacked(const std::vector<int16_t>& levels, size_t begin, size_t n, int width, std::string* out) {
+// Bit-packs values [begin, begin + n) (n a multiple of 8; values past
+// `count` are zeros), at most 63 groups a run as Arrow does: each value's
+// bits, lowest first, into a 64-bit accumulator flushed a byte at a time.
+template <typename T>
+void PutBitPacked(const T* values, size_t count, size_t begin, size_t n, int width, std::string* out) {
   for (size_t at = 0; at < n;) {
     const size_t groups = std::min<size_t>((n - at) / 8, 63);
     PutVarint((groups << 1) | 1, out);
-    std::string bytes(groups * static_cast<size_t>(width), '\0');
+    uint64_t acc = 0;
+    int bits = 0;
     for (size_t i = 0; i < groups * 8; ++i) {
       const size_t k = begin + at + i;
-      const uint32_t v = k < levels.size() ? static_cast<uint32_t>(levels[k]) : 0;
-      for (int b = 0; b < width; ++b) {
-        const size_t bit = i * static_cast<size_t>(width) + static_cast<size_t>(b);
-        if ((v >> b) & 1) bytes[bit / 8] = static_cast<char>(bytes[bit / 8] | (1 << (bit % 8)));
+      const uint64_t v = k < count ? static_cast<uint64_t>(static_cast<uint32_t>(values[k])) : 0;
+      acc |= v << bits;
+      bits += width;
+      while (bits >= 8) {
+        *out += static_cast<char>(acc & 0xff);
+        acc >>= 8;
+        bits -= 8;
       }
     }
-    *out += bytes;
+    // groups * 8 values of `width` bits fill whole bytes: nothing is left.
     at += groups * 8;
   }
 }
 
-}  // namespace
-
-void EncodeLevels(const std::vector<int16_t>& levels, int16_t max_level, std::string* out) {
-  const int width = LevelBitWidth(max_level);
+// The RLE/bit-packed hybrid of values[0, n), each of `width` bits: runs of
+// eight or more equal values as RLE runs, the rest bit-packed.
+template <typename T>
+void EncodeHybridOf(const T* values, size_t n, int width, std::string* out) {
   const int value_bytes = (width + 7) / 8;
-  const size_t n = levels.size();
-  size_t literal = 0;  // where the levels waiting to be bit-packed begin
+  size_t literal = 0;  // where the values waiting to be bit-packed begin
   size_t i = 0;
   while (i < n) {
     size_t run = 1;
-    while (i + run < n && levels[i + run] == levels[i]) ++run;
-    // A run of eight or more becomes an RLE run once the levels before it
+    while (i + run < n && values[i + run] == values[i]) ++run;
+    // A run of eight or more becomes an RLE run once the values before it
     // fill whole groups of eight; the first few of it may complete a group.
     const size_t pending = i - literal;
     const size_t fill = pending % 8 == 0 ? 0 : 8 - pending % 8;
     if (run >= 8 + fill) {
-      if (pending + fill > 0) PutBitPacked(levels, literal, pending + fill, width, out);
+      if (pending + fill > 0) PutBitPacked(values, n, literal, pending + fill, width, out);
       const size_t repeated = run - fill;
       PutVarint(static_cast<uint64_t>(repeated) << 1, out);
-      for (int b = 0; b < value_bytes; ++b) *out += static_cast<char>((levels[i] >> (8 * b)) & 0xff);
+      const auto v = static_cast<uint32_t>(values[i]);
+      for (int b = 0; b < value_bytes; ++b) *out += static_cast<char>((v >> (8 * b)) & 0xff);
       i += run;
       literal = i;
     } else {
@@ -399,7 +431,17 @@ void EncodeLevels(const std::vector<int16_t>& levels, int16_t max_level, std::st
     }
   }
   const size_t pending = n - literal;
-  if (pending > 0) PutBitPacked(levels, literal, (pending + 7) / 8 * 8, width, out);
+  if (pending > 0) PutBitPacked(values, n, literal, (pending + 7) / 8 * 8, width, out);
+}
+
+}  // namespace
+
+void EncodeLevels(const std::vector<int16_t>& levels, int16_t max_level, std::string* out) {
+  EncodeHybridOf(levels.data(), levels.size(), LevelBitWidth(max_level), out);
+}
+
+void EncodeHybrid(const uint32_t* values, size_t n, int width, std::string* out) {
+  EncodeHybridOf(values, n, width, out);
 }
 
 }  // namespace sediment::table

@@ -41,6 +41,13 @@ inline constexpr int64_t kMaxPageBytes = int64_t{1} << 30;
 // *body is where the page's bytes start (they end at *body + compressed).
 bool ReadPageHeader(const uint8_t* p, const uint8_t* end, PageHeader* header, const uint8_t** body);
 
+// The header of a data page v1 with `h`'s sizes, num_values, encoding and
+// level encodings (no statistics: the page index carries them).
+std::string DataPageV1Header(const PageHeader& h);
+
+// The header of a dictionary page with `h`'s sizes, num_values and encoding.
+std::string DictionaryPageHeader(const PageHeader& h);
+
 // The header of a data page v2 with `h`'s sizes, counts, encoding and
 // is_compressed (no statistics: the page index carries them; no checksum).
 std::string DataPageV2Header(const PageHeader& h);
@@ -55,5 +62,9 @@ Status DecodeLevels(const uint8_t* p, size_t size, int16_t max_level, int64_t co
 // Encodes `levels` (each at most `max_level`) as the hybrid, appending to
 // *out: runs of eight or more equal levels as RLE runs, the rest bit-packed.
 void EncodeLevels(const std::vector<int16_t>& levels, int16_t max_level, std::string* out);
+
+// Encodes values[0, n), each below 2^width, as the hybrid (dictionary
+// indices: the caller writes the bit width before them), appending to *out.
+void EncodeHybrid(const uint32_t* values, size_t n, int width, std::string* out);
 
 }  // namespace sediment::table

@@ -206,71 +206,87 @@ PlainTableBuilder::PlainTableBuilder(std::shared_ptr<arrow::Schema> schema, cons
 
 PlainTableBuilder::~PlainTableBuilder() = default;
 
+Status PlainTableBuilder::ReserveColumn(int c, int64_t rows, int64_t uncompressed) {
+  Column& col = *columns_[static_cast<size_t>(c)];
+  if (col.nullable) ARROW_RETURN_NOT_OK(col.validity.Reserve(rows));
+  if (col.width > 0) return col.values.Reserve(rows * col.width);
+  ARROW_RETURN_NOT_OK(col.offsets.Reserve(rows + 1));
+  return col.values.Reserve(uncompressed);
+}
+
 Status PlainTableBuilder::Reserve(int64_t rows, const std::vector<int64_t>& uncompressed) {
   for (size_t c = 0; c < columns_.size(); ++c) {
-    Column& col = *columns_[c];
-    if (col.nullable) ARROW_RETURN_NOT_OK(col.validity.Reserve(rows));
-    if (col.width > 0) {
-      ARROW_RETURN_NOT_OK(col.values.Reserve(rows * col.width));
-    } else {
-      ARROW_RETURN_NOT_OK(col.offsets.Reserve(rows + 1));
-      ARROW_RETURN_NOT_OK(col.values.Reserve(c < uncompressed.size() ? uncompressed[c] : 0));
+    ARROW_RETURN_NOT_OK(ReserveColumn(static_cast<int>(c), rows, c < uncompressed.size() ? uncompressed[c] : 0));
+  }
+  return Status::OK();
+}
+
+Status PlainTableBuilder::AppendColumn(int c, const parquet::RowGroupMetaData& rg, std::string_view bytes,
+                                       int64_t begin) {
+  const int64_t rows = rg.num_rows();
+  Column& col = *columns_[static_cast<size_t>(c)];
+  if (col.width == 0 && col.offsets.length() == 0) ARROW_RETURN_NOT_OK(col.offsets.Append(0));
+  auto cc = rg.ColumnChunk(c);
+  const int64_t start = cc->data_page_offset();
+  const int64_t size = cc->total_compressed_size();
+  if (start < begin || size < 0 || start - begin > static_cast<int64_t>(bytes.size()) ||
+      size > static_cast<int64_t>(bytes.size()) - (start - begin)) {
+    return col.Invalid(fmt::format("its chunk of {} bytes at {} lies outside the bytes read", size, start));
+  }
+  const int64_t before = col.length;
+  auto add = [&](const PlainPage& page) {
+    // Before anything is decoded or reserved: a page claims no more values than the row group has rows.
+    if (page.num_values > rows - (col.length - before)) {
+      return col.Invalid(fmt::format("a page of {} values past the {} rows of its row group", page.num_values, rows));
     }
+    return col.AddPage(page);
+  };
+  ARROW_ASSIGN_OR_RAISE(bool handled,
+                        ForEachPlainPage(bytes.substr(static_cast<size_t>(start - begin), static_cast<size_t>(size)),
+                                         *col.descr, static_cast<int>(cc->compression()), add));
+  if (!handled) {
+    return col.Invalid(
+        "a page this reader does not handle (not PLAIN, or levels not RLE) where its chunk's "
+        "metadata says PLAIN");
+  }
+  if (col.length - before != rows) {
+    return col.Invalid(fmt::format("{} values in a row group of {} rows", col.length - before, rows));
   }
   return Status::OK();
 }
 
 Status PlainTableBuilder::Append(const parquet::RowGroupMetaData& rg, std::string_view bytes, int64_t begin) {
-  const int64_t rows = rg.num_rows();
   for (size_t c = 0; c < columns_.size(); ++c) {
-    Column& col = *columns_[c];
-    if (col.width == 0 && col.offsets.length() == 0) ARROW_RETURN_NOT_OK(col.offsets.Append(0));
-    auto cc = rg.ColumnChunk(static_cast<int>(c));
-    const int64_t start = cc->data_page_offset();
-    const int64_t size = cc->total_compressed_size();
-    if (start < begin || size < 0 || start - begin > static_cast<int64_t>(bytes.size()) ||
-        size > static_cast<int64_t>(bytes.size()) - (start - begin)) {
-      return col.Invalid(fmt::format("its chunk of {} bytes at {} lies outside the bytes read", size, start));
-    }
-    const int64_t before = col.length;
-    auto add = [&](const PlainPage& page) {
-      // Before anything is decoded or reserved: a page claims no more values than the row group has rows.
-      if (page.num_values > rows - (col.length - before)) {
-        return col.Invalid(fmt::format("a page of {} values past the {} rows of its row group", page.num_values, rows));
-      }
-      return col.AddPage(page);
-    };
-    ARROW_ASSIGN_OR_RAISE(bool handled,
-                          ForEachPlainPage(bytes.substr(static_cast<size_t>(start - begin), static_cast<size_t>(size)),
-                                           *col.descr, static_cast<int>(cc->compression()), add));
-    if (!handled) {
-      return col.Invalid(
-          "a page this reader does not handle (not PLAIN, or levels not RLE) where its chunk's "
-          "metadata says PLAIN");
-    }
-    if (col.length - before != rows) {
-      return col.Invalid(fmt::format("{} values in a row group of {} rows", col.length - before, rows));
-    }
+    ARROW_RETURN_NOT_OK(AppendColumn(static_cast<int>(c), rg, bytes, begin));
   }
-  rows_ += rows;
+  rows_ += rg.num_rows();
   return Status::OK();
+}
+
+Result<std::shared_ptr<arrow::Array>> PlainTableBuilder::FinishColumn(int c) {
+  Column& col = *columns_[static_cast<size_t>(c)];
+  std::shared_ptr<arrow::Buffer> bitmap, data, offsets;
+  if (col.nullable && col.nulls > 0) {
+    ARROW_RETURN_NOT_OK(col.validity.Finish(&bitmap));
+  } else {
+    col.validity.Reset();
+  }
+  ARROW_RETURN_NOT_OK(col.values.Finish(&data));
+  std::vector<std::shared_ptr<arrow::Buffer>> buffers = {bitmap, data};
+  if (col.width == 0) {
+    if (col.offsets.length() == 0) ARROW_RETURN_NOT_OK(col.offsets.Append(0));
+    ARROW_RETURN_NOT_OK(col.offsets.Finish(&offsets));
+    buffers = {bitmap, offsets, data};
+  }
+  auto array = arrow::MakeArray(arrow::ArrayData::Make(col.field->type(), col.length, std::move(buffers), col.nulls));
+  col.length = col.nulls = 0;
+  return array;
 }
 
 Result<std::shared_ptr<arrow::Table>> PlainTableBuilder::Finish() {
   arrow::ArrayVector arrays;
-  for (auto& c : columns_) {
-    Column& col = *c;
-    std::shared_ptr<arrow::Buffer> bitmap, data, offsets;
-    if (col.nullable && col.nulls > 0) ARROW_RETURN_NOT_OK(col.validity.Finish(&bitmap));
-    ARROW_RETURN_NOT_OK(col.values.Finish(&data));
-    std::vector<std::shared_ptr<arrow::Buffer>> buffers = {bitmap, data};
-    if (col.width == 0) {
-      if (col.offsets.length() == 0) ARROW_RETURN_NOT_OK(col.offsets.Append(0));
-      ARROW_RETURN_NOT_OK(col.offsets.Finish(&offsets));
-      buffers = {bitmap, offsets, data};
-    }
-    arrays.push_back(
-        arrow::MakeArray(arrow::ArrayData::Make(col.field->type(), col.length, std::move(buffers), col.nulls)));
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    ARROW_ASSIGN_OR_RAISE(arrays.emplace_back(), FinishColumn(static_cast<int>(c)));
   }
   return arrow::Table::Make(schema_, std::move(arrays), rows_);
 }

@@ -28,6 +28,7 @@
 #include "base/status.h"
 
 namespace arrow {
+class Array;
 class DataType;
 class Schema;
 class Table;
@@ -68,6 +69,13 @@ class PlainTableBuilder {
   Status Append(const parquet::RowGroupMetaData& rg, std::string_view bytes, int64_t begin);
   // The table of every row appended.
   Result<std::shared_ptr<arrow::Table>> Finish();
+
+  // One column at a time (columnwise_encode.h): Append and Finish above are
+  // these for every column. AppendColumn checks what Append does, for column
+  // `c` alone; FinishColumn gives its array and drops the builder's buffers.
+  Status ReserveColumn(int c, int64_t rows, int64_t uncompressed);
+  Status AppendColumn(int c, const parquet::RowGroupMetaData& rg, std::string_view bytes, int64_t begin);
+  Result<std::shared_ptr<arrow::Array>> FinishColumn(int c);
 
  private:
   struct Column;

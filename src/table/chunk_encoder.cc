@@ -1,0 +1,511 @@
+#include "table/chunk_encoder.h"
+
+#include <arrow/api.h>
+#include <fmt/format.h>
+#include <parquet/schema.h>
+#include <parquet/statistics.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string_view>
+
+#include "table/page_format.h"
+#include "table/plain_decode.h"
+
+namespace sediment::table {
+namespace chunk_encoding {
+
+// An array's values as Parquet's PLAIN encoding sees them.
+struct Values {
+  const arrow::Array* array = nullptr;
+  int width = 0;                     // bytes a value; 0: binary (length-prefixed when PLAIN)
+  const uint8_t* fixed = nullptr;    // width > 0: value i at fixed + i * width
+  const int32_t* offsets = nullptr;  // binary: value i is data[offsets[i], offsets[i + 1])
+  const uint8_t* data = nullptr;
+  bool nulls = false;
+
+  bool Valid(int64_t i) const { return !nulls || array->IsValid(i); }
+  std::string_view Get(int64_t i) const {
+    if (width > 0) return {reinterpret_cast<const char*>(fixed + i * width), static_cast<size_t>(width)};
+    return {reinterpret_cast<const char*>(data + offsets[i]), static_cast<size_t>(offsets[i + 1] - offsets[i])};
+  }
+  // Bytes value i takes PLAIN.
+  int64_t PlainSize(int64_t i) const { return width > 0 ? width : 4 + (offsets[i + 1] - offsets[i]); }
+  void AppendPlain(int64_t i, std::string* out) const {
+    const std::string_view v = Get(i);
+    if (width == 0) {
+      const auto n = static_cast<uint32_t>(v.size());
+      out->append(reinterpret_cast<const char*>(&n), 4);
+    }
+    out->append(v);
+  }
+};
+
+Result<Values> ViewOf(const arrow::Array& array, const parquet::ColumnDescriptor& column) {
+  const int width = PlainWidth(column, *array.type());
+  if (width < 0) {
+    return Status::Invalid(
+        fmt::format("column {}: {} is not a type the chunk encoder handles", column.name(), array.type()->ToString()));
+  }
+  Values v;
+  v.array = &array;
+  v.width = width;
+  v.nulls = array.null_count() > 0;
+  const auto& data = *array.data();
+  if (width > 0) {
+    v.fixed = data.buffers[1]->data() + array.offset() * width;
+  } else {
+    v.offsets = data.GetValues<int32_t>(1);
+    v.data = data.buffers[2] ? data.buffers[2]->data() : nullptr;
+  }
+  return v;
+}
+
+// A value's hash for the dictionary. Chain data's binary values are hashes
+// and addresses, random from their first byte: their first and last eight
+// bytes are hash enough. Other binary (strings with a common prefix and
+// suffix) collides more and costs compares, never correctness.
+uint64_t HashBytes(const uint8_t* p, size_t n) {
+  uint64_t a = 0, b = 0;
+  if (n >= 8) {
+    std::memcpy(&a, p, 8);
+    std::memcpy(&b, p + n - 8, 8);
+  } else {
+    std::memcpy(&a, p, n);
+  }
+  uint64_t h = (a ^ (b * 0x9FB21C651E98DF25ull) ^ n) * 0xD6E8FEB86659FD93ull;
+  return h ^ (h >> 32);
+}
+
+// A chunk's dictionary: each distinct value once, in order of first
+// appearance, and every non-null value's index into it.
+struct Dictionary {
+  std::vector<int64_t> first;     // the array index of each entry's first appearance
+  std::vector<uint32_t> indices;  // per non-null value, in order
+  int64_t bytes = 0;              // the entries PLAIN
+
+  // Builds it over v[0, n); false (and left half-built) once its entries
+  // take more than `limit` bytes, or when the first 4,096 values hashed are
+  // so nearly all new that, at that rate over the rows, they will (a
+  // hash, a value, a topic1).
+  bool Build(const Values& v, int64_t n, int64_t limit);
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    uint32_t entry = 0;  // + 1; 0: empty
+  };
+  uint32_t Insert(const Values& v, int64_t i, std::string_view value);
+  void Grow();
+
+  std::vector<Slot> slots_;
+};
+
+uint32_t Dictionary::Insert(const Values& v, int64_t i, std::string_view value) {
+  const uint64_t h = HashBytes(reinterpret_cast<const uint8_t*>(value.data()), value.size());
+  const size_t mask = slots_.size() - 1;
+  for (size_t s = h & mask;; s = (s + 1) & mask) {
+    Slot& slot = slots_[s];
+    if (slot.entry == 0) {
+      const auto entry = static_cast<uint32_t>(first.size());
+      slot = {h, entry + 1};
+      first.push_back(i);
+      bytes += v.PlainSize(i);
+      if (first.size() * 2 > slots_.size()) Grow();
+      return entry;
+    }
+    if (slot.hash == h) {
+      const std::string_view known = v.Get(first[slot.entry - 1]);
+      if (known.size() == value.size() && std::memcmp(known.data(), value.data(), value.size()) == 0) {
+        return slot.entry - 1;
+      }
+    }
+  }
+}
+
+void Dictionary::Grow() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(old.size() * 2, Slot());
+  const size_t mask = slots_.size() - 1;
+  for (const Slot& slot : old) {
+    if (slot.entry == 0) continue;
+    size_t t = slot.hash & mask;
+    while (slots_[t].entry != 0) t = (t + 1) & mask;
+    slots_[t] = slot;
+  }
+}
+
+bool Dictionary::Build(const Values& v, int64_t n, int64_t limit) {
+  slots_.assign(1024, Slot());
+  indices.reserve(static_cast<size_t>(n));
+  std::string_view last;
+  uint32_t last_index = 0;
+  int64_t hashed = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!v.Valid(i)) continue;
+    const std::string_view value = v.Get(i);
+    // Block numbers, block hashes and timestamps come in runs: no hash for a repeat.
+    if (hashed == 0 || value != last) {
+      last_index = Insert(v, i, value);
+      if (bytes > limit) return false;
+      // 4,096 values hashed and nearly every one new: the rest will be too,
+      // and if the entries so far, scaled from the rows read to all rows,
+      // outgrow the limit, the dictionary will.
+      if (++hashed == 4096 && first.size() * 20 >= 19 * 4096 && bytes * n / (i + 1) > limit) return false;
+      last = value;
+    }
+    indices.push_back(last_index);
+  }
+  return true;
+}
+
+int BitWidth(size_t entries) {
+  int w = 1;
+  while (w < 32 && (uint64_t{1} << w) < entries) ++w;
+  return w;
+}
+
+// Arrow's statistics of values [from, from + count) added to `page`.
+void UpdateStatistics(const arrow::Array& array, const Values& v, int64_t from, int64_t count,
+                      parquet::Statistics* page) {
+  const auto slice = array.Slice(from, count);
+  const int64_t nulls = slice->null_count();
+  const uint8_t* bits = array.null_bitmap_data();
+  const int64_t bits_at = array.offset() + from;
+  auto numeric = [&](auto* stats, const auto* values) {
+    if (nulls == 0) {
+      stats->Update(values + from, count, 0);
+    } else {
+      stats->UpdateSpaced(values + from, bits, bits_at, count, count - nulls, nulls);
+    }
+  };
+  switch (page->physical_type()) {
+    case parquet::Type::INT32:
+      numeric(static_cast<parquet::Int32Statistics*>(page), reinterpret_cast<const int32_t*>(v.fixed));
+      break;
+    case parquet::Type::INT64:
+      numeric(static_cast<parquet::Int64Statistics*>(page), reinterpret_cast<const int64_t*>(v.fixed));
+      break;
+    case parquet::Type::FLOAT:
+      numeric(static_cast<parquet::FloatStatistics*>(page), reinterpret_cast<const float*>(v.fixed));
+      break;
+    case parquet::Type::DOUBLE:
+      numeric(static_cast<parquet::DoubleStatistics*>(page), reinterpret_cast<const double*>(v.fixed));
+      break;
+    case parquet::Type::BYTE_ARRAY:
+      static_cast<parquet::ByteArrayStatistics*>(page)->Update(*slice);
+      break;
+    case parquet::Type::FIXED_LEN_BYTE_ARRAY: {
+      std::vector<parquet::FLBA> values(static_cast<size_t>(count));
+      for (int64_t k = 0; k < count; ++k) values[k].ptr = v.fixed + (from + k) * v.width;
+      auto* stats = static_cast<parquet::FLBAStatistics*>(page);
+      if (nulls == 0) {
+        stats->Update(values.data(), count, 0);
+      } else {
+        stats->UpdateSpaced(values.data(), bits, bits_at, count, count - nulls, nulls);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+// `page` merged into `chunk` (the same column's statistics).
+void MergeStatistics(const parquet::Statistics& page, parquet::Statistics* chunk) {
+  switch (chunk->physical_type()) {
+    case parquet::Type::INT32:
+      return static_cast<parquet::Int32Statistics*>(chunk)->Merge(static_cast<const parquet::Int32Statistics&>(page));
+    case parquet::Type::INT64:
+      return static_cast<parquet::Int64Statistics*>(chunk)->Merge(static_cast<const parquet::Int64Statistics&>(page));
+    case parquet::Type::FLOAT:
+      return static_cast<parquet::FloatStatistics*>(chunk)->Merge(static_cast<const parquet::FloatStatistics&>(page));
+    case parquet::Type::DOUBLE:
+      return static_cast<parquet::DoubleStatistics*>(chunk)->Merge(static_cast<const parquet::DoubleStatistics&>(page));
+    case parquet::Type::BYTE_ARRAY:
+      return static_cast<parquet::ByteArrayStatistics*>(chunk)->Merge(
+          static_cast<const parquet::ByteArrayStatistics&>(page));
+    case parquet::Type::FIXED_LEN_BYTE_ARRAY:
+      return static_cast<parquet::FLBAStatistics*>(chunk)->Merge(static_cast<const parquet::FLBAStatistics&>(page));
+    default:
+      return;
+  }
+}
+
+}  // namespace chunk_encoding
+
+using chunk_encoding::Dictionary;
+using chunk_encoding::Values;
+
+struct ChunkEncoder::Impl {
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  int cctx_level = -1;
+  std::string body, levels;
+  std::unique_ptr<char[]> packed;  // compressed pages, not zeroed first
+  size_t packed_size = 0;
+  std::vector<uint32_t> defs;
+  std::vector<uint64_t> hashes;  // a bloom filter's, before insertion
+  Dictionary dictionary;
+
+  ~Impl() { ZSTD_freeCCtx(cctx); }
+
+  // `raw` compressed as `how` says, into `compressed` (or left as it is).
+  Result<std::string_view> Compress(std::string_view raw, const ChunkEncoding& how);
+  // Appends a page: header, then `levels_v2` (uncompressed), then `raw` compressed.
+  Status AddPage(const PageHeader& shape, std::string_view levels_v2, std::string_view raw, const ChunkEncoding& how,
+                 bool dictionary_page, EncodedChunk* out);
+  ChunkSink* sink = nullptr;  // of the chunk being encoded
+  void WriteDictionaryValues(const Values& v);
+  // Values [from, to) PLAIN (nulls left out), appended to `body`.
+  void AppendPlain(const Values& v, int64_t from, int64_t to);
+  // The definition levels of rows [from, to) as the hybrid, into `levels`; the nulls among them.
+  int64_t EncodeDefs(const Values& v, int64_t from, int64_t to);
+  // Rows [from, to) as one data page, dictionary indices of `dict_width`
+  // bits (0: PLAIN); `at` is the first's index into the dictionary's indices.
+  Status DataPage(const Values& v, int64_t from, int64_t to, int64_t at, int dict_width, bool nullable,
+                  const ChunkEncoding& how, EncodedChunk* out);
+};
+
+Result<std::string_view> ChunkEncoder::Impl::Compress(std::string_view raw, const ChunkEncoding& how) {
+  if (!how.zstd) return raw;
+  if (cctx_level != how.zstd_level) {
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, how.zstd_level);
+    cctx_level = how.zstd_level;
+  }
+  const size_t bound = ZSTD_compressBound(raw.size());
+  if (packed_size < bound) {
+    packed.reset(new char[bound]);
+    packed_size = bound;
+  }
+  const size_t n = ZSTD_compress2(cctx, packed.get(), bound, raw.data(), raw.size());
+  if (ZSTD_isError(n)) return Status::IOError(fmt::format("zstd: {}", ZSTD_getErrorName(n)));
+  return std::string_view(packed.get(), n);
+}
+
+Status ChunkEncoder::Impl::AddPage(const PageHeader& shape, std::string_view levels_v2, std::string_view raw,
+                                   const ChunkEncoding& how, bool dictionary_page, EncodedChunk* out) {
+  ARROW_ASSIGN_OR_RAISE(std::string_view packed, Compress(raw, how));
+  PageHeader h = shape;
+  h.uncompressed = static_cast<int64_t>(levels_v2.size() + raw.size());
+  h.compressed = static_cast<int64_t>(levels_v2.size() + packed.size());
+  if (h.uncompressed > INT32_MAX || h.compressed > INT32_MAX) return Status::Invalid("a page of more than 2 GiB");
+  const std::string header = dictionary_page    ? DictionaryPageHeader(h)
+                             : how.data_page_v2 ? DataPageV2Header(h)
+                                                : DataPageV1Header(h);
+  const int64_t at = sink->size() - out->offset;
+  ARROW_RETURN_NOT_OK(sink->Append(header));
+  ARROW_RETURN_NOT_OK(sink->Append(levels_v2));
+  ARROW_RETURN_NOT_OK(sink->Append(packed));
+  out->size = sink->size() - out->offset;
+  out->uncompressed += static_cast<int64_t>(header.size()) + h.uncompressed;
+  if (dictionary_page) {
+    out->dictionary_bytes = out->size;
+  } else {
+    out->pages.push_back({at, static_cast<int32_t>(out->size - at), 0});
+  }
+  return Status::OK();
+}
+
+void ChunkEncoder::Impl::AppendPlain(const Values& v, int64_t from, int64_t to) {
+  int64_t size = 0;
+  for (int64_t i = from; i < to; ++i) size += v.Valid(i) ? v.PlainSize(i) : 0;
+  const size_t at = body.size();
+  body.resize(at + static_cast<size_t>(size));
+  char* p = body.data() + at;
+  for (int64_t i = from; i < to; ++i) {
+    if (!v.Valid(i)) continue;
+    const std::string_view value = v.Get(i);
+    if (v.width == 0) {
+      const auto len = static_cast<uint32_t>(value.size());
+      std::memcpy(p, &len, 4);
+      p += 4;
+    }
+    std::memcpy(p, value.data(), value.size());
+    p += value.size();
+  }
+}
+
+void ChunkEncoder::Impl::WriteDictionaryValues(const Values& v) {
+  body.clear();
+  body.reserve(static_cast<size_t>(dictionary.bytes));
+  for (int64_t i : dictionary.first) v.AppendPlain(i, &body);
+}
+
+int64_t ChunkEncoder::Impl::EncodeDefs(const Values& v, int64_t from, int64_t to) {
+  levels.clear();
+  defs.resize(static_cast<size_t>(to - from));
+  int64_t nulls = 0;
+  for (int64_t i = from; i < to; ++i) {
+    const bool valid = v.Valid(i);
+    defs[static_cast<size_t>(i - from)] = valid ? 1 : 0;
+    nulls += !valid;
+  }
+  EncodeHybrid(defs.data(), defs.size(), 1, &levels);
+  return nulls;
+}
+
+Status ChunkEncoder::Impl::DataPage(const Values& v, int64_t from, int64_t to, int64_t at, int dict_width,
+                                    bool nullable, const ChunkEncoding& how, EncodedChunk* out) {
+  const int64_t nulls = nullable ? EncodeDefs(v, from, to) : 0;
+  const int64_t valid = (to - from) - nulls;
+  body.clear();
+  if (nullable && !how.data_page_v2) {  // v1: the levels lead the page, length first
+    const auto n = static_cast<uint32_t>(levels.size());
+    body.append(reinterpret_cast<const char*>(&n), 4);
+    body += levels;
+  }
+  if (dict_width > 0) {
+    body += static_cast<char>(dict_width);
+    EncodeHybrid(dictionary.indices.data() + at, static_cast<size_t>(valid), dict_width, &body);
+  } else if (v.width > 0 && nulls == 0) {
+    body.append(reinterpret_cast<const char*>(v.fixed + from * v.width), static_cast<size_t>((to - from) * v.width));
+  } else {
+    AppendPlain(v, from, to);
+  }
+  PageHeader h;
+  h.num_values = static_cast<int32_t>(to - from);
+  h.encoding = dict_width > 0 ? parquet::Encoding::RLE_DICTIONARY : parquet::Encoding::PLAIN;
+  h.definition_encoding = h.repetition_encoding = parquet::Encoding::RLE;
+  h.num_nulls = static_cast<int32_t>(nulls);
+  h.num_rows = static_cast<int32_t>(to - from);
+  h.definition_bytes = how.data_page_v2 && nullable ? static_cast<int32_t>(levels.size()) : 0;
+  h.repetition_bytes = 0;
+  h.is_compressed = how.zstd;
+  const std::string_view levels_v2 = how.data_page_v2 && nullable ? std::string_view(levels) : std::string_view();
+  return AddPage(h, levels_v2, body, how, false, out);
+}
+
+namespace chunk_encoding {
+
+// Where the page that starts at row `from` ends: at page_rows rows, or once
+// its PLAIN values reach page_bytes.
+int64_t PageEnd(const Values& v, int64_t from, int64_t n, bool dict, const ChunkEncoding& how) {
+  const int64_t most = std::min(n, from + std::max<int64_t>(1, how.page_rows));
+  if (dict) return most;
+  if (v.width > 0) return std::min(most, from + std::max<int64_t>(1, how.page_bytes / v.width));
+  int64_t to = from, bytes = 0;
+  while (to < most && bytes < how.page_bytes) {
+    if (v.Valid(to)) bytes += v.PlainSize(to);
+    ++to;
+  }
+  return to;
+}
+
+// The size statistics of rows [from, to), `valid` of them not null.
+parquet::SizeStatistics PageSizes(const Values& v, const parquet::ColumnDescriptor& column, int64_t from, int64_t to,
+                                  int64_t valid) {
+  parquet::SizeStatistics s = *parquet::SizeStatistics::Make(&column);
+  if (s.definition_level_histogram.size() == 2) {
+    s.definition_level_histogram[0] = (to - from) - valid;
+    s.definition_level_histogram[1] = valid;
+  }
+  if (s.unencoded_byte_array_data_bytes) {
+    int64_t bytes = 0;
+    for (int64_t i = from; i < to; ++i) bytes += v.Valid(i) ? static_cast<int64_t>(v.Get(i).size()) : 0;
+    s.unencoded_byte_array_data_bytes = bytes;
+  }
+  return s;
+}
+
+std::shared_ptr<parquet::BloomFilter> BloomOf(const Values& v, const Dictionary* dict, int64_t n,
+                                              const ChunkEncoding& how, std::vector<uint64_t>* hashes) {
+  auto filter = std::make_shared<parquet::BlockSplitBloomFilter>();
+  filter->Init(how.bloom_bytes);
+  hashes->clear();
+  // Parquet hashes every physical type as XXH64 of its PLAIN bytes (without a length).
+  auto add = [&](int64_t i) {
+    const std::string_view s = v.Get(i);
+    const parquet::ByteArray value(static_cast<uint32_t>(s.size()), reinterpret_cast<const uint8_t*>(s.data()));
+    hashes->push_back(filter->Hash(&value));
+  };
+  if (dict) {
+    for (int64_t i : dict->first) add(i);
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      if (v.Valid(i)) add(i);
+    }
+  }
+  if (!hashes->empty()) filter->InsertHashes(hashes->data(), static_cast<int>(hashes->size()));
+  if (how.bloom_fold) filter->FoldToTargetFpp(how.bloom_fpp);
+  return filter;
+}
+
+}  // namespace chunk_encoding
+
+Status ChunkSink::Append(std::string_view bytes) {
+  const auto n = static_cast<int64_t>(bytes.size());
+  if (size_ + n > buffer_->size()) {
+    ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::Buffer> larger,
+                          arrow::AllocateBuffer(std::max(2 * buffer_->size(), size_ + n + (1 << 20))));
+    std::memcpy(larger->mutable_data(), buffer_->data(), static_cast<size_t>(size_));
+    buffer_ = std::move(larger);
+  }
+  if (n > 0) std::memcpy(buffer_->mutable_data() + size_, bytes.data(), bytes.size());
+  size_ += n;
+  return Status::OK();
+}
+
+using chunk_encoding::BitWidth;
+using chunk_encoding::BloomOf;
+using chunk_encoding::MergeStatistics;
+using chunk_encoding::PageEnd;
+using chunk_encoding::PageSizes;
+using chunk_encoding::UpdateStatistics;
+using chunk_encoding::ViewOf;
+
+ChunkEncoder::ChunkEncoder() : impl_(std::make_unique<Impl>()) {}
+ChunkEncoder::~ChunkEncoder() = default;
+
+Result<EncodedChunk> ChunkEncoder::Encode(const arrow::Array& array, const parquet::ColumnDescriptor& column,
+                                          const ChunkEncoding& how, ChunkSink* sink) {
+  ARROW_ASSIGN_OR_RAISE(const Values v, ViewOf(array, column));
+  const bool nullable = column.max_definition_level() == 1;
+  if (!nullable && array.null_count() > 0) {
+    return Status::Invalid(fmt::format("column {}: nulls in a column that is required", column.name()));
+  }
+  const int64_t n = array.length();
+  Impl& m = *impl_;
+  EncodedChunk out;
+  out.num_values = n;
+  out.offset = sink->size();
+  m.sink = sink;
+  m.dictionary = Dictionary();
+  int dict_width = 0;
+  if (how.dictionary_limit > 0 && n > 0 && m.dictionary.Build(v, n, how.dictionary_limit)) {
+    dict_width = BitWidth(m.dictionary.first.size());
+    m.WriteDictionaryValues(v);
+    PageHeader h;
+    h.num_values = static_cast<int32_t>(m.dictionary.first.size());
+    h.encoding = parquet::Encoding::PLAIN;
+    ARROW_RETURN_NOT_OK(m.AddPage(h, {}, m.body, how, true, &out));
+    out.data_encoding = parquet::Encoding::RLE_DICTIONARY;
+  }
+  auto chunk_stats = parquet::Statistics::Make(&column);
+  out.sizes = *parquet::SizeStatistics::Make(&column);
+  int64_t at = 0;  // into the dictionary's indices: non-null values before `from`
+  for (int64_t from = 0; from < n;) {
+    const int64_t to = PageEnd(v, from, n, dict_width > 0, how);
+    ARROW_RETURN_NOT_OK(m.DataPage(v, from, to, at, dict_width, nullable, how, &out));
+    out.pages.back().first_row_index = from;
+    auto page_stats = parquet::Statistics::Make(&column);
+    UpdateStatistics(array, v, from, to - from, page_stats.get());
+    out.page_sizes.push_back(PageSizes(v, column, from, to, page_stats->num_values()));
+    out.sizes.Merge(out.page_sizes.back());
+    parquet::EncodedStatistics encoded = page_stats->Encode();
+    encoded.ApplyStatSizeLimits(how.max_statistics_size);
+    encoded.all_null_value = page_stats->num_values() == 0;
+    out.page_statistics.push_back(std::move(encoded));
+    MergeStatistics(*page_stats, chunk_stats.get());
+    at += page_stats->num_values();
+    from = to;
+  }
+  out.statistics = chunk_stats->Encode();
+  out.statistics.ApplyStatSizeLimits(how.max_statistics_size);
+  if (how.bloom_bytes > 0) {
+    out.bloom_filter = BloomOf(v, dict_width > 0 ? &m.dictionary : nullptr, n, how, &m.hashes);
+  }
+  return out;
+}
+
+}  // namespace sediment::table
