@@ -9,38 +9,14 @@
 #include <algorithm>
 #include <cstring>
 #include <string_view>
+#include <type_traits>
 
+#include "table/chunk_values_internal.h"
 #include "table/page_format.h"
 #include "table/plain_decode.h"
 
 namespace sediment::table {
 namespace chunk_encoding {
-
-// An array's values as Parquet's PLAIN encoding sees them.
-struct Values {
-  const arrow::Array* array = nullptr;
-  int width = 0;                     // bytes a value; 0: binary (length-prefixed when PLAIN)
-  const uint8_t* fixed = nullptr;    // width > 0: value i at fixed + i * width
-  const int32_t* offsets = nullptr;  // binary: value i is data[offsets[i], offsets[i + 1])
-  const uint8_t* data = nullptr;
-  bool nulls = false;
-
-  bool Valid(int64_t i) const { return !nulls || array->IsValid(i); }
-  std::string_view Get(int64_t i) const {
-    if (width > 0) return {reinterpret_cast<const char*>(fixed + i * width), static_cast<size_t>(width)};
-    return {reinterpret_cast<const char*>(data + offsets[i]), static_cast<size_t>(offsets[i + 1] - offsets[i])};
-  }
-  // Bytes value i takes PLAIN.
-  int64_t PlainSize(int64_t i) const { return width > 0 ? width : 4 + (offsets[i + 1] - offsets[i]); }
-  void AppendPlain(int64_t i, std::string* out) const {
-    const std::string_view v = Get(i);
-    if (width == 0) {
-      const auto n = static_cast<uint32_t>(v.size());
-      out->append(reinterpret_cast<const char*>(&n), 4);
-    }
-    out->append(v);
-  }
-};
 
 Result<Values> ViewOf(const arrow::Array& array, const parquet::ColumnDescriptor& column) {
   const int width = PlainWidth(column, *array.type());
@@ -60,110 +36,6 @@ Result<Values> ViewOf(const arrow::Array& array, const parquet::ColumnDescriptor
     v.data = data.buffers[2] ? data.buffers[2]->data() : nullptr;
   }
   return v;
-}
-
-// A value's hash for the dictionary. Chain data's binary values are hashes
-// and addresses, random from their first byte: their first and last eight
-// bytes are hash enough. Other binary (strings with a common prefix and
-// suffix) collides more and costs compares, never correctness.
-uint64_t HashBytes(const uint8_t* p, size_t n) {
-  uint64_t a = 0, b = 0;
-  if (n >= 8) {
-    std::memcpy(&a, p, 8);
-    std::memcpy(&b, p + n - 8, 8);
-  } else {
-    std::memcpy(&a, p, n);
-  }
-  uint64_t h = (a ^ (b * 0x9FB21C651E98DF25ull) ^ n) * 0xD6E8FEB86659FD93ull;
-  return h ^ (h >> 32);
-}
-
-// A chunk's dictionary: each distinct value once, in order of first
-// appearance, and every non-null value's index into it.
-struct Dictionary {
-  std::vector<int64_t> first;     // the array index of each entry's first appearance
-  std::vector<uint32_t> indices;  // per non-null value, in order
-  int64_t bytes = 0;              // the entries PLAIN
-
-  // Builds it over v[0, n); false (and left half-built) once its entries
-  // take more than `limit` bytes, or when the first 4,096 values hashed are
-  // so nearly all new that, at that rate over the rows, they will (a
-  // hash, a value, a topic1).
-  bool Build(const Values& v, int64_t n, int64_t limit);
-
- private:
-  struct Slot {
-    uint64_t hash = 0;
-    uint32_t entry = 0;  // + 1; 0: empty
-  };
-  uint32_t Insert(const Values& v, int64_t i, std::string_view value);
-  void Grow();
-
-  std::vector<Slot> slots_;
-};
-
-uint32_t Dictionary::Insert(const Values& v, int64_t i, std::string_view value) {
-  const uint64_t h = HashBytes(reinterpret_cast<const uint8_t*>(value.data()), value.size());
-  const size_t mask = slots_.size() - 1;
-  for (size_t s = h & mask;; s = (s + 1) & mask) {
-    Slot& slot = slots_[s];
-    if (slot.entry == 0) {
-      const auto entry = static_cast<uint32_t>(first.size());
-      slot = {h, entry + 1};
-      first.push_back(i);
-      bytes += v.PlainSize(i);
-      if (first.size() * 2 > slots_.size()) Grow();
-      return entry;
-    }
-    if (slot.hash == h) {
-      const std::string_view known = v.Get(first[slot.entry - 1]);
-      if (known.size() == value.size() && std::memcmp(known.data(), value.data(), value.size()) == 0) {
-        return slot.entry - 1;
-      }
-    }
-  }
-}
-
-void Dictionary::Grow() {
-  std::vector<Slot> old = std::move(slots_);
-  slots_.assign(old.size() * 2, Slot());
-  const size_t mask = slots_.size() - 1;
-  for (const Slot& slot : old) {
-    if (slot.entry == 0) continue;
-    size_t t = slot.hash & mask;
-    while (slots_[t].entry != 0) t = (t + 1) & mask;
-    slots_[t] = slot;
-  }
-}
-
-bool Dictionary::Build(const Values& v, int64_t n, int64_t limit) {
-  slots_.assign(1024, Slot());
-  indices.reserve(static_cast<size_t>(n));
-  std::string_view last;
-  uint32_t last_index = 0;
-  int64_t hashed = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (!v.Valid(i)) continue;
-    const std::string_view value = v.Get(i);
-    // Block numbers, block hashes and timestamps come in runs: no hash for a repeat.
-    if (hashed == 0 || value != last) {
-      last_index = Insert(v, i, value);
-      if (bytes > limit) return false;
-      // 4,096 values hashed and nearly every one new: the rest will be too,
-      // and if the entries so far, scaled from the rows read to all rows,
-      // outgrow the limit, the dictionary will.
-      if (++hashed == 4096 && first.size() * 20 >= 19 * 4096 && bytes * n / (i + 1) > limit) return false;
-      last = value;
-    }
-    indices.push_back(last_index);
-  }
-  return true;
-}
-
-int BitWidth(size_t entries) {
-  int w = 1;
-  while (w < 32 && (uint64_t{1} << w) < entries) ++w;
-  return w;
 }
 
 // Arrow's statistics of values [from, from + count) added to `page`.
@@ -245,7 +117,12 @@ struct ChunkEncoder::Impl {
   std::unique_ptr<char[]> packed;  // compressed pages, not zeroed first
   size_t packed_size = 0;
   std::vector<uint32_t> defs;
-  std::vector<uint64_t> hashes;  // a bloom filter's, before insertion
+  std::vector<uint64_t> hashes;          // a bloom filter's, before insertion
+  int64_t page_nulls = 0;                // of the last data page
+  int64_t v1_levels_bytes = 0;           // a v1 data page's levels, after its length, in `body`
+  bool stored_raw = false;               // the chunk's data pages are not compressed
+  int64_t pages_decided = 0;             // data pages of the chunk so far
+  std::vector<uint32_t> stamp, entries;  // a page's distinct dictionary entries
   Dictionary dictionary;
 
   ~Impl() { ZSTD_freeCCtx(cctx); }
@@ -285,14 +162,35 @@ Result<std::string_view> ChunkEncoder::Impl::Compress(std::string_view raw, cons
 
 Status ChunkEncoder::Impl::AddPage(const PageHeader& shape, std::string_view levels_v2, std::string_view raw,
                                    const ChunkEncoding& how, bool dictionary_page, EncodedChunk* out) {
-  ARROW_ASSIGN_OR_RAISE(std::string_view packed, Compress(raw, how));
   PageHeader h = shape;
+  bool v2 = how.data_page_v2 && !dictionary_page;
+  std::string_view packed;
+  if (dictionary_page || !stored_raw) {
+    ARROW_ASSIGN_OR_RAISE(packed, Compress(raw, how));
+  }
+  if (!dictionary_page && how.zstd && how.min_saving > 0) {
+    // The chunk's first data page decides for the rest: values that zstd
+    // cannot shrink by min_saving (hashes, payloads) are stored as they are,
+    // in data pages v2, which say so page by page.
+    if (pages_decided++ == 0 &&
+        static_cast<double>(packed.size()) > static_cast<double>(raw.size()) * (1 - how.min_saving)) {
+      stored_raw = true;
+    }
+    if (stored_raw) {
+      if (!v2) {  // a v1 page's levels lead its body, length first: v2 keeps them apart
+        levels_v2 = v1_levels_bytes > 0 ? raw.substr(4, static_cast<size_t>(v1_levels_bytes)) : std::string_view();
+        raw = raw.substr(v1_levels_bytes > 0 ? static_cast<size_t>(4 + v1_levels_bytes) : 0);
+        h.definition_bytes = static_cast<int32_t>(levels_v2.size());
+        v2 = true;
+      }
+      packed = raw;
+      h.is_compressed = false;
+    }
+  }
   h.uncompressed = static_cast<int64_t>(levels_v2.size() + raw.size());
   h.compressed = static_cast<int64_t>(levels_v2.size() + packed.size());
   if (h.uncompressed > INT32_MAX || h.compressed > INT32_MAX) return Status::Invalid("a page of more than 2 GiB");
-  const std::string header = dictionary_page    ? DictionaryPageHeader(h)
-                             : how.data_page_v2 ? DataPageV2Header(h)
-                                                : DataPageV1Header(h);
+  const std::string header = dictionary_page ? DictionaryPageHeader(h) : v2 ? DataPageV2Header(h) : DataPageV1Header(h);
   const int64_t at = sink->size() - out->offset;
   ARROW_RETURN_NOT_OK(sink->Append(header));
   ARROW_RETURN_NOT_OK(sink->Append(levels_v2));
@@ -348,12 +246,15 @@ int64_t ChunkEncoder::Impl::EncodeDefs(const Values& v, int64_t from, int64_t to
 Status ChunkEncoder::Impl::DataPage(const Values& v, int64_t from, int64_t to, int64_t at, int dict_width,
                                     bool nullable, const ChunkEncoding& how, EncodedChunk* out) {
   const int64_t nulls = nullable ? EncodeDefs(v, from, to) : 0;
+  page_nulls = nulls;
   const int64_t valid = (to - from) - nulls;
   body.clear();
+  v1_levels_bytes = 0;
   if (nullable && !how.data_page_v2) {  // v1: the levels lead the page, length first
     const auto n = static_cast<uint32_t>(levels.size());
     body.append(reinterpret_cast<const char*>(&n), 4);
     body += levels;
+    v1_levels_bytes = static_cast<int64_t>(levels.size());
   }
   if (dict_width > 0) {
     body += static_cast<char>(dict_width);
@@ -451,6 +352,7 @@ using chunk_encoding::BloomOf;
 using chunk_encoding::MergeStatistics;
 using chunk_encoding::PageEnd;
 using chunk_encoding::PageSizes;
+using chunk_encoding::UpdateFromDictionary;
 using chunk_encoding::UpdateStatistics;
 using chunk_encoding::ViewOf;
 
@@ -470,10 +372,13 @@ Result<EncodedChunk> ChunkEncoder::Encode(const arrow::Array& array, const parqu
   out.num_values = n;
   out.offset = sink->size();
   m.sink = sink;
+  m.stored_raw = false;
+  m.pages_decided = 0;
   m.dictionary = Dictionary();
   int dict_width = 0;
   if (how.dictionary_limit > 0 && n > 0 && m.dictionary.Build(v, n, how.dictionary_limit)) {
     dict_width = BitWidth(m.dictionary.first.size());
+    m.stamp.assign(m.dictionary.first.size(), 0);
     m.WriteDictionaryValues(v);
     PageHeader h;
     h.num_values = static_cast<int32_t>(m.dictionary.first.size());
@@ -489,7 +394,12 @@ Result<EncodedChunk> ChunkEncoder::Encode(const arrow::Array& array, const parqu
     ARROW_RETURN_NOT_OK(m.DataPage(v, from, to, at, dict_width, nullable, how, &out));
     out.pages.back().first_row_index = from;
     auto page_stats = parquet::Statistics::Make(&column);
-    UpdateStatistics(array, v, from, to - from, page_stats.get());
+    if (dict_width > 0) {
+      UpdateFromDictionary(m.dictionary, at, (to - from) - m.page_nulls, m.page_nulls,
+                           static_cast<uint32_t>(out.pages.size()), &m.stamp, &m.entries, page_stats.get());
+    } else {
+      UpdateStatistics(array, v, from, to - from, page_stats.get());
+    }
     out.page_sizes.push_back(PageSizes(v, column, from, to, page_stats->num_values()));
     out.sizes.Merge(out.page_sizes.back());
     parquet::EncodedStatistics encoded = page_stats->Encode();

@@ -242,6 +242,55 @@ TEST(ColumnwiseTest, ManyRunsOfFewValuesKeepTheirDictionary) {
   ASSERT_TRUE(SameRows(*Read(ours), *table));
 }
 
+void ExpectPages(const std::shared_ptr<arrow::Buffer>& ours, bool v2);
+
+// Data pages of values zstd cannot shrink by 1/8 (random hashes) are
+// stored uncompressed as pages v2, whichever version the file's other pages
+// have; values that shrink stay compressed.
+TEST(ColumnwiseTest, PagesZstdCannotShrinkAreStoredUncompressed) {
+  std::mt19937_64 rng(3);
+  arrow::BinaryBuilder hash;
+  arrow::Int64Builder block;
+  for (int64_t i = 0; i < 20000; ++i) {
+    uint64_t words[4] = {rng(), rng(), rng(), rng()};
+    ASSERT_TRUE(hash.Append(reinterpret_cast<const uint8_t*>(words), 32).ok());
+    ASSERT_TRUE(block.Append(i / 3).ok());
+  }
+  auto schema = arrow::schema({arrow::field("hash", arrow::binary(), false), arrow::field("block", arrow::int64())});
+  auto table = arrow::Table::Make(schema, {*hash.Finish(), *block.Finish()});
+  for (bool v2 : {false, true}) {
+    SCOPED_TRACE(v2 ? "data pages v2" : "data pages v1");
+    auto ours = Columnwise(table, Props(v2, 1024), 20000, 1 << 20);
+    ASSERT_TRUE(SameRows(*Read(ours), *table));
+    ExpectPages(ours, v2);
+  }
+}
+
+// The hash column's pages are stored v2 and uncompressed; the block
+// column's are compressed, v2 or v1 as asked.
+void ExpectPages(const std::shared_ptr<arrow::Buffer>& ours, bool v2) {
+  auto reader = Open(ours);
+  auto offsets = reader->GetPageIndexReader()->RowGroup(0);
+  for (int c = 0; c < 2; ++c) {
+    auto index = offsets->GetOffsetIndex(c);
+    const auto& pages = index->page_locations();
+    ASSERT_GT(pages.size(), 1u);
+    for (const auto& page : pages) {
+      PageHeader h;
+      const uint8_t* body = nullptr;
+      const uint8_t* at = ours->data() + page.offset;
+      ASSERT_TRUE(ReadPageHeader(at, at + page.compressed_page_size, &h, &body));
+      EXPECT_EQ(h.type, c == 0 || v2 ? 3 : 0) << c;  // DATA_PAGE_V2, DATA_PAGE
+      if (c == 0) {
+        EXPECT_FALSE(h.is_compressed);
+        EXPECT_EQ(h.compressed, h.uncompressed);
+      } else {
+        EXPECT_LT(h.compressed * 2, h.uncompressed);
+      }
+    }
+  }
+}
+
 TEST(ColumnwiseTest, AColumnOfAnotherTypeIsRefusedByName) {
   auto schema = arrow::schema({arrow::field("flag", arrow::boolean())});
   arrow::BooleanBuilder b;

@@ -23,6 +23,7 @@ ChunkEncoding EncodingFor(const parquet::ColumnDescriptor& column, const parquet
   how.page_bytes = props.data_pagesize();
   how.dictionary_limit = props.dictionary_enabled(path) ? props.dictionary_pagesize_limit() : 0;
   how.data_page_v2 = props.data_page_version() == parquet::ParquetDataPageVersion::V2;
+  how.min_saving = kMinCompressionSaving;
   how.zstd = props.compression(path) == arrow::Compression::ZSTD;
   const int level = props.compression_level(path);
   how.zstd_level = level == arrow::util::kUseDefaultCompressionLevel ? 1 : level;

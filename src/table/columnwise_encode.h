@@ -27,6 +27,10 @@ class WriterProperties;
 
 namespace sediment::table {
 
+// A data page v2 whose chunk's first page zstd shrinks by less than this is
+// stored uncompressed (ChunkEncoding::min_saving; RocksDB's default too).
+inline constexpr double kMinCompressionSaving = 1.0 / 8;
+
 // Whether EncodeColumnwise writes what `props` ask for every column of
 // `descr`: flat columns, zstd or no compression.
 bool ColumnwiseEncodable(const parquet::SchemaDescriptor& descr, const parquet::WriterProperties& props);

@@ -56,8 +56,9 @@ std::shared_ptr<parquet::WriterProperties> WriterSettings::Properties(const arro
   // Files to be merged again: no dictionary, so Arrow writes PLAIN pages,
   // each compressed on its own; data pages v2, whose levels stand apart from
   // the compressed values, so a merge joins small pages without decompressing
-  // them (page_joiner.h). Final files keep data page v1 (the default), which
-  // every reader reads.
+  // them (page_joiner.h). Final files keep data page v1 (the default),
+  // which DuckDB reads faster; a chunk whose values zstd cannot shrink is
+  // stored uncompressed in pages v2 (chunk_encoder.h).
   if (layout == FileLayout::kPages) {
     props.disable_dictionary();
     props.data_page_version(parquet::ParquetDataPageVersion::V2);
