@@ -125,6 +125,9 @@ struct WriterConfig {
   // the columns that get a bloom filter (those the table has; the default
   // names the columns chain queries look up by equality). docs/compaction.md.
   int64_t max_row_group_rows = 131072;
+  // Whether a final file stores a column chunk that the codec shrinks by
+  // less than 1/8 uncompressed (data pages v2, is_compressed false).
+  bool store_incompressible = true;
   std::vector<std::string> bloom_filter_columns = {"address", "topic0",  "topic1",           "topic2", "topic3",
                                                    "hash",    "tx_hash", "transaction_hash", "from",   "to"};
   // How many of a table's newest blocks keep their hashes, so an append that

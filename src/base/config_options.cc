@@ -193,6 +193,7 @@ const std::vector<Option>& Options() {
        })},
       {"writer.max_row_group_mb", FIELD(writer.max_row_group_mb), T::kInt, IntAtLeast(1)},
       {"writer.max_row_group_rows", FIELD(writer.max_row_group_rows), T::kInt, IntAtLeast(1024)},
+      {"writer.store_incompressible", FIELD(writer.store_incompressible), T::kBool, Any()},
       {"writer.bloom_filter_columns", FIELD(writer.bloom_filter_columns), T::kStringList,
        EachEntry([](const std::string&) { return std::string(); })},  // EachEntry refuses empty entries
       {"writer.max_reorg_depth", FIELD(writer.max_reorg_depth), T::kInt, IntAtLeast(1)},

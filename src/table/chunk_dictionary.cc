@@ -1,5 +1,4 @@
 // Dictionaries of column chunks (chunk_values_internal.h).
-#include <parquet/schema.h>
 #include <parquet/types.h>
 
 #include <algorithm>
@@ -132,6 +131,7 @@ void Dictionary::Grow() {
 }
 
 bool Dictionary::Build(const Values& v, int64_t n, int64_t limit) {
+  limit = std::min<int64_t>(limit, INT32_MAX);  // the arena's offsets are 32-bit
   slots_.assign(1024, Slot());
   indices.reserve(static_cast<size_t>(n));
   std::string_view last;

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cstring>
 #include <string_view>
-#include <type_traits>
 
 #include "table/chunk_values_internal.h"
 #include "table/page_format.h"
@@ -119,9 +118,9 @@ struct ChunkEncoder::Impl {
   std::vector<uint32_t> defs;
   std::vector<uint64_t> hashes;          // a bloom filter's, before insertion
   int64_t page_nulls = 0;                // of the last data page
-  int64_t v1_levels_bytes = 0;           // a v1 data page's levels, after its length, in `body`
+  bool v1_level_prefix = false;          // `body` begins with a v1 page's levels, length first
   bool stored_raw = false;               // the chunk's data pages are not compressed
-  int64_t pages_decided = 0;             // data pages of the chunk so far
+  bool decided = false;                  // whether the chunk's pages are stored raw is known
   std::vector<uint32_t> stamp, entries;  // a page's distinct dictionary entries
   Dictionary dictionary;
 
@@ -129,7 +128,9 @@ struct ChunkEncoder::Impl {
 
   // `raw` compressed as `how` says, into `compressed` (or left as it is).
   Result<std::string_view> Compress(std::string_view raw, const ChunkEncoding& how);
-  // Appends a page: header, then `levels_v2` (uncompressed), then `raw` compressed.
+  // Appends a page: header, then `levels_v2` (uncompressed), then `raw`
+  // compressed, or as it is once the chunk's pages are stored raw (a v1
+  // body then split into a v2 page's levels and values).
   Status AddPage(const PageHeader& shape, std::string_view levels_v2, std::string_view raw, const ChunkEncoding& how,
                  bool dictionary_page, EncodedChunk* out);
   ChunkSink* sink = nullptr;  // of the chunk being encoded
@@ -169,17 +170,17 @@ Status ChunkEncoder::Impl::AddPage(const PageHeader& shape, std::string_view lev
     ARROW_ASSIGN_OR_RAISE(packed, Compress(raw, how));
   }
   if (!dictionary_page && how.zstd && how.min_saving > 0) {
-    // The chunk's first data page decides for the rest: values that zstd
-    // cannot shrink by min_saving (hashes, payloads) are stored as they are,
-    // in data pages v2, which say so page by page.
-    if (pages_decided++ == 0 &&
-        static_cast<double>(packed.size()) > static_cast<double>(raw.size()) * (1 - how.min_saving)) {
-      stored_raw = true;
+    // The chunk's first data page of 4 KiB or more decides for the rest:
+    // values that zstd cannot shrink by min_saving (hashes, payloads) are
+    // stored as they are, in data pages v2, which say so page by page.
+    if (!decided && raw.size() >= 4096) {
+      decided = true;
+      stored_raw = static_cast<double>(packed.size()) > static_cast<double>(raw.size()) * (1 - how.min_saving);
     }
     if (stored_raw) {
       if (!v2) {  // a v1 page's levels lead its body, length first: v2 keeps them apart
-        levels_v2 = v1_levels_bytes > 0 ? raw.substr(4, static_cast<size_t>(v1_levels_bytes)) : std::string_view();
-        raw = raw.substr(v1_levels_bytes > 0 ? static_cast<size_t>(4 + v1_levels_bytes) : 0);
+        levels_v2 = v1_level_prefix ? raw.substr(4, levels.size()) : std::string_view();
+        raw = raw.substr(v1_level_prefix ? 4 + levels.size() : 0);
         h.definition_bytes = static_cast<int32_t>(levels_v2.size());
         v2 = true;
       }
@@ -249,12 +250,11 @@ Status ChunkEncoder::Impl::DataPage(const Values& v, int64_t from, int64_t to, i
   page_nulls = nulls;
   const int64_t valid = (to - from) - nulls;
   body.clear();
-  v1_levels_bytes = 0;
-  if (nullable && !how.data_page_v2) {  // v1: the levels lead the page, length first
+  v1_level_prefix = nullable && !how.data_page_v2;
+  if (v1_level_prefix) {  // v1: the levels lead the page, length first
     const auto n = static_cast<uint32_t>(levels.size());
     body.append(reinterpret_cast<const char*>(&n), 4);
     body += levels;
-    v1_levels_bytes = static_cast<int64_t>(levels.size());
   }
   if (dict_width > 0) {
     body += static_cast<char>(dict_width);
@@ -373,7 +373,7 @@ Result<EncodedChunk> ChunkEncoder::Encode(const arrow::Array& array, const parqu
   out.offset = sink->size();
   m.sink = sink;
   m.stored_raw = false;
-  m.pages_decided = 0;
+  m.decided = false;
   m.dictionary = Dictionary();
   int dict_width = 0;
   if (how.dictionary_limit > 0 && n > 0 && m.dictionary.Build(v, n, how.dictionary_limit)) {

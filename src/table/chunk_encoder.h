@@ -13,8 +13,9 @@
 // pages are data pages v1 or v2, PLAIN or dictionary-encoded (the whole
 // chunk, or none of it: a dictionary that outgrows its limit is dropped
 // before any page is written), uncompressed or zstd; a chunk whose first
-// page zstd barely shrinks stores its pages uncompressed (min_saving). Statistics are Arrow's
-// own (parquet::Statistics over the page's slice), so their ordering rules
+// page zstd barely shrinks stores its pages uncompressed (min_saving).
+// Statistics are Arrow's own (parquet::Statistics over the page's values,
+// or over a dictionary page's distinct entries), so their ordering rules
 // (signed, unsigned, NaN, -0) are the ones every other file has.
 //
 // Thread-safety: a ChunkEncoder is used by one thread at a time.

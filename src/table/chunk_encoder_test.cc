@@ -59,9 +59,9 @@ std::shared_ptr<arrow::Table> Rows(int64_t rows) {
                                      *data.Finish(), *name.Finish(), *hash.Finish()});
 }
 
-std::shared_ptr<parquet::WriterProperties> Props(bool v2, int64_t dictionary_limit) {
+std::shared_ptr<parquet::WriterProperties> Props(bool v2, int64_t dictionary_limit, int64_t page_rows = 128) {
   parquet::WriterProperties::Builder b;
-  b.compression(arrow::Compression::ZSTD)->max_rows_per_page(128)->enable_write_page_index()->enable_statistics();
+  b.compression(arrow::Compression::ZSTD)->max_rows_per_page(page_rows)->enable_write_page_index()->enable_statistics();
   b.dictionary_pagesize_limit(dictionary_limit);
   if (v2) b.data_page_version(parquet::ParquetDataPageVersion::V2);
   parquet::BloomFilterOptions bloom;
@@ -83,13 +83,15 @@ std::shared_ptr<arrow::Buffer> WithArrow(const arrow::Table& table,
 
 std::shared_ptr<arrow::Buffer> Columnwise(const std::shared_ptr<arrow::Table>& table,
                                           const std::shared_ptr<parquet::WriterProperties>& props,
-                                          int64_t rows_per_group, int64_t room) {
+                                          int64_t rows_per_group, int64_t room,
+                                          double min_saving = kMinCompressionSaving) {
   auto descr = *ParquetSchemaFor(*table->schema(), *props);
   auto column = [&](int c) -> Result<std::shared_ptr<arrow::Array>> {
     return arrow::Concatenate(table->column(c)->chunks());
   };
   auto groups =
-      EncodeColumnwise(*descr, props, table->num_rows(), rows_per_group, column, *arrow::AllocateBuffer(room));
+      EncodeColumnwise(*descr, props, table->num_rows(), rows_per_group, column, *arrow::AllocateBuffer(room),
+                       min_saving);
   EXPECT_TRUE(groups.ok()) << groups.status().ToString();
   auto sink = *arrow::io::BufferOutputStream::Create();
   auto assembler = *ParquetAssembler::Open(sink, table->schema(), props);
@@ -249,29 +251,50 @@ void ExpectPages(const std::shared_ptr<arrow::Buffer>& ours, bool v2);
 // have; values that shrink stay compressed.
 TEST(ColumnwiseTest, PagesZstdCannotShrinkAreStoredUncompressed) {
   std::mt19937_64 rng(3);
-  arrow::BinaryBuilder hash;
+  arrow::BinaryBuilder hash, topic;
   arrow::Int64Builder block;
+  arrow::Int32Builder pick;
   for (int64_t i = 0; i < 20000; ++i) {
     uint64_t words[4] = {rng(), rng(), rng(), rng()};
     ASSERT_TRUE(hash.Append(reinterpret_cast<const uint8_t*>(words), 32).ok());
-    ASSERT_TRUE(block.Append(i / 3).ok());
+    ASSERT_TRUE(block.Append(i / 100).ok());
+    // Nullable and incompressible: its levels move from a v1 body to a v2 page.
+    ASSERT_TRUE((i % 5 == 0 ? topic.AppendNull() : topic.Append(reinterpret_cast<const uint8_t*>(words + 1), 24)).ok());
+    // A dictionary whose random indices do not compress.
+    ASSERT_TRUE((i % 7 == 0 ? pick.AppendNull() : pick.Append(static_cast<int32_t>(rng() % 50000))).ok());
   }
-  auto schema = arrow::schema({arrow::field("hash", arrow::binary(), false), arrow::field("block", arrow::int64())});
-  auto table = arrow::Table::Make(schema, {*hash.Finish(), *block.Finish()});
+  auto schema = arrow::schema({arrow::field("hash", arrow::binary(), false), arrow::field("block", arrow::int64()),
+                               arrow::field("topic", arrow::binary()), arrow::field("pick", arrow::int32())});
+  auto table = arrow::Table::Make(schema, {*hash.Finish(), *block.Finish(), *topic.Finish(), *pick.Finish()});
   for (bool v2 : {false, true}) {
     SCOPED_TRACE(v2 ? "data pages v2" : "data pages v1");
-    auto ours = Columnwise(table, Props(v2, 1024), 20000, 1 << 20);
+    auto ours = Columnwise(table, Props(v2, 256 << 10, 4096), 20000, 1 << 20);
     ASSERT_TRUE(SameRows(*Read(ours), *table));
     ExpectPages(ours, v2);
   }
+  // writer.store_incompressible = false: every page compressed, v1 as asked.
+  auto all = Columnwise(table, Props(false, 256 << 10, 4096), 20000, 1 << 20, 0);
+  ASSERT_TRUE(SameRows(*Read(all), *table));
+  auto reader = Open(all);
+  auto index = reader->GetPageIndexReader()->RowGroup(0)->GetOffsetIndex(0);
+  for (const auto& page : index->page_locations()) {
+    PageHeader h;
+    const uint8_t* body = nullptr;
+    const uint8_t* at = all->data() + page.offset;
+    ASSERT_TRUE(ReadPageHeader(at, at + page.compressed_page_size, &h, &body));
+    EXPECT_EQ(h.type, 0);
+  }
 }
 
-// The hash column's pages are stored v2 and uncompressed; the block
-// column's are compressed, v2 or v1 as asked.
+// The hash and topic columns' pages are stored v2 and uncompressed, and so
+// are pick's, after its dictionary page; block's are compressed, v2 or v1
+// as asked.
 void ExpectPages(const std::shared_ptr<arrow::Buffer>& ours, bool v2) {
   auto reader = Open(ours);
   auto offsets = reader->GetPageIndexReader()->RowGroup(0);
-  for (int c = 0; c < 2; ++c) {
+  EXPECT_TRUE(reader->metadata()->RowGroup(0)->ColumnChunk(3)->has_dictionary_page());
+  for (int c = 0; c < 4; ++c) {
+    const bool raw = c != 1;
     auto index = offsets->GetOffsetIndex(c);
     const auto& pages = index->page_locations();
     ASSERT_GT(pages.size(), 1u);
@@ -280,13 +303,10 @@ void ExpectPages(const std::shared_ptr<arrow::Buffer>& ours, bool v2) {
       const uint8_t* body = nullptr;
       const uint8_t* at = ours->data() + page.offset;
       ASSERT_TRUE(ReadPageHeader(at, at + page.compressed_page_size, &h, &body));
-      EXPECT_EQ(h.type, c == 0 || v2 ? 3 : 0) << c;  // DATA_PAGE_V2, DATA_PAGE
-      if (c == 0) {
-        EXPECT_FALSE(h.is_compressed);
-        EXPECT_EQ(h.compressed, h.uncompressed);
-      } else {
-        EXPECT_LT(h.compressed * 2, h.uncompressed);
-      }
+      EXPECT_EQ(h.type, raw || v2 ? 3 : 0) << c;  // DATA_PAGE_V2, DATA_PAGE
+      // v1 pages are compressed whole; a v2 page says whether it is.
+      EXPECT_EQ(h.is_compressed, !raw) << c;
+      if (raw) EXPECT_EQ(h.compressed, h.uncompressed);
     }
   }
 }

@@ -16,14 +16,15 @@
 namespace sediment::table {
 namespace {
 
-ChunkEncoding EncodingFor(const parquet::ColumnDescriptor& column, const parquet::WriterProperties& props) {
+ChunkEncoding EncodingFor(const parquet::ColumnDescriptor& column, const parquet::WriterProperties& props,
+                          double min_saving) {
   const auto path = column.path();
   ChunkEncoding how;
   how.page_rows = props.max_rows_per_page();
   how.page_bytes = props.data_pagesize();
   how.dictionary_limit = props.dictionary_enabled(path) ? props.dictionary_pagesize_limit() : 0;
   how.data_page_v2 = props.data_page_version() == parquet::ParquetDataPageVersion::V2;
-  how.min_saving = kMinCompressionSaving;
+  how.min_saving = min_saving;
   how.zstd = props.compression(path) == arrow::Compression::ZSTD;
   const int level = props.compression_level(path);
   how.zstd_level = level == arrow::util::kUseDefaultCompressionLevel ? 1 : level;
@@ -112,7 +113,7 @@ bool ColumnwiseEncodable(const parquet::SchemaDescriptor& descr, const parquet::
 Result<std::vector<EncodedRowGroup>> EncodeColumnwise(
     const parquet::SchemaDescriptor& descr, const std::shared_ptr<parquet::WriterProperties>& props, int64_t rows,
     int64_t rows_per_group, const std::function<Result<std::shared_ptr<arrow::Array>>(int c)>& column,
-    std::shared_ptr<arrow::Buffer> buffer) {
+    std::shared_ptr<arrow::Buffer> buffer, double min_saving) {
   return ParquetGuard("encoding a row group", [&]() -> Result<std::vector<EncodedRowGroup>> {
     rows_per_group = std::max<int64_t>(1, rows_per_group);
     const size_t groups = static_cast<size_t>((rows + rows_per_group - 1) / rows_per_group);
@@ -127,7 +128,7 @@ Result<std::vector<EncodedRowGroup>> EncodeColumnwise(
         return Status::Invalid(
             fmt::format("column {} holds {} values for {} rows", descr.Column(c)->name(), values->length(), rows));
       }
-      const ChunkEncoding how = EncodingFor(*descr.Column(c), *props);
+      const ChunkEncoding how = EncodingFor(*descr.Column(c), *props, min_saving);
       for (size_t g = 0; g < groups; ++g) {
         const int64_t from = static_cast<int64_t>(g) * rows_per_group;
         const auto slice = values->Slice(from, std::min(rows_per_group, rows - from));

@@ -27,8 +27,10 @@ class WriterProperties;
 
 namespace sediment::table {
 
-// A data page v2 whose chunk's first page zstd shrinks by less than this is
-// stored uncompressed (ChunkEncoding::min_saving; RocksDB's default too).
+// A chunk whose first sizeable data page zstd shrinks by less than this
+// has all its data pages stored as pages v2, uncompressed, whatever page
+// version the file's others have (ChunkEncoding::min_saving; RocksDB's
+// default for its blocks too).
 inline constexpr double kMinCompressionSaving = 1.0 / 8;
 
 // Whether EncodeColumnwise writes what `props` ask for every column of
@@ -41,9 +43,11 @@ bool ColumnwiseEncodable(const parquet::SchemaDescriptor& descr, const parquet::
 // accepts); each is asked for once, in order, and dropped once encoded.
 // The chunks are written into `buffer` (mutable; a larger one is made if it
 // fills), column after column: a row group's chunks need not be adjacent.
+// `min_saving`: ChunkEncoding's (kMinCompressionSaving, or 0 to compress
+// every page).
 Result<std::vector<EncodedRowGroup>> EncodeColumnwise(
     const parquet::SchemaDescriptor& descr, const std::shared_ptr<parquet::WriterProperties>& props, int64_t rows,
     int64_t rows_per_group, const std::function<Result<std::shared_ptr<arrow::Array>>(int c)>& column,
-    std::shared_ptr<arrow::Buffer> buffer);
+    std::shared_ptr<arrow::Buffer> buffer, double min_saving = kMinCompressionSaving);
 
 }  // namespace sediment::table

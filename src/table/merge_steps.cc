@@ -347,8 +347,9 @@ Result<std::vector<EncodedRowGroup>> EncodePlainStep(const StepInputs& in, const
   int64_t rows_per_group = in.settings->max_row_group_rows;
   if (sizes.rows > 0 && sizes.uncompressed > 0) {
     const double per_row = static_cast<double>(sizes.uncompressed) / static_cast<double>(sizes.rows);
-    rows_per_group = std::min<int64_t>(
-        rows_per_group, std::max<int64_t>(1, static_cast<int64_t>(in.settings->max_row_group_bytes / per_row)));
+    const double fit =
+        std::min<double>(static_cast<double>(rows_per_group), in.settings->max_row_group_bytes / per_row);
+    rows_per_group = std::max<int64_t>(1, static_cast<int64_t>(fit));
   }
   PlainTableBuilder builder(in.stored_schema, *in.descr);
   Status failed;  // a decode error, named by its input
@@ -374,7 +375,8 @@ Result<std::vector<EncodedRowGroup>> EncodePlainStep(const StepInputs& in, const
   auto buffer = in.buffers->Take(room);
   if (!buffer.ok()) return in.Named(step.pieces.front().input, buffer.status());
   auto encoded =
-      sediment::table::EncodeColumnwise(*in.descr, in.props, sizes.rows, rows_per_group, column, std::move(*buffer));
+      sediment::table::EncodeColumnwise(*in.descr, in.props, sizes.rows, rows_per_group, column, std::move(*buffer),
+                                        in.settings->store_incompressible ? kMinCompressionSaving : 0);
   if (!encoded.ok() && failed.ok()) return in.Named(step.pieces.front().input, encoded.status());
   return encoded;
 }

@@ -47,6 +47,7 @@ Result<WriterSettings> WriterSettings::FromConfig(const WriterConfig& writer) {
   s.max_row_group_bytes = writer.max_row_group_mb << 20;
   s.max_row_group_rows = writer.max_row_group_rows;
   s.bloom_filter_columns = writer.bloom_filter_columns;
+  s.store_incompressible = writer.store_incompressible;
   return s;
 }
 
