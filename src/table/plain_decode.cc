@@ -208,6 +208,9 @@ PlainTableBuilder::~PlainTableBuilder() = default;
 
 Status PlainTableBuilder::ReserveColumn(int c, int64_t rows, int64_t uncompressed) {
   Column& col = *columns_[static_cast<size_t>(c)];
+  if (rows < 0 || uncompressed < 0 || (col.width > 0 && rows > INT64_MAX / col.width)) {
+    return col.Invalid(fmt::format("{} rows of {} bytes: more than can be held", rows, uncompressed));
+  }
   if (col.nullable) ARROW_RETURN_NOT_OK(col.validity.Reserve(rows));
   if (col.width > 0) return col.values.Reserve(rows * col.width);
   ARROW_RETURN_NOT_OK(col.offsets.Reserve(rows + 1));
