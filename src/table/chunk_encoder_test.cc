@@ -89,9 +89,8 @@ std::shared_ptr<arrow::Buffer> Columnwise(const std::shared_ptr<arrow::Table>& t
   auto column = [&](int c) -> Result<std::shared_ptr<arrow::Array>> {
     return arrow::Concatenate(table->column(c)->chunks());
   };
-  auto groups =
-      EncodeColumnwise(*descr, props, table->num_rows(), rows_per_group, column, *arrow::AllocateBuffer(room),
-                       min_saving);
+  auto groups = EncodeColumnwise(*descr, props, table->num_rows(), rows_per_group, column, *arrow::AllocateBuffer(room),
+                                 min_saving);
   EXPECT_TRUE(groups.ok()) << groups.status().ToString();
   auto sink = *arrow::io::BufferOutputStream::Create();
   auto assembler = *ParquetAssembler::Open(sink, table->schema(), props);

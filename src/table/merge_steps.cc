@@ -342,15 +342,8 @@ Result<std::vector<EncodedRowGroup>> EncodePlainStep(const StepInputs& in, const
     bytes[k] = *got;
   }
   ARROW_ASSIGN_OR_RAISE(const StepSizes sizes, SizesOf(in, step));
-  // Near max_row_group_bytes of PLAIN values per row group too (EncodeForSegment
-  // measures Arrow's buffers; this, the pages the planner added up).
-  int64_t rows_per_group = in.settings->max_row_group_rows;
-  if (sizes.rows > 0 && sizes.uncompressed > 0) {
-    const double per_row = static_cast<double>(sizes.uncompressed) / static_cast<double>(sizes.rows);
-    const double fit =
-        std::min<double>(static_cast<double>(rows_per_group), in.settings->max_row_group_bytes / per_row);
-    rows_per_group = std::max<int64_t>(1, static_cast<int64_t>(fit));
-  }
+  // Sized by the PLAIN pages the planner added up (EncodeForSegment: Arrow's buffers).
+  const int64_t rows_per_group = in.settings->RowsPerGroup(sizes.rows, sizes.uncompressed);
   PlainTableBuilder builder(in.stored_schema, *in.descr);
   Status failed;  // a decode error, named by its input
   auto column = [&](int c) -> Result<std::shared_ptr<arrow::Array>> {

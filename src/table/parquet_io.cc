@@ -86,22 +86,21 @@ std::shared_ptr<parquet::WriterProperties> WriterSettings::Properties(const arro
   return props.build();
 }
 
+int64_t WriterSettings::RowsPerGroup(int64_t rows, int64_t bytes) const {
+  if (rows <= 0 || bytes <= 0) return max_row_group_rows;
+  const double per_row = static_cast<double>(bytes) / static_cast<double>(rows);
+  const double fit = std::min<double>(static_cast<double>(max_row_group_rows), max_row_group_bytes / per_row);
+  return std::max<int64_t>(1, static_cast<int64_t>(fit));
+}
+
 Result<std::vector<EncodedRowGroup>> EncodeForSegment(const std::shared_ptr<arrow::Table>& table,
                                                       const WriterSettings& settings,
                                                       const std::shared_ptr<parquet::WriterProperties>& props) {
-  int64_t rows_per_group = settings.max_row_group_rows;
-  if (table->num_rows() > 0) {
-    // Stay near max_row_group_bytes of memory per row group too.
-    int64_t bytes = 0;
-    for (const auto& column : table->columns()) {
-      for (const auto& chunk : column->chunks()) bytes += arrow::util::TotalBufferSize(*chunk->data());
-    }
-    double per_row = static_cast<double>(bytes) / static_cast<double>(table->num_rows());
-    if (per_row > 0) {
-      rows_per_group = std::min<int64_t>(
-          rows_per_group, std::max<int64_t>(1, static_cast<int64_t>(settings.max_row_group_bytes / per_row)));
-    }
+  int64_t bytes = 0;
+  for (const auto& column : table->columns()) {
+    for (const auto& chunk : column->chunks()) bytes += arrow::util::TotalBufferSize(*chunk->data());
   }
+  const int64_t rows_per_group = settings.RowsPerGroup(table->num_rows(), bytes);
   // Stored as the files store them (table/stored_types.h).
   ARROW_ASSIGN_OR_RAISE(auto stored, Retype(table, StoredSchema(table->schema())));
   return EncodeRowGroups(*stored, props, rows_per_group);

@@ -67,6 +67,9 @@ struct WriterSettings {
   bool store_incompressible = true;
 
   static Result<WriterSettings> FromConfig(const WriterConfig& writer);
+  // Rows per row group for `rows` rows that take `bytes`: at most
+  // max_row_group_rows, and near max_row_group_bytes per row group too.
+  int64_t RowsPerGroup(int64_t rows, int64_t bytes) const;
   // How files of `schema` are encoded in `layout`: codec, statistics, page
   // index, bloom filters, and dictionaries for kFinal.
   std::shared_ptr<parquet::WriterProperties> Properties(const arrow::Schema& schema, FileLayout layout) const;
