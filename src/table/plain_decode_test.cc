@@ -202,5 +202,21 @@ TEST(PlainDecodeTest, AStoredFixedBinaryValueOfAnotherLengthIsRefused) {
       << got.status.message();
 }
 
+// A hostile footer's row count or size cannot make a reservation overflow:
+// the column is named, nothing is reserved, and the builder still works.
+TEST(PlainDecodeTest, SizesThatOverflowAreRefusedByColumn) {
+  auto table = Sample(10, 0);
+  auto expected = *ParquetSchemaFor(*table->schema(), *parquet::default_writer_properties());
+  PlainTableBuilder builder(table->schema(), *expected);
+  Status st = builder.ReserveColumn(0, INT64_MAX / 4, 0);  // block: 8 bytes a row
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("block"), std::string::npos) << st.ToString();
+  EXPECT_FALSE(builder.ReserveColumn(6, 10, -1).ok());  // data: a negative size
+  EXPECT_TRUE(builder.ReserveColumn(0, 10, 0).ok());
+  auto column = builder.FinishColumn(0);
+  ASSERT_TRUE(column.ok());
+  EXPECT_EQ((*column)->length(), 0);
+}
+
 }  // namespace
 }  // namespace sediment::table
