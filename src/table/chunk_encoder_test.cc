@@ -89,8 +89,10 @@ std::shared_ptr<arrow::Buffer> Columnwise(const std::shared_ptr<arrow::Table>& t
   auto column = [&](int c) -> Result<std::shared_ptr<arrow::Array>> {
     return arrow::Concatenate(table->column(c)->chunks());
   };
+  // One encoder for every test: its scratch, kept from call to call, must not leak into the next chunk.
+  static ChunkEncoder encoder;
   auto groups = EncodeColumnwise(*descr, props, table->num_rows(), rows_per_group, column, *arrow::AllocateBuffer(room),
-                                 min_saving);
+                                 &encoder, min_saving);
   EXPECT_TRUE(groups.ok()) << groups.status().ToString();
   auto sink = *arrow::io::BufferOutputStream::Create();
   auto assembler = *ParquetAssembler::Open(sink, table->schema(), props);

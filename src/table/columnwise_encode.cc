@@ -113,12 +113,11 @@ bool ColumnwiseEncodable(const parquet::SchemaDescriptor& descr, const parquet::
 Result<std::vector<EncodedRowGroup>> EncodeColumnwise(
     const parquet::SchemaDescriptor& descr, const std::shared_ptr<parquet::WriterProperties>& props, int64_t rows,
     int64_t rows_per_group, const std::function<Result<std::shared_ptr<arrow::Array>>(int c)>& column,
-    std::shared_ptr<arrow::Buffer> buffer, double min_saving) {
+    std::shared_ptr<arrow::Buffer> buffer, ChunkEncoder* encoder, double min_saving) {
   return ParquetGuard("encoding a row group", [&]() -> Result<std::vector<EncodedRowGroup>> {
     rows_per_group = std::max<int64_t>(1, rows_per_group);
     const size_t groups = static_cast<size_t>((rows + rows_per_group - 1) / rows_per_group);
     std::vector<std::vector<EncodedChunk>> chunks(groups, std::vector<EncodedChunk>(descr.num_columns()));
-    ChunkEncoder encoder;
     ChunkSink sink(std::move(buffer));
     // Parquet's magic first: an offset of 0 reads as "none".
     ARROW_RETURN_NOT_OK(sink.Append("PAR1"));
@@ -132,7 +131,7 @@ Result<std::vector<EncodedRowGroup>> EncodeColumnwise(
       for (size_t g = 0; g < groups; ++g) {
         const int64_t from = static_cast<int64_t>(g) * rows_per_group;
         const auto slice = values->Slice(from, std::min(rows_per_group, rows - from));
-        ARROW_ASSIGN_OR_RAISE(chunks[g][c], encoder.Encode(*slice, *descr.Column(c), how, &sink));
+        ARROW_ASSIGN_OR_RAISE(chunks[g][c], encoder->Encode(*slice, *descr.Column(c), how, &sink));
       }
     }
     return Describe(descr, props, chunks, sink.buffer());

@@ -27,6 +27,8 @@ class WriterProperties;
 
 namespace sediment::table {
 
+class ChunkEncoder;
+
 // A chunk whose first sizeable data page zstd shrinks by less than this
 // has all its data pages stored as pages v2, uncompressed, whatever page
 // version the file's others have (ChunkEncoding::min_saving; RocksDB's
@@ -44,10 +46,10 @@ bool ColumnwiseEncodable(const parquet::SchemaDescriptor& descr, const parquet::
 // The chunks are written into `buffer` (mutable; a larger one is made if it
 // fills), column after column: a row group's chunks need not be adjacent.
 // `min_saving`: ChunkEncoding's (kMinCompressionSaving, or 0 to compress
-// every page).
+// every page). `encoder` is reused (its scratch kept from call to call).
 Result<std::vector<EncodedRowGroup>> EncodeColumnwise(
     const parquet::SchemaDescriptor& descr, const std::shared_ptr<parquet::WriterProperties>& props, int64_t rows,
     int64_t rows_per_group, const std::function<Result<std::shared_ptr<arrow::Array>>(int c)>& column,
-    std::shared_ptr<arrow::Buffer> buffer, double min_saving = kMinCompressionSaving);
+    std::shared_ptr<arrow::Buffer> buffer, ChunkEncoder* encoder, double min_saving = kMinCompressionSaving);
 
 }  // namespace sediment::table

@@ -59,9 +59,12 @@ class StepPipeline {
         wholes_(std::make_shared<Wholes>(inputs.size())),
         reads_(ctx, table, inputs),
         planner_(descr, *props, *ctx.file_settings, layout),
-        // Workers fill `window` steps and this thread writes one: buffers for all of them.
+        // Workers fill `window` steps; the window is filled again only once
+        // this thread has written the one it took (MergeSegments), so
+        // `window` buffers serve them all.
         step_inputs_{ctx.blobs,
-                     std::make_shared<StepBuffers>(window_ + 1),
+                     std::make_shared<StepBuffers>(window_),
+                     std::make_shared<StepScratches>(window_),
                      footers_.get(),
                      wholes_.get(),
                      &inputs,
@@ -75,8 +78,9 @@ class StepPipeline {
   Status Fill();
   // Whether every step was taken.
   bool done() const { return ahead_.empty(); }
-  // The next step's result, in order (REQUIRES: !done()), and its kind; the
-  // window filled again behind it.
+  // The next step's result, in order (REQUIRES: !done()), and its kind. The
+  // caller fills the window again (Fill) once it has dropped the result:
+  // the next step then takes the buffers this one gave back.
   Result<Prepared> Next(StepKind* kind);
   // The most buffers held at once for local inputs.
   int64_t most_buffers() { return step_inputs_.buffers->most_held(); }
@@ -133,7 +137,6 @@ Result<Prepared> StepPipeline::Next(StepKind* kind) {
   ahead_.pop_front();
   if (!ready.ok()) return ready.status();
   *kind = steps_[done_++].kind;
-  ARROW_RETURN_NOT_OK(Fill());
   ReleaseFooters();
   return ready;
 }
@@ -196,10 +199,13 @@ Result<SegmentRecord> MergeSegments(const MergeContext& ctx, const TableInfo& ta
   int64_t rows = 0;
   while (!pipeline.done()) {
     if (*ctx.stopping) return Status::Cancelled("server stopping");
-    StepKind kind = StepKind::kEncode;
-    ARROW_ASSIGN_OR_RAISE(Prepared ready, pipeline.Next(&kind));
-    if (stats) CountStep(kind, ready, stats);
-    ARROW_RETURN_NOT_OK(AppendStep(writer.get(), ready, &rows));
+    {
+      StepKind kind = StepKind::kEncode;
+      ARROW_ASSIGN_OR_RAISE(Prepared ready, pipeline.Next(&kind));
+      if (stats) CountStep(kind, ready, stats);
+      ARROW_RETURN_NOT_OK(AppendStep(writer.get(), ready, &rows));
+    }  // its buffers given back, for the step submitted next
+    ARROW_RETURN_NOT_OK(pipeline.Fill());
   }
   if (stats) stats->step_buffers = std::max(stats->step_buffers, pipeline.most_buffers());
   ARROW_ASSIGN_OR_RAISE(FileFacts facts, writer->Finish());

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "table/chunk_encoder.h"
 #include "table/columnwise_encode.h"
 #include "table/merge_steps_internal.h"
 #include "table/parquet_guard_internal.h"
@@ -64,6 +65,34 @@ void StepBuffers::Give(std::unique_ptr<arrow::ResizableBuffer> buffer) {
   } else {
     --held_;
   }
+}
+
+struct StepScratch {
+  ChunkEncoder encoder;
+  PlainColumnBuffers columns;
+  std::unique_ptr<arrow::ResizableBuffer> chunk;  // a column chunk read from a local file
+};
+
+StepScratches::StepScratches(size_t keep) : keep_(keep) { free_.reserve(keep); }
+StepScratches::~StepScratches() = default;
+
+std::shared_ptr<StepScratch> StepScratches::Take() {
+  std::unique_ptr<StepScratch> scratch;
+  {
+    std::lock_guard lock(mu_);
+    if (!free_.empty()) {
+      scratch = std::move(free_.back());
+      free_.pop_back();
+    }
+  }
+  if (!scratch) scratch = std::make_unique<StepScratch>();
+  return std::shared_ptr<StepScratch>(
+      scratch.release(), [self = shared_from_this()](StepScratch* s) { self->Give(std::unique_ptr<StepScratch>(s)); });
+}
+
+void StepScratches::Give(std::unique_ptr<StepScratch> scratch) {
+  std::lock_guard lock(mu_);
+  if (free_.size() < keep_) free_.push_back(std::move(scratch));  // no allocation: reserved
 }
 
 Status StepInputs::Named(size_t input, const Status& st) const {
@@ -254,6 +283,63 @@ struct Fetch {
   arrow::Future<std::shared_ptr<arrow::Buffer>> bytes;
 };
 
+// Where a plain step's column chunks come from: each row group's bytes as
+// fetched whole, or (no fetches: local files) each chunk read into the
+// scratch's buffer when its column is decoded.
+struct ChunkReads {
+  const StepInputs& in;
+  const Step& step;
+  const std::vector<Fetch>& fetches;
+  const std::vector<std::shared_ptr<arrow::Buffer>>& fetched;
+  StepScratch* scratch;
+  std::vector<std::shared_ptr<arrow::io::RandomAccessFile>> files{};  // per piece; empty when fetched
+
+  Status OpenFiles() {
+    files.resize(step.pieces.size());
+    for (size_t k = 0; k < step.pieces.size(); ++k) {
+      const size_t input = step.pieces[k].input;
+      if (k > 0 && step.pieces[k - 1].input == input) {
+        files[k] = files[k - 1];
+        continue;
+      }
+      const auto& s = (*in.inputs)[input];
+      auto file = in.blobs->OpenReaderSized(s.path, s.stored_bytes);
+      if (!file.ok()) return in.Named(input, file.status());
+      files[k] = std::move(*file);
+    }
+    return Status::OK();
+  }
+
+  // Piece k's chunk of column c (`rg` is its row group); `begin`: the file
+  // offset the bytes start at.
+  Result<std::string_view> Chunk(size_t k, int c, const parquet::RowGroupMetaData& rg, int64_t* begin) {
+    if (files.empty()) {
+      *begin = fetches[k].begin;
+      return std::string_view(reinterpret_cast<const char*>(fetched[k]->data()),
+                              static_cast<size_t>(fetched[k]->size()));
+    }
+    const auto cc = rg.ColumnChunk(c);
+    const int64_t at = cc->data_page_offset(), size = cc->total_compressed_size();
+    const int64_t file_bytes = (*in.inputs)[step.pieces[k].input].stored_bytes;
+    if (at < 0 || size < 0 || at > file_bytes || size > file_bytes - at) {
+      return Status::Invalid(fmt::format("column {}: its chunk of {} bytes at {} lies outside the file's {} bytes",
+                                         in.descr->Column(c)->name(), size, at, file_bytes));
+    }
+    auto& buffer = scratch->chunk;
+    if (!buffer) {
+      ARROW_ASSIGN_OR_RAISE(buffer, arrow::AllocateResizableBuffer(size));
+    }
+    ARROW_RETURN_NOT_OK(buffer->Resize(size, /*shrink_to_fit=*/false));
+    ARROW_ASSIGN_OR_RAISE(const int64_t n, files[k]->ReadAt(at, size, buffer->mutable_data()));
+    if (n != size) {
+      return Status::IOError(
+          fmt::format("column {}: read {} of its chunk's {} bytes at {}", in.descr->Column(c)->name(), n, size, at));
+    }
+    *begin = at;
+    return std::string_view(reinterpret_cast<const char*>(buffer->data()), static_cast<size_t>(size));
+  }
+};
+
 // Whether piece `p` is PLAIN pages that PlainTableBuilder reads.
 bool PieceIsPlain(const StepInputs& in, const Piece& p) {
   const auto& footer = *(*in.footers)[p.input];
@@ -332,11 +418,14 @@ Result<StepSizes> SizesOf(const StepInputs& in, const Step& step) {
 
 // A step of plain pieces only, decoded and encoded one column at a time
 // (columnwise_encode.h): the column's values of every piece, then its
-// chunks. The fetched bytes are kept until the last column.
+// chunks. Local files are read a column chunk at a time, as their column is
+// decoded, so a step holds one column's bytes; on object storage each row
+// group was fetched whole (`fetches`), a request costing more than its
+// bytes, and is kept until the last column.
 Result<std::vector<EncodedRowGroup>> EncodePlainStep(const StepInputs& in, const Step& step,
                                                      std::vector<Fetch>& fetches) {
-  std::vector<std::shared_ptr<arrow::Buffer>> bytes(step.pieces.size());
-  for (size_t k = 0; k < step.pieces.size(); ++k) {
+  std::vector<std::shared_ptr<arrow::Buffer>> bytes(fetches.size());
+  for (size_t k = 0; k < fetches.size(); ++k) {
     auto got = fetches[k].bytes.result();
     if (!got.ok()) return in.Named(step.pieces[k].input, got.status());
     bytes[k] = *got;
@@ -344,16 +433,21 @@ Result<std::vector<EncodedRowGroup>> EncodePlainStep(const StepInputs& in, const
   ARROW_ASSIGN_OR_RAISE(const StepSizes sizes, SizesOf(in, step));
   // Sized by the PLAIN pages the planner added up (EncodeForSegment: Arrow's buffers).
   const int64_t rows_per_group = in.settings->RowsPerGroup(sizes.rows, sizes.uncompressed);
+  std::shared_ptr<StepScratch> scratch = in.scratches->Take();
+  ChunkReads reads{in, step, fetches, bytes, scratch.get()};
+  if (fetches.empty()) ARROW_RETURN_NOT_OK(reads.OpenFiles());
   PlainTableBuilder builder(in.stored_schema, *in.descr);
+  builder.ReuseBuffers(&scratch->columns);
   Status failed;  // a decode error, named by its input
   auto column = [&](int c) -> Result<std::shared_ptr<arrow::Array>> {
     failed = builder.ReserveColumn(c, sizes.rows, sizes.column_bytes[c]);
     if (!failed.ok()) return failed = in.Named(step.pieces.front().input, failed);
     for (size_t k = 0; k < step.pieces.size() && failed.ok(); ++k) {
       const Piece& p = step.pieces[k];
-      const std::string_view view(reinterpret_cast<const char*>(bytes[k]->data()),
-                                  static_cast<size_t>(bytes[k]->size()));
-      failed = builder.AppendColumn(c, *(*in.footers)[p.input]->RowGroup(p.row_group), view, fetches[k].begin);
+      const auto rg = (*in.footers)[p.input]->RowGroup(p.row_group);
+      int64_t begin = 0;
+      auto chunk = reads.Chunk(k, c, *rg, &begin);
+      failed = chunk.ok() ? builder.AppendColumn(c, *rg, *chunk, begin) : chunk.status();
       if (!failed.ok()) failed = in.Named(p.input, failed);
     }
     if (!failed.ok()) return failed;
@@ -367,9 +461,9 @@ Result<std::vector<EncodedRowGroup>> EncodePlainStep(const StepInputs& in, const
                        groups * in.descr->num_columns() * (in.props->dictionary_pagesize_limit() + (64 << 10));
   auto buffer = in.buffers->Take(room);
   if (!buffer.ok()) return in.Named(step.pieces.front().input, buffer.status());
-  auto encoded =
-      sediment::table::EncodeColumnwise(*in.descr, in.props, sizes.rows, rows_per_group, column, std::move(*buffer),
-                                        in.settings->store_incompressible ? kMinCompressionSaving : 0);
+  auto encoded = sediment::table::EncodeColumnwise(*in.descr, in.props, sizes.rows, rows_per_group, column,
+                                                   std::move(*buffer), &scratch->encoder,
+                                                   in.settings->store_incompressible ? kMinCompressionSaving : 0);
   if (!encoded.ok() && failed.ok()) return in.Named(step.pieces.front().input, encoded.status());
   return encoded;
 }
@@ -378,7 +472,18 @@ Result<std::vector<EncodedRowGroup>> EncodePlainStep(const StepInputs& in, const
 // one request each, several in flight, then decoded from memory: from their
 // PLAIN pages where they are such (head files), else through Arrow.
 Result<Prepared> ProduceEncoded(const StepInputs& in, const Step& step) {
+  const bool plain =
+      std::all_of(step.pieces.begin(), step.pieces.end(), [&](const Piece& p) { return PieceIsPlain(in, p); }) &&
+      ColumnwiseEncodable(*in.descr, *in.props);
+  Prepared out;
   std::vector<Fetch> fetches;
+  if (plain && !in.blobs->Remote()) {  // read by column chunks (EncodePlainStep)
+    // A hostile size may throw (an allocation): an error naming the step's first input, not a crash.
+    ARROW_ASSIGN_OR_RAISE(out.row_groups, ParquetGuard((*in.inputs)[step.pieces.front().input].path,
+                                                       [&]() { return EncodePlainStep(in, step, fetches); }));
+    out.plain_decoded += static_cast<int64_t>(step.pieces.size());
+    return out;
+  }
   for (const Piece& p : step.pieces) {
     const auto& s = (*in.inputs)[p.input];
     auto file = in.blobs->OpenReaderSized(s.path, s.stored_bytes);
@@ -386,9 +491,7 @@ Result<Prepared> ProduceEncoded(const StepInputs& in, const Step& step) {
     auto [begin, end] = RowGroupByteRange(*(*in.footers)[p.input]->RowGroup(p.row_group));
     fetches.push_back(Fetch{*file, begin, (*file)->ReadAsync(arrow::io::default_io_context(), begin, end - begin)});
   }
-  Prepared out;
-  if (std::all_of(step.pieces.begin(), step.pieces.end(), [&](const Piece& p) { return PieceIsPlain(in, p); }) &&
-      ColumnwiseEncodable(*in.descr, *in.props)) {
+  if (plain) {
     // A hostile size may throw (an allocation): an error naming the step's first input, not a crash.
     ARROW_ASSIGN_OR_RAISE(out.row_groups, ParquetGuard((*in.inputs)[step.pieces.front().input].path,
                                                        [&]() { return EncodePlainStep(in, step, fetches); }));

@@ -52,6 +52,27 @@ class StepBuffers : public std::enable_shared_from_this<StepBuffers> {
   int64_t held_ = 0, most_held_ = 0;                           // GUARDED_BY(mu_)
 };
 
+// What a step of plain pieces decodes and encodes with (merge_steps.cc): a
+// chunk encoder, the buffers a column is decoded into, and one for the
+// column chunks read. Kept from step to step like StepBuffers, for the
+// same reason: pages faulted in once, not freed and held by the allocator.
+struct StepScratch;
+class StepScratches : public std::enable_shared_from_this<StepScratches> {
+ public:
+  explicit StepScratches(size_t keep);
+  ~StepScratches();
+
+  // A scratch, given back when the last reference goes.
+  std::shared_ptr<StepScratch> Take();
+
+ private:
+  void Give(std::unique_ptr<StepScratch> scratch);
+
+  const size_t keep_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<StepScratch>> free_;  // GUARDED_BY(mu_)
+};
+
 // What a step made, ready for the writer: row groups to copy, or a run of pages.
 struct Prepared {
   std::vector<EncodedRowGroup> row_groups;
@@ -63,6 +84,7 @@ struct Prepared {
 struct StepInputs {
   blob::BlobStore* blobs = nullptr;
   std::shared_ptr<StepBuffers> buffers;
+  std::shared_ptr<StepScratches> scratches;
   const Footers* footers = nullptr;
   const Wholes* wholes = nullptr;
   const std::vector<SegmentRecord>* inputs = nullptr;

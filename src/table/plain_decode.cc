@@ -206,10 +206,35 @@ PlainTableBuilder::PlainTableBuilder(std::shared_ptr<arrow::Schema> schema, cons
 
 PlainTableBuilder::~PlainTableBuilder() = default;
 
+namespace {
+
+// `kept` emptied for a builder to write into, or a new buffer if an array
+// still holds it.
+Result<arrow::BufferBuilder> EmptiedFor(std::shared_ptr<arrow::ResizableBuffer>& kept) {
+  if (!kept || kept.use_count() > 1) {
+    ARROW_ASSIGN_OR_RAISE(kept, arrow::AllocateResizableBuffer(0));
+  }
+  ARROW_RETURN_NOT_OK(kept->Resize(0, /*shrink_to_fit=*/false));
+  return arrow::BufferBuilder(kept);
+}
+
+}  // namespace
+
 Status PlainTableBuilder::ReserveColumn(int c, int64_t rows, int64_t uncompressed) {
   Column& col = *columns_[static_cast<size_t>(c)];
   if (rows < 0 || uncompressed < 0 || (col.width > 0 && rows > INT64_MAX / col.width)) {
     return col.Invalid(fmt::format("{} rows of {} bytes: more than can be held", rows, uncompressed));
+  }
+  if (reuse_ && col.length == 0) {
+    if (col.nullable) {
+      ARROW_ASSIGN_OR_RAISE(auto bits, EmptiedFor(reuse_->validity));
+      col.validity = arrow::TypedBufferBuilder<bool>(std::move(bits));
+    }
+    ARROW_ASSIGN_OR_RAISE(col.values, EmptiedFor(reuse_->values));
+    if (col.width == 0) {
+      ARROW_ASSIGN_OR_RAISE(auto offsets, EmptiedFor(reuse_->offsets));
+      col.offsets = arrow::TypedBufferBuilder<int32_t>(std::move(offsets));
+    }
   }
   if (col.nullable) ARROW_RETURN_NOT_OK(col.validity.Reserve(rows));
   if (col.width > 0) return col.values.Reserve(rows * col.width);
@@ -269,16 +294,17 @@ Status PlainTableBuilder::Append(const parquet::RowGroupMetaData& rg, std::strin
 Result<std::shared_ptr<arrow::Array>> PlainTableBuilder::FinishColumn(int c) {
   Column& col = *columns_[static_cast<size_t>(c)];
   std::shared_ptr<arrow::Buffer> bitmap, data, offsets;
+  const bool shrink = reuse_ == nullptr;  // reused buffers keep their capacity
   if (col.nullable && col.nulls > 0) {
-    ARROW_RETURN_NOT_OK(col.validity.Finish(&bitmap));
+    ARROW_RETURN_NOT_OK(col.validity.Finish(&bitmap, shrink));
   } else {
     col.validity.Reset();
   }
-  ARROW_RETURN_NOT_OK(col.values.Finish(&data));
+  ARROW_RETURN_NOT_OK(col.values.Finish(&data, shrink));
   std::vector<std::shared_ptr<arrow::Buffer>> buffers = {bitmap, data};
   if (col.width == 0) {
     if (col.offsets.length() == 0) ARROW_RETURN_NOT_OK(col.offsets.Append(0));
-    ARROW_RETURN_NOT_OK(col.offsets.Finish(&offsets));
+    ARROW_RETURN_NOT_OK(col.offsets.Finish(&offsets, shrink));
     buffers = {bitmap, offsets, data};
   }
   auto array = arrow::MakeArray(arrow::ArrayData::Make(col.field->type(), col.length, std::move(buffers), col.nulls));

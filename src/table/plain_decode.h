@@ -30,6 +30,7 @@
 namespace arrow {
 class Array;
 class DataType;
+class ResizableBuffer;
 class Schema;
 class Table;
 }  // namespace arrow
@@ -53,6 +54,14 @@ int PlainWidth(const parquet::ColumnDescriptor& column, const arrow::DataType& t
 bool PlainDecodable(const parquet::RowGroupMetaData& rg, const parquet::SchemaDescriptor& descr,
                     const parquet::SchemaDescriptor& expected, const arrow::Schema& schema);
 
+// Buffers a builder decodes one column into, kept from column to column and
+// from builder to builder (a merge's steps): each column then writes into
+// pages already faulted in, not into new ones the allocator keeps resident
+// after they are freed.
+struct PlainColumnBuffers {
+  std::shared_ptr<arrow::ResizableBuffer> validity, values, offsets;
+};
+
 class PlainTableBuilder {
  public:
   // A table of `schema`, which is written as `descr` (it must outlive the builder).
@@ -74,6 +83,10 @@ class PlainTableBuilder {
   // these for every column. AppendColumn checks what Append does, for column
   // `c` alone; FinishColumn gives its array and drops the builder's buffers.
   Status ReserveColumn(int c, int64_t rows, int64_t uncompressed);
+  // ReserveColumn builds into `reuse` (kept by the caller, used by one
+  // builder at a time) where no array FinishColumn gave still holds them,
+  // and FinishColumn keeps their capacity.
+  void ReuseBuffers(PlainColumnBuffers* reuse) { reuse_ = reuse; }
   Status AppendColumn(int c, const parquet::RowGroupMetaData& rg, std::string_view bytes, int64_t begin);
   Result<std::shared_ptr<arrow::Array>> FinishColumn(int c);
 
@@ -82,6 +95,7 @@ class PlainTableBuilder {
   std::shared_ptr<arrow::Schema> schema_;
   std::vector<std::unique_ptr<Column>> columns_;
   int64_t rows_ = 0;
+  PlainColumnBuffers* reuse_ = nullptr;
 };
 
 }  // namespace sediment::table

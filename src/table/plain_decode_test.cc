@@ -218,5 +218,41 @@ TEST(PlainDecodeTest, SizesThatOverflowAreRefusedByColumn) {
   EXPECT_EQ((*column)->length(), 0);
 }
 
+// Columns decoded one after another into reused buffers (a merge's steps):
+// each equals Arrow's reading of it, across builders, and an array still
+// held when the next column is decoded keeps its values (the next one gets
+// new buffers).
+TEST(PlainDecodeTest, ReusedBuffersGiveEachColumnItsOwnValues) {
+  auto table = Sample(700, 3);
+  auto file = Encode(*table, 250, /*v2=*/false);
+  auto md = parquet::ParquetFileReader::Open(std::make_shared<arrow::io::BufferReader>(file))->metadata();
+  auto expected = *ParquetSchemaFor(*table->schema(), *parquet::default_writer_properties());
+  auto want = ReadWithArrow(file);
+  PlainColumnBuffers reuse;
+  std::vector<std::shared_ptr<arrow::Array>> held;
+  for (int pass = 0; pass < 2; ++pass) {
+    SCOPED_TRACE(pass == 0 ? "each array dropped" : "every array held");
+    PlainTableBuilder builder(table->schema(), *expected);
+    builder.ReuseBuffers(&reuse);
+    for (int c = 0; c < table->num_columns(); ++c) {
+      ASSERT_TRUE(builder.ReserveColumn(c, md->num_rows(), 64).ok());
+      for (int i = 0; i < md->num_row_groups(); ++i) {
+        auto rg = md->RowGroup(i);
+        auto [begin, end] = RowGroupByteRange(*rg);
+        std::string_view bytes(reinterpret_cast<const char*>(file->data()) + begin, static_cast<size_t>(end - begin));
+        ASSERT_TRUE(builder.AppendColumn(c, *rg, bytes, begin).ok());
+      }
+      auto column = builder.FinishColumn(c);
+      ASSERT_TRUE(column.ok());
+      EXPECT_TRUE((*column)->Equals(*want->column(c)->chunk(0))) << table->schema()->field(c)->name();
+      EXPECT_TRUE((*column)->ValidateFull().ok());
+      if (pass == 1) held.push_back(*column);
+    }
+  }
+  for (int c = 0; c < table->num_columns(); ++c) {
+    EXPECT_TRUE(held[static_cast<size_t>(c)]->Equals(*want->column(c)->chunk(0))) << table->schema()->field(c)->name();
+  }
+}
+
 }  // namespace
 }  // namespace sediment::table
