@@ -40,6 +40,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -395,6 +396,8 @@ def main():
                     help="local shapes; none (--shapes alone) runs only the MinIO shape")
     ap.add_argument("--row-group-rows", type=int, default=131072)
     ap.add_argument("--repeat", type=int, default=15, help="runs of each query")
+    ap.add_argument("--query-rounds", type=int, default=3,
+                    help="rounds of the queries, each file first in turn; the median of the rounds is reported")
     ap.add_argument("--merge-runs", type=int, default=1,
                     help="runs of each local merge (every engine); the median time is reported")
     ap.add_argument("--iceberg", action="store_true",
@@ -447,13 +450,18 @@ def main():
                 lo = probe["block_num"][mid].as_py()
                 addr = probe["address"][mid].as_py().hex()
                 topic = probe["topic0"][mid].as_py().hex()
+                # Rounds with the files in turn first (the machine is noisy, and whichever file goes
+                # first right after the merges pays for the kernel's work on the files just deleted);
+                # each query's median over the rounds.
+                files = (final_files[0], sed_files[0], duck_file)
                 for engine in ("duckdb", "polars", "datafusion"):
-                    times = []
-                    for f in (final_files[0], sed_files[0], duck_file):
-                        t, _ = run([sys.executable, "-c", QUERY_SCRIPT, engine, str(f), str(lo), addr, topic,
-                                    str(args.repeat)])
-                        times.append(t)
-                    queries.append((engine, *times))
+                    per = [[] for _ in files]
+                    for r in range(args.query_rounds):
+                        for i in [(r + k) % len(files) for k in range(len(files))]:
+                            t, _ = run([sys.executable, "-c", QUERY_SCRIPT, engine, str(files[i]), str(lo), addr,
+                                        topic, str(args.repeat)])
+                            per[i].append(t)
+                    queries.append((engine, *[{q: statistics.median(t[q] for t in p) for q in QUERIES} for p in per]))
                 if args.iceberg:
                     probe_out, _ = run([str(ROOT / ".venv-engines" / "bin" / "python"),
                                         str(ROOT / "bench" / "iceberg_query_probe.py"), "--data-dir", str(final),

@@ -321,20 +321,25 @@ struct ChunkReads {
     const auto cc = rg.ColumnChunk(c);
     const int64_t at = cc->data_page_offset(), size = cc->total_compressed_size();
     const int64_t file_bytes = (*in.inputs)[step.pieces[k].input].stored_bytes;
+    const std::string& name = in.descr->Column(c)->name();
     if (at < 0 || size < 0 || at > file_bytes || size > file_bytes - at) {
       return Status::Invalid(fmt::format("column {}: its chunk of {} bytes at {} lies outside the file's {} bytes",
-                                         in.descr->Column(c)->name(), size, at, file_bytes));
+                                         name, size, at, file_bytes));
     }
+    auto named = [&](const Status& st) {
+      return Status::IOError(
+          fmt::format("column {}: reading its chunk of {} bytes at {}: {}", name, size, at, st.message()));
+    };
     auto& buffer = scratch->chunk;
     if (!buffer) {
-      ARROW_ASSIGN_OR_RAISE(buffer, arrow::AllocateResizableBuffer(size));
+      auto made = arrow::AllocateResizableBuffer(size);
+      if (!made.ok()) return named(made.status());
+      buffer = std::move(*made);
     }
-    ARROW_RETURN_NOT_OK(buffer->Resize(size, /*shrink_to_fit=*/false));
-    ARROW_ASSIGN_OR_RAISE(const int64_t n, files[k]->ReadAt(at, size, buffer->mutable_data()));
-    if (n != size) {
-      return Status::IOError(
-          fmt::format("column {}: read {} of its chunk's {} bytes at {}", in.descr->Column(c)->name(), n, size, at));
-    }
+    if (Status st = buffer->Resize(size, /*shrink_to_fit=*/false); !st.ok()) return named(st);
+    auto n = files[k]->ReadAt(at, size, buffer->mutable_data());
+    if (!n.ok()) return named(n.status());
+    if (*n != size) return named(Status::IOError(fmt::format("read {} bytes", *n)));
     *begin = at;
     return std::string_view(reinterpret_cast<const char*>(buffer->data()), static_cast<size_t>(size));
   }
@@ -468,9 +473,11 @@ Result<std::vector<EncodedRowGroup>> EncodePlainStep(const StepInputs& in, const
   return encoded;
 }
 
-// Row groups decoded together and encoded again. All are fetched at once,
-// one request each, several in flight, then decoded from memory: from their
-// PLAIN pages where they are such (head files), else through Arrow.
+// Row groups decoded together and encoded again. Plain pieces of local
+// files are read a column chunk at a time (EncodePlainStep); otherwise all
+// are fetched at once, one request each, several in flight, then decoded
+// from memory: from their PLAIN pages where they are such (head files),
+// else through Arrow.
 Result<Prepared> ProduceEncoded(const StepInputs& in, const Step& step) {
   const bool plain =
       std::all_of(step.pieces.begin(), step.pieces.end(), [&](const Piece& p) { return PieceIsPlain(in, p); }) &&

@@ -58,8 +58,8 @@ struct WriterSettings {
   // Rows per data page at most: what a block-range read decodes at least.
   // Files merged again (kPages: the chain's newest blocks, read in narrow
   // ranges) keep small pages; final files larger ones, which engines filter
-  // by equality up to 12% faster, DuckDB 1.4 (the Iceberg extension's) as
-  // fast as on its own one-page chunks at 32,768 (bench/RESULTS.md, issue 46).
+  // by equality up to 12% faster; DuckDB 1.4 (the Iceberg extension's) is
+  // within 1-9% of its own one-page chunks at 32,768 (bench/RESULTS.md, issue 46).
   int64_t max_page_rows = 8192;
   int64_t final_page_rows = 32768;
   std::vector<std::string> bloom_filter_columns;  // those the schema lacks are ignored

@@ -2,6 +2,7 @@
 
 #include <arrow/api.h>
 #include <arrow/buffer_builder.h>
+#include <arrow/util/bit_util.h>
 #include <fmt/format.h>
 #include <parquet/metadata.h>
 #include <parquet/schema.h>
@@ -293,20 +294,33 @@ Status PlainTableBuilder::Append(const parquet::RowGroupMetaData& rg, std::strin
 
 Result<std::shared_ptr<arrow::Array>> PlainTableBuilder::FinishColumn(int c) {
   Column& col = *columns_[static_cast<size_t>(c)];
+  if (col.width == 0 && col.offsets.length() == 0) ARROW_RETURN_NOT_OK(col.offsets.Append(0));
   std::shared_ptr<arrow::Buffer> bitmap, data, offsets;
-  const bool shrink = reuse_ == nullptr;  // reused buffers keep their capacity
-  if (col.nullable && col.nulls > 0) {
-    ARROW_RETURN_NOT_OK(col.validity.Finish(&bitmap, shrink));
-  } else {
+  if (reuse_) {
+    // Slices of the kept buffers: Finish would zero each from its end to
+    // its capacity (the largest column's), column after column. A slice
+    // holds its buffer, so the next column sees it taken until it goes.
+    if (col.nullable && col.nulls > 0) {
+      bitmap = arrow::SliceBuffer(reuse_->validity, 0, arrow::bit_util::BytesForBits(col.length));
+    }
+    data = arrow::SliceBuffer(reuse_->values, 0, col.values.length());
+    if (col.width == 0) {
+      offsets = arrow::SliceBuffer(reuse_->offsets, 0, col.offsets.length() * static_cast<int64_t>(sizeof(int32_t)));
+    }
     col.validity.Reset();
+    col.values.Reset();
+    col.offsets.Reset();
+  } else {
+    if (col.nullable && col.nulls > 0) {
+      ARROW_RETURN_NOT_OK(col.validity.Finish(&bitmap));
+    } else {
+      col.validity.Reset();
+    }
+    ARROW_RETURN_NOT_OK(col.values.Finish(&data));
+    if (col.width == 0) ARROW_RETURN_NOT_OK(col.offsets.Finish(&offsets));
   }
-  ARROW_RETURN_NOT_OK(col.values.Finish(&data, shrink));
   std::vector<std::shared_ptr<arrow::Buffer>> buffers = {bitmap, data};
-  if (col.width == 0) {
-    if (col.offsets.length() == 0) ARROW_RETURN_NOT_OK(col.offsets.Append(0));
-    ARROW_RETURN_NOT_OK(col.offsets.Finish(&offsets, shrink));
-    buffers = {bitmap, offsets, data};
-  }
+  if (col.width == 0) buffers = {bitmap, offsets, data};
   auto array = arrow::MakeArray(arrow::ArrayData::Make(col.field->type(), col.length, std::move(buffers), col.nulls));
   col.length = col.nulls = 0;
   return array;

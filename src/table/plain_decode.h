@@ -84,8 +84,8 @@ class PlainTableBuilder {
   // `c` alone; FinishColumn gives its array and drops the builder's buffers.
   Status ReserveColumn(int c, int64_t rows, int64_t uncompressed);
   // ReserveColumn builds into `reuse` (kept by the caller, used by one
-  // builder at a time) where no array FinishColumn gave still holds them,
-  // and FinishColumn keeps their capacity.
+  // builder at a time) where no array FinishColumn gave still holds them;
+  // FinishColumn's arrays are slices of them.
   void ReuseBuffers(PlainColumnBuffers* reuse) { reuse_ = reuse; }
   Status AppendColumn(int c, const parquet::RowGroupMetaData& rg, std::string_view bytes, int64_t begin);
   Result<std::shared_ptr<arrow::Array>> FinishColumn(int c);
