@@ -13,7 +13,8 @@ import`); then each engine merges exactly those files into one output with
 zstd level 1 and row groups of --row-group-rows rows, in its own process, at
 each thread count. Times are the operation alone (no process start); peak RSS
 comes from wait4. Ratios are to the fastest peer of the same row (>1: Sediment
-is faster).
+is faster). Sediment's times include the fsync that makes its output durable;
+a second ratio takes each peer's time until its output files are fsynced too.
 
 Sediment's merge here is the head merge: its output is not final (the target
 is far), so pages of the files Sediment's append path wrote are copied. The
@@ -31,7 +32,8 @@ Query side: the tiny shape's outputs (Sediment's head merge, Sediment's final
 merge, DuckDB's) are queried by DuckDB, Polars and DataFusion: a 100-block
 range, equality on an address, equality on topic0, topic0 = within a 5,000-block
 range, and a full-scan aggregate (the ten addresses with the most logs). Median
-of --repeat runs.
+of --repeat runs, in --query-rounds rounds with each file first in turn; the
+median of the rounds is reported.
 
 Usage: .venv/bin/python bench/compaction_bench.py [--scale 1.0] [--threads 1 2] [--shapes tiny medium ...]
                                                  [--minio-files 600]
