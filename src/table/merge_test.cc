@@ -88,6 +88,60 @@ class RemoteCountingStore final : public blob::BlobStore {
   std::map<std::string, int> opens_;
 };
 
+// A file whose reads at an offset come back half as long as asked, as a
+// file cut short under a reader would.
+class ShortReads final : public arrow::io::RandomAccessFile {
+ public:
+  explicit ShortReads(std::shared_ptr<arrow::io::RandomAccessFile> inner) : inner_(std::move(inner)) {}
+  Status Close() override { return inner_->Close(); }
+  bool closed() const override { return inner_->closed(); }
+  Result<int64_t> Tell() const override { return inner_->Tell(); }
+  Status Seek(int64_t position) override { return inner_->Seek(position); }
+  Result<int64_t> GetSize() override { return inner_->GetSize(); }
+  Result<int64_t> Read(int64_t nbytes, void* out) override { return inner_->Read(nbytes, out); }
+  Result<std::shared_ptr<arrow::Buffer>> Read(int64_t nbytes) override { return inner_->Read(nbytes); }
+  Result<int64_t> ReadAt(int64_t position, int64_t nbytes, void* out) override {
+    return inner_->ReadAt(position, nbytes / 2, out);
+  }
+  Result<std::shared_ptr<arrow::Buffer>> ReadAt(int64_t position, int64_t nbytes) override {
+    return inner_->ReadAt(position, nbytes / 2);
+  }
+
+ private:
+  std::shared_ptr<arrow::io::RandomAccessFile> inner_;
+};
+
+// A local store whose second open of `path` (a merge's step, after its
+// footer's read) reads short.
+class ShortReadStore final : public blob::BlobStore {
+ public:
+  ShortReadStore(std::shared_ptr<blob::BlobStore> inner, std::string path)
+      : inner_(std::move(inner)), path_(std::move(path)) {}
+  Result<std::shared_ptr<arrow::io::OutputStream>> OpenWriter(const std::string& path) override {
+    return inner_->OpenWriter(path);
+  }
+  Result<std::shared_ptr<arrow::io::OutputStream>> OpenLargeWriter(const std::string& path) override {
+    return inner_->OpenLargeWriter(path);
+  }
+  Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenReader(const std::string& path) override {
+    return inner_->OpenReader(path);
+  }
+  Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenReaderSized(const std::string& path, int64_t size) override {
+    ARROW_ASSIGN_OR_RAISE(auto file, inner_->OpenReaderSized(path, size));
+    if (path == path_ && ++opens_ >= 2) return std::make_shared<ShortReads>(std::move(file));
+    return file;
+  }
+  Result<blob::ObjectInfo> Stat(const std::string& path) override { return inner_->Stat(path); }
+  Result<std::vector<blob::ObjectInfo>> List(const std::string& prefix) override { return inner_->List(prefix); }
+  Status Delete(const std::string& path) override { return inner_->Delete(path); }
+  std::string Describe() const override { return inner_->Describe(); }
+
+ private:
+  std::shared_ptr<blob::BlobStore> inner_;
+  const std::string path_;
+  std::atomic<int> opens_{0};
+};
+
 // Holds every step task's read of its input (a file's second open: the first
 // reads its footer) until the test says the merge has returned, or for
 // kHold, and fails one open of one file once a step's task is held: the merge
@@ -945,6 +999,22 @@ TEST_F(MergeTest, FinalAndLargeOutputsAreWrittenAroundThePageCache) {
   EXPECT_EQ(store.large, 1);
   open(FileLayout::kFinal, 0);
   EXPECT_EQ(store.large, 2);
+}
+
+TEST_F(MergeTest, AColumnChunkReadShortFailsNamingTheFileAndColumnAndPublishesNothing) {
+  // A final merge of local head files reads each column chunk as its column
+  // is decoded: one read short is an error naming the file and the column,
+  // and no output is left behind.
+  std::vector<SegmentRecord> inputs;
+  for (uint64_t b = 0; b < 40; b += 10) inputs.push_back(Write(b, b + 9, settings_, FileLayout::kPages));
+  auto before = *blobs_->List("");
+  ShortReadStore shorted(blobs_, inputs[2].path);
+  auto merged = Merge(inputs, 2, 2, &shorted, FileLayout::kFinal);
+  ASSERT_FALSE(merged.ok());
+  const std::string& message = merged.status().message();
+  EXPECT_NE(message.find(inputs[2].path), std::string::npos) << message;
+  EXPECT_NE(message.find("column block_num: reading its chunk"), std::string::npos) << message;
+  EXPECT_EQ(blobs_->List("")->size(), before.size()) << "nothing published";
 }
 
 TEST_F(MergeTest, RowCountDisagreeingWithRegistryFailsNamingTheFile) {
