@@ -290,7 +290,6 @@ struct ChunkReads {
   const StepInputs& in;
   const Step& step;
   const std::vector<Fetch>& fetches;
-  const std::vector<std::shared_ptr<arrow::Buffer>>& fetched;
   StepScratch* scratch;
   std::vector<std::shared_ptr<arrow::io::RandomAccessFile>> files{};  // per piece; empty when fetched
 
@@ -314,9 +313,11 @@ struct ChunkReads {
   // offset the bytes start at.
   Result<std::string_view> Chunk(size_t k, int c, const parquet::RowGroupMetaData& rg, int64_t* begin) {
     if (files.empty()) {
+      const auto& fetched = fetches[k].bytes.result();
+      if (!fetched.ok()) return fetched.status();
       *begin = fetches[k].begin;
-      return std::string_view(reinterpret_cast<const char*>(fetched[k]->data()),
-                              static_cast<size_t>(fetched[k]->size()));
+      return std::string_view(reinterpret_cast<const char*>((*fetched)->data()),
+                              static_cast<size_t>((*fetched)->size()));
     }
     const auto cc = rg.ColumnChunk(c);
     const int64_t at = cc->data_page_offset(), size = cc->total_compressed_size();
@@ -428,18 +429,12 @@ Result<StepSizes> SizesOf(const StepInputs& in, const Step& step) {
 // group was fetched whole (`fetches`), a request costing more than its
 // bytes, and is kept until the last column.
 Result<std::vector<EncodedRowGroup>> EncodePlainStep(const StepInputs& in, const Step& step,
-                                                     std::vector<Fetch>& fetches) {
-  std::vector<std::shared_ptr<arrow::Buffer>> bytes(fetches.size());
-  for (size_t k = 0; k < fetches.size(); ++k) {
-    auto got = fetches[k].bytes.result();
-    if (!got.ok()) return in.Named(step.pieces[k].input, got.status());
-    bytes[k] = *got;
-  }
+                                                     const std::vector<Fetch>& fetches) {
   ARROW_ASSIGN_OR_RAISE(const StepSizes sizes, SizesOf(in, step));
   // Sized by the PLAIN pages the planner added up (EncodeForSegment: Arrow's buffers).
   const int64_t rows_per_group = in.settings->RowsPerGroup(sizes.rows, sizes.uncompressed);
   std::shared_ptr<StepScratch> scratch = in.scratches->Take();
-  ChunkReads reads{in, step, fetches, bytes, scratch.get()};
+  ChunkReads reads{in, step, fetches, scratch.get()};
   if (fetches.empty()) ARROW_RETURN_NOT_OK(reads.OpenFiles());
   PlainTableBuilder builder(in.stored_schema, *in.descr);
   builder.ReuseBuffers(&scratch->columns);
@@ -484,14 +479,9 @@ Result<Prepared> ProduceEncoded(const StepInputs& in, const Step& step) {
       ColumnwiseEncodable(*in.descr, *in.props);
   Prepared out;
   std::vector<Fetch> fetches;
-  if (plain && !in.blobs->Remote()) {  // read by column chunks (EncodePlainStep)
-    // A hostile size may throw (an allocation): an error naming the step's first input, not a crash.
-    ARROW_ASSIGN_OR_RAISE(out.row_groups, ParquetGuard((*in.inputs)[step.pieces.front().input].path,
-                                                       [&]() { return EncodePlainStep(in, step, fetches); }));
-    out.plain_decoded += static_cast<int64_t>(step.pieces.size());
-    return out;
-  }
-  for (const Piece& p : step.pieces) {
+  // Plain pieces of local files are read by column chunks (EncodePlainStep).
+  for (size_t k = 0; k < step.pieces.size() && (!plain || in.blobs->Remote()); ++k) {
+    const Piece& p = step.pieces[k];
     const auto& s = (*in.inputs)[p.input];
     auto file = in.blobs->OpenReaderSized(s.path, s.stored_bytes);
     if (!file.ok()) return in.Named(p.input, file.status());
