@@ -16,7 +16,9 @@ Run with the engines' venv (DuckDB 1.4.4 with its iceberg extension, PyIceberg):
     .venv-engines/bin/python bench/iceberg_query_probe.py --data-dir D --duck-file F --lo N --addr HEX \
         --topic HEX --sediment-file P [--repeat 9]
 Prints one JSON object: {"duckdb": {query: [sediment ms, peer ms, sediment's file read directly ms, peer's
-file read directly ms]}, "pyiceberg": {query: [sediment ms, peer ms]}}.
+file read directly ms, sediment's table through its metadata file (iceberg_scan) ms, peer ms]}, "pyiceberg":
+{query: [sediment ms, peer ms]}}. DuckDB's ATTACH makes three catalog requests per query (HEAD namespace,
+HEAD table, GET table); the metadata-file pair shows the files through Iceberg without them.
 """
 import argparse
 import json
@@ -53,6 +55,17 @@ def peer_table(duck_file, work):
     return catalog, table.metadata_location, path
 
 
+def sediment_metadata(url):
+    """The metadata file Sediment's catalog serves for bench.logs now."""
+    import requests
+    token = requests.post(f"{url}/iceberg/v1/oauth/tokens", data={"grant_type": "client_credentials",
+                                                                  "client_id": "x", "client_secret": "y"})
+    r = requests.get(f"{url}/iceberg/v1/namespaces/bench/tables/logs",
+                     headers={"Authorization": "Bearer " + token.json()["access_token"]})
+    r.raise_for_status()
+    return r.json()["metadata-location"]
+
+
 def duckdb_times(url, peer_metadata, sediment_file, peer_file, lo, addr, topic, repeat):
     con = duckdb_con(url, threads=2)
     agg = "count(*), sum(value)"
@@ -65,6 +78,9 @@ def duckdb_times(url, peer_metadata, sediment_file, peer_file, lo, addr, topic, 
     tables = {"sediment": "sed.bench.logs", "peer": f"iceberg_scan('{peer_metadata}')"}
     # The same files read directly, in the same process: what the catalogs add, apart from the files.
     direct = {"sediment": f"read_parquet('{sediment_file}')", "peer": f"read_parquet('{peer_file}')"}
+    # Both tables through their metadata files (the peer's path): the files through Iceberg, without
+    # the REST catalog's requests.
+    by_metadata = {"sediment": f"iceberg_scan('{sediment_metadata(url)}')", "peer": tables["peer"]}
     out = {}
     for q in QUERIES:
         results = {name: con.execute(sql[q].format(t=t)).fetchall() for name, t in tables.items()}
@@ -74,6 +90,8 @@ def duckdb_times(url, peer_metadata, sediment_file, peer_file, lo, addr, topic, 
                             for name, t in tables.items()}, repeat)
         out[q] += alternate({name: (lambda t=t: con.execute(sql[q].format(t=t)).fetchall())
                              for name, t in direct.items()}, repeat)
+        out[q] += alternate({name: (lambda t=t: con.execute(sql[q].format(t=t)).fetchall())
+                             for name, t in by_metadata.items()}, repeat)
     return out
 
 

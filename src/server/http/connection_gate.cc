@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -46,6 +47,7 @@ bool Connection::HasHead() {
 ConnectionGate::ConnectionGate(Options options, Serve serve) : options_(options), serve_(std::move(serve)) {
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  stop_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = wake_fd_;
@@ -58,11 +60,17 @@ ConnectionGate::~ConnectionGate() {
   Shutdown();
   ::close(epoll_fd_);
   ::close(wake_fd_);
+  ::close(stop_fd_);
 }
 
 bool ConnectionGate::stopping() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stopping_;
+}
+
+size_t ConnectionGate::idle_workers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return idle_workers_;
 }
 
 void ConnectionGate::Wake() {
@@ -135,6 +143,10 @@ void ConnectionGate::Watch(std::unique_ptr<Connection> c) {
   if (!c->lingering && c->HasHead()) {  // pipelined: the next request is here already
     c->awaiting_head = true;
     ToWorkers(std::move(c));
+    return;
+  }
+  if (!c->lingering && c->Unread() > options_.max_header_bytes) {  // grew so while a worker waited for it
+    Close(std::move(c), kTooLargeReply);
     return;
   }
   if (c->Unread() > 0 && !c->awaiting_head) {
@@ -255,23 +267,58 @@ void ConnectionGate::WorkerLoop() {
     std::unique_ptr<Connection> c;
     {
       std::unique_lock<std::mutex> lock(mu_);
+      idle_workers_++;
       ready_cv_.wait(lock, [&] { return stopping_ || !ready_.empty(); });
+      idle_workers_--;
       if (ready_.empty()) return;  // stopping, and nothing left to serve
       c = std::move(ready_.front());
       ready_.pop_front();
     }
+    bool keep = ServeInTurn(*c);
+    Resume(std::move(c), /*linger=*/!keep);
+  }
+}
+
+bool ConnectionGate::ServeInTurn(Connection& c) {
+  for (;;) {
     bool keep = false;
     try {
-      keep = serve_(*c);
+      keep = serve_(c);
     } catch (const std::exception& e) {
       spdlog::error("http: serving a connection failed: {}", e.what());
     }
-    c->requests++;
+    c.requests++;
     // Drop what the request consumed; keep what belongs to the next one.
-    c->buffer.erase(0, c->consumed);
-    c->consumed = 0;
-    c->scanned = 0;
-    Resume(std::move(c), /*linger=*/!keep);
+    c.buffer.erase(0, c.consumed);
+    c.consumed = 0;
+    c.scanned = 0;
+    if (!keep) return false;
+    bool wait;
+    {
+      // Only while another worker is free for the gate's connections.
+      std::lock_guard<std::mutex> lock(mu_);
+      wait = !stopping_ && idle_workers_ > 0 && ready_.empty();
+    }
+    if (!(c.HasHead() || (wait && AwaitHead(c)))) return true;
+  }
+}
+
+bool ConnectionGate::AwaitHead(Connection& c) {
+  const auto until = Clock::now() + options_.keep_wait;
+  char chunk[16 << 10];
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(until - Clock::now());
+    if (left.count() <= 0) return false;
+    timespec ts{static_cast<time_t>(left.count() / 1'000'000'000), static_cast<long>(left.count() % 1'000'000'000)};
+    pollfd p[2] = {{c.fd, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+    if (::ppoll(p, 2, &ts, nullptr) <= 0 || p[1].revents != 0 || !(p[0].revents & POLLIN)) return false;
+    for (;;) {
+      ssize_t got = ::recv(c.fd, chunk, sizeof(chunk), MSG_DONTWAIT);
+      if (got <= 0) break;  // drained, or closed: the gate sees the close itself
+      c.buffer.append(chunk, static_cast<size_t>(got));
+      if (c.Unread() > options_.max_header_bytes) return false;
+    }
+    if (c.HasHead()) return true;
   }
 }
 
@@ -281,6 +328,8 @@ void ConnectionGate::Shutdown() {
     if (stopping_ && !gate_thread_.joinable()) return;
     stopping_ = true;
   }
+  uint64_t one = 1;
+  (void)!::write(stop_fd_, &one, sizeof(one));
   Wake();
   ready_cv_.notify_all();
   if (gate_thread_.joinable()) gate_thread_.join();

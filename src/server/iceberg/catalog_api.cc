@@ -136,10 +136,13 @@ Status LoadTable(IcebergApi* api, const Req& req, Res& res) {
     bool credential = k == "s3.access-key-id" || k == "s3.secret-access-key";
     if (!credential || vend) config[k] = v;
   }
-  ReplyJson(res, 200,
-            {{"metadata-location", loaded->metadata_location},
-             {"metadata", json::parse(loaded->metadata)},
-             {"config", config}});
+  // The metadata is the catalog's own JSON text: spliced in as it is, not parsed and printed again
+  // on every load (the keys in the order a JSON object of them would print).
+  auto text = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
+  res.status = 200;
+  res.set_content("{\"config\":" + text(config) + ",\"metadata\":" + loaded->metadata +
+                      ",\"metadata-location\":" + text(loaded->metadata_location) + "}",
+                  "application/json");
   return Status::OK();
 }
 
