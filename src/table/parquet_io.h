@@ -58,10 +58,12 @@ struct WriterSettings {
   // Rows per data page at most: what a block-range read decodes at least.
   // Files merged again (kPages: the chain's newest blocks, read in narrow
   // ranges) keep small pages; final files larger ones, which engines filter
-  // by equality up to 12% faster; DuckDB 1.4 (the Iceberg extension's) is
-  // within 1-9% of its own one-page chunks at 32,768 (bench/RESULTS.md, issue 46).
+  // by equality up to 12% faster; DuckDB 1.4 (the Iceberg extension's) pays
+  // most per page: 7-10% slower than on its own one-page chunks at 32,768,
+  // as fast at 65,536 (bench/RESULTS.md, issue 46). PLAIN pages still end
+  // at 1 MiB of values (ChunkEncoding::page_bytes).
   int64_t max_page_rows = 8192;
-  int64_t final_page_rows = 32768;
+  int64_t final_page_rows = 65536;
   std::vector<std::string> bloom_filter_columns;  // those the schema lacks are ignored
   // A final merge's chunks that the codec shrinks by less than 1/8 are
   // stored uncompressed (columnwise_encode.h); false: every page compressed.
