@@ -109,6 +109,9 @@ void MergeStatistics(const parquet::Statistics& page, parquet::Statistics* chunk
 using chunk_encoding::Dictionary;
 using chunk_encoding::Values;
 
+// How much of a chunk's first data page is compressed first, to see whether it shrinks at all.
+constexpr size_t kSampleBytes = 64 << 10;
+
 struct ChunkEncoder::Impl {
   ZSTD_CCtx* cctx = ZSTD_createCCtx();
   int cctx_level = -1;
@@ -166,10 +169,18 @@ Status ChunkEncoder::Impl::AddPage(const PageHeader& shape, std::string_view lev
   PageHeader h = shape;
   bool v2 = how.data_page_v2 && !dictionary_page;
   std::string_view packed;
+  const bool may_store_raw = !dictionary_page && how.zstd && how.min_saving > 0;
+  if (may_store_raw && !decided && raw.size() > kSampleBytes) {
+    // A large first page's first 64 KiB decide, if they do not compress: a
+    // chunk of hashes or payloads is then not compressed whole only to be
+    // stored as it is.
+    ARROW_ASSIGN_OR_RAISE(auto sample, Compress(raw.substr(0, kSampleBytes), how));
+    if (static_cast<double>(sample.size()) > kSampleBytes * (1 - how.min_saving)) decided = stored_raw = true;
+  }
   if (dictionary_page || !stored_raw) {
     ARROW_ASSIGN_OR_RAISE(packed, Compress(raw, how));
   }
-  if (!dictionary_page && how.zstd && how.min_saving > 0) {
+  if (may_store_raw) {
     // The chunk's first data page of 4 KiB or more decides for the rest:
     // values that zstd cannot shrink by min_saving (hashes, payloads) are
     // stored as they are, in data pages v2, which say so page by page.

@@ -287,6 +287,36 @@ TEST(ColumnwiseTest, PagesZstdCannotShrinkAreStoredUncompressed) {
   }
 }
 
+TEST(ColumnwiseTest, ALargeFirstPageWhoseFirst64KiBDoNotShrinkIsStoredRawWithoutTryingTheRest) {
+  // 96 KiB of random values, then zeros: the page as a whole shrinks tenfold, its first 64 KiB not at all.
+  std::mt19937_64 rng(5);
+  arrow::BinaryBuilder payload;
+  arrow::Int64Builder block;
+  for (int64_t i = 0; i < 20000; ++i) {
+    uint64_t words[4] = {0, 0, 0, 0};
+    if (i < 3000) {
+      for (auto& w : words) w = rng();
+    }
+    ASSERT_TRUE(payload.Append(reinterpret_cast<const uint8_t*>(words), 32).ok());
+    ASSERT_TRUE(block.Append(i / 100).ok());
+  }
+  auto schema = arrow::schema({arrow::field("payload", arrow::binary(), false), arrow::field("block", arrow::int64())});
+  auto table = arrow::Table::Make(schema, {*payload.Finish(), *block.Finish()});
+  auto ours = Columnwise(table, Props(false, 0, 20000), 20000, 4 << 20);
+  ASSERT_TRUE(SameRows(*Read(ours), *table));
+  auto reader = Open(ours);
+  auto index = reader->GetPageIndexReader()->RowGroup(0)->GetOffsetIndex(0);
+  const auto& pages = index->page_locations();
+  ASSERT_EQ(pages.size(), 1u);
+  PageHeader h;
+  const uint8_t* body = nullptr;
+  const uint8_t* at = ours->data() + pages[0].offset;
+  ASSERT_TRUE(ReadPageHeader(at, at + pages[0].compressed_page_size, &h, &body));
+  EXPECT_FALSE(h.is_compressed);
+  EXPECT_EQ(h.compressed, h.uncompressed);
+  EXPECT_GT(h.uncompressed, 600 << 10);
+}
+
 // The hash and topic columns' pages are stored v2 and uncompressed, and so
 // are pick's, after its dictionary page; block's are compressed, v2 or v1
 // as asked.
