@@ -171,17 +171,20 @@ Status ChunkEncoder::Impl::AddPage(const PageHeader& shape, std::string_view lev
   std::string_view packed;
   const bool may_store_raw = !dictionary_page && how.zstd && how.min_saving > 0;
   if (may_store_raw && !decided && raw.size() > kSampleBytes) {
-    // A large first page's first 64 KiB decide, if they do not compress: a
-    // chunk of hashes or payloads is then not compressed whole only to be
-    // stored as it is.
+    // A large first page's first 64 KiB decide if they shrink by less than
+    // half of min_saving: a chunk of hashes or payloads is then not
+    // compressed whole only to be stored as it is. Between that and
+    // min_saving the whole page decides (values that repeat further apart
+    // than the sample, which zstd finds in the whole page).
     ARROW_ASSIGN_OR_RAISE(auto sample, Compress(raw.substr(0, kSampleBytes), how));
-    if (static_cast<double>(sample.size()) > kSampleBytes * (1 - how.min_saving)) decided = stored_raw = true;
+    if (static_cast<double>(sample.size()) > kSampleBytes * (1 - how.min_saving / 2)) decided = stored_raw = true;
   }
   if (dictionary_page || !stored_raw) {
     ARROW_ASSIGN_OR_RAISE(packed, Compress(raw, how));
   }
   if (may_store_raw) {
-    // The chunk's first data page of 4 KiB or more decides for the rest:
+    // The chunk's first data page of 4 KiB or more decides for the rest (its
+    // first 64 KiB alone when they barely shrink, above):
     // values that zstd cannot shrink by min_saving (hashes, payloads) are
     // stored as they are, in data pages v2, which say so page by page.
     if (!decided && raw.size() >= 4096) {

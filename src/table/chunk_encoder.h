@@ -13,7 +13,8 @@
 // pages are data pages v1 or v2, PLAIN or dictionary-encoded (the whole
 // chunk, or none of it: a dictionary that outgrows its limit is dropped
 // before any page is written), uncompressed or zstd; a chunk whose first
-// page zstd barely shrinks stores its pages uncompressed (min_saving).
+// page zstd barely shrinks stores its pages uncompressed (min_saving; a
+// large first page's first 64 KiB are tried first).
 // Statistics are Arrow's own (parquet::Statistics over the page's values,
 // or over a dictionary page's distinct entries), so their ordering rules
 // (signed, unsigned, NaN, -0) are the ones every other file has.
@@ -56,9 +57,10 @@ struct ChunkEncoding {
   bool zstd = true;  // else uncompressed
   int zstd_level = 1;
   // Once the chunk's first data page shrinks by less than this fraction
-  // under zstd, its data pages are stored uncompressed, as data pages v2
-  // (is_compressed false) whatever data_page_v2 says: as RocksDB stores a
-  // block that compresses by less than 1/8. 0: every page compressed.
+  // under zstd (or its first 64 KiB by less than half of it), its data pages
+  // are stored uncompressed, as data pages v2 (is_compressed false) whatever
+  // data_page_v2 says: as RocksDB stores a block that compresses by less
+  // than 1/8. 0: every page compressed.
   double min_saving = 0;
   size_t max_statistics_size = 4096;  // a longer min or max is left out, as Arrow's writer does
   // A bloom filter of this many bytes (0: none), folded to its fpp when `fold`.

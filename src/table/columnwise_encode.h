@@ -29,8 +29,9 @@ namespace sediment::table {
 
 class ChunkEncoder;
 
-// A chunk whose first sizeable data page zstd shrinks by less than this
-// has all its data pages stored as pages v2, uncompressed, whatever page
+// A chunk whose first sizeable data page zstd shrinks by less than this (or
+// whose first 64 KiB it shrinks by less than half of it) has all its data
+// pages stored as pages v2, uncompressed, whatever page
 // version the file's others have (ChunkEncoding::min_saving; RocksDB's
 // default for its blocks too).
 inline constexpr double kMinCompressionSaving = 1.0 / 8;

@@ -293,13 +293,17 @@ bool ConnectionGate::ServeInTurn(Connection& c) {
     c.consumed = 0;
     c.scanned = 0;
     if (!keep) return false;
-    bool wait;
+    bool queued, wait;
     {
-      // Only while another worker is free for the gate's connections.
       std::lock_guard<std::mutex> lock(mu_);
-      wait = !stopping_ && idle_workers_ > 0 && ready_.empty();
+      queued = stopping_ || !ready_.empty();
+      // Only while another worker is free for the gate's connections.
+      wait = !queued && idle_workers_ > 0;
     }
-    if (!(c.HasHead() || (wait && AwaitHead(c)))) return true;
+    // Connections waiting for a worker go first: a pipelined request then
+    // queues behind them, as it did before a worker kept its connection.
+    if (queued) return true;
+    if (!c.HasHead() && !(wait && AwaitHead(c))) return true;
   }
 }
 
@@ -314,7 +318,11 @@ bool ConnectionGate::AwaitHead(Connection& c) {
     if (::ppoll(p, 2, &ts, nullptr) <= 0 || p[1].revents != 0 || !(p[0].revents & POLLIN)) return false;
     for (;;) {
       ssize_t got = ::recv(c.fd, chunk, sizeof(chunk), MSG_DONTWAIT);
-      if (got <= 0) break;  // drained, or closed: the gate sees the close itself
+      if (got == 0) return false;  // closed: the gate sees the close itself
+      if (got < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;  // drained
+        return false;                                                          // reset: the gate sees it too
+      }
       c.buffer.append(chunk, static_cast<size_t>(got));
       if (c.Unread() > options_.max_header_bytes) return false;
     }

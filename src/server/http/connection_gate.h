@@ -10,7 +10,11 @@
 // a body it will not read) lingers: it is half-closed, and what the client
 // still sends is dropped for up to 10 s (1 GiB), so the client reads the
 // answer instead of a connection reset. Only a connection whose head has fully arrived goes to a
-// worker, which serves that one request and hands the connection back.
+// worker. After its answer the worker waits up to `keep_wait` (2 ms) for the
+// connection's next head itself, if another worker is free and no connection
+// is queued, and serves it in turn; otherwise it hands the connection back.
+// A client's requests in a row then cost one thread wake each, not three; a
+// pipelined request still queues behind connections that wait for a worker.
 // So slow clients cannot take the workers a health check needs.
 //
 // Thread-safety: Add() and Resume() may be called from any thread; Shutdown()

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 
 namespace sediment::server {
 namespace {
@@ -25,7 +26,8 @@ using Clock = std::chrono::steady_clock;
 // A listening socket whose accepted connections go to a gate.
 class GateUnderTest {
  public:
-  explicit GateUnderTest(ConnectionGate::Options options) : gate_(options, Answer) {
+  explicit GateUnderTest(ConnectionGate::Options options, milliseconds delay = milliseconds(0))
+      : delay_(delay), gate_(options, [this](Connection& c) { return Answer(c); }) {
     listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -43,7 +45,9 @@ class GateUnderTest {
       }
     });
   }
-  ~GateUnderTest() {
+  ~GateUnderTest() { Stop(); }
+  void Stop() {
+    if (!acceptor_.joinable()) return;
     ::shutdown(listener_, SHUT_RDWR);
     ::close(listener_);
     acceptor_.join();
@@ -57,17 +61,21 @@ class GateUnderTest {
   }
 
  private:
-  // Consumes one head and answers 200 with the serving thread's id as the body.
-  static bool Answer(Connection& c) {
+  // Consumes one head and answers 200 with "<serving thread> <answer number> <request line>" as the body.
+  bool Answer(Connection& c) {
     size_t end = c.buffer.find("\r\n\r\n", c.consumed);
+    std::string line = c.buffer.substr(c.consumed, c.buffer.find("\r\n", c.consumed) - c.consumed);
     c.consumed = end + 4;
-    std::ostringstream id;
-    id << std::this_thread::get_id();
-    std::string body = id.str();
-    std::string reply = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    std::this_thread::sleep_for(delay_);
+    std::ostringstream body;
+    body << std::this_thread::get_id() << " " << answers_++ << " " << line;
+    std::string reply =
+        "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.str().size()) + "\r\n\r\n" + body.str();
     return ::send(c.fd, reply.data(), reply.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(reply.size());
   }
 
+  const milliseconds delay_;
+  std::atomic<int> answers_{0};
   ConnectionGate gate_;
   int listener_ = -1;
   int port_ = 0;
@@ -91,19 +99,21 @@ class Client {
   void Send(const std::string& s) { ASSERT_EQ(::send(fd_, s.data(), s.size(), MSG_NOSIGNAL), (ssize_t)s.size()); }
   // One answer's status line and body (the body is the serving thread), or "" if the connection ended.
   std::string Answer() {
-    std::string got;
     char buf[1024];
     for (;;) {
-      size_t head = got.find("\r\n\r\n");
+      size_t head = got_.find("\r\n\r\n");
       if (head != std::string::npos) {
-        size_t cl = got.find("Content-Length: ");
-        size_t length = cl == std::string::npos ? 0 : std::stoul(got.substr(cl + 16));
-        if (got.size() >= head + 4 + length)
-          return got.substr(0, got.find("\r\n")) + " " + got.substr(head + 4, length);
+        size_t cl = got_.find("Content-Length: ");
+        size_t length = cl == std::string::npos || cl > head ? 0 : std::stoul(got_.substr(cl + 16));
+        if (got_.size() >= head + 4 + length) {
+          std::string answer = got_.substr(0, got_.find("\r\n")) + " " + got_.substr(head + 4, length);
+          got_.erase(0, head + 4 + length);  // the next answers' bytes stay
+          return answer;
+        }
       }
       ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-      if (n <= 0) return got;
-      got.append(buf, static_cast<size_t>(n));
+      if (n <= 0) return std::exchange(got_, "");
+      got_.append(buf, static_cast<size_t>(n));
     }
   }
   std::string Get() {
@@ -114,7 +124,18 @@ class Client {
  private:
   int fd_ = -1;
   bool connected_ = false;
+  std::string got_;  // received, not yet returned as an answer
 };
+
+// An answer's fields: 0 the status code, 1 the serving thread, 2 the answer number, 3... the request line.
+std::string Field(const std::string& answer, int i) {
+  std::istringstream in(answer.substr(answer.find(' ') + 1));
+  std::string code, reason, field;
+  in >> code >> reason;  // "200 OK"
+  if (i == 0) return code;
+  for (int k = 1; k <= i; ++k) in >> field;
+  return field;
+}
 
 ConnectionGate::Options Opts(size_t workers, std::chrono::microseconds keep_wait) {
   ConnectionGate::Options o;
@@ -133,7 +154,7 @@ TEST(ConnectionGateTest, AKeepAliveClientsNextRequestIsServedByTheWorkerThatAnsw
   ASSERT_TRUE(c.connected());
   std::string first = c.Get();
   ASSERT_EQ(first.rfind("HTTP/1.1 200 OK ", 0), 0u) << first;
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(c.Get(), first) << "request " << i + 2;
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(Field(c.Get(), 1), Field(first, 1)) << "request " << i + 2;
 }
 
 TEST(ConnectionGateTest, AWorkerWaitingForItsConnectionLeavesOthersToAFreeWorker) {
@@ -145,7 +166,7 @@ TEST(ConnectionGateTest, AWorkerWaitingForItsConnectionLeavesOthersToAFreeWorker
   auto t = Clock::now();
   std::string on_b = b.Get();
   EXPECT_LT(SecondsSince(t), 5.0) << "b waited for a's worker";
-  EXPECT_NE(on_b, on_a);
+  EXPECT_NE(Field(on_b, 1), Field(on_a, 1));
 }
 
 TEST(ConnectionGateTest, TheOnlyFreeWorkerDoesNotWaitForAnIdleConnection) {
@@ -168,7 +189,34 @@ TEST(ConnectionGateTest, AHeadSplitAcrossTheWaitIsServedOnceWhole) {
   c.Send("GET / HT");  // begun while the worker waits, finished after it gave up
   std::this_thread::sleep_for(milliseconds(300));
   c.Send("TP/1.1\r\nHost: x\r\n\r\n");
-  EXPECT_EQ(c.Answer().rfind("HTTP/1.1 200", 0), 0u);
+  std::string answer = c.Answer();
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+  EXPECT_EQ(answer.substr(answer.size() - 14), "GET / HTTP/1.1") << answer;  // the whole request line
+}
+
+TEST(ConnectionGateTest, PipelinedRequestsQueueBehindConnectionsWaitingForAWorker) {
+  GateUnderTest gate(Opts(1, std::chrono::seconds(10)), milliseconds(20));
+  Client a(gate.port()), b(gate.port());
+  ASSERT_TRUE(a.connected() && b.connected());
+  std::string twenty;
+  for (int i = 0; i < 20; ++i) twenty += "GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
+  a.Send(twenty);
+  ASSERT_EQ(Field(a.Answer(), 0), "200");  // a's first is served; its other 19 are buffered
+  std::string on_b = b.Get();
+  ASSERT_EQ(Field(on_b, 0), "200");
+  EXPECT_LT(std::stoi(Field(on_b, 2)), 10) << "b waited behind a's pipelined requests";
+  for (int i = 1; i < 20; ++i) EXPECT_EQ(Field(a.Answer(), 0), "200") << i;
+}
+
+TEST(ConnectionGateTest, ShutdownEndsAWorkersWait) {
+  GateUnderTest gate(Opts(2, std::chrono::seconds(30)));
+  gate.AwaitIdle(2);
+  Client c(gate.port());
+  ASSERT_TRUE(c.connected());
+  ASSERT_EQ(Field(c.Get(), 0), "200");  // a worker now waits for c, which stays open
+  auto t = Clock::now();
+  gate.Stop();
+  EXPECT_LT(SecondsSince(t), 5.0);
 }
 
 TEST(ConnectionGateTest, AHeadGrowingPastTheLimitWhileAWorkerWaitsIsRefusedAtOnce) {
