@@ -8,6 +8,7 @@
 #include <parquet/schema.h>
 #include <parquet/size_statistics.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "table/chunk_encoder.h"
@@ -17,7 +18,7 @@ namespace sediment::table {
 namespace {
 
 ChunkEncoding EncodingFor(const parquet::ColumnDescriptor& column, const parquet::WriterProperties& props,
-                          double min_saving) {
+                          double min_saving, int64_t group_rows) {
   const auto path = column.path();
   ChunkEncoding how;
   how.page_rows = props.max_rows_per_page();
@@ -31,7 +32,7 @@ ChunkEncoding EncodingFor(const parquet::ColumnDescriptor& column, const parquet
   how.max_statistics_size = props.max_statistics_size(path);
   if (auto bloom = props.bloom_filter_options(path)) {
     how.bloom_bytes = parquet::BlockSplitBloomFilter::OptimalNumOfBytes(
-        static_cast<uint64_t>(bloom->ndv.value_or(props.max_row_group_length())), bloom->fpp);
+        static_cast<uint64_t>(bloom->ndv.value_or(std::min(group_rows, props.max_row_group_length()))), bloom->fpp);
     how.bloom_fpp = bloom->fpp;
     how.bloom_fold = bloom->fold;
   }
@@ -127,7 +128,8 @@ Result<std::vector<EncodedRowGroup>> EncodeColumnwise(
         return Status::Invalid(
             fmt::format("column {} holds {} values for {} rows", descr.Column(c)->name(), values->length(), rows));
       }
-      const ChunkEncoding how = EncodingFor(*descr.Column(c), *props, min_saving);
+      // Bloom filters sized for the rows a group holds (then folded to what it holds).
+      const ChunkEncoding how = EncodingFor(*descr.Column(c), *props, min_saving, std::min(rows, rows_per_group));
       for (size_t g = 0; g < groups; ++g) {
         const int64_t from = static_cast<int64_t>(g) * rows_per_group;
         const auto slice = values->Slice(from, std::min(rows_per_group, rows - from));

@@ -22,9 +22,11 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include "base/test_util.h"
+#include "table/page_format.h"
 #include "table/plain_pages.h"
 #include "table/segment.h"
 #include "table/stored_types.h"
@@ -551,6 +553,99 @@ TEST_F(MergeTest, HeadFilesMergeByJoiningTheirDataPages) {
   auto part_blocks = std::static_pointer_cast<arrow::UInt64Array>(part->column(0)->chunk(0));
   EXPECT_LE(part_blocks->Value(0), 45u);
   EXPECT_GE(part_blocks->Value(part_blocks->length() - 1), 47u);
+}
+
+// Blocks of 40 rows: a payload of 48 random bytes (nothing zstd can shrink) and a note that repeats.
+std::shared_ptr<arrow::Schema> PayloadSchema() {
+  return arrow::schema({arrow::field("block_num", arrow::uint64(), false), arrow::field("payload", arrow::binary()),
+                        arrow::field("note", arrow::utf8())});
+}
+
+std::shared_ptr<arrow::RecordBatch> PayloadRows(uint64_t start, uint64_t end) {
+  std::mt19937_64 rng(start);
+  arrow::UInt64Builder blocks;
+  arrow::BinaryBuilder payload;
+  arrow::StringBuilder note;
+  for (uint64_t b = start; b <= end; ++b) {
+    for (int i = 0; i < 40; ++i) {
+      uint64_t words[6];
+      for (auto& w : words) w = rng();
+      (void)blocks.Append(b);
+      (void)payload.Append(reinterpret_cast<const uint8_t*>(words), sizeof(words));
+      (void)note.Append(fmt::format("note {}", b % 3));
+    }
+  }
+  const int64_t n = blocks.length();
+  return arrow::RecordBatch::Make(PayloadSchema(), n, {*blocks.Finish(), *payload.Finish(), *note.Finish()});
+}
+
+// Whether each data page of column `c` (every row group) is compressed.
+std::vector<bool> PagesCompressed(const std::string& bytes, int c) {
+  auto file = std::make_shared<arrow::io::BufferReader>(arrow::Buffer::FromString(bytes));
+  auto reader = parquet::ParquetFileReader::Open(file);
+  std::vector<bool> out;
+  for (int g = 0; g < reader->metadata()->num_row_groups(); ++g) {
+    auto offsets = reader->GetPageIndexReader()->RowGroup(g)->GetOffsetIndex(c);
+    for (const auto& page : offsets->page_locations()) {
+      PageHeader h;
+      const uint8_t* body = nullptr;
+      const auto* at = reinterpret_cast<const uint8_t*>(bytes.data()) + page.offset;
+      EXPECT_TRUE(ReadPageHeader(at, at + page.compressed_page_size, &h, &body));
+      EXPECT_EQ(h.type, 3) << "a head file's pages are v2";
+      out.push_back(h.is_compressed);
+      if (!h.is_compressed) EXPECT_EQ(h.compressed, h.uncompressed);
+    }
+  }
+  return out;
+}
+
+TEST_F(MergeTest, HeadFilesStoreWhatZstdCannotShrinkAsItIsAndMergesKeepIt) {
+  table_.schema = PayloadSchema();
+  auto write = [&](uint64_t start, uint64_t end) {
+    SegmentRecord s = Record(start, end);
+    auto w = *SegmentFileWriter::Open(blobs_.get(), s.path, PayloadSchema(), settings_, FileLayout::kPages,
+                                      EncodeSegmentFileMetadata(s));
+    EXPECT_TRUE(w->Write(PayloadRows(start, end)).ok());
+    auto facts = *w->Finish();
+    s.rows = facts.rows;
+    s.bytes = facts.bytes;
+    s.stored_bytes = facts.stored_bytes;
+    return s;
+  };
+  std::vector<SegmentRecord> inputs;
+  for (uint64_t i = 0; i < 8; ++i) inputs.push_back(write(i * 3, i * 3 + 2));  // 120 rows, 6 KiB of payload each
+  std::vector<std::shared_ptr<arrow::RecordBatch>> rows;
+  for (const auto& s : inputs) {
+    const auto payload = PagesCompressed(Bytes(s.path), 1), note = PagesCompressed(Bytes(s.path), 2);
+    ASSERT_FALSE(payload.empty() || note.empty());
+    EXPECT_EQ(payload, std::vector<bool>(payload.size(), false)) << "payload, stored as it is";
+    EXPECT_EQ(note, std::vector<bool>(note.size(), true)) << "note, compressed";
+    rows.push_back(PayloadRows(s.start, s.end));
+  }
+  auto want = *(*arrow::Table::FromRecordBatches(rows))->CombineChunks();
+  auto read = [&](const std::string& path) {
+    auto r = *SegmentFileReader::Open(blobs_.get(), path);
+    std::vector<std::shared_ptr<arrow::Table>> parts;
+    for (int i = 0; i < r->num_row_groups(); ++i) parts.push_back(*r->ReadRowGroup(i));
+    auto t = *arrow::ConcatenateTables(parts);
+    return *arrow::Table::Make(PayloadSchema(), t->columns(), t->num_rows())->CombineChunks();
+  };
+  // A head merge joins the pages as they are; a final merge encodes them again.
+  MergeStats stats;
+  auto joined = Merge(inputs, 2, 2, nullptr, FileLayout::kPages, &stats);
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  EXPECT_EQ(stats.row_groups_from_pages, 2)
+      << stats.row_groups_copied << " copied, " << stats.row_groups_reencoded << " encoded again";
+  EXPECT_TRUE(read(joined->path)->Equals(*want));
+  const auto joined_payload = PagesCompressed(Bytes(joined->path), 1);
+  EXPECT_EQ(joined_payload, std::vector<bool>(joined_payload.size(), false));
+  auto final = Merge(inputs, 2);
+  ASSERT_TRUE(final.ok()) << final.status().ToString();
+  EXPECT_TRUE(read(final->path)->Equals(*want));
+  // writer.store_incompressible = false: every page compressed.
+  settings_.store_incompressible = false;
+  const auto all = PagesCompressed(Bytes(write(24, 26).path), 1);
+  EXPECT_EQ(all, std::vector<bool>(all.size(), true));
 }
 
 TEST_F(MergeTest, LocalHeadFilesAreReadIntoAFewBuffersReusedStepAfterStep) {

@@ -21,8 +21,11 @@
 #include <functional>
 #include <map>
 
+#include "table/chunk_encoder.h"
+#include "table/columnwise_encode.h"
 #include "table/parquet_assembler.h"
 #include "table/parquet_guard_internal.h"
+#include "table/plain_decode.h"
 #include "table/segment.h"
 #include "table/stored_types.h"
 
@@ -37,6 +40,20 @@ Result<arrow::Compression::type> Codec(const std::string& name) {
   if (name == "brotli") return arrow::Compression::BROTLI;
   if (name == "none") return arrow::Compression::UNCOMPRESSED;
   return InvalidArgument("unknown codec " + name);
+}
+
+// Whether the chunk encoder writes `table` as `props` ask: flat columns of
+// the types it holds, and no dictionaries (the layout of files merged again).
+bool EncodesWithoutArrow(const arrow::Table& table, const parquet::SchemaDescriptor& descr,
+                         const parquet::WriterProperties& props) {
+  if (descr.num_columns() != table.num_columns() || !ColumnwiseEncodable(descr, props)) return false;
+  for (int c = 0; c < descr.num_columns(); ++c) {
+    const auto* column = descr.Column(c);
+    if (props.dictionary_enabled(column->path()) || PlainWidth(*column, *table.schema()->field(c)->type()) < 0) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -54,9 +71,10 @@ Result<WriterSettings> WriterSettings::FromConfig(const WriterConfig& writer) {
 std::shared_ptr<parquet::WriterProperties> WriterSettings::Properties(const arrow::Schema& schema,
                                                                       FileLayout layout) const {
   parquet::WriterProperties::Builder props;
-  // Files to be merged again: no dictionary, so Arrow writes PLAIN pages,
-  // each compressed on its own; data pages v2, whose levels stand apart from
-  // the compressed values, so a merge joins small pages without decompressing
+  // Files to be merged again: no dictionary, so PLAIN pages, each
+  // compressed on its own (or stored as they are where zstd cannot shrink
+  // them, chunk_encoder.h); data pages v2, whose levels stand apart from the
+  // compressed values, so a merge joins small pages without decompressing
   // them (page_joiner.h). Final files keep data page v1 (the default),
   // which DuckDB reads faster; a chunk whose values zstd cannot shrink is
   // stored uncompressed in pages v2 (chunk_encoder.h).
@@ -103,7 +121,20 @@ Result<std::vector<EncodedRowGroup>> EncodeForSegment(const std::shared_ptr<arro
   const int64_t rows_per_group = settings.RowsPerGroup(table->num_rows(), bytes);
   // Stored as the files store them (table/stored_types.h).
   ARROW_ASSIGN_OR_RAISE(auto stored, Retype(table, StoredSchema(table->schema())));
-  return EncodeRowGroups(*stored, props, rows_per_group);
+  ARROW_ASSIGN_OR_RAISE(auto descr, ParquetSchemaFor(*stored->schema(), *props));
+  if (!EncodesWithoutArrow(*stored, *descr, *props)) return EncodeRowGroups(*stored, props, rows_per_group);
+  // Head files through the chunk encoder, as final files are: a column zstd
+  // cannot shrink (hashes, payloads) is stored as it is, so neither this
+  // write nor the merges that read it spend time on its compression.
+  thread_local ChunkEncoder encoder;
+  auto column = [&](int c) -> Result<std::shared_ptr<arrow::Array>> {
+    const auto& chunks = stored->column(c)->chunks();
+    if (chunks.size() == 1) return chunks.front();
+    return arrow::Concatenate(chunks);
+  };
+  ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::Buffer> buffer, arrow::AllocateResizableBuffer(bytes + (1 << 20)));
+  return EncodeColumnwise(*descr, props, stored->num_rows(), rows_per_group, column, std::move(buffer), &encoder,
+                          settings.store_incompressible ? kMinCompressionSaving : 0);
 }
 
 bool SameSchema(const arrow::Schema& a, const arrow::Schema& b) { return a.Equals(b, /*check_metadata=*/false); }
