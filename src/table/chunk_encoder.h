@@ -1,12 +1,10 @@
 // A column chunk encoded from one Arrow array without Arrow's Parquet
 // writer: what a final merge's step does with each column of the rows it
-// decoded (columnwise_encode.h). Arrow's writer spent half of that merge beside
-// compression (bench/RESULTS.md, issue 46): a new zstd context per page, a
-// hash per value for every dictionary (block numbers and hashes come in
-// runs), the Arrow-to-Parquet path's level building and copies. Here one
-// zstd context per encoder is reused, a value equal to the one before it
-// takes the same dictionary index without a hash, and pages are cut from
-// the array's buffers directly.
+// decoded, and a head file's writer with each column (columnwise_encode.h). Arrow's writer spent half of that merge
+// beside compression (bench/RESULTS.md, issue 46): a new zstd context per page, a hash per value for every dictionary
+// (block numbers and hashes come in runs), the Arrow-to-Parquet path's level building and copies. Here one zstd context
+// per encoder is reused, a value equal to the one before it takes the same dictionary index without a hash, and pages
+// are cut from the array's buffers directly.
 //
 // Handles flat columns (no repetition, at most one definition level) of the
 // types plain_decode.h decodes, held as it holds them (PlainWidth); output

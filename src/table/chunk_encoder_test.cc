@@ -337,7 +337,9 @@ void ExpectPages(const std::shared_ptr<arrow::Buffer>& ours, bool v2) {
       EXPECT_EQ(h.type, raw || v2 ? 3 : 0) << c;  // DATA_PAGE_V2, DATA_PAGE
       // v1 pages are compressed whole; a v2 page says whether it is.
       EXPECT_EQ(h.is_compressed, !raw) << c;
-      if (raw) EXPECT_EQ(h.compressed, h.uncompressed);
+      if (raw) {
+        EXPECT_EQ(h.compressed, h.uncompressed);
+      }
     }
   }
 }

@@ -1,11 +1,12 @@
 // Rows encoded into row groups one column at a time (chunk_encoder.h), for a
 // merge step that decodes head files' PLAIN pages (plain_decode.h): only one
 // column of the step's rows is held decoded at a time, and no Arrow table or
-// Arrow Parquet writer is involved. The row groups come back as
+// Arrow Parquet writer is involved; and for head files themselves
+// (EncodeForSegment, where the encoder applies). The row groups come back as
 // EncodedRowGroups over one in-memory buffer, with their footer, page index
 // and bloom filters, for ParquetAssembler to copy like any other.
 //
-// Thread-safety: a free function; each call has its own encoder.
+// Thread-safety: a free function; concurrent calls need encoders of their own.
 #pragma once
 
 #include <cstdint>

@@ -572,7 +572,7 @@ std::shared_ptr<arrow::RecordBatch> PayloadRows(uint64_t start, uint64_t end) {
       for (auto& w : words) w = rng();
       (void)blocks.Append(b);
       (void)payload.Append(reinterpret_cast<const uint8_t*>(words), sizeof(words));
-      (void)note.Append(fmt::format("note {}", b % 3));
+      (void)note.Append(fmt::format("a note that repeats, of block {} mod 3", b % 3));  // 4 KiB+ a page, shrinks
     }
   }
   const int64_t n = blocks.length();
@@ -630,7 +630,8 @@ TEST_F(MergeTest, HeadFilesStoreWhatZstdCannotShrinkAsItIsAndMergesKeepIt) {
     auto t = *arrow::ConcatenateTables(parts);
     return *arrow::Table::Make(PayloadSchema(), t->columns(), t->num_rows())->CombineChunks();
   };
-  // A head merge joins the pages as they are; a final merge encodes them again.
+  // A head merge joins the pages as they are; a final merge encodes them again (these 960 payloads fit
+  // in one dictionary, so its pages are dictionary indices, compressed).
   MergeStats stats;
   auto joined = Merge(inputs, 2, 2, nullptr, FileLayout::kPages, &stats);
   ASSERT_TRUE(joined.ok()) << joined.status().ToString();

@@ -10,7 +10,8 @@
 // after another (AppendPages: statistics merged, page indexes concatenated,
 // bloom filters OR-ed or rebuilt from that column alone); other small row
 // groups are decoded, concatenated and encoded in memory on a worker thread
-// (EncodeRowGroups), and the result is copied. So several row groups of one
+// (EncodeForSegment: the chunk encoder, or EncodeRowGroups), and the result
+// is copied. So several row groups of one
 // output are prepared at once while the file itself is written in order by
 // one thread.
 //

@@ -13,6 +13,7 @@
 #include <parquet/file_reader.h>
 #include <parquet/metadata.h>
 #include <parquet/page_index.h>
+#include <parquet/properties.h>
 #include <parquet/schema.h>
 #include <parquet/statistics.h>
 
@@ -47,9 +48,18 @@ Result<arrow::Compression::type> Codec(const std::string& name) {
 bool EncodesWithoutArrow(const arrow::Table& table, const parquet::SchemaDescriptor& descr,
                          const parquet::WriterProperties& props) {
   if (descr.num_columns() != table.num_columns() || !ColumnwiseEncodable(descr, props)) return false;
+  // What the chunk encoder does not do: older format versions (Arrow
+  // coerces times there), page checksums, encryption, other encodings.
+  if (props.version() != parquet::ParquetVersion::PARQUET_2_6 || props.page_checksum_enabled() ||
+      props.file_encryption_properties() != nullptr) {
+    return false;
+  }
   for (int c = 0; c < descr.num_columns(); ++c) {
     const auto* column = descr.Column(c);
-    if (props.dictionary_enabled(column->path()) || PlainWidth(*column, *table.schema()->field(c)->type()) < 0) {
+    const auto encoding = props.encoding(column->path());  // UNKNOWN: the writer's choice, PLAIN here
+    const bool plain = encoding == parquet::Encoding::PLAIN || encoding == parquet::Encoding::UNKNOWN;
+    if (props.dictionary_enabled(column->path()) || !plain ||
+        PlainWidth(*column, *table.schema()->field(c)->type()) < 0) {
       return false;
     }
   }
@@ -114,25 +124,35 @@ int64_t WriterSettings::RowsPerGroup(int64_t rows, int64_t bytes) const {
 Result<std::vector<EncodedRowGroup>> EncodeForSegment(const std::shared_ptr<arrow::Table>& table,
                                                       const WriterSettings& settings,
                                                       const std::shared_ptr<parquet::WriterProperties>& props) {
-  int64_t bytes = 0;
-  for (const auto& column : table->columns()) {
-    for (const auto& chunk : column->chunks()) bytes += arrow::util::TotalBufferSize(*chunk->data());
-  }
-  const int64_t rows_per_group = settings.RowsPerGroup(table->num_rows(), bytes);
+  auto size_of = [](const arrow::Table& t) {
+    int64_t bytes = 0;
+    for (const auto& column : t.columns()) {
+      for (const auto& chunk : column->chunks()) bytes += arrow::util::TotalBufferSize(*chunk->data());
+    }
+    return bytes;
+  };
+  const int64_t rows_per_group = settings.RowsPerGroup(table->num_rows(), size_of(*table));
   // Stored as the files store them (table/stored_types.h).
   ARROW_ASSIGN_OR_RAISE(auto stored, Retype(table, StoredSchema(table->schema())));
   ARROW_ASSIGN_OR_RAISE(auto descr, ParquetSchemaFor(*stored->schema(), *props));
-  if (!EncodesWithoutArrow(*stored, *descr, *props)) return EncodeRowGroups(*stored, props, rows_per_group);
+  if (stored->num_rows() == 0 || !EncodesWithoutArrow(*stored, *descr, *props)) {
+    return EncodeRowGroups(*stored, props, rows_per_group);
+  }
   // Head files through the chunk encoder, as final files are: a column zstd
   // cannot shrink (hashes, payloads) is stored as it is, so neither this
-  // write nor the merges that read it spend time on its compression.
-  thread_local ChunkEncoder encoder;
+  // write nor the merges that read it spend time on its compression. An
+  // encoder per call: its scratch (as large as the largest page) is not kept.
+  ChunkEncoder encoder;
   auto column = [&](int c) -> Result<std::shared_ptr<arrow::Array>> {
     const auto& chunks = stored->column(c)->chunks();
     if (chunks.size() == 1) return chunks.front();
     return arrow::Concatenate(chunks);
   };
-  ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::Buffer> buffer, arrow::AllocateResizableBuffer(bytes + (1 << 20)));
+  // Room for the stored values as they are, with a page header's and a
+  // compression bound's slack per group and column.
+  const int64_t groups = (stored->num_rows() + rows_per_group - 1) / rows_per_group;
+  const int64_t room = size_of(*stored) * 65 / 64 + groups * descr->num_columns() * (64 << 10);
+  ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::Buffer> buffer, arrow::AllocateResizableBuffer(room));
   return EncodeColumnwise(*descr, props, stored->num_rows(), rows_per_group, column, std::move(buffer), &encoder,
                           settings.store_incompressible ? kMinCompressionSaving : 0);
 }

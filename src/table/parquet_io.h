@@ -65,8 +65,9 @@ struct WriterSettings {
   int64_t max_page_rows = 8192;
   int64_t final_page_rows = 65536;
   std::vector<std::string> bloom_filter_columns;  // those the schema lacks are ignored
-  // A final merge's chunks that the codec shrinks by less than 1/8 are
-  // stored uncompressed (columnwise_encode.h); false: every page compressed.
+  // Chunks the codec shrinks by less than 1/8 are stored uncompressed where
+  // the chunk encoder writes (head files, final merges; columnwise_encode.h);
+  // false: every page compressed.
   bool store_incompressible = true;
 
   static Result<WriterSettings> FromConfig(const WriterConfig& writer);
