@@ -47,7 +47,7 @@ Result<FooterRead> FooterReads::Take(size_t i) {
   if (!read.ok()) return Status::IOError(fmt::format("{}: {}", inputs_[i].path, read.status().message()));
   const auto& md = read->footer;
   const auto& path = inputs_[i].path;
-  auto kv = md->key_value_metadata();
+  auto kv = WithStoredSchema(md->key_value_metadata());
   auto stored = kv ? kv->Get("ARROW:schema") : Result<std::string>(Status::KeyError(""));
   if (stored_schema_.empty() || !stored.ok() || *stored != stored_schema_) {
     std::shared_ptr<arrow::Schema> schema;

@@ -8,6 +8,7 @@
 #include <arrow/io/api.h>
 #include <arrow/util/key_value_metadata.h>
 #include <gtest/gtest.h>
+#include <parquet/arrow/schema.h>
 #include <parquet/arrow/writer.h>
 #include <parquet/bloom_filter.h>
 #include <parquet/bloom_filter_reader.h>
@@ -956,6 +957,15 @@ TEST_F(MergeTest, MarkedFixedBinaryIsStoredAsByteArrayAndReadBackFixed) {
     EXPECT_EQ(md->schema()->Column(1)->physical_type(), parquet::Type::BYTE_ARRAY);
     EXPECT_EQ(md->schema()->Column(2)->physical_type(), parquet::Type::BYTE_ARRAY);
     EXPECT_EQ(md->schema()->Column(3)->physical_type(), parquet::Type::FIXED_LEN_BYTE_ARRAY);
+    // What other readers see ("ARROW:schema") has no field metadata: DataFusion
+    // would skip the bloom filters of a column with any. The markers are kept
+    // under kStoredSchemaKey for Sediment's reader.
+    std::shared_ptr<arrow::Schema> seen;
+    ASSERT_TRUE(parquet::arrow::FromParquetSchema(md->schema(), parquet::ArrowReaderProperties(),
+                                                  md->key_value_metadata(), &seen)
+                    .ok());
+    for (const auto& f : seen->fields()) EXPECT_FALSE(f->HasMetadata()) << f->ToString(true);
+    EXPECT_TRUE(md->key_value_metadata()->Contains(std::string(kStoredSchemaKey)));
     auto got = read_all(path);
     ASSERT_TRUE(got->schema()->Equals(*table_.schema, /*check_metadata=*/false)) << got->schema()->ToString();
     if (path != final_file->path) {

@@ -2,8 +2,6 @@
 
 #include <arrow/api.h>
 #include <arrow/io/memory.h>
-#include <arrow/ipc/writer.h>
-#include <arrow/util/base64.h>
 #include <arrow/util/byte_size.h>
 #include <arrow/util/key_value_metadata.h>
 #include <fmt/format.h>
@@ -30,6 +28,7 @@
 #include "table/parquet_guard_internal.h"
 #include "table/plain_pages.h"
 #include "table/row_group_blooms.h"
+#include "table/stored_types.h"
 
 namespace sediment::table {
 namespace {
@@ -298,12 +297,6 @@ Result<EncodedRowGroup> ReadEncodedRowGroup(parquet::ParquetFileReader* reader, 
     }
     return out;
   });
-}
-
-Result<std::string> StoredArrowSchema(const arrow::Schema& schema) {
-  ARROW_ASSIGN_OR_RAISE(auto ipc, arrow::ipc::SerializeSchema(schema));
-  return arrow::util::base64_encode(
-      std::string_view(reinterpret_cast<const char*>(ipc->data()), static_cast<size_t>(ipc->size())));
 }
 
 Result<std::shared_ptr<parquet::SchemaDescriptor>> ParquetSchemaFor(const arrow::Schema& schema,
@@ -577,12 +570,8 @@ Result<std::shared_ptr<parquet::FileMetaData>> ParquetAssembler::Finish(
     footer_->SetIndexLocations(parquet::IndexKind::kColumnIndex, locations.column_index_locations);
     footer_->SetIndexLocations(parquet::IndexKind::kOffsetIndex, locations.offset_index_locations);
     footer_->SetIndexLocations(parquet::IndexKind::kBloomFilter, bloom_locations_);
-    // Arrow's own schema, as its writer stores it, so Arrow readers get the
-    // exact types back (unsigned, fixed-size binary, ...).
-    ARROW_ASSIGN_OR_RAISE(auto ipc, arrow::ipc::SerializeSchema(*schema_));
     auto kv = metadata ? metadata->Copy() : std::make_shared<arrow::KeyValueMetadata>();
-    kv->Append("ARROW:schema", arrow::util::base64_encode(std::string_view(reinterpret_cast<const char*>(ipc->data()),
-                                                                           static_cast<size_t>(ipc->size()))));
+    ARROW_RETURN_NOT_OK(AppendSchemaKeys(*schema_, kv.get()));
     std::shared_ptr<parquet::FileMetaData> md = footer_->Finish(kv);
     parquet::WriteFileMetaData(*md, sink_.get());
     return md;

@@ -112,9 +112,6 @@ Result<std::vector<EncodedRowGroup>> EncodeRowGroups(const arrow::Table& table,
                                                      std::shared_ptr<parquet::WriterProperties> props,
                                                      int64_t rows_per_group);
 
-// Arrow's schema as its Parquet writer stores it under "ARROW:schema".
-Result<std::string> StoredArrowSchema(const arrow::Schema& schema);
-
 // The Parquet schema `props` writes `schema` as (with Arrow's schema stored).
 Result<std::shared_ptr<parquet::SchemaDescriptor>> ParquetSchemaFor(const arrow::Schema& schema,
                                                                     const parquet::WriterProperties& props);

@@ -253,6 +253,26 @@ Result<std::unique_ptr<SegmentFileReader>> SegmentFileReader::Open(blob::BlobSto
   return Open(std::move(file), path, decode_threads, std::move(footer), !decode_threads && store->Remote());
 }
 
+namespace {
+
+// The file's stored schema with its fields' metadata (kStoredSchemaKey),
+// given the schema Arrow's reader made of the columns (`read`).
+Result<std::shared_ptr<arrow::Schema>> WholeStoredSchema(const parquet::FileMetaData& md,
+                                                         std::shared_ptr<arrow::Schema> read) {
+  auto kv = md.key_value_metadata();
+  if (!kv || !kv->Contains(std::string(kStoredSchemaKey))) return read;
+  std::shared_ptr<arrow::Schema> whole;
+  ARROW_RETURN_NOT_OK(
+      parquet::arrow::FromParquetSchema(md.schema(), parquet::ArrowReaderProperties(), WithStoredSchema(kv), &whole));
+  if (!whole->Equals(*read, /*check_metadata=*/false)) {
+    return Status::Invalid(fmt::format("its {} ({}) differs from its columns ({})", kStoredSchemaKey, whole->ToString(),
+                                       read->ToString()));
+  }
+  return whole;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<SegmentFileReader>> SegmentFileReader::Open(std::shared_ptr<arrow::io::RandomAccessFile> file,
                                                                    const std::string& path, bool decode_threads,
                                                                    std::shared_ptr<parquet::FileMetaData> footer,
@@ -278,7 +298,9 @@ Result<std::unique_ptr<SegmentFileReader>> SegmentFileReader::Open(std::shared_p
     props.set_use_threads(decode_threads);
     ARROW_ASSIGN_OR_RAISE(r->reader_,
                           parquet::arrow::FileReader::Make(arrow::default_memory_pool(), std::move(pq), props));
-    ARROW_RETURN_NOT_OK(r->reader_->GetSchema(&r->stored_schema_));
+    std::shared_ptr<arrow::Schema> read;
+    ARROW_RETURN_NOT_OK(r->reader_->GetSchema(&read));
+    ARROW_ASSIGN_OR_RAISE(r->stored_schema_, WholeStoredSchema(*md, std::move(read)));
     r->schema_ = TableSchemaOf(r->stored_schema_);
     r->file_columns_ = r->schema_->num_fields();
     return Status::OK();

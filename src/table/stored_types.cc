@@ -2,6 +2,8 @@
 
 #include <arrow/api.h>
 #include <arrow/compute/cast.h>
+#include <arrow/ipc/writer.h>
+#include <arrow/util/base64.h>
 #include <arrow/util/key_value_metadata.h>
 #include <fmt/format.h>
 
@@ -299,6 +301,38 @@ Status CheckStoredValues(const arrow::Table& stored) {
     }
   }
   return Status::OK();
+}
+
+Result<std::string> StoredArrowSchema(const arrow::Schema& schema) {
+  ARROW_ASSIGN_OR_RAISE(auto ipc, arrow::ipc::SerializeSchema(schema));
+  return arrow::util::base64_encode(
+      std::string_view(reinterpret_cast<const char*>(ipc->data()), static_cast<size_t>(ipc->size())));
+}
+
+Status AppendSchemaKeys(const arrow::Schema& stored, arrow::KeyValueMetadata* kv) {
+  arrow::FieldVector plain;
+  bool marked = false;
+  for (const auto& f : stored.fields()) {
+    marked |= f->HasMetadata();
+    plain.push_back(f->HasMetadata() ? f->RemoveMetadata() : f);
+  }
+  ARROW_ASSIGN_OR_RAISE(auto arrow_schema, StoredArrowSchema(arrow::Schema(plain, stored.metadata())));
+  kv->Append("ARROW:schema", std::move(arrow_schema));
+  if (marked) {
+    ARROW_ASSIGN_OR_RAISE(auto whole, StoredArrowSchema(stored));
+    kv->Append(std::string(kStoredSchemaKey), std::move(whole));
+  }
+  return Status::OK();
+}
+
+std::shared_ptr<const arrow::KeyValueMetadata> WithStoredSchema(
+    const std::shared_ptr<const arrow::KeyValueMetadata>& kv) {
+  if (!kv) return kv;
+  auto whole = kv->Get(std::string(kStoredSchemaKey));
+  if (!whole.ok()) return kv;
+  auto out = kv->Copy();
+  (void)out->Set("ARROW:schema", *whole);
+  return out;
 }
 
 }  // namespace sediment::table

@@ -16,11 +16,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "base/status.h"
 
 namespace arrow {
+class KeyValueMetadata;
 class Field;
 class Schema;
 class Table;
@@ -74,5 +76,23 @@ Status CheckStoredValues(const arrow::Table& stored);
 // The largest value of the unsigned type a stored integer field holds
 // (kUnsignedKey: uint8, uint16, uint32), or -1 (none, or uint64: any bits).
 int64_t StoredUnsignedMax(const arrow::Field& stored);
+
+// Arrow's schema as its Parquet writer stores it under "ARROW:schema".
+Result<std::string> StoredArrowSchema(const arrow::Schema& schema);
+
+// A segment file's footer keeps the stored schema's field metadata (the
+// markers above) out of "ARROW:schema": DataFusion takes a field with
+// metadata for another type than its table schema's (which drops it), and
+// then uses no bloom filter on that column (bench/RESULTS.md, issue 46).
+// "ARROW:schema" holds the schema without its top-level fields' metadata, and
+// kStoredSchemaKey the whole schema where any top-level field has metadata.
+inline constexpr std::string_view kStoredSchemaKey = "sediment.schema";
+// Appends both keys for `stored` to `kv`.
+Status AppendSchemaKeys(const arrow::Schema& stored, arrow::KeyValueMetadata* kv);
+// A footer's `kv` as Arrow's reader should see it: "ARROW:schema" replaced by
+// kStoredSchemaKey's value where there is one (files written before hold the
+// whole schema under "ARROW:schema"). Null stays null.
+std::shared_ptr<const arrow::KeyValueMetadata> WithStoredSchema(
+    const std::shared_ptr<const arrow::KeyValueMetadata>& kv);
 
 }  // namespace sediment::table
