@@ -993,6 +993,39 @@ TEST_F(MergeTest, MarkedFixedBinaryIsStoredAsByteArrayAndReadBackFixed) {
   EXPECT_EQ(bounds->min().size(), 4u) << "a bound is the value's bytes, without a length";
 }
 
+TEST_F(MergeTest, AFileWhoseStoredSchemaKeyDisagreesWithItsColumnsIsRefused) {
+  // sediment.schema (kStoredSchemaKey) gives Sediment's reader the stored
+  // fields' markers; one that names other columns, or is no schema at all, is
+  // an error naming the file and the key, not a schema taken on trust.
+  auto write = [&](const std::string& path, const std::string& key_value) {
+    auto schema = arrow::schema(
+        {arrow::field("block_num", arrow::int64(), false), arrow::field("address", arrow::binary(), false)},
+        arrow::key_value_metadata({std::string(kStoredSchemaKey)}, {key_value}));
+    arrow::Int64Builder blocks;
+    arrow::BinaryBuilder address;
+    ASSERT_TRUE(blocks.Append(1).ok());
+    ASSERT_TRUE(address.Append("abcd").ok());
+    auto table = arrow::Table::Make(schema, {*blocks.Finish(), *address.Finish()});
+    auto sink = *blobs_->OpenWriter(path);
+    auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
+    ASSERT_TRUE(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), sink, 10,
+                                           parquet::default_writer_properties(), arrow_props)
+                    .ok());
+    ASSERT_TRUE(sink->Close().ok());
+  };
+  auto other = *StoredArrowSchema(*arrow::schema(
+      {arrow::field("block_num", arrow::int64(), false), arrow::field("topic", arrow::binary(), false)}));
+  const std::pair<std::string, std::string> cases[] = {{"other-names.parquet", other},
+                                                       {"not-a-schema.parquet", "bm90IGEgc2NoZW1h"}};
+  for (const auto& [path, value] : cases) {
+    write(path, value);
+    auto reader = SegmentFileReader::Open(blobs_.get(), path);
+    ASSERT_FALSE(reader.ok()) << path;
+    EXPECT_NE(reader.status().message().find("sediment.schema"), std::string::npos) << reader.status().message();
+    EXPECT_NE(reader.status().message().find(path), std::string::npos) << reader.status().message();
+  }
+}
+
 TEST_F(MergeTest, AStoredFixedBinaryValueOfAnotherLengthIsAnErrorNamingTheColumn) {
   // A file (not written by Sediment) whose binary column says it holds
   // fixed_size_binary(4) but has a 3-byte value: refused, not truncated or padded.

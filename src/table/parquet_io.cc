@@ -6,6 +6,7 @@
 #include <arrow/util/byte_size.h>
 #include <arrow/util/key_value_metadata.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <parquet/arrow/reader.h>
 #include <parquet/arrow/schema.h>
 #include <parquet/arrow/writer.h>
@@ -257,16 +258,31 @@ namespace {
 
 // The file's stored schema with its fields' metadata (kStoredSchemaKey),
 // given the schema Arrow's reader made of the columns (`read`).
-Result<std::shared_ptr<arrow::Schema>> WholeStoredSchema(const parquet::FileMetaData& md,
+Result<std::shared_ptr<arrow::Schema>> WholeStoredSchema(const std::string& path, const parquet::FileMetaData& md,
                                                          std::shared_ptr<arrow::Schema> read) {
   auto kv = md.key_value_metadata();
   if (!kv || !kv->Contains(std::string(kStoredSchemaKey))) return read;
+  // Arrow's reader takes the stored fields' types by position, not by name:
+  // a key naming other columns is refused here, not applied to these.
+  auto parsed = ParseStoredArrowSchema(*kv->Get(std::string(kStoredSchemaKey)));
+  if (!parsed.ok()) {
+    return Status::Invalid(
+        fmt::format("{}: its {} is not a schema: {}", path, kStoredSchemaKey, parsed.status().message()));
+  }
+  const auto& named = *parsed;
+  bool same_names = named->num_fields() == read->num_fields();
+  for (int i = 0; same_names && i < read->num_fields(); ++i)
+    same_names = named->field(i)->name() == read->field(i)->name();
+  if (!same_names) {
+    return Status::Invalid(fmt::format("{}: its {} names other columns ({}) than it holds ({})", path, kStoredSchemaKey,
+                                       fmt::join(named->field_names(), ", "), fmt::join(read->field_names(), ", ")));
+  }
   std::shared_ptr<arrow::Schema> whole;
   ARROW_RETURN_NOT_OK(
       parquet::arrow::FromParquetSchema(md.schema(), parquet::ArrowReaderProperties(), WithStoredSchema(kv), &whole));
   if (!whole->Equals(*read, /*check_metadata=*/false)) {
-    return Status::Invalid(fmt::format("its {} ({}) differs from its columns ({})", kStoredSchemaKey, whole->ToString(),
-                                       read->ToString()));
+    return Status::Invalid(fmt::format("{}: its {} ({}) differs from its columns ({})", path, kStoredSchemaKey,
+                                       whole->ToString(), read->ToString()));
   }
   return whole;
 }
@@ -300,7 +316,7 @@ Result<std::unique_ptr<SegmentFileReader>> SegmentFileReader::Open(std::shared_p
                           parquet::arrow::FileReader::Make(arrow::default_memory_pool(), std::move(pq), props));
     std::shared_ptr<arrow::Schema> read;
     ARROW_RETURN_NOT_OK(r->reader_->GetSchema(&read));
-    ARROW_ASSIGN_OR_RAISE(r->stored_schema_, WholeStoredSchema(*md, std::move(read)));
+    ARROW_ASSIGN_OR_RAISE(r->stored_schema_, WholeStoredSchema(path, *md, std::move(read)));
     r->schema_ = TableSchemaOf(r->stored_schema_);
     r->file_columns_ = r->schema_->num_fields();
     return Status::OK();

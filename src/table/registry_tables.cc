@@ -1,10 +1,6 @@
 // TableRegistry's table records (t/tables/): a table's schema, as Arrow IPC in
 // base64, and the schemas it had before; creating, evolving and listing them.
-#include <arrow/buffer.h>
-#include <arrow/io/memory.h>
-#include <arrow/ipc/api.h>
 #include <arrow/type.h>
-#include <arrow/util/base64.h>
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -12,24 +8,13 @@
 #include "table/keys.h"
 #include "table/parquet_io.h"
 #include "table/registry.h"
+#include "table/stored_types.h"
 
 namespace sediment::table {
 namespace {
 
 using nlohmann::json;
 constexpr int kTableFormatVersion = 1;
-
-Result<std::string> EncodeSchema(const arrow::Schema& schema) {
-  ARROW_ASSIGN_OR_RAISE(auto buf, arrow::ipc::SerializeSchema(schema));
-  return arrow::util::base64_encode(std::string_view(reinterpret_cast<const char*>(buf->data()), buf->size()));
-}
-
-Result<std::shared_ptr<arrow::Schema>> DecodeSchema(const std::string& b64) {
-  ARROW_ASSIGN_OR_RAISE(std::string raw, arrow::util::base64_decode(b64));
-  arrow::io::BufferReader reader(std::make_shared<arrow::Buffer>(raw));
-  arrow::ipc::DictionaryMemo memo;
-  return arrow::ipc::ReadSchema(&reader, &memo);
-}
 
 Result<TableInfo> DecodeTable(const std::string& text) {
   json j = json::parse(text, nullptr, false);
@@ -44,12 +29,12 @@ Result<TableInfo> DecodeTable(const std::string& text) {
   t.id.dataset = j.value("dataset", "");
   t.id.table = j.value("table", "");
   t.created_at_us = j.value("created_at_us", int64_t{0});
-  ARROW_ASSIGN_OR_RAISE(t.schema, DecodeSchema(j["schema"].get<std::string>()));
+  ARROW_ASSIGN_OR_RAISE(t.schema, ParseStoredArrowSchema(j["schema"].get<std::string>()));
   if (j.contains("history")) {
     if (!j["history"].is_array()) return InvalidArgument("table record: history is not a list");
     for (const auto& h : j["history"]) {
       if (!h.is_string()) return InvalidArgument("table record: a schema in history is not a string");
-      ARROW_ASSIGN_OR_RAISE(auto old, DecodeSchema(h.get<std::string>()));
+      ARROW_ASSIGN_OR_RAISE(auto old, ParseStoredArrowSchema(h.get<std::string>()));
       t.history.push_back(std::move(old));
     }
   }
@@ -95,7 +80,7 @@ Status CheckEvolution(const TableId& id, const arrow::Schema& current, const arr
 
 Result<bool> TableRegistry::CreateTable(const TableId& id, const std::shared_ptr<arrow::Schema>& schema,
                                         TimePoint now) {
-  ARROW_ASSIGN_OR_RAISE(std::string encoded, EncodeSchema(*schema));
+  ARROW_ASSIGN_OR_RAISE(std::string encoded, StoredArrowSchema(*schema));
   json j = {{"v", kTableFormatVersion},
             {"dataset", id.dataset},
             {"table", id.table},
@@ -124,7 +109,7 @@ Result<bool> TableRegistry::EvolveTable(const TableId& id, const std::shared_ptr
     json j = json::parse(*raw);
     json history = j.contains("history") ? j["history"] : json::array();
     history.push_back(j["schema"]);
-    ARROW_ASSIGN_OR_RAISE(std::string encoded, EncodeSchema(*arrow::schema(fields, t.schema->metadata())));
+    ARROW_ASSIGN_OR_RAISE(std::string encoded, StoredArrowSchema(*arrow::schema(fields, t.schema->metadata())));
     j["schema"] = encoded;
     j["history"] = history;
     j["v"] = 2;

@@ -2,6 +2,8 @@
 
 #include <arrow/api.h>
 #include <arrow/compute/cast.h>
+#include <arrow/io/memory.h>
+#include <arrow/ipc/reader.h>
 #include <arrow/ipc/writer.h>
 #include <arrow/util/base64.h>
 #include <arrow/util/key_value_metadata.h>
@@ -307,6 +309,13 @@ Result<std::string> StoredArrowSchema(const arrow::Schema& schema) {
   ARROW_ASSIGN_OR_RAISE(auto ipc, arrow::ipc::SerializeSchema(schema));
   return arrow::util::base64_encode(
       std::string_view(reinterpret_cast<const char*>(ipc->data()), static_cast<size_t>(ipc->size())));
+}
+
+Result<std::shared_ptr<arrow::Schema>> ParseStoredArrowSchema(const std::string& b64) {
+  ARROW_ASSIGN_OR_RAISE(std::string raw, arrow::util::base64_decode(b64));
+  arrow::io::BufferReader reader(std::make_shared<arrow::Buffer>(raw));
+  arrow::ipc::DictionaryMemo memo;
+  return arrow::ipc::ReadSchema(&reader, &memo);
 }
 
 Status AppendSchemaKeys(const arrow::Schema& stored, arrow::KeyValueMetadata* kv) {

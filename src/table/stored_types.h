@@ -79,6 +79,8 @@ int64_t StoredUnsignedMax(const arrow::Field& stored);
 
 // Arrow's schema as its Parquet writer stores it under "ARROW:schema".
 Result<std::string> StoredArrowSchema(const arrow::Schema& schema);
+// The schema StoredArrowSchema wrote (Invalid if `b64` is not one).
+Result<std::shared_ptr<arrow::Schema>> ParseStoredArrowSchema(const std::string& b64);
 
 // A segment file's footer keeps the stored schema's field metadata (the
 // markers above) out of "ARROW:schema": DataFusion takes a field with
