@@ -9,15 +9,19 @@ compaction_bench.py runs it (with --iceberg) on the tiny shape's final merge:
   * the peer: DuckDB's `COPY` output (block_num cast to BIGINT: Iceberg has no unsigned types; Sediment
     stores it as a signed 64-bit integer too) added to a PyIceberg SQL catalog (SQLite), read by DuckDB's
     iceberg_scan of its metadata and by PyIceberg's scan.
+  * the peer again, through Iceberg's reference REST catalog (RESTCatalogAdapter behind Jetty over a JDBC catalog
+    on SQLite; bench/iceberg_rest_fixture/, needs Maven and a JDK): the same kind of catalog as Sediment's, so
+    what a REST catalog costs a query is on both sides.
 Each query (the bench's block range, `address =`, `topic0 =`, `topic0 =` within 5,000 blocks, and the
 full-scan aggregate) loads the table and reads through the catalog every time; median of --repeat runs.
 
 Run with the engines' venv (DuckDB 1.4.4 with its iceberg extension, PyIceberg):
     .venv-engines/bin/python bench/iceberg_query_probe.py --data-dir D --duck-file F --lo N --addr HEX \
         --topic HEX --sediment-file P [--repeat 9]
-Prints one JSON object: {"duckdb": {query: [sediment ms, peer ms, sediment's file read directly ms, peer's
-file read directly ms, sediment's table through its metadata file (iceberg_scan) ms, peer ms]}, "pyiceberg":
-{query: [sediment ms, peer ms]}}. DuckDB's ATTACH makes three catalog requests per query (HEAD namespace,
+Prints one JSON object: {engine: {query: {pair: [sediment ms, peer ms]}}}, engine "duckdb" or "pyiceberg";
+pairs: "catalogs" (Sediment's REST catalog; the peer's metadata file in DuckDB, its SQL catalog in PyIceberg),
+"rest" (both through REST catalogs: the peer in the reference one), and in DuckDB "direct" (both files read
+directly) and "metadata" (both through their metadata files, iceberg_scan). DuckDB's ATTACH makes three catalog requests per query (HEAD namespace,
 HEAD table, GET table); the metadata-file pair shows the files through Iceberg without them.
 """
 import argparse
@@ -55,6 +59,18 @@ def peer_table(duck_file, work):
     return catalog, table.metadata_location, path
 
 
+def java_peer(work, peer_file):
+    """The peer's file in Iceberg's reference REST catalog; returns (url, process, PyIceberg catalog)."""
+    import pyarrow.parquet as pq
+    from pyiceberg.catalog.rest import RestCatalog
+    from iceberg_repos_bench import java_rest_server
+    url, proc = java_rest_server(work, f"jdbc:sqlite:{work}/java-catalog.db", warehouse=str(work / "java-warehouse"))
+    catalog = RestCatalog("java", uri=url)
+    catalog.create_namespace("bench")
+    catalog.create_table("bench.logs", schema=pq.read_schema(peer_file)).add_files([str(peer_file)])
+    return url, proc, catalog
+
+
 def sediment_metadata(url):
     """The metadata file Sediment's catalog serves for bench.logs now."""
     import requests
@@ -66,8 +82,11 @@ def sediment_metadata(url):
     return r.json()["metadata-location"]
 
 
-def duckdb_times(url, peer_metadata, sediment_file, peer_file, lo, addr, topic, repeat):
+def duckdb_times(url, java_url, peer_metadata, sediment_file, peer_file, lo, addr, topic, repeat):
     con = duckdb_con(url, threads=2)
+    con.execute(f"CREATE SECRET j (TYPE iceberg, CLIENT_ID 'x', CLIENT_SECRET 'y', "
+                f"OAUTH2_SERVER_URI '{java_url}/v1/oauth/tokens')")
+    con.execute(f"ATTACH 'java' AS jav (TYPE iceberg, SECRET j, ENDPOINT '{java_url}', READ_ONLY)")
     agg = "count(*), sum(value)"
     sql = {"range": f"SELECT {agg} FROM {{t}} WHERE block_num BETWEEN {lo} AND {lo + 99}",
            "address": f"SELECT {agg} FROM {{t}} WHERE address = from_hex('{addr}')",
@@ -81,21 +100,22 @@ def duckdb_times(url, peer_metadata, sediment_file, peer_file, lo, addr, topic, 
     # Both tables through their metadata files (the peer's path): the files through Iceberg, without
     # the REST catalog's requests.
     by_metadata = {"sediment": f"iceberg_scan('{sediment_metadata(url)}')", "peer": tables["peer"]}
+    # Both tables through REST catalogs: Sediment's, and the peer in Iceberg's reference one.
+    by_rest = {"sediment": tables["sediment"], "peer": "jav.bench.logs"}
     out = {}
     for q in QUERIES:
-        results = {name: con.execute(sql[q].format(t=t)).fetchall() for name, t in tables.items()}
-        if results["sediment"] != results["peer"]:
-            raise RuntimeError(f"duckdb {q}: the two tables disagree: {results}")
-        out[q] = alternate({name: (lambda t=t: con.execute(sql[q].format(t=t)).fetchall())
-                            for name, t in tables.items()}, repeat)
-        out[q] += alternate({name: (lambda t=t: con.execute(sql[q].format(t=t)).fetchall())
-                             for name, t in direct.items()}, repeat)
-        out[q] += alternate({name: (lambda t=t: con.execute(sql[q].format(t=t)).fetchall())
-                             for name, t in by_metadata.items()}, repeat)
+        results = {name: con.execute(sql[q].format(t=t)).fetchall()
+                   for name, t in (*tables.items(), ("java", by_rest["peer"]))}
+        if not results["sediment"] == results["peer"] == results["java"]:
+            raise RuntimeError(f"duckdb {q}: the tables disagree: {results}")
+        out[q] = {pair: alternate({name: (lambda t=t: con.execute(sql[q].format(t=t)).fetchall())
+                                   for name, t in pair_tables.items()}, repeat)
+                  for pair, pair_tables in (("catalogs", tables), ("direct", direct), ("metadata", by_metadata),
+                                            ("rest", by_rest))}
     return out
 
 
-def pyiceberg_times(url, peer_catalog, lo, addr, topic, repeat):
+def pyiceberg_times(url, peer_catalog, java_catalog, lo, addr, topic, repeat):
     from pyiceberg.catalog import load_catalog
     from pyiceberg.expressions import And, EqualTo, GreaterThanOrEqual, LessThanOrEqual
     catalogs = {"sediment": load_catalog("sed", type="rest", uri=f"{url}/iceberg", credential="x:y"),
@@ -116,10 +136,12 @@ def pyiceberg_times(url, peer_catalog, lo, addr, topic, repeat):
 
     out = {}
     for q in QUERIES:
-        results = {name: run(c, q) for name, c in catalogs.items()}
-        if results["sediment"] != results["peer"]:
-            raise RuntimeError(f"pyiceberg {q}: the two tables disagree")
-        out[q] = alternate({name: (lambda c=c: run(c, q)) for name, c in catalogs.items()}, repeat)
+        results = {name: run(c, q) for name, c in (*catalogs.items(), ("java", java_catalog))}
+        if not results["sediment"] == results["peer"] == results["java"]:
+            raise RuntimeError(f"pyiceberg {q}: the tables disagree")
+        out[q] = {"catalogs": alternate({name: (lambda c=c: run(c, q)) for name, c in catalogs.items()}, repeat),
+                  "rest": alternate({"sediment": lambda: run(catalogs["sediment"], q),
+                                     "peer": lambda: run(java_catalog, q)}, repeat)}
     return out
 
 
@@ -148,13 +170,18 @@ def main():
         work = Path(tmp)
         server = Server(work, args.data_dir)  # compaction off: the final file stays as it is
         url = server.url
+        java = None
         try:
             catalog, metadata, peer_file = peer_table(args.duck_file, work)
-            out = {"duckdb": duckdb_times(url, metadata, args.sediment_file, peer_file, args.lo, args.addr, args.topic,
-                                          args.repeat),
-                   "pyiceberg": pyiceberg_times(url, catalog, args.lo, args.addr, args.topic, args.repeat)}
+            java_url, java, java_catalog = java_peer(work, peer_file)
+            out = {"duckdb": duckdb_times(url, java_url, metadata, args.sediment_file, peer_file, args.lo, args.addr,
+                                          args.topic, args.repeat),
+                   "pyiceberg": pyiceberg_times(url, catalog, java_catalog, args.lo, args.addr, args.topic,
+                                                args.repeat)}
         finally:
             server.stop()
+            if java:
+                java.kill()
     print(json.dumps(out))
 
 

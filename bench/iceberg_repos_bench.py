@@ -119,27 +119,39 @@ def start_sediment(work):
     return peer
 
 
-def start_java(work, pg):
-    if not FIXTURE.exists():
+def java_rest_server(work, jdbc_uri, jdbc_user=None, warehouse=None):
+    """Iceberg's reference REST catalog over a JDBC catalog at `jdbc_uri`, on a free loopback port; returns
+    (url, process). The first call resolves its class path into FIXTURE from Maven Central."""
+    if not (FIXTURE.exists() and list(FIXTURE.glob("sqlite-jdbc-*.jar"))):
         subprocess.run(["mvn", "-q", "-f", str(ROOT / "bench" / "iceberg_rest_fixture" / "pom.xml"),
                         "dependency:copy-dependencies", f"-DoutputDirectory={FIXTURE}"], check=True)
     classes = work / "java"
-    classes.mkdir()
+    classes.mkdir(exist_ok=True)
     src = ROOT / "bench" / "iceberg_rest_fixture" / "LoopbackRestServer.java"
     subprocess.run(["javac", "-d", str(classes), "-cp", f"{FIXTURE}/*", str(src)], check=True)
     port = free_port()
     env = dict(os.environ, REST_PORT=str(port), CATALOG_CATALOG__IMPL="org.apache.iceberg.jdbc.JdbcCatalog",
-               CATALOG_URI=f"jdbc:postgresql://{pg['host']}:{pg['port']}/{fresh_database(pg)}",
-               CATALOG_JDBC_USER=pg["user"], CATALOG_WAREHOUSE=f"file://{work}/java-warehouse")
+               CATALOG_URI=jdbc_uri, CATALOG_WAREHOUSE=warehouse or f"file://{work}/java-warehouse")
+    if jdbc_user:
+        env["CATALOG_JDBC_USER"] = jdbc_user
     proc = subprocess.Popen(["java", "-cp", f"{classes}:{FIXTURE}/*", "LoopbackRestServer"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
         try:
             requests.get(url + "/v1/config", timeout=1)
-            break
+            return url, proc
         except requests.ConnectionError:
+            if proc.poll() is not None:
+                raise RuntimeError("Iceberg's REST catalog server exited at start")
             time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("Iceberg's REST catalog server did not answer within 60 s")
+
+
+def start_java(work, pg):
+    url, proc = java_rest_server(work, f"jdbc:postgresql://{pg['host']}:{pg['port']}/{fresh_database(pg)}",
+                                 pg["user"])
 
     def make():
         from pyiceberg.catalog.rest import RestCatalog
