@@ -3,7 +3,6 @@
 #include <arrow/io/memory.h>
 #include <arrow/util/key_value_metadata.h>
 #include <fmt/format.h>
-#include <parquet/arrow/schema.h>
 #include <parquet/file_reader.h>
 #include <parquet/metadata.h>
 #include <parquet/properties.h>
@@ -13,6 +12,7 @@
 #include "table/merge_footers_internal.h"
 #include "table/parquet_assembler.h"
 #include "table/parquet_guard_internal.h"
+#include "table/parquet_io.h"
 #include "table/run_on_internal.h"
 #include "table/stored_types.h"
 
@@ -50,8 +50,7 @@ Result<FooterRead> FooterReads::Take(size_t i) {
   auto kv = WithStoredSchema(md->key_value_metadata());
   auto stored = kv ? kv->Get("ARROW:schema") : Result<std::string>(Status::KeyError(""));
   if (stored_schema_.empty() || !stored.ok() || *stored != stored_schema_) {
-    std::shared_ptr<arrow::Schema> schema;
-    ARROW_RETURN_NOT_OK(parquet::arrow::FromParquetSchema(md->schema(), parquet::ArrowReaderProperties(), kv, &schema));
+    ARROW_ASSIGN_OR_RAISE(auto schema, FooterStoredSchema(path, *md));
     // The table's schema, or an earlier version of it (its columns first): those read with nulls added.
     auto own = TableSchemaOf(schema);
     bool earlier = own->num_fields() <= table_.schema->num_fields();

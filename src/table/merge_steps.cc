@@ -96,7 +96,9 @@ void StepScratches::Give(std::unique_ptr<StepScratch> scratch) {
 }
 
 Status StepInputs::Named(size_t input, const Status& st) const {
-  return Status::IOError(fmt::format("{}: {}", (*inputs)[input].path, st.message()));
+  const std::string& path = (*inputs)[input].path;
+  if (st.message().rfind(path + ": ", 0) == 0) return Status::IOError(st.message());  // named already
+  return Status::IOError(fmt::format("{}: {}", path, st.message()));
 }
 
 namespace {

@@ -993,37 +993,74 @@ TEST_F(MergeTest, MarkedFixedBinaryIsStoredAsByteArrayAndReadBackFixed) {
   EXPECT_EQ(bounds->min().size(), 4u) << "a bound is the value's bytes, without a length";
 }
 
+// `table` written by Arrow's writer with kStoredSchemaKey = `key_value`.
+void WriteWithStoredSchemaKey(blob::BlobStore* blobs, const std::string& path, const arrow::Table& table,
+                              const std::string& key_value) {
+  auto forged = table.ReplaceSchemaMetadata(arrow::key_value_metadata({std::string(kStoredSchemaKey)}, {key_value}));
+  auto sink = *blobs->OpenWriter(path);
+  auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
+  ASSERT_TRUE(parquet::arrow::WriteTable(*forged, arrow::default_memory_pool(), sink, 10,
+                                         parquet::default_writer_properties(), arrow_props)
+                  .ok());
+  ASSERT_TRUE(sink->Close().ok());
+}
+
 TEST_F(MergeTest, AFileWhoseStoredSchemaKeyDisagreesWithItsColumnsIsRefused) {
   // sediment.schema (kStoredSchemaKey) gives Sediment's reader the stored
-  // fields' markers; one that names other columns, or is no schema at all, is
-  // an error naming the file and the key, not a schema taken on trust.
-  auto write = [&](const std::string& path, const std::string& key_value) {
-    auto schema = arrow::schema(
-        {arrow::field("block_num", arrow::int64(), false), arrow::field("address", arrow::binary(), false)},
-        arrow::key_value_metadata({std::string(kStoredSchemaKey)}, {key_value}));
-    arrow::Int64Builder blocks;
-    arrow::BinaryBuilder address;
-    ASSERT_TRUE(blocks.Append(1).ok());
-    ASSERT_TRUE(address.Append("abcd").ok());
-    auto table = arrow::Table::Make(schema, {*blocks.Finish(), *address.Finish()});
-    auto sink = *blobs_->OpenWriter(path);
-    auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
-    ASSERT_TRUE(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), sink, 10,
-                                           parquet::default_writer_properties(), arrow_props)
-                    .ok());
-    ASSERT_TRUE(sink->Close().ok());
-  };
-  auto other = *StoredArrowSchema(*arrow::schema(
+  // fields' markers, applied by position; one that names other fields (at
+  // any level of structs), or is no schema at all, is an error naming the
+  // file and the key, not a schema taken on trust.
+  arrow::Int64Builder blocks, a, b;
+  arrow::BinaryBuilder address;
+  ASSERT_TRUE(blocks.Append(1).ok() && a.Append(2).ok() && b.Append(3).ok() && address.Append("abcd").ok());
+  auto flat = arrow::Table::Make(arrow::schema({arrow::field("block_num", arrow::int64(), false),
+                                                arrow::field("address", arrow::binary(), false)}),
+                                 {*blocks.Finish(), *address.Finish()});
+  auto pair = arrow::struct_({arrow::field("a", arrow::int64(), false), arrow::field("b", arrow::int64(), false)});
+  auto nested = arrow::Table::Make(
+      arrow::schema({arrow::field("block_num", arrow::int64(), false), arrow::field("pair", pair, false)}),
+      {flat->column(0)->chunk(0), *arrow::StructArray::Make({*a.Finish(), *b.Finish()}, pair->fields())});
+  auto unsigned_md = arrow::key_value_metadata({std::string(kUnsignedKey)}, {"uint64"});
+  auto other_names = *StoredArrowSchema(*arrow::schema(
       {arrow::field("block_num", arrow::int64(), false), arrow::field("topic", arrow::binary(), false)}));
-  const std::pair<std::string, std::string> cases[] = {{"other-names.parquet", other},
-                                                       {"not-a-schema.parquet", "bm90IGEgc2NoZW1h"}};
-  for (const auto& [path, value] : cases) {
-    write(path, value);
-    auto reader = SegmentFileReader::Open(blobs_.get(), path);
-    ASSERT_FALSE(reader.ok()) << path;
+  auto swapped_children = *StoredArrowSchema(
+      *arrow::schema({arrow::field("block_num", arrow::int64(), false),
+                      arrow::field("pair",
+                                   arrow::struct_({arrow::field("b", arrow::int64(), false, unsigned_md),
+                                                   arrow::field("a", arrow::int64(), false)}),
+                                   false)}));
+  const struct {
+    std::string path;
+    std::shared_ptr<arrow::Table> table;
+    std::string key;
+  } cases[] = {{"other-names.parquet", flat, other_names},
+               {"not-a-schema.parquet", flat, "bm90IGEgc2NoZW1h"},
+               {"swapped-struct-children.parquet", nested, swapped_children}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.path);
+    WriteWithStoredSchemaKey(blobs_.get(), c.path, *c.table, c.key);
+    auto reader = SegmentFileReader::Open(blobs_.get(), c.path);
+    ASSERT_FALSE(reader.ok());
     EXPECT_NE(reader.status().message().find("sediment.schema"), std::string::npos) << reader.status().message();
-    EXPECT_NE(reader.status().message().find(path), std::string::npos) << reader.status().message();
+    EXPECT_NE(reader.status().message().find(c.path), std::string::npos) << reader.status().message();
   }
+}
+
+TEST_F(MergeTest, AnInputWhoseStoredSchemaKeyIsNoSchemaFailsTheMergeNamingItAndPublishesNothing) {
+  // The merge checks each input's footer before it reads a row: a forged
+  // sediment.schema stops it there, with the file and the key named.
+  std::vector<SegmentRecord> inputs;
+  for (uint64_t b = 0; b < 30; b += 10) inputs.push_back(WritePlain(b, b + 9, 600));
+  auto rows = *arrow::Table::FromRecordBatches({Rows(10, 19, 0, 3)});
+  WriteWithStoredSchemaKey(blobs_.get(), inputs[1].path, *rows, "bm90IGEgc2NoZW1h");
+  inputs[1].stored_bytes = (*blobs_->Stat(inputs[1].path)).size;
+  auto before = *blobs_->List("");
+  auto merged = Merge(inputs, 2);
+  ASSERT_FALSE(merged.ok());
+  const std::string& message = merged.status().message();
+  EXPECT_NE(message.find(inputs[1].path + ": its sediment.schema is not a schema"), std::string::npos) << message;
+  EXPECT_EQ(message.find(inputs[1].path + ": " + inputs[1].path), std::string::npos) << "named once: " << message;
+  EXPECT_EQ(blobs_->List("")->size(), before.size()) << "nothing published";
 }
 
 TEST_F(MergeTest, AStoredFixedBinaryValueOfAnotherLengthIsAnErrorNamingTheColumn) {

@@ -6,7 +6,6 @@
 #include <arrow/util/byte_size.h>
 #include <arrow/util/key_value_metadata.h>
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <parquet/arrow/reader.h>
 #include <parquet/arrow/schema.h>
 #include <parquet/arrow/writer.h>
@@ -256,38 +255,46 @@ Result<std::unique_ptr<SegmentFileReader>> SegmentFileReader::Open(blob::BlobSto
 
 namespace {
 
-// The file's stored schema with its fields' metadata (kStoredSchemaKey),
-// given the schema Arrow's reader made of the columns (`read`).
-Result<std::shared_ptr<arrow::Schema>> WholeStoredSchema(const std::string& path, const parquet::FileMetaData& md,
-                                                         std::shared_ptr<arrow::Schema> read) {
-  auto kv = md.key_value_metadata();
-  if (!kv || !kv->Contains(std::string(kStoredSchemaKey))) return read;
-  // Arrow's reader takes the stored fields' types by position, not by name:
-  // a key naming other columns is refused here, not applied to these.
-  auto parsed = ParseStoredArrowSchema(*kv->Get(std::string(kStoredSchemaKey)));
-  if (!parsed.ok()) {
-    return Status::Invalid(
-        fmt::format("{}: its {} is not a schema: {}", path, kStoredSchemaKey, parsed.status().message()));
+// Whether two schemas' fields have the same names, position by position, at
+// every level of structs (a list's or map's own child names are Parquet's
+// and Arrow's conventions, not the table's: only what lies under them).
+bool SameFieldNames(const arrow::FieldVector& a, const arrow::FieldVector& b, bool compare_names) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (compare_names && a[i]->name() != b[i]->name()) return false;
+    const auto& ta = *a[i]->type();
+    if (!SameFieldNames(ta.fields(), b[i]->type()->fields(), ta.id() == arrow::Type::STRUCT)) return false;
   }
-  const auto& named = *parsed;
-  bool same_names = named->num_fields() == read->num_fields();
-  for (int i = 0; same_names && i < read->num_fields(); ++i)
-    same_names = named->field(i)->name() == read->field(i)->name();
-  if (!same_names) {
-    return Status::Invalid(fmt::format("{}: its {} names other columns ({}) than it holds ({})", path, kStoredSchemaKey,
-                                       fmt::join(named->field_names(), ", "), fmt::join(read->field_names(), ", ")));
+  return true;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<arrow::Schema>> FooterStoredSchema(const std::string& path, const parquet::FileMetaData& md) {
+  const parquet::ArrowReaderProperties props;
+  auto kv = md.key_value_metadata();
+  std::shared_ptr<arrow::Schema> read;  // what Arrow's reader reads: "ARROW:schema" applied to the columns
+  Status st = parquet::arrow::FromParquetSchema(md.schema(), props, kv, &read);
+  if (!st.ok()) return Status::Invalid(fmt::format("{}: its schema: {}", path, st.message()));
+  if (!kv || !kv->Contains(std::string(kStoredSchemaKey))) return read;
+  auto named = ParseStoredArrowSchema(*kv->Get(std::string(kStoredSchemaKey)));
+  if (!named.ok()) {
+    return Status::Invalid(
+        fmt::format("{}: its {} is not a schema: {}", path, kStoredSchemaKey, named.status().message()));
+  }
+  if (!SameFieldNames((*named)->fields(), read->fields(), true)) {
+    return Status::Invalid(fmt::format("{}: its {} ({}) names other fields than it holds ({})", path, kStoredSchemaKey,
+                                       (*named)->ToString(), read->ToString()));
   }
   std::shared_ptr<arrow::Schema> whole;
-  ARROW_RETURN_NOT_OK(
-      parquet::arrow::FromParquetSchema(md.schema(), parquet::ArrowReaderProperties(), WithStoredSchema(kv), &whole));
+  st = parquet::arrow::FromParquetSchema(md.schema(), props, WithStoredSchema(kv), &whole);
+  if (!st.ok()) return Status::Invalid(fmt::format("{}: its {}: {}", path, kStoredSchemaKey, st.message()));
   if (!whole->Equals(*read, /*check_metadata=*/false)) {
     return Status::Invalid(fmt::format("{}: its {} ({}) differs from its columns ({})", path, kStoredSchemaKey,
                                        whole->ToString(), read->ToString()));
   }
   return whole;
 }
-
-}  // namespace
 
 Result<std::unique_ptr<SegmentFileReader>> SegmentFileReader::Open(std::shared_ptr<arrow::io::RandomAccessFile> file,
                                                                    const std::string& path, bool decode_threads,
@@ -314,9 +321,8 @@ Result<std::unique_ptr<SegmentFileReader>> SegmentFileReader::Open(std::shared_p
     props.set_use_threads(decode_threads);
     ARROW_ASSIGN_OR_RAISE(r->reader_,
                           parquet::arrow::FileReader::Make(arrow::default_memory_pool(), std::move(pq), props));
-    std::shared_ptr<arrow::Schema> read;
-    ARROW_RETURN_NOT_OK(r->reader_->GetSchema(&read));
-    ARROW_ASSIGN_OR_RAISE(r->stored_schema_, WholeStoredSchema(path, *md, std::move(read)));
+    // The schema Arrow's reader reads the columns as (FooterStoredSchema makes it the same way), with the markers.
+    ARROW_ASSIGN_OR_RAISE(r->stored_schema_, FooterStoredSchema(path, *md));
     r->schema_ = TableSchemaOf(r->stored_schema_);
     r->file_columns_ = r->schema_->num_fields();
     return Status::OK();

@@ -138,6 +138,14 @@ Result<std::vector<EncodedRowGroup>> EncodeForSegment(const std::shared_ptr<arro
                                                       const WriterSettings& settings,
                                                       const std::shared_ptr<parquet::WriterProperties>& props);
 
+// The stored schema of a segment file's footer, with the fields' markers
+// (stored_types.h): Arrow's schema of its columns, given kStoredSchemaKey's
+// field metadata where the footer has that key (files written before hold it
+// under "ARROW:schema"). Invalid, naming `path` and the key, if the key is no
+// schema, or names other columns or types than the file holds: Arrow applies
+// a stored schema by position, so one naming other fields is refused here.
+Result<std::shared_ptr<arrow::Schema>> FooterStoredSchema(const std::string& path, const parquet::FileMetaData& md);
+
 class SegmentFileReader {
  public:
   // `decode_threads`: decode a row group's columns in parallel on Arrow's CPU
