@@ -404,7 +404,8 @@ def main():
                     help="runs of each local merge (every engine); the median time is reported")
     ap.add_argument("--iceberg", action="store_true",
                     help="also query the tiny shape's final file through Sediment's Iceberg catalog against "
-                         "DuckDB's file through a local one, in DuckDB and PyIceberg (bench/iceberg_query_probe.py)")
+                         "DuckDB's file through a local one and through Iceberg's reference REST catalog, in DuckDB "
+                         "and PyIceberg (bench/iceberg_query_probe.py; needs Maven and a JDK for the reference catalog)")
     ap.add_argument("--work", default=None, help="work directory (default: a temp dir, removed)")
     ap.add_argument("--minio-files", type=int, default=600,
                     help="tiny files merged on MinIO (started here by scripts/minio.sh); 0 = skip")
