@@ -1,5 +1,6 @@
 """The S3 gateway through real S3 clients (boto3, the AWS CLI), on local storage and on MinIO + PostgreSQL:
 a bucket is a repository, a key is <ref>/<path>."""
+import email.utils
 import hashlib
 import json
 import os
@@ -173,6 +174,17 @@ def test_multipart_upload_part_copy_and_abort(gw):
     assert got["Body"].read() == p1 + src[:5 * MIB] + p3
     assert got["ContentType"] == "application/x-big" and meta(got) == {"k": "v"}
     assert code_of(s3.list_parts, Bucket="repo1", Key="main/big.bin", UploadId=uid) == "NoSuchUpload"
+    # The object's mtime is its store's (as lakeFS reports it), not a second read from the server's clock.
+    on_s3 = "s3://" in gw.namespace("x")
+    st = gw.api("GET", "/repositories/repo1/refs/main/objects/stat", params={"path": "big.bin", "presign": on_s3})
+    assert st.status_code == 200, st.text
+    address = st.json()["physical_address"]
+    if on_s3:
+        stored = email.utils.parsedate_to_datetime(requests.get(address, timeout=60).headers["Last-Modified"])
+        stored = stored.timestamp()
+    else:
+        stored = os.stat(urllib.parse.urlparse(address).path).st_mtime
+    assert st.json()["mtime"] == int(stored), (address, stored)
 
     # Too-small parts, a wrong ETag, and an abort.
     uid = s3.create_multipart_upload(Bucket="repo1", Key="main/small.bin")["UploadId"]

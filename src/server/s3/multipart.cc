@@ -13,6 +13,7 @@
 #include <ctime>
 #include <pugixml.hpp>
 
+#include "base/clock.h"
 #include "base/crypto.h"
 #include "blob/blob.h"
 #include "server/http/byte_range.h"
@@ -260,7 +261,15 @@ Result<catalog::Entry> AssembleParts(const catalog::Namespace& ns, const catalog
   }
   ARROW_RETURN_NOT_OK(out->Close());
   e.checksum = Hex(Md5(md5s));
-  e.mtime = std::time(nullptr);
+  // The object's time as its store keeps it, as lakeFS reports it: clients
+  // compare the two (lakeFS's TestMultipartUpload), and a reading of our own
+  // clock can fall in another second than the store's.
+  auto stored = ns->Stat(e.address);
+  if (!stored.ok()) {
+    (void)ns->Delete(e.address);
+    return stored.status();
+  }
+  e.mtime = ToUnixMicros(stored->mtime) / 1000000;
   return e;
 }
 
