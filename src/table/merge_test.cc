@@ -993,16 +993,21 @@ TEST_F(MergeTest, MarkedFixedBinaryIsStoredAsByteArrayAndReadBackFixed) {
   EXPECT_EQ(bounds->min().size(), 4u) << "a bound is the value's bytes, without a length";
 }
 
-// `table` written by Arrow's writer with kStoredSchemaKey = `key_value`.
-void WriteWithStoredSchemaKey(blob::BlobStore* blobs, const std::string& path, const arrow::Table& table,
-                              const std::string& key_value) {
-  auto forged = table.ReplaceSchemaMetadata(arrow::key_value_metadata({std::string(kStoredSchemaKey)}, {key_value}));
+// `table` written by Arrow's writer, its Arrow schema stored, 10 rows a row group.
+void WriteWithArrow(blob::BlobStore* blobs, const std::string& path, const arrow::Table& table) {
   auto sink = *blobs->OpenWriter(path);
   auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
-  ASSERT_TRUE(parquet::arrow::WriteTable(*forged, arrow::default_memory_pool(), sink, 10,
+  ASSERT_TRUE(parquet::arrow::WriteTable(table, arrow::default_memory_pool(), sink, 10,
                                          parquet::default_writer_properties(), arrow_props)
                   .ok());
   ASSERT_TRUE(sink->Close().ok());
+}
+
+// `table` written by Arrow's writer with kStoredSchemaKey = `key_value`.
+void WriteWithStoredSchemaKey(blob::BlobStore* blobs, const std::string& path, const arrow::Table& table,
+                              const std::string& key_value) {
+  WriteWithArrow(blobs, path,
+                 *table.ReplaceSchemaMetadata(arrow::key_value_metadata({std::string(kStoredSchemaKey)}, {key_value})));
 }
 
 TEST_F(MergeTest, AFileWhoseStoredSchemaKeyDisagreesWithItsColumnsIsRefused) {
@@ -1077,12 +1082,7 @@ TEST_F(MergeTest, AStoredFixedBinaryValueOfAnotherLengthIsAnErrorNamingTheColumn
   ASSERT_TRUE(address.Append("abc").ok());
   auto table = arrow::Table::Make(schema, {*blocks.Finish(), *address.Finish()});
   const std::string path = "odd.parquet";
-  auto sink = *blobs_->OpenWriter(path);
-  auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
-  ASSERT_TRUE(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), sink, 10,
-                                         parquet::default_writer_properties(), arrow_props)
-                  .ok());
-  ASSERT_TRUE(sink->Close().ok());
+  WriteWithArrow(blobs_.get(), path, *table);
   auto reader = SegmentFileReader::Open(blobs_.get(), path);
   ASSERT_TRUE(reader.ok()) << reader.status().ToString();
   EXPECT_TRUE((*reader)->schema()->field(1)->type()->Equals(arrow::fixed_size_binary(4)));
