@@ -31,9 +31,15 @@ extensions are built for; locally DuckDB is .venv's).
 Query side: the tiny shape's outputs (Sediment's head merge, Sediment's final
 merge, DuckDB's) are queried by DuckDB, Polars and DataFusion: a 100-block
 range, equality on an address, equality on topic0, topic0 = within a 5,000-block
-range, and a full-scan aggregate (the ten addresses with the most logs). Median
-of --repeat runs, in --query-rounds rounds with each file first in turn; the
-median of the rounds is reported.
+range, and a full-scan aggregate (the ten addresses with the most logs). DataFusion
+twice: with its defaults, and with filters pushed into the scan. Each round is
+one process per engine that opens the three files and alternates them run by
+run (--repeat runs of each query per file); the median of --query-rounds
+rounds' medians is reported. Twice: with the files as their writers left them
+in the page cache (DuckDB's written through it; Sediment's final file around
+it, O_DIRECT, so the queries' own reads bring it in), and with all three
+evicted before each round (POSIX_FADV_DONTNEED), so every file is brought in
+by the engine's reads: the files alone compared.
 
 Usage: .venv/bin/python bench/compaction_bench.py [--scale 1.0] [--threads 1 2] [--shapes tiny medium ...]
                                                  [--minio-files 600]
@@ -152,8 +158,15 @@ PEERS = {peer: script.replace(
     'print(json.dumps({"seconds": time.perf_counter() - t}))\n', DURABLE) for peer, script in PEERS.items()}
 
 QUERY_SCRIPT = r"""
-import json, sys, time, statistics
-engine, path, lo, addr, topic, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6])
+import json, os, sys, time, statistics
+engine, lo, addr, topic, repeat = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
+evict, paths = sys.argv[6] == "evict", sys.argv[7:]
+for path in paths if evict else ():
+    # Out of the page cache, so the engine's own reads bring every file back in alike
+    # (the files are fsynced; clean pages go).
+    fd = os.open(path, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
 addr, topic = bytes.fromhex(addr), bytes.fromhex(topic)
 hi = lo + 99
 wide = lo + 4999  # topic0 = within 5,000 blocks: a third of the tiny shape's 15,000
@@ -161,38 +174,55 @@ if engine == "duckdb":
     import duckdb
     con = duckdb.connect()
     con.execute("SET threads = 2")
-    qs = {"range": lambda: con.execute(f"SELECT count(*), sum(value) FROM read_parquet('{path}') WHERE block_num BETWEEN {lo} AND {hi}").fetchall(),
-          "address": lambda: con.execute(f"SELECT count(*), sum(value) FROM read_parquet('{path}') WHERE address = ?", [addr]).fetchall(),
-          "topic0": lambda: con.execute(f"SELECT count(*), sum(value) FROM read_parquet('{path}') WHERE topic0 = ?", [topic]).fetchall(),
-          "topic0_range": lambda: con.execute(f"SELECT count(*), sum(value) FROM read_parquet('{path}') WHERE topic0 = ? AND block_num BETWEEN {lo} AND {wide}", [topic]).fetchall(),
-          "aggregate": lambda: con.execute(f"SELECT address, count(*), sum(value) FROM read_parquet('{path}') GROUP BY address ORDER BY 2 DESC LIMIT 10").fetchall()}
+    def queries(path):
+        sql = lambda where, args=(): lambda: con.execute(
+            f"SELECT count(*), sum(value) FROM read_parquet('{path}') WHERE {where}", list(args)).fetchall()
+        return {"range": sql(f"block_num BETWEEN {lo} AND {hi}"), "address": sql("address = ?", [addr]),
+                "topic0": sql("topic0 = ?", [topic]),
+                "topic0_range": sql(f"topic0 = ? AND block_num BETWEEN {lo} AND {wide}", [topic]),
+                "aggregate": lambda: con.execute(f"SELECT address, count(*), sum(value) FROM read_parquet('{path}') "
+                                                 "GROUP BY address ORDER BY 2 DESC LIMIT 10").fetchall()}
 elif engine == "polars":
     import polars as pl
-    lf = pl.scan_parquet(path)
     agg = [pl.len(), pl.col("value").sum()]
-    qs = {"range": lambda: lf.filter(pl.col("block_num").is_between(lo, hi)).select(agg).collect().rows(),
-          "address": lambda: lf.filter(pl.col("address") == addr).select(agg).collect().rows(),
-          "topic0": lambda: lf.filter(pl.col("topic0") == topic).select(agg).collect().rows(),
-          "topic0_range": lambda: lf.filter((pl.col("topic0") == topic) & pl.col("block_num").is_between(lo, wide)).select(agg).collect().rows(),
-          "aggregate": lambda: lf.group_by("address").agg(agg).sort("len", descending=True).head(10).collect().rows()}
+    def queries(path):
+        lf = pl.scan_parquet(path)
+        where = lambda cond: lambda: lf.filter(cond).select(agg).collect().rows()
+        return {"range": where(pl.col("block_num").is_between(lo, hi)), "address": where(pl.col("address") == addr),
+                "topic0": where(pl.col("topic0") == topic),
+                "topic0_range": where((pl.col("topic0") == topic) & pl.col("block_num").is_between(lo, wide)),
+                "aggregate": lambda: lf.group_by("address").agg(agg).sort("len", descending=True).head(10)
+                .collect().rows()}
 else:
+    # "datafusion": its defaults (no filter pushdown into the scan), as a user gets it;
+    # "datafusion-pushdown": filters evaluated inside the Parquet scan (row selections).
     from datafusion import SessionContext, SessionConfig
-    ctx = SessionContext(SessionConfig().with_target_partitions(2)
-                         .set("datafusion.execution.parquet.pushdown_filters", "true")
-                         .set("datafusion.execution.parquet.bloom_filter_on_read", "true"))
-    ctx.register_parquet("t", path)
-    qs = {"range": lambda: ctx.sql(f"SELECT count(*), sum(value) FROM t WHERE block_num BETWEEN {lo} AND {hi}").collect(),
-          "address": lambda: ctx.sql(f"SELECT count(*), sum(value) FROM t WHERE address = X'{addr.hex()}'").collect(),
-          "topic0": lambda: ctx.sql(f"SELECT count(*), sum(value) FROM t WHERE topic0 = X'{topic.hex()}'").collect(),
-          "topic0_range": lambda: ctx.sql(f"SELECT count(*), sum(value) FROM t WHERE topic0 = X'{topic.hex()}' AND block_num BETWEEN {lo} AND {wide}").collect(),
-          "aggregate": lambda: ctx.sql("SELECT address, count(*), sum(value) FROM t GROUP BY address ORDER BY 2 DESC LIMIT 10").collect()}
-out = {}
-for name, q in qs.items():
-    q()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter(); q(); times.append((time.perf_counter() - t) * 1000)
-    out[name] = statistics.median(times)
+    cfg = SessionConfig().with_target_partitions(2).set("datafusion.execution.parquet.bloom_filter_on_read", "true")
+    if engine == "datafusion-pushdown":
+        cfg = cfg.set("datafusion.execution.parquet.pushdown_filters", "true")
+    ctx = SessionContext(cfg)
+    def queries(path):
+        t = f"t{len(ctx.catalog().schema().names())}"
+        ctx.register_parquet(t, path)
+        sql = lambda where: lambda: ctx.sql(f"SELECT count(*), sum(value) FROM {t} WHERE {where}").collect()
+        return {"range": sql(f"block_num BETWEEN {lo} AND {hi}"), "address": sql(f"address = X'{addr.hex()}'"),
+                "topic0": sql(f"topic0 = X'{topic.hex()}'"),
+                "topic0_range": sql(f"topic0 = X'{topic.hex()}' AND block_num BETWEEN {lo} AND {wide}"),
+                "aggregate": lambda: ctx.sql(f"SELECT address, count(*), sum(value) FROM {t} GROUP BY address "
+                                             "ORDER BY 2 DESC LIMIT 10").collect()}
+per_file = [queries(p) for p in paths]
+out = [{} for _ in paths]
+for name in per_file[0]:
+    # The files alternate run by run (each first in turn), so drift in this
+    # noisy machine's speed falls on all of them alike.
+    times = [[] for _ in paths]
+    for i, qs in enumerate(per_file):
+        qs[name]()
+    for r in range(repeat):
+        for i in [(r + k) % len(paths) for k in range(len(paths))]:
+            t = time.perf_counter(); per_file[i][name](); times[i].append((time.perf_counter() - t) * 1000)
+    for i, ts in enumerate(times):
+        out[i][name] = statistics.median(ts)
 print(json.dumps(out))
 """
 
@@ -272,6 +302,17 @@ def run(cmd, env=None):
     if res["rc"] != 0:
         raise RuntimeError(f"{cmd[:3]} failed:\n{res['out'][-2000:]}")
     return json.loads(res["out"].strip().splitlines()[-1]), res["rss_kib"] / 1024
+
+
+def query_rounds(cmd, n_files, rounds):
+    """Runs a query script (it prints, per file, {query: median ms}) `rounds` times; per file, each query's
+    median over the rounds."""
+    per = [[] for _ in range(n_files)]
+    for _ in range(rounds):
+        times, _ = run(cmd)
+        for i, t in enumerate(times):
+            per[i].append(t)
+    return [{q: statistics.median(t[q] for t in p) for q in QUERIES} for p in per]
 
 
 def fresh(path):
@@ -406,6 +447,9 @@ def main():
                     help="also query the tiny shape's final file through Sediment's Iceberg catalog against "
                          "DuckDB's file through a local one and through Iceberg's reference REST catalog, in DuckDB "
                          "and PyIceberg (bench/iceberg_query_probe.py; needs Maven and a JDK for the reference catalog)")
+    ap.add_argument("--spark", action="store_true",
+                    help="also run the queries in Spark (PySpark in .venv-engines, local[2]; "
+                         "bench/spark_query_probe.py), each file read directly")
     ap.add_argument("--work", default=None, help="work directory (default: a temp dir, removed)")
     ap.add_argument("--minio-files", type=int, default=600,
                     help="tiny files merged on MinIO (started here by scripts/minio.sh); 0 = skip")
@@ -453,18 +497,20 @@ def main():
                 lo = probe["block_num"][mid].as_py()
                 addr = probe["address"][mid].as_py().hex()
                 topic = probe["topic0"][mid].as_py().hex()
-                # Rounds with the files in turn first (the machine is noisy, and whichever file goes
-                # first right after the merges pays for the kernel's work on the files just deleted);
-                # each query's median over the rounds.
+                # The three files in one process per engine and round, alternated run by run (the
+                # machine is noisy, and whichever file went first right after the merges paid for the
+                # kernel's work on the files just deleted); each query's median over the rounds.
                 files = (final_files[0], sed_files[0], duck_file)
-                for engine in ("duckdb", "polars", "datafusion"):
-                    per = [[] for _ in files]
-                    for r in range(args.query_rounds):
-                        for i in [(r + k) % len(files) for k in range(len(files))]:
-                            t, _ = run([sys.executable, "-c", QUERY_SCRIPT, engine, str(files[i]), str(lo), addr,
-                                        topic, str(args.repeat)])
-                            per[i].append(t)
-                    queries.append((engine, *[{q: statistics.median(t[q] for t in p) for q in QUERIES} for p in per]))
+                # Twice: the files as their writers left them in the page cache, then each round
+                # with all three evicted first, so that the engine's reads bring them in alike.
+                for engine in ("duckdb", "polars", "datafusion", "datafusion-pushdown") + (("spark",) if args.spark else ()):
+                    def cmd(mode):
+                        if engine == "spark":
+                            return [ENGINES_PYTHON, ROOT / "bench" / "spark_query_probe.py", "--lo", lo, "--addr",
+                                    addr, "--topic", topic, "--repeat", args.repeat, "--cache", mode, *files]
+                        return [sys.executable, "-c", QUERY_SCRIPT, engine, lo, addr, topic, args.repeat, mode, *files]
+                    queries.append((engine, *query_rounds(cmd("keep"), len(files), args.query_rounds),
+                                    *query_rounds(cmd("evict"), len(files), args.query_rounds)))
                 if args.iceberg:
                     probe_out, _ = run([str(ROOT / ".venv-engines" / "bin" / "python"),
                                         str(ROOT / "bench" / "iceberg_query_probe.py"), "--data-dir", str(final),
@@ -520,12 +566,12 @@ def main():
                   "head-merge file (<1: the not-yet-final file is slower)")
             print()
             print("| engine | query | final file ms | head-merge file ms | DuckDB's file ms | final vs DuckDB | "
-                  "head-merge vs final |")
-            print("| --- | --- | --- | --- | --- | --- | --- |")
-            for engine, f, h, d in queries:
+                  "head-merge vs final | evicted first: final / DuckDB's ms | evicted first: final vs DuckDB |")
+            print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+            for engine, f, h, d, ef, _, ed in queries:
                 for q in QUERIES:
                     print(f"| {engine} | {q} | {f[q]:.1f} | {h[q]:.1f} | {d[q]:.1f} | {d[q] / f[q]:.2f}x | "
-                          f"{f[q] / h[q]:.2f}x |")
+                          f"{f[q] / h[q]:.2f}x | {ef[q]:.1f} / {ed[q]:.1f} | {ed[q] / ef[q]:.2f}x |")
         if iceberg_queries:
             print()
             print("Through Iceberg catalogs (median ms): Sediment's final file served by its catalog; DuckDB's file "
