@@ -1,5 +1,6 @@
 """Attacks on the S3 gateway: unsigned x-amz-* headers added to a signed request (2), bodies that do not
-match their signed x-amz-content-sha256 (8), and learning which buckets exist without a policy (9)."""
+match their signed x-amz-content-sha256 (8), and learning which buckets exist without a policy (9): by
+creating one, or by deleting objects in it."""
 import pytest
 import requests
 from botocore.exceptions import ClientError
@@ -164,3 +165,35 @@ def test_creating_a_bucket_without_a_policy_reveals_nothing(victim):
     a = requests.put(v.server.url + "/lake", timeout=30)
     b = requests.put(v.server.url + "/missing-repo", timeout=30)
     assert (a.status_code, b.status_code) == (403, 403), (a.text, b.text)
+
+
+def test_deleting_objects_without_a_policy_reveals_nothing(victim):
+    """A multi-object delete by someone who may delete none of the keys answers alike whether the
+    repository (or its branch) exists: every key refused, nothing deleted. Through S3 and the lakeFS API."""
+    v = victim
+
+    def s3_attempt(bucket):
+        try:
+            r = v.nobody_s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": "main/secret/x"}]})
+        except ClientError as e:
+            return e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"]["Code"]
+        return r["ResponseMetadata"]["HTTPStatusCode"], [(e["Key"], e["Code"]) for e in r.get("Errors", [])]
+
+    existing = s3_attempt("lake")
+    assert existing == (200, [("main/secret/x", "AccessDenied")]), existing
+    assert s3_attempt("missing-repo") == existing
+
+    nobody = v.api.as_user(v.nobody)
+
+    def api_attempt(repo, branch):
+        r = nobody("POST", f"/repositories/{repo}/branches/{branch}/objects/delete", json={"paths": ["secret/x"]})
+        return r.status_code, [(e["path"], e["status_code"]) for e in r.json().get("errors", [])]
+
+    existing = api_attempt("lake", "main")
+    assert existing == (200, [("secret/x", 401)]) or existing == (200, [("secret/x", 403)]), existing
+    assert api_attempt("missing-repo", "main") == existing
+    assert api_attempt("lake", "no-such-branch") == existing
+    assert exists(v.s3, "lake", "main/secret/x")
+    # Who may delete still learns that a repository is missing, as in lakeFS.
+    r = v.api("POST", "/repositories/missing-repo/branches/main/objects/delete", json={"paths": ["secret/x"]})
+    assert r.status_code == 404, r.text

@@ -179,7 +179,9 @@ Status DeleteObjects(const Context& ctx, const Req& req, Res& res, const std::st
     }
   }
   ARROW_ASSIGN_OR_RAISE(bool force, BoolParam(req, "force"));
-  Status st = ctx.cat->DeleteEntries(repo, branch, allowed, force).status();
+  // Who may delete none of the paths learns nothing about the repository or
+  // branch, not even whether they exist.
+  Status st = allowed.empty() ? Status::OK() : ctx.cat->DeleteEntries(repo, branch, allowed, force).status();
   if (IsForbidden(st)) {  // a protected branch or read-only repository: each path says so
     for (const auto& p : allowed) errors.push_back({{"status_code", 403}, {"message", st.message()}, {"path", p}});
   } else {

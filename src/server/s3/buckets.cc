@@ -215,10 +215,6 @@ Status DeleteObjects(const Gateway& gw, const Target& t, const Req& req, Res& re
     return S3Error(400, "MalformedXML",
                    fmt::format("a Delete request names 1 to {} objects, this one {}", kMaxDeleteKeys, keys.size()));
   }
-  ARROW_ASSIGN_OR_RAISE(auto repo, LoadBucket(gw, t.bucket));
-  if (repo.read_only) {
-    return S3Error(403, "ReadOnlyRepository", fmt::format("repository \"{}\" is read-only", t.bucket));
-  }
   std::string deleted, errors;
   auto error = [&](const std::string& key, const Status& st) {
     auto [http, code] = S3CodeFor(st);
@@ -241,6 +237,14 @@ Status DeleteObjects(const Gateway& gw, const Target& t, const Req& req, Res& re
       continue;
     }
     by_ref[key.substr(0, slash)].emplace_back(key, path);
+  }
+  // Each key's permission comes first: who may delete none of them learns
+  // nothing about the bucket, not even whether it exists.
+  if (!by_ref.empty()) {
+    ARROW_ASSIGN_OR_RAISE(auto repo, LoadBucket(gw, t.bucket));
+    if (repo.read_only) {
+      return S3Error(403, "ReadOnlyRepository", fmt::format("repository \"{}\" is read-only", t.bucket));
+    }
   }
   for (const auto& [ref, items] : by_ref) {
     Target bt = t;
