@@ -302,9 +302,11 @@ Status CompleteMultipartUpload(const Gateway& gw, const Target& t, const Req& re
     return claimed;
   }
   Status put = gw.cat->PutUploadedEntry(repo, t.ref, t.path, e, if_absent);
+  // The upload is claimed either way, so its parts are nobody's now (a put
+  // that staged nothing deletes the assembled object: PutUploadedEntry).
+  for (const auto& [num, p] : by_number) (void)ns->Delete(p.address);
   if (IsPreconditionFailed(put)) return S3Error(412, "PreconditionFailed", fmt::format("\"{}\" exists", t.key));
   ARROW_RETURN_NOT_OK(put);
-  for (const auto& [num, p] : by_number) (void)ns->Delete(p.address);
   std::string etag = fmt::format("{}-{}", e.checksum, chosen.size());
   ReplyXml(res, 200,
            fmt::format("<CompleteMultipartUploadResult{}><Location>/{}/{}</Location><Bucket>{}</Bucket><Key>{}</Key>"
