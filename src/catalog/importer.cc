@@ -70,8 +70,12 @@ Result<std::string> Importer::Start(const std::string& repo, const std::string& 
         return InvalidArgument(fmt::format("import destination \"{}\": {}", p.destination, st.message()));
       }
     }
+    if (authorize) ARROW_RETURN_NOT_OK(authorize(p, nullptr));
     ARROW_ASSIGN_OR_RAISE(auto where, catalog_->CheckImportSource(repository, p.path, prefix));
-    if (authorize) ARROW_RETURN_NOT_OK(authorize(p, where.Uri() + (prefix ? "/" : "")));
+    if (authorize) {
+      const std::string resolved = where.Uri() + (prefix ? "/" : "");
+      ARROW_RETURN_NOT_OK(authorize(p, &resolved));
+    }
     job->where.push_back(std::move(where));
   }
   job->repo = repo;

@@ -63,11 +63,13 @@ class Importer {
   void Stop();
 
   // Checks the request (repository, branch and its protection, types,
-  // sources), asks `authorize` about each location with its source resolved
-  // (the URI it will read), records the import and starts it; its id.
+  // sources), asks `authorize` about each location twice, as written
+  // (`resolved` null) before its source is looked at, so a refused caller
+  // learns nothing about it, then with the URI it resolves to (what will be
+  // read); records the import and starts it; its id.
   // InvalidArgument naming what is wrong; Busy when kMaxRunning imports run
   // on this server.
-  using Authorize = std::function<Status(const ImportLocation& location, const std::string& resolved)>;
+  using Authorize = std::function<Status(const ImportLocation& location, const std::string* resolved)>;
   Result<std::string> Start(const std::string& repo, const std::string& branch, std::vector<ImportLocation> paths,
                             CommitParams commit, const Authorize& authorize);
   Result<ImportStatus> GetStatus(const std::string& repo, const std::string& id);

@@ -83,6 +83,14 @@ def test_imports_need_import_from_storage(catalog_server, tmp_path):
         {"effect": "allow", "action": ["fs:*"], "resource": "arn:lakefs:fs:::repository/mine*"}]))
     r = start_import(writer, "mine", f"local://{tmp_path}/src/")
     assert r.status_code == 401 and "fs:ImportFromStorage" in r.json()["message"], r.text
+    # Refused before the source is looked at: without the permission, a source in another repository's
+    # namespace, in the server's files or nowhere at all gets the same refusal, naming nothing of them.
+    create_repo(api, "hidden", f"local://{tmp_path}/hidden")
+    for source in [f"local://{tmp_path}/hidden/", f"local://{tmp_path}/", f"local://{tmp_path}/missing/",
+                   f"local://{server.data_dir}/", "local:///etc/"]:
+        r = start_import(writer, "mine", source)
+        assert r.status_code == 401 and "fs:ImportFromStorage" in r.json()["message"], (source, r.text)
+        assert "hidden" not in r.json()["message"].replace(source, ""), r.text
     r = requests.post(server.url + "/api/v1/repositories/mine/branches/main/import", json={}, timeout=10)
     assert r.status_code == 401
 

@@ -36,11 +36,12 @@ Status ImportStart(const Context& ctx, const Req& req, Res& res, const std::stri
   if (body.contains("force") && !body["force"].is_null()) {
     ARROW_ASSIGN_OR_RAISE(params.force, Field<bool>(body, "force"));
   }
-  // Reading each source is authorized on the path as written and as it
-  // resolves (what will be read), writing on its destination.
-  auto authorize = [&](const catalog::ImportLocation& l, const std::string& resolved) -> Status {
+  // Reading each source is authorized on the path as written (before it is
+  // looked at) and as it resolves (what will be read), writing on its
+  // destination.
+  auto authorize = [&](const catalog::ImportLocation& l, const std::string* resolved) -> Status {
+    if (resolved) return ctx.Allow(me, "fs:ImportFromStorage", "arn:lakefs:fs:::namespace/" + *resolved);
     ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ImportFromStorage", "arn:lakefs:fs:::namespace/" + l.path));
-    ARROW_RETURN_NOT_OK(ctx.Allow(me, "fs:ImportFromStorage", "arn:lakefs:fs:::namespace/" + resolved));
     return ctx.Allow(me, "fs:WriteObject", ObjectArn(repo, l.destination));
   };
   // An import is a commit: the catalog runs its hooks (pre-commit, post-commit).
