@@ -230,7 +230,8 @@ void ObjectRoutes(Rows& r) {
   r.Add("PUT",    pmpu + "/{upload}/parts/{part}/copy", "UploadPartCopy", write,                             UploadPartCopy);
   r.Add("GET",    ref + "/objects",            "GetObject",      read,                                       GetObject);
   r.Add("GET",    ref + "/objects/stat",       "StatObject",     read,                                       StatObject);
-  // Each object listed is filtered by the handler (fs:ReadObject).
+  // fs:ListObjects shows every key, as in lakeFS; with presign=true the handler
+  // also needs fs:ReadObject on each object listed (a URL reads it unchecked).
   r.Add("GET",    ref + "/objects/ls",         "ListObjects",    Need("fs:ListObjects", kRepoArn),           ListObjects);
   // clang-format on
 }
