@@ -145,3 +145,29 @@ def test_a_deleted_repositorys_namespace_cannot_be_imported_while_its_files_rema
         r = start_import(api, "mine", source, kind=kind, destination="x" if kind == "object" else "in/")
         assert r.status_code == 400 and "belonged to repository" in r.json()["message"], (source, r.text)
     assert catalog_state(api) == before
+
+
+def test_an_import_is_read_and_cancelled_through_its_own_branch_only(catalog_server, tmp_path):
+    """The status and cancel routes are authorized on the branch in their path, so an import answers
+    only there: who may read or cancel imports on dev gets 404 for main's, whatever its id."""
+    server = catalog_server()  # local namespaces anywhere under tmp_path
+    api = server.api
+    create_repo(api, "mine", f"local://{tmp_path}/mine")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "f").write_bytes(b"x")
+    assert api("POST", "/repositories/mine/branches", json={"name": "dev", "source": "main"}).status_code == 201
+    r = start_import(api, "mine", f"local://{tmp_path}/src/")
+    assert r.status_code == 202, r.text
+    iid = r.json()["id"]
+    assert wait(api, "mine", iid).get("completed"), "the import did not complete"
+    dev_only = api.as_user(create_user(api, "dev-only", [
+        {"effect": "allow", "action": ["fs:ReadBranch", "fs:ImportCancel"],
+         "resource": "arn:lakefs:fs:::repository/mine/branch/dev"}]))
+    r = dev_only("GET", "/repositories/mine/branches/dev/import", params={"id": iid})
+    assert r.status_code == 404, r.text
+    r = dev_only("DELETE", "/repositories/mine/branches/dev/import", params={"id": iid})
+    assert r.status_code == 404, r.text
+    r = dev_only("GET", "/repositories/mine/branches/main/import", params={"id": iid})
+    assert r.status_code == 401, r.text
+    # Through its own branch, as before.
+    assert api("GET", "/repositories/mine/branches/main/import", params={"id": iid}).json()["completed"]

@@ -61,12 +61,21 @@ Result<std::string> ImportId(const Req& req) {
   return id;
 }
 
+// The import `id` of `repo`, reached only through its own branch: the router
+// authorized the caller on the branch in the path, not on the import's.
+Result<catalog::ImportStatus> ImportOnBranch(const Context& ctx, const std::string& repo, const std::string& branch,
+                                             const std::string& id) {
+  ARROW_ASSIGN_OR_RAISE(auto s, ctx.importer->GetStatus(repo, id));
+  if (s.branch != branch) return NotFound(fmt::format("import \"{}\" not found on branch \"{}\"", id, branch));
+  return s;
+}
+
 }  // namespace
 
 Status ImportStatus(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   const std::string repo = req.matches[1], branch = req.matches[2];
   ARROW_ASSIGN_OR_RAISE(auto id, ImportId(req));
-  ARROW_ASSIGN_OR_RAISE(auto s, ctx.importer->GetStatus(repo, id));
+  ARROW_ASSIGN_OR_RAISE(auto s, ImportOnBranch(ctx, repo, branch, id));
   json out = {{"completed", s.completed},
               {"update_time", FormatTime(FromUnixMicros(s.update_time_us))},
               {"ingested_objects", s.ingested_objects}};
@@ -84,6 +93,7 @@ Status ImportStatus(const Context& ctx, const Req& req, Res& res, const std::str
 Status ImportCancel(const Context& ctx, const Req& req, Res& res, const std::string& /*me*/) {
   const std::string repo = req.matches[1], branch = req.matches[2];
   ARROW_ASSIGN_OR_RAISE(auto id, ImportId(req));
+  ARROW_RETURN_NOT_OK(ImportOnBranch(ctx, repo, branch, id).status());
   ARROW_RETURN_NOT_OK(ctx.importer->Cancel(repo, id));
   res.status = 204;
   return Status::OK();
