@@ -158,15 +158,9 @@ PEERS = {peer: script.replace(
     'print(json.dumps({"seconds": time.perf_counter() - t}))\n', DURABLE) for peer, script in PEERS.items()}
 
 QUERY_SCRIPT = r"""
-import json, os, sys, time, statistics
+import json, sys, time, statistics
 engine, lo, addr, topic, repeat = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
-evict, paths = sys.argv[6] == "evict", sys.argv[7:]
-for path in paths if evict else ():
-    # Out of the page cache, so the engine's own reads bring every file back in alike
-    # (the files are fsynced; clean pages go).
-    fd = os.open(path, os.O_RDONLY)
-    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    os.close(fd)
+paths = sys.argv[6:]
 addr, topic = bytes.fromhex(addr), bytes.fromhex(topic)
 hi = lo + 99
 wide = lo + 4999  # topic0 = within 5,000 blocks: a third of the tiny shape's 15,000
@@ -216,7 +210,7 @@ for name in per_file[0]:
     # The files alternate run by run (each first in turn), so drift in this
     # noisy machine's speed falls on all of them alike.
     times = [[] for _ in paths]
-    for i, qs in enumerate(per_file):
+    for qs in per_file:
         qs[name]()
     for r in range(repeat):
         for i in [(r + k) % len(paths) for k in range(len(paths))]:
@@ -304,11 +298,22 @@ def run(cmd, env=None):
     return json.loads(res["out"].strip().splitlines()[-1]), res["rss_kib"] / 1024
 
 
-def query_rounds(cmd, n_files, rounds):
-    """Runs a query script (it prints, per file, {query: median ms}) `rounds` times; per file, each query's
-    median over the rounds."""
-    per = [[] for _ in range(n_files)]
+def evict(paths):
+    """Drops the files from the page cache (they are fsynced: clean pages go), so that the next reads bring
+    them all back in alike."""
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+
+
+def query_rounds(cmd, files, rounds, evicted):
+    """Runs a query script over `files` (it prints, per file, {query: median ms}) `rounds` times, each round
+    after evicting the files if `evicted`; per file, each query's median over the rounds."""
+    per = [[] for _ in files]
     for _ in range(rounds):
+        if evicted:
+            evict(files)
         times, _ = run(cmd)
         for i, t in enumerate(times):
             per[i].append(t)
@@ -504,13 +509,13 @@ def main():
                 # Twice: the files as their writers left them in the page cache, then each round
                 # with all three evicted first, so that the engine's reads bring them in alike.
                 for engine in ("duckdb", "polars", "datafusion", "datafusion-pushdown") + (("spark",) if args.spark else ()):
-                    def cmd(mode):
-                        if engine == "spark":
-                            return [ENGINES_PYTHON, ROOT / "bench" / "spark_query_probe.py", "--lo", lo, "--addr",
-                                    addr, "--topic", topic, "--repeat", args.repeat, "--cache", mode, *files]
-                        return [sys.executable, "-c", QUERY_SCRIPT, engine, lo, addr, topic, args.repeat, mode, *files]
-                    queries.append((engine, *query_rounds(cmd("keep"), len(files), args.query_rounds),
-                                    *query_rounds(cmd("evict"), len(files), args.query_rounds)))
+                    if engine == "spark":
+                        cmd = [ENGINES_PYTHON, ROOT / "bench" / "spark_query_probe.py", "--lo", lo, "--addr", addr,
+                               "--topic", topic, "--repeat", args.repeat, *files]
+                    else:
+                        cmd = [sys.executable, "-c", QUERY_SCRIPT, engine, lo, addr, topic, args.repeat, *files]
+                    queries.append((engine, *query_rounds(cmd, files, args.query_rounds, evicted=False),
+                                    *query_rounds(cmd, files, args.query_rounds, evicted=True)))
                 if args.iceberg:
                     probe_out, _ = run([str(ROOT / ".venv-engines" / "bin" / "python"),
                                         str(ROOT / "bench" / "iceberg_query_probe.py"), "--data-dir", str(final),

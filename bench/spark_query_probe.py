@@ -8,8 +8,7 @@ turn), so the machine's drift falls on both alike. Spark reads DuckDB's UINT64 `
 DECIMAL(20,0) and Sediment's (stored as a signed 64-bit integer, docs/formats.md) as BIGINT; the
 queries compare it with integer literals either way, as a user would write them.
 
-    .venv-engines/bin/python bench/spark_query_probe.py --lo N --addr HEX --topic HEX [--repeat 9] \
-        [--cache keep|evict] FILE...
+    .venv-engines/bin/python bench/spark_query_probe.py --lo N --addr HEX --topic HEX [--repeat 9] FILE...
 Prints one JSON list: per file, {query: median ms}.
 """
 import argparse
@@ -38,14 +37,8 @@ def main():
     ap.add_argument("--addr", required=True, help="an address, hex")
     ap.add_argument("--topic", required=True, help="a topic0, hex")
     ap.add_argument("--repeat", type=int, default=9, help="runs of each query on each file")
-    ap.add_argument("--cache", choices=("keep", "evict"), default="keep",
-                    help="evict: drop the files from the page cache first (POSIX_FADV_DONTNEED)")
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
-    for path in args.files if args.cache == "evict" else ():
-        fd = os.open(path, os.O_RDONLY)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        os.close(fd)
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, and no warning about it
     from pyspark.sql import SparkSession
